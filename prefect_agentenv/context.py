@@ -1,0 +1,134 @@
+"""The run context: what steps deploy and produce, passed from a step to its dependents.
+
+A step receives the contexts returned by its direct dependencies, merges them, adds what it
+made and returns the result. A step therefore sees exactly what its ancestors produced,
+whatever the timing of the other branches.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from prefect_agentenv.exceptions import ContextConflictError
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class DeployedEnv(_Model):
+    """An env instance deployed by a `deploy_env` step."""
+
+    env_id: str
+    """The registry id of the env."""
+    version: str | None = None
+    """The version that was deployed."""
+    instance_id: str
+    """Unique id of this instance within the run."""
+    mcp_url: str
+    """Streamable-HTTP MCP endpoint of the instance."""
+    base_url: str | None = None
+    """Root URL of the instance (card and data plane live under it)."""
+
+
+class DeployedAgent(_Model):
+    """An agent deployed by a `deploy_agent` step."""
+
+    agent_name: str
+    """The name the task gives the agent."""
+    a2a_url: str
+    """The agent's A2A JSON-RPC endpoint."""
+    sandbox: str | None = None
+    """Root folder (or container) of the agent's sandbox."""
+    instance_id: str
+    """Unique id of this instance within the run."""
+    a2a_agent_id: str | None = None
+    """The registry id the agent was deployed from."""
+    model: str | None = None
+    """The model the agent was configured with, if known."""
+
+
+class PromptResponse(_Model):
+    """The outcome of a `prompt_agent` step."""
+
+    prompt_id: str
+    prompt: str
+    response: str = ""
+    """The agent's final reply text."""
+    trajectory: str | None = None
+    """Where the agent's trajectory is stored."""
+    tool_call_count: int | None = None
+    model: str | None = None
+    error: str | None = None
+    """Set when the agent failed; the reply may then be partial or empty."""
+    is_truncated: bool = False
+    is_timeout: bool = False
+
+
+class FailedStep(_Model):
+    """A row of `metadata.failed_steps`."""
+
+    step_id: str
+    step_type: str
+    error: str
+    error_type: str
+    started_at: datetime
+    duration_s: float
+
+
+class RunMetadata(BaseModel):
+    """Run-wide records. Known keys are typed; steps from plugins may add their own."""
+
+    model_config = ConfigDict(extra="allow")
+
+    verifications: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Verifier results by verifier id: {format?, results: [rows], score, ...}."""
+    failed_steps: list[FailedStep] = Field(default_factory=list)
+    """Steps that failed without failing the task (fail_task_on_error: false)."""
+    collected_artifacts: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """By collect step id: {artifacts: {path: url}, file_artifact_universe: {id, version}}."""
+    loaded_file_artifact_universes: list[dict[str, Any]] = Field(default_factory=list)
+    """Files copied into agents: {agent_name, folder, universe, files}."""
+
+
+class RunContext(BaseModel):
+    """Everything a step can see of its ancestors' work."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    deployed_envs: dict[str, DeployedEnv] = Field(default_factory=dict)
+    deployed_agents: dict[str, DeployedAgent] = Field(default_factory=dict)
+    prompt_responses: dict[str, PromptResponse] = Field(default_factory=dict)
+    metadata: RunMetadata = Field(default_factory=RunMetadata)
+
+    @classmethod
+    def merge(cls, contexts: list[RunContext]) -> RunContext:
+        """Merge the contexts of several dependencies into one.
+
+        Raises:
+            ContextConflictError: two contexts hold different values under one key.
+        """
+        if not contexts:
+            return cls()
+        if len(contexts) == 1:
+            return contexts[0].model_copy(deep=True)
+        merged: dict[str, Any] = {}
+        for ctx in contexts:
+            merged = _merge_values(merged, ctx.model_dump(mode="python"), "context")
+        return cls.model_validate(merged)
+
+
+def _merge_values(a: Any, b: Any, path: str) -> Any:
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = dict(a)
+        for key, value in b.items():
+            out[key] = _merge_values(a[key], value, f"{path}.{key}") if key in a else value
+        return out
+    if isinstance(a, list) and isinstance(b, list):
+        return a + [item for item in b if item not in a]
+    if a != b:
+        raise ContextConflictError(f"dependencies disagree on {path}: {a!r} != {b!r}")
+    return a

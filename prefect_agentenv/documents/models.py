@@ -1,0 +1,71 @@
+"""The task document model: an id and a list of steps, each validated by its registered type."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Union
+
+from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler
+from pydantic_core import PydanticCustomError, core_schema
+
+from prefect_agentenv.steps.base import StepModel
+from prefect_agentenv.steps.registry import all_steps, get_step, unknown_type_message
+from prefect_agentenv.exceptions import ConfigurationError
+
+
+def parse_step(value: Any) -> StepModel:
+    """Validate one step with the model registered for its ``type``."""
+    if isinstance(value, StepModel):
+        return value
+    if not isinstance(value, dict):
+        raise PydanticCustomError("step_not_object", "a step must be an object")
+    step_type = value.get("type")
+    if not isinstance(step_type, str):
+        raise PydanticCustomError("step_type_missing", "a step needs a string 'type'")
+    try:
+        definition = get_step(step_type)
+    except ConfigurationError:
+        raise PydanticCustomError("unknown_step_type", unknown_type_message(step_type, list(all_steps()))) from None
+    return definition.model.model_validate(value)
+
+
+def dump_step(step: StepModel) -> dict[str, Any]:
+    data = step.model_dump(mode="json", exclude_defaults=True, by_alias=True)
+    data["type"] = step.type
+    return data
+
+
+class _AnyStepAnnotation:
+    """Pydantic type for "a step of any registered type" (plugins included)."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        models = [d.model for d in all_steps().values()]
+        union = Annotated[Union[tuple(models)], Field(discriminator="type")] if len(models) > 1 else models[0]  # noqa: UP007
+        return core_schema.no_info_plain_validator_function(
+            parse_step,
+            json_schema_input_schema=handler.generate_schema(union),
+            serialization=core_schema.plain_serializer_function_ser_schema(dump_step),
+        )
+
+
+AnyStep = Annotated[StepModel, _AnyStepAnnotation]
+
+
+class TaskDocument(BaseModel):
+    """A task: steps wired by depends_on. Written as a JSON/YAML list of steps or {id, steps}."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    id: str = Field(default="task", min_length=1)
+    """Task id (the file name when the document is a bare list)."""
+    description: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    """Labels shown on the flow run."""
+    steps: list[AnyStep] = Field(min_length=1)
+    """The steps; see each step type's fields."""
+
+    def step(self, step_id: str) -> StepModel:
+        for s in self.steps:
+            if s.id == step_id:
+                return s
+        raise KeyError(step_id)

@@ -1,0 +1,313 @@
+"""Validating task documents: every problem at once, each with step id, JSON path and a fix hint."""
+
+from __future__ import annotations
+
+import difflib
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from prefect_agentenv.documents.graph import ancestors, find_cycle, resolve_dependencies
+from prefect_agentenv.documents.loading import ParseError, fill_placeholders, read_document
+from prefect_agentenv.documents.models import TaskDocument
+from prefect_agentenv.documents.problems import Problem, json_path
+from prefect_agentenv.exceptions import TaskDocumentError
+from prefect_agentenv.steps.base import StepModel
+from prefect_agentenv.steps.registry import all_steps, unknown_type_message
+
+_KIND_WORDS = {
+    "env": ("env_id", "a deploy_env step with env_id"),
+    "agent": ("agent_name", "a deploy_agent step with agent_name"),
+    "prompt": ("prompt_id", "a prompt_agent step with prompt_id"),
+    "verifier": ("verifier_id", "a verifier step with verifier_id"),
+    "collect": ("step id", "a collect_artifacts step with this id"),
+}
+
+
+@dataclass
+class ValidationResult:
+    """The outcome of validating one document."""
+
+    document: TaskDocument | None
+    problems: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def raise_for_problems(self, source: str | None = None) -> TaskDocument:
+        if self.problems or self.document is None:
+            raise TaskDocumentError(self.problems, source)
+        return self.document
+
+
+def validate_file(path: str | Path, seeds: Mapping[str, Any] | None = None) -> ValidationResult:
+    """Read and validate a task document file."""
+    try:
+        data = read_document(path)
+    except ParseError as exc:
+        return ValidationResult(None, [exc.problem])
+    except OSError as exc:
+        return ValidationResult(None, [Problem(f"cannot read the file: {exc.strerror or exc}")])
+    return validate_data(data, default_id=Path(path).stem, seeds=seeds)
+
+
+def load_task(path: str | Path, seeds: Mapping[str, Any] | None = None) -> TaskDocument:
+    """Read a task document file, validate it and return it.
+
+    Raises:
+        TaskDocumentError: the document has problems (all of them are listed).
+    """
+    return validate_file(path, seeds).raise_for_problems(str(path))
+
+
+def validate_data(data: Any, *, default_id: str = "task", seeds: Mapping[str, Any] | None = None) -> ValidationResult:
+    """Validate parsed document data (a list of steps or ``{id, steps}``)."""
+    data = fill_placeholders(data, seeds or {})
+    header, raw_steps, prefix, problems = _split(data, default_id)
+    if raw_steps is None:
+        return ValidationResult(None, problems)
+    steps: list[StepModel | None] = []
+    warnings: list[Problem] = []
+    for i, raw in enumerate(raw_steps):
+        step, step_problems = _validate_step(raw, f"{prefix}[{i}]")
+        steps.append(step)
+        problems += step_problems
+        if step is not None and step.ignored_fields:
+            warnings.append(_ignored_warning(step, f"{prefix}[{i}]"))
+    problems += _check_graph(raw_steps, steps, prefix)
+    if problems:
+        return ValidationResult(None, problems, warnings)
+    doc = TaskDocument.model_validate({**header, "steps": [s for s in steps if s is not None]})
+    return ValidationResult(doc, [], warnings)
+
+
+def _split(data: Any, default_id: str) -> tuple[dict[str, Any], list[Any] | None, str, list[Problem]]:
+    if isinstance(data, list):
+        return {"id": default_id}, data, "$", _empty_check(data, "$")
+    if isinstance(data, dict) and isinstance(data.get("steps"), list):
+        header = {k: v for k, v in data.items() if k != "steps"}
+        header.setdefault("id", default_id)
+        problems: list[Problem] = []
+        try:
+            TaskDocument.model_validate({**header, "steps": [{"type": "__placeholder__"}]})
+        except ValidationError as exc:
+            for err in exc.errors():
+                if err["loc"] and err["loc"][0] != "steps":
+                    problems.append(_from_pydantic(err, "$", None, TaskDocument))
+        return header, data["steps"], "$.steps", problems + _empty_check(data["steps"], "$.steps")
+    return {}, None, "$", [
+        Problem(
+            "a task document must be a list of steps or an object with a 'steps' list",
+            hint='write [{"id": "...", "type": "...", ...}, ...] or {"id": "...", "steps": [...]}',
+        )
+    ]
+
+
+def _empty_check(steps: list[Any], path: str) -> list[Problem]:
+    return [Problem("the task has no steps", path=path, hint="add at least one step")] if not steps else []
+
+
+def _validate_step(raw: Any, path: str) -> tuple[StepModel | None, list[Problem]]:
+    if not isinstance(raw, dict):
+        return None, [Problem("a step must be an object", path=path, hint='write {"id": ..., "type": ...}')]
+    step_id = raw.get("id") if isinstance(raw.get("id"), str) else None
+    step_type = raw.get("type")
+    known = all_steps()
+    if not isinstance(step_type, str):
+        return None, [Problem("the step has no 'type'", path=f"{path}.type", step_id=step_id,
+                              hint=f"set type to one of: {', '.join(known)}")]
+    if step_type not in known:
+        return None, [Problem(unknown_type_message(step_type, list(known)), path=f"{path}.type", step_id=step_id)]
+    definition = known[step_type]
+    problems: list[Problem] = []
+    if not definition.implemented:
+        problems.append(Problem(f"step type '{step_type}' is not implemented yet", path=f"{path}.type",
+                                step_id=step_id, hint="this runner accepts the document but cannot run this step yet"))
+    try:
+        step = definition.model.model_validate(raw)
+    except ValidationError as exc:
+        return None, problems + [_from_pydantic(e, path, step_id, definition.model) for e in exc.errors()]
+    problems += _duplicate_item_ids(step, path)
+    return step, problems
+
+
+def _from_pydantic(err: Any, path: str, step_id: str | None, model: type[BaseModel]) -> Problem:
+    loc = tuple(err["loc"])
+    where = json_path(path, loc)
+    if err["type"] == "extra_forbidden":
+        name = str(loc[-1])
+        choices = _field_names_at(model, loc[:-1])
+        close = difflib.get_close_matches(name, choices, n=1)
+        hint = f"did you mean '{close[0]}'?" if close else f"known fields: {', '.join(sorted(choices))}"
+        return Problem(f"unknown field '{name}'", path=where, step_id=step_id, hint=hint)
+    if err["type"] == "missing":
+        return Problem(f"missing required field '{loc[-1]}'", path=where, step_id=step_id,
+                       hint=f"add '{loc[-1]}' to the step")
+    message = str(err["msg"]).removeprefix("Value error, ")
+    return Problem(message, path=where, step_id=step_id, hint=_hint_for(err))
+
+
+def _hint_for(err: Any) -> str | None:
+    kind = str(err["type"])
+    if kind.endswith("_type") or kind.endswith("_parsing"):
+        return f"got {type(err.get('input')).__name__} {err.get('input')!r}"
+    if kind == "literal_error":
+        return None
+    return None
+
+
+def _field_names_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """Field names of the (nested) model at a location, for did-you-mean hints."""
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int) or current is None:
+            continue
+        info = getattr(current, "model_fields", {}).get(part)
+        current = _model_in(info.annotation) if info else None
+    if current is None or not hasattr(current, "model_fields"):
+        return []
+    names = [f.alias or n for n, f in current.model_fields.items()]
+    return names + list(getattr(current, "accepted_but_ignored", ()))
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    stack = [annotation]
+    while stack:
+        tp = stack.pop()
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            return tp
+        stack.extend(getattr(tp, "__args__", ()) or ())
+    return None
+
+
+def _duplicate_item_ids(step: StepModel, path: str) -> list[Problem]:
+    """Lists of items with ids (criteria, checks, assertions) must not repeat an id."""
+    problems: list[Problem] = []
+    for name in type(step).model_fields:
+        value = getattr(step, name)
+        if not isinstance(value, list):
+            continue
+        seen: dict[str, int] = {}
+        for i, item in enumerate(value):
+            item_id = getattr(item, "id", None)
+            if not isinstance(item_id, str):
+                continue
+            if item_id in seen:
+                problems.append(Problem(
+                    f"duplicate id '{item_id}' in {name} (first at {name}[{seen[item_id]}])",
+                    path=f"{path}.{name}[{i}].id", step_id=step.id, hint="give every entry its own id"))
+            else:
+                seen[item_id] = i
+    return problems
+
+
+def _ignored_warning(step: StepModel, path: str) -> Problem:
+    names = ", ".join(step.ignored_fields)
+    return Problem(f"accepted but not acted on by this runner: {names}", path=path, step_id=step.id,
+                   hint="remove them to silence this warning", severity="warning")
+
+
+def _check_graph(raw_steps: list[Any], steps: list[StepModel | None], prefix: str) -> list[Problem]:
+    """Ids, dependencies, cycles, and names each step needs from its ancestors."""
+    problems: list[Problem] = []
+    ids: list[str] = []
+    declared: list[list[str] | None] = []
+    index: dict[str, int] = {}
+    for i, raw in enumerate(raw_steps):
+        raw_id = raw.get("id") if isinstance(raw, dict) else None
+        if not isinstance(raw_id, str) or not raw_id:
+            if isinstance(raw, dict) and "id" not in raw and steps[i] is None:
+                pass  # the model already reported the missing id
+            ids.append(f"#{i}")
+            declared.append(None)
+            continue
+        if raw_id in index:
+            problems.append(Problem(f"duplicate step id '{raw_id}' (first used at {prefix}[{index[raw_id]}])",
+                                    path=f"{prefix}[{i}].id", step_id=raw_id, hint="give every step a unique id"))
+            ids.append(f"{raw_id}#{i}")
+        else:
+            index[raw_id] = i
+            ids.append(raw_id)
+        declared.append(_declared_deps(raw))
+    for i, dep_list in enumerate(declared):
+        for j, dep in enumerate(dep_list or []):
+            if dep not in index:
+                close = difflib.get_close_matches(dep, list(index), n=1)
+                hint = f"did you mean '{close[0]}'?" if close else f"known step ids: {', '.join(index)}"
+                problems.append(Problem(f"depends on unknown step '{dep}'", path=f"{prefix}[{i}].depends_on[{j}]",
+                                        step_id=ids[i], hint=hint))
+    deps = resolve_dependencies(ids, [[d for d in (dl or []) if d in index] if dl is not None else None
+                                      for dl in declared])
+    cycle = find_cycle(deps)
+    if cycle:
+        first = index.get(cycle[0], 0)
+        problems.append(Problem(f"dependency cycle: {' -> '.join(cycle)}", path=f"{prefix}[{first}].depends_on",
+                                step_id=cycle[0], hint="remove one of these dependencies"))
+        return problems
+    problems += _check_names(ids, steps, deps, prefix)
+    return problems
+
+
+def _declared_deps(raw: dict[str, Any]) -> list[str] | None:
+    dep = raw.get("depends_on")
+    if dep is None:
+        return None
+    if not isinstance(dep, list):
+        return []
+    out = []
+    for d in dep:
+        if isinstance(d, str):
+            out.append(d)
+        elif isinstance(d, dict) and isinstance(d.get("task_step_id"), str):
+            out.append(d["task_step_id"])
+    return out
+
+
+def _check_names(ids: list[str], steps: list[StepModel | None], deps: dict[str, list[str]], prefix: str) -> list[Problem]:
+    problems: list[Problem] = []
+    providers: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for i, step in enumerate(steps):
+        for kind, name, loc in step.provided() if step else []:
+            first = providers[(kind, name)]
+            if first and kind in ("env", "agent", "prompt", "verifier"):
+                problems.append(_second_provider(kind, name, json_path(f"{prefix}[{i}]", loc), ids[i], ids[first[0]]))
+            first.append(i)
+    anc = ancestors(deps)
+    for i, step in enumerate(steps):
+        if step is None:
+            continue
+        for kind, name, loc in step.required():
+            owners = providers.get((kind, name), [])
+            if any(ids[o] in anc[ids[i]] for o in owners):
+                continue
+            field_name, what = _KIND_WORDS[kind]
+            if owners:
+                hint = f"step '{ids[owners[0]]}' provides it but is not an ancestor: add it to depends_on"
+            else:
+                known = sorted({n for (k, n) in providers if k == kind})
+                hint = f"add {what} '{name}' before this step" + (f" (known: {', '.join(known)})" if known else "")
+            problems.append(Problem(f"{kind} '{name}' is not provided by any ancestor step",
+                                    path=json_path(f"{prefix}[{i}]", loc), step_id=ids[i], hint=hint))
+        if step.retry_config:
+            start = step.retry_config.retry_from_step_id
+            if start != step.id and start not in anc[ids[i]]:
+                problems.append(Problem(f"retry_from_step_id '{start}' is not this step or one of its ancestors",
+                                        path=f"{prefix}[{i}].retry_config.retry_from_step_id", step_id=ids[i],
+                                        hint="retry from this step or from a step it depends on"))
+    return problems
+
+
+def _second_provider(kind: str, name: str, path: str, step_id: str, first_id: str) -> Problem:
+    message = {
+        "env": f"Env '{name}' is already deployed",
+        "agent": f"Agent with name '{name}' is already deployed",
+        "prompt": f"prompt_id '{name}' is already used",
+        "verifier": f"verifier_id '{name}' is already used",
+    }[kind]
+    return Problem(message, path=path, step_id=step_id, hint=f"step '{first_id}' already uses it; pick another name")

@@ -1,0 +1,91 @@
+"""The exception tree of prefect-agentenv.
+
+Every error the package raises on purpose derives from ``AgentEnvError``::
+
+    AgentEnvError
+    ├── TaskDocumentError        a document is invalid; ``.problems`` lists every problem
+    ├── ContextConflictError     two dependencies disagree on one context key
+    ├── ConfigurationError       a registry entry, block or setting is missing or wrong
+    ├── StepError                a step failed; ``.step_id`` and ``.step_type`` name it
+    │   ├── DeployError          an env or agent could not be deployed or never became ready
+    │   ├── NotInContextError    a step names an env/agent/prompt no ancestor provided
+    │   └── AgentTimeoutError    an agent did not answer in time (also a ``TimeoutError``)
+    └── ProtocolError            a peer answered wrongly or not at all; ``.url`` names it
+
+Third-party errors (httpx, mcp, a2a, botocore) are mapped to these at the protocol
+boundary with ``raise ... from``, so steps never catch foreign types.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from prefect_agentenv.documents.problems import Problem
+
+
+class AgentEnvError(Exception):
+    """Base class of every error raised on purpose by prefect-agentenv."""
+
+
+class TaskDocumentError(AgentEnvError):
+    """A task or benchmark document is invalid.
+
+    Attributes:
+        problems: every problem found, each with its step id, JSON path and a fix hint.
+    """
+
+    def __init__(self, problems: list[Problem], source: str | None = None) -> None:
+        self.problems = problems
+        self.source = source
+        where = f"{source}: " if source else ""
+        lines = "\n".join(f"  - {p.render()}" for p in problems)
+        super().__init__(f"{where}{len(problems)} problem(s) in the document:\n{lines}")
+
+
+class ContextConflictError(AgentEnvError):
+    """Two dependencies of a step returned different values for the same context key."""
+
+
+class ConfigurationError(AgentEnvError):
+    """A registry entry, block or setting is missing or inconsistent."""
+
+
+class StepError(AgentEnvError):
+    """A step failed.
+
+    Attributes:
+        step_id: the id of the failing step, when known.
+        step_type: its type, when known.
+    """
+
+    def __init__(self, message: str, *, step_id: str | None = None, step_type: str | None = None) -> None:
+        super().__init__(message)
+        self.step_id = step_id
+        self.step_type = step_type
+
+
+class DeployError(StepError):
+    """An env or agent could not be started, or never became ready."""
+
+
+class NotInContextError(StepError):
+    """A step names something (env, agent, prompt) that no ancestor put in the context."""
+
+
+class AgentTimeoutError(StepError, TimeoutError):
+    """An agent, judge or script did not finish within its timeout."""
+
+
+class ProtocolError(AgentEnvError):
+    """A peer (env, agent, model, store) answered with an error or not at all.
+
+    Attributes:
+        url: the address that was called.
+        code: a protocol error code when the peer sent one (JSON-RPC, HTTP status).
+    """
+
+    def __init__(self, message: str, *, url: str | None = None, code: int | str | None = None) -> None:
+        super().__init__(message)
+        self.url = url
+        self.code = code

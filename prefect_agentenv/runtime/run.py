@@ -1,0 +1,59 @@
+"""Resources of one running task, reached from steps through :func:`current_run`."""
+
+from __future__ import annotations
+
+import contextvars
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prefect_agentenv.exceptions import AgentEnvError
+from prefect_agentenv.runtime.teardown import TeardownRegistry
+
+
+@dataclass
+class RunResources:
+    """What a run owns besides its context: the teardown registry, its folder, its options.
+
+    Attributes:
+        run_id: unique id of the run (the flow run id when there is one).
+        task_id: id of the task document.
+        workdir: folder for this run's logs and sandboxes.
+        keep: keep sandboxes after the run (``--keep``).
+        overrides: per-run overrides such as ``a2a_agent_id`` or ``judge_model``.
+        services: shared clients and stores, created lazily by the layers that own them.
+    """
+
+    run_id: str
+    task_id: str
+    workdir: Path
+    teardown: TeardownRegistry = field(default_factory=TeardownRegistry)
+    keep: bool = False
+    overrides: dict[str, str] = field(default_factory=dict)
+    services: dict[str, Any] = field(default_factory=dict)
+    redact: set[str] = field(default_factory=set)
+    """Secret values (resolved ${VAR}s, keys) that must never reach a report or a log."""
+
+
+_current: contextvars.ContextVar[RunResources | None] = contextvars.ContextVar("prefect_agentenv_run", default=None)
+
+
+def current_run() -> RunResources:
+    """The resources of the run this code executes in.
+
+    Raises:
+        AgentEnvError: called outside a run.
+    """
+    run = _current.get()
+    if run is None:
+        raise AgentEnvError("no task run is active: steps run inside the agent_task flow")
+    return run
+
+
+def bind_run(run: RunResources) -> contextvars.Token[RunResources | None]:
+    """Make ``run`` the current run for this task and the tasks it creates."""
+    return _current.set(run)
+
+
+def unbind_run(token: contextvars.Token[RunResources | None]) -> None:
+    _current.reset(token)

@@ -1,0 +1,105 @@
+"""The teardown registry: every deploy registers how to stop what it started.
+
+The flow runs the registry in a ``finally`` block, so instances are stopped after success,
+failure, timeout, cancellation and Ctrl-C. Each stop is bounded in time and best effort; the
+outcome of every stop is recorded for the report.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+logger = logging.getLogger("prefect_agentenv.teardown")
+
+StopFunction = Callable[[], Awaitable[Any]]
+
+
+@dataclass
+class TeardownEntry:
+    """Something the run started and must stop."""
+
+    label: str
+    stop: StopFunction
+    owner_step: str | None = None
+    kind: str = "instance"
+    key: str | None = None
+    """What the entry is for, e.g. an env_id or agent_name, so a step can stop it early."""
+    done: bool = False
+
+
+@dataclass
+class TeardownRecord:
+    """What happened when an entry was stopped."""
+
+    label: str
+    kind: str
+    owner_step: str | None
+    ok: bool
+    duration_s: float
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class TeardownRegistry:
+    """Instances of one run, stopped last-in first-out."""
+
+    per_entry_timeout: float = 10.0
+    entries: list[TeardownEntry] = field(default_factory=list)
+    records: list[TeardownRecord] = field(default_factory=list)
+
+    def add(self, label: str, stop: StopFunction, *, owner_step: str | None = None, kind: str = "instance",
+            key: str | None = None) -> TeardownEntry:
+        entry = TeardownEntry(label, stop, owner_step, kind, key)
+        self.entries.append(entry)
+        return entry
+
+    def pending(self, *, kind: str | None = None) -> list[TeardownEntry]:
+        return [e for e in self.entries if not e.done and (kind is None or e.kind == kind)]
+
+    async def stop(self, entry: TeardownEntry) -> TeardownRecord:
+        """Stop one entry now (idempotent), bounded by ``per_entry_timeout``."""
+        if entry.done:
+            return next(r for r in self.records if r.label == entry.label)
+        entry.done = True
+        started = time.monotonic()
+        error: str | None = None
+        try:
+            # Shielded so a second cancellation (Ctrl-C twice) does not leave a process half-stopped.
+            await asyncio.wait_for(asyncio.shield(entry.stop()), self.per_entry_timeout)
+        except asyncio.TimeoutError:
+            error = f"did not stop within {self.per_entry_timeout:g}s"
+        except Exception as exc:  # best effort: one failed stop must not keep the others running
+            error = f"{type(exc).__name__}: {exc}"
+        record = TeardownRecord(entry.label, entry.kind, entry.owner_step, error is None,
+                                round(time.monotonic() - started, 3), error)
+        if error:
+            logger.warning("teardown of %s failed: %s", entry.label, error)
+        self.records.append(record)
+        return record
+
+    async def stop_owned_by(self, steps: set[str]) -> list[TeardownRecord]:
+        """Stop what the given steps started (before a retry re-runs them)."""
+        owned = [e for e in reversed(self.entries) if not e.done and e.owner_step in steps]
+        return [await self.stop(e) for e in owned]
+
+    async def stop_all(self, overall_timeout: float = 30.0) -> list[TeardownRecord]:
+        """Stop everything still running, newest first, within ``overall_timeout`` in all."""
+        deadline = time.monotonic() + overall_timeout
+        for entry in reversed(self.entries):
+            if entry.done:
+                continue
+            if time.monotonic() > deadline:
+                entry.done = True
+                self.records.append(TeardownRecord(entry.label, entry.kind, entry.owner_step, False, 0.0,
+                                                   "skipped: the overall teardown time ran out"))
+                continue
+            await self.stop(entry)
+        return list(self.records)

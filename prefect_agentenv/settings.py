@@ -1,0 +1,50 @@
+"""Settings of prefect-agentenv, read from ``PREFECT_AGENTENV_*`` environment variables.
+
+This is the only module that reads the environment for configuration; everything else asks
+:func:`get_settings`. (``${VAR}`` references in documents are resolved by the document loader.)
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import AliasChoices, Field, SecretStr
+from pydantic_settings import SettingsConfigDict
+from prefect.settings.base import PrefectBaseSettings
+
+
+class AgentEnvSettings(PrefectBaseSettings):
+    """Process-wide settings; every field can be set as ``PREFECT_AGENTENV_<NAME>``."""
+
+    model_config = SettingsConfigDict(env_prefix="PREFECT_AGENTENV_", extra="ignore")
+
+    home: Path = Field(default=Path(".agentenv"))
+    """Working folder for runs: logs, sandboxes, reports and the local artifact store."""
+    artifact_store_block: str | None = None
+    """Name of an ArtifactStore block to use instead of the local folder under ``home``."""
+    teardown_timeout_seconds: float = 30.0
+    """Upper bound for stopping everything a run started."""
+    step_teardown_timeout_seconds: float = 10.0
+    """Upper bound for stopping one instance."""
+    openai_base_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("PREFECT_AGENTENV_OPENAI_BASE_URL", "OPENAI_BASE_URL")
+    )
+    """OpenAI-compatible endpoint used when no ModelEndpoint block is configured."""
+    openai_api_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("PREFECT_AGENTENV_OPENAI_API_KEY", "OPENAI_API_KEY")
+    )
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.home / "runs"
+
+    @property
+    def artifacts_dir(self) -> Path:
+        return self.home / "artifacts"
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> AgentEnvSettings:
+    """The settings of this process (cached; call ``get_settings.cache_clear()`` after changing env vars)."""
+    return AgentEnvSettings()

@@ -1,0 +1,1 @@
+"""Step types: one module each, registered through the ``prefect_agentenv.steps`` entry points."""

@@ -1,0 +1,153 @@
+"""The fields every step has, and the markers that tie steps together by name.
+
+A step field annotated with ``Provides("agent")`` puts a name into the run (deploy_agent's
+``agent_name``); one annotated with ``Requires("agent")`` needs an ancestor to have put it
+there (prompt_agent's ``agent_name``). Validation reads these markers, so a new step type
+gets the "no ancestor provides it" check by annotating its fields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+
+NameKind = Literal["env", "agent", "prompt", "verifier", "collect"]
+Aggregator = Literal["all_pass", "any_pass", "weighted_average"]
+
+
+@dataclass(frozen=True)
+class Provides:
+    """Marks a field whose value names something this step adds to the run."""
+
+    kind: NameKind
+
+
+@dataclass(frozen=True)
+class Requires:
+    """Marks a field whose value must have been provided by an ancestor step."""
+
+    kind: NameKind
+
+
+EnvRef = Annotated[str, Requires("env")]
+AgentRef = Annotated[str, Requires("agent")]
+PromptRef = Annotated[str, Requires("prompt")]
+VerifierRef = Annotated[str, Requires("verifier")]
+CollectRef = Annotated[str, Requires("collect")]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class DependsOnRef(_Strict):
+    """A dependency written as an object."""
+
+    task_step_id: str
+    """Id of the step this one waits for."""
+
+
+class RetryConfig(_Strict):
+    """How a failing step is retried before it fails the task."""
+
+    retry_from_step_id: str
+    """Re-run from this step (the failing step itself or one of its ancestors)."""
+    max_retries: int = Field(default=1, ge=0, le=20)
+    """How many times the span is re-run before the failure counts."""
+
+
+class StepModel(_Strict):
+    """Fields shared by every step type."""
+
+    type: str
+    id: str = Field(min_length=1)
+    """Unique id of the step within the task."""
+    version: str | None = None
+    """Version of what the step names (env, agent, artifact); latest when omitted."""
+    depends_on: list[str | DependsOnRef] | None = None
+    """Steps to wait for. Omitted or null: every earlier step. []: none."""
+    fail_task_on_error: bool = True
+    """When false, a failure is recorded in metadata.failed_steps and dependents still run."""
+    retry_config: RetryConfig | None = None
+    """Re-run a span of steps before a failure counts."""
+
+    accepted_but_ignored: ClassVar[tuple[str, ...]] = ()
+    """Fields of the reference model this runner accepts but does not act on."""
+
+    _ignored_present: list[str] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _set_aside_ignored(cls, data: Any, handler: Any) -> Any:
+        present: list[str] = []
+        if isinstance(data, dict) and cls.accepted_but_ignored:
+            present = [k for k in cls.accepted_but_ignored if k in data]
+            data = {k: v for k, v in data.items() if k not in present}
+        model = handler(data)
+        model._ignored_present = present
+        return model
+
+    @property
+    def ignored_fields(self) -> list[str]:
+        """Fields given in the document that this runner does not act on."""
+        return list(self._ignored_present)
+
+    def dependency_ids(self) -> list[str] | None:
+        """The ids in depends_on, or None when omitted (= every earlier step)."""
+        if self.depends_on is None:
+            return None
+        return [d if isinstance(d, str) else d.task_step_id for d in self.depends_on]
+
+    def provided(self) -> list[tuple[NameKind, str, tuple[str | int, ...]]]:
+        """What this step adds to the run, by kind and name."""
+        return list(self.names(Provides))
+
+    def required(self) -> list[tuple[NameKind, str, tuple[str | int, ...]]]:
+        """What this step needs an ancestor to have added."""
+        return list(self.names(Requires))
+
+    def names(self, marker: type[Provides] | type[Requires]) -> Iterator[tuple[NameKind, str, tuple[str | int, ...]]]:
+        """Yield (kind, name, json path) for every field value carrying the given marker."""
+        for field_name, info in type(self).model_fields.items():
+            kinds = [m.kind for m in _markers(info.annotation, info.metadata) if isinstance(m, marker)]
+            if not kinds:
+                continue
+            value = getattr(self, field_name)
+            if isinstance(value, str):
+                yield kinds[0], value, (field_name,)
+            elif isinstance(value, list):
+                for i, item in enumerate(value):
+                    if isinstance(item, str):
+                        yield kinds[0], item, (field_name, i)
+
+
+def _markers(annotation: Any, metadata: list[Any]) -> list[Any]:
+    """Markers on a field, including those inside ``X | None`` and ``list[X]``."""
+    found = list(metadata)
+    stack = [annotation]
+    while stack:
+        tp = stack.pop()
+        found.extend(getattr(tp, "__metadata__", ()))
+        stack.extend(getattr(tp, "__args__", ()) or ())
+        origin = getattr(tp, "__origin__", None)
+        if origin is not None and hasattr(origin, "__metadata__"):
+            stack.append(origin)
+    return found
+
+
+class VerifierStep(StepModel):
+    """Fields shared by the steps that write metadata.verifications."""
+
+    verifier_id: Annotated[str, Provides("verifier")]
+    """Key of this verifier's results in metadata.verifications."""
+    weight: float = 1.0
+    """Weight of this verifier in the task score."""
+    skip_on_truncated: bool = False
+    """Do not score when the graded reply was truncated (turn or token cap)."""
+    skip_on_timeout: bool = False
+    """Do not score when the graded prompt timed out."""
+    scoring_env: dict[str, str] = Field(default_factory=dict)
+    """Env vars for scoring only; ${VAR} and ${VAR:-default} are resolved when scoring starts."""

@@ -1,0 +1,33 @@
+"""Shared fixtures: one Prefect test harness per test session, and per-test working folders."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+
+
+@pytest.fixture(scope="session")
+def prefect_harness() -> Iterator[None]:
+    """A temporary Prefect API for the whole session (it costs ~10 s to start, so only once)."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=60):
+        yield
+
+
+@pytest.fixture
+def agentenv_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Point the package's working folder (runs, local artifact store) at a temp dir."""
+    from prefect_agentenv.settings import get_settings
+
+    home = tmp_path / "agentenv-home"
+    monkeypatch.setenv("PREFECT_AGENTENV_HOME", str(home))
+    get_settings.cache_clear()
+    yield home
+    get_settings.cache_clear()
