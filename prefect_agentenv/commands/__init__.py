@@ -1,0 +1,1 @@
+"""Sub-commands of the ``prefect-agentenv`` CLI, one module per noun."""
