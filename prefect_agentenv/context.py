@@ -105,8 +105,13 @@ class RunContext(BaseModel):
     metadata: RunMetadata = Field(default_factory=RunMetadata)
 
     @classmethod
-    def merge(cls, contexts: list[RunContext]) -> RunContext:
+    def merge(cls, contexts: list[RunContext], *, later_wins: bool = False) -> RunContext:
         """Merge the contexts of several dependencies into one.
+
+        Args:
+            later_wins: on a conflict keep the later context's value instead of raising (used
+                for the run's final context, where a retried step may have replaced an earlier
+                output that other branches still carry).
 
         Raises:
             ContextConflictError: two contexts hold different values under one key.
@@ -117,18 +122,18 @@ class RunContext(BaseModel):
             return contexts[0].model_copy(deep=True)
         merged: dict[str, Any] = {}
         for ctx in contexts:
-            merged = _merge_values(merged, ctx.model_dump(mode="python"), "context")
+            merged = _merge_values(merged, ctx.model_dump(mode="python"), "context", later_wins)
         return cls.model_validate(merged)
 
 
-def _merge_values(a: Any, b: Any, path: str) -> Any:
+def _merge_values(a: Any, b: Any, path: str, later_wins: bool) -> Any:
     if isinstance(a, dict) and isinstance(b, dict):
         out = dict(a)
         for key, value in b.items():
-            out[key] = _merge_values(a[key], value, f"{path}.{key}") if key in a else value
+            out[key] = _merge_values(a[key], value, f"{path}.{key}", later_wins) if key in a else value
         return out
     if isinstance(a, list) and isinstance(b, list):
         return a + [item for item in b if item not in a]
-    if a != b:
+    if a != b and not later_wins:
         raise ContextConflictError(f"dependencies disagree on {path}: {a!r} != {b!r}")
-    return a
+    return b

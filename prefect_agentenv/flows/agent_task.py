@@ -1,0 +1,177 @@
+"""The ``agent_task`` flow: one task document, each step a Prefect task, teardown guaranteed."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Annotated
+
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+from prefect.context import FlowRunContext
+from prefect.states import Completed, Failed, State
+from pydantic import Field
+
+from prefect_agentenv.context import RunContext
+from prefect_agentenv.documents.loading import fill_placeholders, resolve_env_vars
+from prefect_agentenv.documents.models import TaskDocument
+from prefect_agentenv.exceptions import ConfigurationError, StepError
+from prefect_agentenv.flows.report import TaskReport, build_report, publish_artifacts, write_report
+from prefect_agentenv.flows.scheduler import DagScheduler, ScheduleResult
+from prefect_agentenv.runtime.run import RunResources, bind_run, current_run, unbind_run
+from prefect_agentenv.runtime.teardown import TeardownRegistry
+from prefect_agentenv.settings import get_settings
+from prefect_agentenv.steps.base import StepModel
+from prefect_agentenv.steps.registry import get_step
+
+logger = logging.getLogger("prefect_agentenv.flow")
+
+
+async def _run_step(step: StepModel, inputs: list[RunContext]) -> RunContext:
+    """Body of every step's Prefect task: merge the inputs, resolve ${VAR}s, run the step."""
+    definition = get_step(step.type)
+    if definition.run is None:
+        raise StepError(f"step type '{step.type}' is not implemented yet", step_id=step.id, step_type=step.type)
+    ctx = RunContext.merge(inputs)
+    run = current_run()
+    try:
+        resolved = type(step).model_validate(resolve_env_vars(step.model_dump(by_alias=True), used=run.redact))
+    except KeyError as exc:
+        raise ConfigurationError(
+            f"step '{step.id}': environment variable {exc.args[0]} is not set (write ${{{exc.args[0]}:-default}} "
+            "to give a default)"
+        ) from None
+    return await definition.run(resolved, ctx)
+
+
+_step_task = task(_run_step, cache_policy=NO_CACHE, persist_result=False, log_prints=True)
+
+
+async def _execute_as_prefect_task(step: StepModel, inputs: list[RunContext]) -> RunContext:
+    runnable = _step_task.with_options(name=step.id, task_run_name=step.id, tags={step.type})
+    return await runnable(step, inputs)
+
+
+async def run_task_document(
+    document: TaskDocument,
+    *,
+    seeds: dict[str, str] | None = None,
+    overrides: dict[str, str] | None = None,
+    keep: bool = False,
+    run_id: str | None = None,
+    execute_in_prefect: bool = True,
+    publish: bool = True,
+) -> TaskReport:
+    """Run a validated task document and return its report (teardown always runs)."""
+    if seeds:
+        document = TaskDocument.model_validate(fill_placeholders(document.model_dump(mode="json"), seeds))
+    settings = get_settings()
+    run_id = run_id or uuid.uuid4().hex
+    run = RunResources(
+        run_id=run_id,
+        task_id=document.id,
+        workdir=settings.runs_dir / run_id,
+        teardown=TeardownRegistry(per_entry_timeout=settings.step_teardown_timeout_seconds),
+        keep=keep,
+        overrides=dict(overrides or {}),
+    )
+    run.workdir.mkdir(parents=True, exist_ok=True)
+    warnings = [f"step '{s.id}': accepted but not acted on: {', '.join(s.ignored_fields)}"
+                for s in document.steps if s.ignored_fields]
+    started_at = datetime.now(timezone.utc).isoformat()
+    t0 = time.monotonic()
+    token = bind_run(run)
+    result: ScheduleResult | None = None
+    error: str | None = None
+    timed_out = False
+    try:
+        with _cancel_on_sigterm():
+            scheduler = DagScheduler(
+                document,
+                _execute_as_prefect_task if execute_in_prefect else _run_step,
+                before_retry=lambda span: run.teardown.stop_owned_by(set(span)),
+            )
+            result = await scheduler.run()
+    except asyncio.CancelledError:
+        error = "the run was cancelled"
+        raise
+    except TimeoutError:
+        timed_out, error = True, "the run timed out"
+        raise
+    finally:
+        teardown = await asyncio.shield(run.teardown.stop_all(settings.teardown_timeout_seconds))
+        unbind_run(token)
+        report = build_report(
+            task_id=document.id,
+            flow_run_id=_flow_run_id(),
+            result=result,
+            started_at=started_at,
+            duration_s=time.monotonic() - t0,
+            teardown=[r.to_dict() for r in teardown],
+            warnings=warnings,
+            error=error,
+            timed_out=timed_out,
+            secrets=run.redact,
+        )
+        write_report(report, run.workdir / "report.json")
+        if publish and _flow_run_id():
+            try:
+                await publish_artifacts(report)
+            except Exception as exc:  # artifacts are a view; a failed upload must not hide the report
+                logger.warning("could not publish Prefect artifacts: %s", exc)
+    return report
+
+
+@contextmanager
+def _cancel_on_sigterm() -> Iterator[None]:
+    """Turn SIGTERM (how workers and `serve` stop a cancelled run) into task cancellation,
+    so the teardown in ``finally`` runs instead of the process dying with instances alive."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    loop = asyncio.get_running_loop()
+    current = asyncio.current_task()
+    try:
+        loop.add_signal_handler(signal.SIGTERM, lambda: current and current.cancel())
+    except (NotImplementedError, RuntimeError, ValueError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
+
+
+def _flow_run_id() -> str | None:
+    ctx = FlowRunContext.get()
+    return str(ctx.flow_run.id) if ctx and ctx.flow_run else None
+
+
+@flow(name="agent-task", flow_run_name="{task.id}", persist_result=False, log_prints=True,
+      validate_parameters=True)
+async def agent_task(
+    task: TaskDocument,
+    seeds: Annotated[dict[str, str] | None, Field(description="Values for <name> placeholders.")] = None,
+    overrides: Annotated[
+        dict[str, str] | None, Field(description="Per-run overrides, e.g. a2a_agent_id=scripted, judge_model=...")
+    ] = None,
+    keep: Annotated[bool, Field(description="Keep agent sandboxes after the run.")] = False,
+    report_path: Annotated[str | None, Field(description="Also write the JSON report to this path.")] = None,
+) -> State:
+    """Run one agent-evaluation task: deploy, prompt, grade, collect, tear down, report."""
+    report = await run_task_document(task, seeds=seeds, overrides=overrides, keep=keep)
+    if report_path:
+        write_report(report, Path(report_path))
+    get_run_logger().info("task %s: %s (score %s)", report.task_id, report.outcome.value, report.score)
+    data = report.model_dump(mode="json")
+    if report.status == "failed":
+        return Failed(message=report.error or "the task failed", data=data)
+    return Completed(message=f"{report.outcome.value} score={report.score}", data=data)

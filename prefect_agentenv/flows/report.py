@@ -1,0 +1,159 @@
+"""The run report (a stable JSON contract) and the Prefect artifacts shown in the UI."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
+from pydantic import BaseModel, Field
+
+from prefect_agentenv.context import RunContext
+from prefect_agentenv.flows.scheduler import ScheduleResult
+from prefect_agentenv.grading.outcome import Outcome, task_outcome
+
+REDACTED = "***"
+
+
+class TaskReport(BaseModel):
+    """What a task run did and how it scored. Other tools read this: keep it stable."""
+
+    task_id: str
+    flow_run_id: str | None = None
+    status: Literal["completed", "failed"]
+    outcome: Outcome
+    score: float | None = None
+    started_at: str
+    duration_s: float
+    context: dict[str, Any]
+    steps: list[dict[str, Any]]
+    teardown: list[dict[str, Any]] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    error: str | None = None
+    """Why the run failed, when it did."""
+
+
+def build_report(
+    *,
+    task_id: str,
+    flow_run_id: str | None,
+    result: ScheduleResult | None,
+    started_at: str,
+    duration_s: float,
+    teardown: list[dict[str, Any]],
+    warnings: list[str],
+    error: str | None = None,
+    timed_out: bool = False,
+    secrets: set[str] | None = None,
+) -> TaskReport:
+    """Assemble the report of a run, with every secret value redacted."""
+    context = result.context if result else RunContext()
+    failed = error is not None or timed_out or (result is not None and result.fatal is not None)
+    if result and result.fatal and not error:
+        error = f"step '{result.fatal.id}' failed: {result.fatal.error}"
+    outcome, score = task_outcome(context.metadata.verifications, failed=failed, timed_out=timed_out)
+    report = TaskReport(
+        task_id=task_id,
+        flow_run_id=flow_run_id,
+        status="failed" if failed else "completed",
+        outcome=outcome,
+        score=score,
+        started_at=started_at,
+        duration_s=round(duration_s, 3),
+        context=context.model_dump(mode="json"),
+        steps=[r.to_dict() for r in result.records.values()] if result else [],
+        teardown=teardown,
+        warnings=warnings,
+        error=error,
+    )
+    return TaskReport.model_validate(redact(report.model_dump(mode="json"), secrets or set()))
+
+
+def redact(value: Any, secrets: set[str]) -> Any:
+    """Replace every occurrence of a secret value in strings, at any depth."""
+    live = sorted((s for s in secrets if s and len(s) >= 3), key=len, reverse=True)
+    if not live:
+        return value
+    pattern = re.compile("|".join(re.escape(s) for s in live))
+
+    def walk(v: Any) -> Any:
+        if isinstance(v, str):
+            return pattern.sub(REDACTED, v)
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        if isinstance(v, dict):
+            return {k: walk(x) for k, x in v.items()}
+        return v
+
+    return walk(value)
+
+
+def write_report(report: TaskReport, path: str | Path) -> Path:
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(json.dumps(report.model_dump(mode="json"), indent=2) + "\n", encoding="utf-8")
+    return p
+
+
+def artifact_key(*parts: str) -> str:
+    """A Prefect artifact key (lowercase letters, digits and dashes)."""
+    key = "-".join(re.sub(r"[^a-z0-9]+", "-", p.lower()).strip("-") for p in parts if p)
+    return key[:100] or "agentenv"
+
+
+def summary_markdown(report: TaskReport) -> str:
+    """The markdown summary shown on the flow run's Artifacts tab."""
+    score = "—" if report.score is None else f"{report.score:.3f}"
+    lines = [
+        f"# Task `{report.task_id}`: {report.outcome.value}",
+        "",
+        f"**Score:** {score} · **Status:** {report.status} · **Duration:** {report.duration_s:.1f}s",
+    ]
+    if report.error:
+        lines += ["", f"**Error:** {report.error}"]
+    lines += ["", "| step | type | state | duration (s) | error |", "|---|---|---|---|---|"]
+    for s in report.steps:
+        err = (s.get("error") or "").replace("|", "\\|").replace("\n", " ")[:200]
+        lines.append(f"| {s['id']} | {s['type']} | {s['state']} | {s.get('duration_s') or 0:.2f} | {err} |")
+    verifications = report.context.get("metadata", {}).get("verifications", {})
+    if verifications:
+        lines += ["", "## Verifications", "", "| verifier | score | rows |", "|---|---|---|"]
+        for vid, v in verifications.items():
+            vscore = "skipped" if v.get("skipped") else v.get("score")
+            lines.append(f"| {vid} | {vscore} | {len(v.get('results', []))} |")
+    if report.warnings:
+        lines += ["", "## Warnings", ""] + [f"- {w}" for w in report.warnings]
+    return "\n".join(lines)
+
+
+def verification_rows(report: TaskReport) -> list[dict[str, Any]]:
+    """One table row per verification result row."""
+    rows = []
+    for vid, v in report.context.get("metadata", {}).get("verifications", {}).items():
+        for r in v.get("results", []) or [{}]:
+            rows.append({
+                "verifier": vid,
+                "row": r.get("id"),
+                "result": r.get("result"),
+                "score": r.get("score"),
+                "weight": r.get("weight"),
+                "justification": (r.get("justification") or "")[:300],
+            })
+    return rows
+
+
+async def publish_artifacts(report: TaskReport) -> None:
+    """Create the summary, steps and verifications artifacts on the current flow run."""
+    key = artifact_key("agentenv", report.task_id)
+    await acreate_markdown_artifact(markdown=summary_markdown(report), key=f"{key}-summary"[:100],
+                                    description=f"Outcome of task {report.task_id}")
+    await acreate_table_artifact(
+        table=[{k: s.get(k) for k in ("id", "type", "state", "started_at", "duration_s", "attempts", "error")}
+               for s in report.steps],
+        key=f"{key}-steps"[:100], description=f"Steps of task {report.task_id}")
+    rows = verification_rows(report)
+    if rows:
+        await acreate_table_artifact(table=rows, key=f"{key}-verifications"[:100],
+                                     description=f"Verifications of task {report.task_id}")

@@ -1,0 +1,215 @@
+"""The DAG scheduler: starts each step as soon as its dependencies finish.
+
+It knows nothing of Prefect: ``execute(step, inputs)`` runs one step (the flow wraps it in a
+Prefect task). The scheduler owns the failure semantics: tolerated failures, retries of a
+span of steps, and the first fatal failure cancelling everything still in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from prefect_agentenv.context import FailedStep, RunContext
+from prefect_agentenv.documents.graph import resolve_dependencies, retry_span
+from prefect_agentenv.documents.models import TaskDocument
+from prefect_agentenv.steps.base import StepModel
+
+Execute = Callable[[StepModel, list[RunContext]], Awaitable[RunContext]]
+BeforeRetry = Callable[[list[str]], Awaitable[Any]]
+StepState = Literal["pending", "running", "completed", "failed", "tolerated", "cancelled", "not_run"]
+
+
+@dataclass
+class StepRecord:
+    """What happened to one step, for the report."""
+
+    id: str
+    type: str
+    state: StepState = "pending"
+    started_at: datetime | None = None
+    duration_s: float | None = None
+    error: str | None = None
+    error_type: str | None = None
+    attempts: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dict(self.__dict__)
+        out["started_at"] = self.started_at.isoformat() if self.started_at else None
+        return out
+
+
+@dataclass
+class ScheduleResult:
+    """The outcome of running a whole DAG."""
+
+    context: RunContext
+    records: dict[str, StepRecord]
+    fatal: StepRecord | None = None
+    order: list[str] = field(default_factory=list)
+    """Step ids in the order they finished."""
+
+
+class _Fatal(Exception):
+    def __init__(self, record: StepRecord) -> None:
+        super().__init__(record.error)
+        self.record = record
+
+
+class DagScheduler:
+    """Runs the steps of one task document with the documented failure semantics."""
+
+    def __init__(self, document: TaskDocument, execute: Execute, before_retry: BeforeRetry | None = None) -> None:
+        self.steps = {s.id: s for s in document.steps}
+        self.deps = resolve_dependencies(list(self.steps), [s.dependency_ids() for s in document.steps])
+        self.execute = execute
+        self.before_retry = before_retry
+        self.records = {s.id: StepRecord(s.id, s.type) for s in document.steps}
+        self.outputs: dict[str, RunContext] = {}
+        self.order: list[str] = []
+        self._done: dict[str, asyncio.Future[RunContext]] = {}
+        self._retried = False
+
+    async def run(self) -> ScheduleResult:
+        """Run every step; return when all finished or the first fatal failure stopped the run."""
+        loop = asyncio.get_running_loop()
+        self._done = {sid: loop.create_future() for sid in self.steps}
+        tasks = {sid: asyncio.create_task(self._run_one(sid), name=f"step:{sid}") for sid in self.steps}
+        fatal: StepRecord | None = None
+        try:
+            for finished in asyncio.as_completed(list(tasks.values())):
+                try:
+                    await finished
+                except _Fatal as exc:
+                    fatal = exc.record
+                    break
+        finally:
+            # On a fatal failure (or our own cancellation) stop everything still in flight.
+            pending = [t for t in tasks.values() if not t.done()]
+            for t in pending:
+                t.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+            for fut in self._done.values():
+                if not fut.done():
+                    fut.cancel()
+            self.finalize_records()
+        final = RunContext.merge([self.outputs[s] for s in self.order], later_wins=True)
+        return ScheduleResult(final, self.records, fatal, list(self.order))
+
+    async def _run_one(self, step_id: str) -> None:
+        for d in self.deps[step_id]:
+            await self._done[d]
+        inputs = self._inputs_of(step_id)
+        step = self.steps[step_id]
+        out = await self._attempt(step, inputs)
+        self._finish(step_id, out)
+
+    def _inputs_of(self, step_id: str) -> list[RunContext]:
+        """The latest outputs of a step's dependencies.
+
+        After a retry, branches that finished earlier still carry the replaced outputs of the
+        retried span; those inputs are pre-merged with the newest value winning.
+        """
+        deps = self.deps[step_id]
+        inputs = [self.outputs[d] for d in deps]
+        if self._retried and len(inputs) > 1:
+            by_finish = sorted(deps, key=self.order.index)
+            return [RunContext.merge([self.outputs[d] for d in by_finish], later_wins=True)]
+        return inputs
+
+    def _finish(self, step_id: str, out: RunContext) -> None:
+        self.outputs[step_id] = out
+        if step_id not in self.order:
+            self.order.append(step_id)
+        fut = self._done[step_id]
+        if not fut.done():
+            fut.set_result(out)
+
+    async def _attempt(self, step: StepModel, inputs: list[RunContext]) -> RunContext:
+        record = self.records[step.id]
+        try:
+            return await self._execute_recorded(step, inputs)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            error: Exception = exc
+        if step.retry_config and step.retry_config.max_retries > 0:
+            out = await self._retry(step, error)
+            if out is not None:
+                return out
+        if not step.fail_task_on_error:
+            record.state = "tolerated"
+            return self._tolerated_context(step, inputs, record)
+        raise _Fatal(record) from error
+
+    async def _execute_recorded(self, step: StepModel, inputs: list[RunContext]) -> RunContext:
+        record = self.records[step.id]
+        record.attempts += 1
+        record.state = "running"
+        record.started_at = datetime.now(timezone.utc)
+        record.error = record.error_type = None
+        started = time.monotonic()
+        try:
+            out = await self.execute(step, inputs)
+        except asyncio.CancelledError:
+            record.state = "cancelled"
+            record.error = "cancelled because another step failed or the run was stopped"
+            record.error_type = "Cancelled"
+            raise
+        except Exception as exc:
+            record.state = "failed"
+            record.error = str(exc) or type(exc).__name__
+            record.error_type = type(exc).__name__
+            raise
+        finally:
+            record.duration_s = round(time.monotonic() - started, 4)
+        record.state = "completed"
+        return out
+
+    async def _retry(self, failing: StepModel, error: Exception) -> RunContext | None:
+        """Re-run the span from retry_from_step_id through the failing step, up to max_retries times."""
+        assert failing.retry_config is not None
+        span = retry_span(self.deps, failing.retry_config.retry_from_step_id, failing.id)
+        for _ in range(failing.retry_config.max_retries):
+            if self.before_retry:
+                await self.before_retry(span)
+            fresh: dict[str, RunContext] = {}
+            try:
+                for sid in span:
+                    ins = [fresh[d] if d in fresh else self.outputs[d] for d in self.deps[sid]]
+                    fresh[sid] = await self._execute_recorded(self.steps[sid], ins)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                continue
+            self._retried = True
+            for sid in span[:-1]:
+                self.outputs[sid] = fresh[sid]
+                self.order.remove(sid)
+                self.order.append(sid)
+            return fresh[failing.id]
+        return None
+
+    def _tolerated_context(self, step: StepModel, inputs: list[RunContext], record: StepRecord) -> RunContext:
+        ctx = RunContext.merge(inputs)
+        ctx.metadata.failed_steps.append(
+            FailedStep(
+                step_id=step.id,
+                step_type=step.type,
+                error=record.error or "",
+                error_type=record.error_type or "Exception",
+                started_at=record.started_at or datetime.now(timezone.utc),
+                duration_s=record.duration_s or 0.0,
+            )
+        )
+        return ctx
+
+    def finalize_records(self) -> None:
+        """Mark steps that never started as not_run."""
+        for record in self.records.values():
+            if record.state in ("pending",):
+                record.state = "not_run"

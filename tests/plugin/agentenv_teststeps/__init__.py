@@ -1,0 +1,104 @@
+"""Step types used only by the engine tests, registered as a plugin through entry points.
+
+Every step writes a ``trail`` entry into ``metadata`` (an extra key) with its start and end
+times, so tests can check what a step saw and when it ran.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from pathlib import Path
+from typing import Literal
+
+from prefect_agentenv.context import RunContext
+from prefect_agentenv.runtime.run import current_run
+from prefect_agentenv.steps.base import StepModel
+from prefect_agentenv.steps.registry import StepDefinition
+
+_attempts: dict[tuple[str, str], int] = {}
+
+
+def _trail(ctx: RunContext) -> dict:
+    extra = ctx.metadata.model_extra
+    assert extra is not None
+    return extra.setdefault("trail", {})
+
+
+def _mark(ctx: RunContext, step_id: str, started: float, **info: object) -> RunContext:
+    seen = sorted(_trail(ctx))
+    _trail(ctx)[step_id] = {"start": started, "end": time.time(), "seen": seen, **info}
+    return ctx
+
+
+class NoopStep(StepModel):
+    """Does nothing but leave its trail."""
+
+    type: Literal["test_noop"] = "test_noop"
+
+
+class SleepStep(StepModel):
+    """Sleeps, then leaves its trail."""
+
+    type: Literal["test_sleep"] = "test_sleep"
+    seconds: float = 0.1
+
+
+class FailStep(StepModel):
+    """Fails its first ``fail_times`` attempts (every attempt when omitted)."""
+
+    type: Literal["test_fail"] = "test_fail"
+    message: str = "planned failure"
+    fail_times: int | None = None
+    seconds: float = 0.0
+
+
+class RecordStep(StepModel):
+    """Starts a real child process and registers its teardown, like a deploy does."""
+
+    type: Literal["test_record"] = "test_record"
+    marker_file: str | None = None
+    """Appended with this step's id when its teardown runs."""
+
+
+async def run_noop(step: NoopStep, ctx: RunContext) -> RunContext:
+    return _mark(ctx, step.id, time.time())
+
+
+async def run_sleep(step: SleepStep, ctx: RunContext) -> RunContext:
+    started = time.time()
+    await asyncio.sleep(step.seconds)
+    return _mark(ctx, step.id, started)
+
+
+async def run_fail(step: FailStep, ctx: RunContext) -> RunContext:
+    started = time.time()
+    key = (current_run().run_id, step.id)
+    _attempts[key] = _attempts.get(key, 0) + 1
+    await asyncio.sleep(step.seconds)
+    if step.fail_times is None or _attempts[key] <= step.fail_times:
+        raise RuntimeError(f"{step.message} (attempt {_attempts[key]})")
+    return _mark(ctx, step.id, started, attempts=_attempts[key])
+
+
+async def run_record(step: RecordStep, ctx: RunContext) -> RunContext:
+    started = time.time()
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-c", "import time; time.sleep(120)")
+
+    async def stop() -> None:
+        if proc.returncode is None:
+            proc.terminate()
+            await proc.wait()
+        if step.marker_file:
+            with Path(step.marker_file).open("a") as f:
+                f.write(f"{step.id} {proc.pid}\n")
+
+    current_run().teardown.add(f"test process {proc.pid}", stop, owner_step=step.id, key=step.id)
+    return _mark(ctx, step.id, started, pid=proc.pid)
+
+
+noop_definition = StepDefinition(NoopStep, run_noop)
+sleep_definition = StepDefinition(SleepStep, run_sleep)
+fail_definition = StepDefinition(FailStep, run_fail)
+record_definition = StepDefinition(RecordStep, run_record)
