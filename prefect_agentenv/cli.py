@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from prefect_agentenv.documents import TaskDocument, validate_file
+from prefect_agentenv.documents.graph import resolve_dependencies
 
 app = typer.Typer(
     name="prefect-agentenv",
@@ -46,6 +49,101 @@ def schema() -> None:
     doc["title"] = "prefect-agentenv task document"
     json.dump(doc, sys.stdout, indent=2)
     sys.stdout.write("\n")
+
+
+def _pairs(values: list[str], option: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for v in values:
+        key, sep, value = v.partition("=")
+        if not sep or not key:
+            typer.echo(f"error: {option} expects KEY=VALUE, got {v!r}", err=True)
+            raise typer.Exit(2)
+        out[key] = value
+    return out
+
+
+def _waves(doc: TaskDocument) -> list[list[str]]:
+    """Steps grouped by how soon they can start (a wave's steps run in parallel)."""
+    deps = resolve_dependencies([s.id for s in doc.steps], [s.dependency_ids() for s in doc.steps])
+    level: dict[str, int] = {}
+    remaining = dict(deps)
+    waves: list[list[str]] = []
+    while remaining:
+        ready = [s for s, d in remaining.items() if all(x in level for x in d)]
+        for s in ready:
+            level[s] = len(waves)
+            del remaining[s]
+        waves.append(ready)
+    return waves
+
+
+@app.command()
+def run(
+    task_file: Annotated[Path, typer.Argument(help="Task document (JSON or YAML).")],
+    report: Annotated[Path | None, typer.Option(help="Write the JSON report here.")] = None,
+    seed: Annotated[list[str], typer.Option(help="KEY=VALUE for <KEY> placeholders (repeatable).")] = [],  # noqa: B006
+    override: Annotated[
+        list[str], typer.Option(help="KEY=VALUE run override, e.g. a2a_agent_id=scripted (repeatable).")
+    ] = [],  # noqa: B006
+    keep: Annotated[bool, typer.Option(help="Keep agent sandboxes after the run.")] = False,
+    dry_run: Annotated[bool, typer.Option(help="Validate and print the plan without running.")] = False,
+) -> None:
+    """Run one task. Exit 0 when the run completed (whatever the score), 1 when it failed, 2 when invalid."""
+    seeds = _pairs(seed, "--seed")
+    overrides = _pairs(override, "--override")
+    result = validate_file(task_file, seeds)
+    for w in result.warnings:
+        typer.echo(f"warning: {w.render()}", err=True)
+    if not result.ok or result.document is None:
+        typer.echo(f"{task_file}: {len(result.problems)} problem(s)", err=True)
+        for p in result.problems:
+            typer.echo(f"  - {p.render()}", err=True)
+        raise typer.Exit(2)
+    doc = result.document
+    if dry_run:
+        typer.echo(f"task {doc.id}: {len(doc.steps)} steps")
+        for i, wave in enumerate(_waves(doc), 1):
+            typer.echo(f"  wave {i}: " + ", ".join(f"{s} ({doc.step(s).type})" for s in wave))
+        raise typer.Exit(0)
+    # Offline machines: Prefect's analytics ping would only time out.
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    data = _run_flow(doc, overrides, keep)
+    if not isinstance(data, dict) or "status" not in data:
+        typer.echo(f"error: the run crashed before it could report: {data}", err=True)
+        raise typer.Exit(1)
+    if report:
+        report.parent.mkdir(parents=True, exist_ok=True)
+        report.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    _print_summary(data, report)
+    raise typer.Exit(0 if data["status"] == "completed" else 1)
+
+
+def _run_flow(doc: TaskDocument, overrides: dict[str, str], keep: bool) -> Any:
+    # Imported here so `validate` and `schema` stay fast: the flow pulls in all of Prefect.
+    from prefect_agentenv.flows.agent_task import agent_task
+
+    async def go() -> Any:
+        state = await agent_task(doc, overrides=overrides, keep=keep, return_state=True)
+        return await state.result(raise_on_failure=False)
+
+    try:
+        return asyncio.run(go())
+    except KeyboardInterrupt:
+        typer.echo("interrupted: everything the run started was stopped", err=True)
+        raise typer.Exit(130) from None
+
+
+def _print_summary(data: dict[str, Any], report: Path | None) -> None:
+    score = "-" if data.get("score") is None else f"{data['score']:.3f}"
+    typer.echo(f"task {data['task_id']}: {data['outcome']} score={score} status={data['status']} "
+               f"({data['duration_s']:.1f}s)")
+    for s in data.get("steps", []):
+        err = f"  {s['error']}" if s.get("error") else ""
+        typer.echo(f"  {s['state']:<10} {s['id']} ({s['type']}){err}")
+    if data.get("error"):
+        typer.echo(f"error: {data['error']}")
+    if report:
+        typer.echo(f"report: {report}")
 
 
 def main() -> None:

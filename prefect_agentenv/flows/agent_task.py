@@ -23,7 +23,7 @@ from pydantic import Field
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.documents.loading import fill_placeholders, resolve_env_vars
 from prefect_agentenv.documents.models import TaskDocument
-from prefect_agentenv.exceptions import ConfigurationError, StepError
+from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError, StepError
 from prefect_agentenv.flows.report import TaskReport, build_report, publish_artifacts, write_report
 from prefect_agentenv.flows.scheduler import DagScheduler, ScheduleResult
 from prefect_agentenv.runtime.run import RunResources, bind_run, current_run, unbind_run
@@ -52,12 +52,28 @@ async def _run_step(step: StepModel, inputs: list[RunContext]) -> RunContext:
     return await definition.run(resolved, ctx)
 
 
-_step_task = task(_run_step, cache_policy=NO_CACHE, persist_result=False, log_prints=True)
+async def _step_task_body(step: StepModel, inputs: list[RunContext]) -> RunContext | State:
+    """Expected failures (our own errors) end the task run as Failed with their message and
+    no traceback; anything else is a bug and propagates with its traceback."""
+    try:
+        return await _run_step(step, inputs)
+    except AgentEnvError as exc:
+        return Failed(message=str(exc), data=exc)
+
+
+_step_task = task(_step_task_body, cache_policy=NO_CACHE, persist_result=False, log_prints=True)
 
 
 async def _execute_as_prefect_task(step: StepModel, inputs: list[RunContext]) -> RunContext:
     runnable = _step_task.with_options(name=step.id, task_run_name=step.id, tags={step.type})
-    return await runnable(step, inputs)
+    state = await runnable(step, inputs, return_state=True)
+    result = await state.result(raise_on_failure=False)
+    if isinstance(result, BaseException):
+        raise result
+    if not state.is_completed():
+        raise StepError(state.message or f"step ended in state {state.type.value}", step_id=step.id,
+                        step_type=step.type)
+    return result
 
 
 async def run_task_document(

@@ -1,0 +1,66 @@
+"""The agent_task flow against a real Prefect API: task runs, final state, artifacts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, FlowRunFilter, FlowRunFilterId
+
+from prefect_agentenv.documents import validate_data
+from prefect_agentenv.flows.agent_task import agent_task
+
+pytestmark = pytest.mark.usefixtures("prefect_harness", "agentenv_home")
+
+
+def doc(steps: list[dict[str, Any]], task_id: str):
+    result = validate_data(steps, default_id=task_id)
+    assert result.ok, [p.render() for p in result.problems]
+    return result.document
+
+
+async def test_each_step_is_a_task_run_named_by_its_id_and_tagged_with_its_type(tmp_path: Path) -> None:
+    report_path = tmp_path / "out" / "report.json"
+    state = await agent_task(
+        doc([{"id": "first", "type": "test_noop", "depends_on": []},
+             {"id": "second", "type": "test_sleep", "seconds": 0.01}], "named-steps"),
+        report_path=str(report_path), return_state=True)
+    assert state.is_completed()
+    report = await state.result()
+    assert report["status"] == "completed" and report["flow_run_id"] == str(state.state_details.flow_run_id)
+    assert report_path.exists()
+    async with get_client() as client:
+        runs = await client.read_task_runs(
+            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[state.state_details.flow_run_id])))
+        flow_run = await client.read_flow_run(state.state_details.flow_run_id)
+    by_name = {r.name: r for r in runs}
+    assert set(by_name) == {"first", "second"}
+    assert by_name["first"].tags == ["test_noop"] and by_name["second"].tags == ["test_sleep"]
+    assert all(r.state and r.state.is_completed() for r in runs)
+    assert flow_run.name == "named-steps"
+
+
+async def test_a_fatal_step_failure_fails_the_flow_run_with_the_report_as_its_data() -> None:
+    state = await agent_task(
+        doc([{"id": "ok", "type": "test_noop", "depends_on": []},
+             {"id": "boom", "type": "test_fail", "message": "no luck", "depends_on": ["ok"]}], "fails"),
+        return_state=True)
+    assert state.is_failed()
+    assert "boom" in (state.message or "") and "no luck" in (state.message or "")
+    report = await state.result(raise_on_failure=False)
+    assert report["status"] == "failed" and report["outcome"] == "FAILED"
+    assert {s["id"]: s["state"] for s in report["steps"]} == {"ok": "completed", "boom": "failed"}
+
+
+async def test_the_run_publishes_a_summary_and_a_steps_table() -> None:
+    state = await agent_task(doc([{"id": "only", "type": "test_noop", "depends_on": []}], "artifacts-task"),
+                             return_state=True)
+    async with get_client() as client:
+        artifacts = await client.read_artifacts(
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[state.state_details.flow_run_id])))
+    kinds = {a.key: a.type for a in artifacts}
+    assert kinds == {"agentenv-artifacts-task-summary": "markdown", "agentenv-artifacts-task-steps": "table"}
+    summary = next(a for a in artifacts if a.type == "markdown")
+    assert "artifacts-task" in str(summary.data) and "UNSCORED" in str(summary.data)

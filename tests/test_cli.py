@@ -1,0 +1,142 @@
+"""The command line: validate, schema, run (exit codes, report, Ctrl-C)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from prefect_agentenv.cli import app
+
+runner = CliRunner()
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def write(tmp_path: Path, name: str, steps: object) -> Path:
+    p = tmp_path / name
+    p.write_text(json.dumps(steps))
+    return p
+
+
+def test_validate_exits_0_for_a_valid_document(tmp_path: Path) -> None:
+    path = write(tmp_path, "ok.json", [{"id": "a", "type": "test_noop"}])
+    result = runner.invoke(app, ["validate", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "ok (1 steps)" in result.output
+
+
+def test_validate_exits_2_and_lists_every_problem(tmp_path: Path) -> None:
+    path = write(tmp_path, "bad.json", [
+        {"id": "a", "type": "test_noop", "depends_on": ["nope"]},
+        {"id": "a", "type": "test_nop"},
+    ])
+    result = runner.invoke(app, ["validate", str(path)])
+    assert result.exit_code == 2
+    assert "depends on unknown step 'nope'" in result.output
+    assert "duplicate step id 'a'" in result.output
+    assert "did you mean 'test_noop'" in result.output
+
+
+def test_validate_reports_the_line_and_column_of_invalid_json(tmp_path: Path) -> None:
+    path = tmp_path / "broken.json"
+    path.write_text('[\n  {"id": "a", "type": "test_noop"\n  {"id": "b"}\n]')
+    result = runner.invoke(app, ["validate", str(path)])
+    assert result.exit_code == 2
+    assert "line 3, column 3" in result.output
+
+
+def test_schema_prints_a_json_schema_covering_every_step_type() -> None:
+    result = runner.invoke(app, ["schema"])
+    assert result.exit_code == 0
+    schema = json.loads(result.output)
+    mapping = schema["properties"]["steps"]["items"]["discriminator"]["mapping"]
+    assert {"deploy_env", "prompt_agent", "rubrics_verifier", "collect_artifacts"} <= set(mapping)
+
+
+def test_run_refuses_an_invalid_document_with_exit_2(tmp_path: Path) -> None:
+    path = write(tmp_path, "bad.json", [{"id": "a", "type": "prompt_agent", "agent_name": "x", "prompt_id": "p",
+                                          "prompt": "hi"}])
+    result = runner.invoke(app, ["run", str(path)])
+    assert result.exit_code == 2
+    assert "agent 'x' is not provided by any ancestor step" in result.output
+
+
+def test_run_rejects_a_malformed_seed() -> None:
+    result = runner.invoke(app, ["run", "whatever.json", "--seed", "novalue"])
+    assert result.exit_code == 2 and "KEY=VALUE" in result.output
+
+
+def test_dry_run_prints_the_steps_in_parallel_waves(tmp_path: Path) -> None:
+    path = write(tmp_path, "plan.json", [
+        {"id": "a", "type": "test_noop", "depends_on": []},
+        {"id": "b", "type": "test_noop", "depends_on": []},
+        {"id": "c", "type": "test_noop"},
+    ])
+    result = runner.invoke(app, ["run", str(path), "--dry-run"])
+    assert result.exit_code == 0
+    assert "wave 1: a (test_noop), b (test_noop)" in result.output
+    assert "wave 2: c (test_noop)" in result.output
+
+
+@pytest.fixture
+def cli_env(prefect_harness: None, agentenv_home: Path) -> dict[str, str]:
+    """Environment for a CLI subprocess talking to this session's Prefect API."""
+    from prefect.settings import PREFECT_API_URL
+
+    return {**os.environ, "PREFECT_API_URL": str(PREFECT_API_URL.value()), "PREFECT_AGENTENV_HOME": str(agentenv_home)}
+
+
+def cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "prefect_agentenv.cli", *args]
+
+
+def test_run_exits_0_and_writes_the_report_when_the_run_completes(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    path = write(tmp_path, "good.json", [{"id": "a", "type": "test_noop", "depends_on": []}])
+    out = tmp_path / "report.json"
+    proc = subprocess.run(cli("run", str(path), "--report", str(out)), env=cli_env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.read_text())
+    assert report["task_id"] == "good" and report["status"] == "completed"
+    assert "task good: UNSCORED" in proc.stdout
+
+
+def test_run_exits_1_when_a_step_fails_the_task(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    path = write(tmp_path, "bad.json", [{"id": "a", "type": "test_fail", "depends_on": []}])
+    proc = subprocess.run(cli("run", str(path)), env=cli_env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "failed" in proc.stdout
+
+
+def test_ctrl_c_stops_what_the_run_started(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    marker = tmp_path / "stopped.txt"
+    path = write(tmp_path, "long.json", [
+        {"id": "deploy", "type": "test_record", "marker_file": str(marker), "depends_on": []},
+        {"id": "wait", "type": "test_sleep", "seconds": 60},
+    ])
+    proc = subprocess.Popen(cli("run", str(path)), env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        deadline = time.monotonic() + 60
+        runs = Path(cli_env["PREFECT_AGENTENV_HOME"]) / "runs"
+        while time.monotonic() < deadline and not any(runs.glob("*")):
+            time.sleep(0.2)
+        time.sleep(2.0)  # let the deploy step start its process
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert marker.exists(), proc.stderr.read() if proc.stderr else ""
+    pid = int(marker.read_text().split()[1])
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    assert proc.returncode != 0
