@@ -11,8 +11,11 @@ from typing import Annotated, Any
 
 import typer
 
+from prefect_agentenv.commands.artifact import artifact_app
+from prefect_agentenv.commands.env import env_app
 from prefect_agentenv.documents import TaskDocument, validate_file
 from prefect_agentenv.documents.graph import resolve_dependencies
+from prefect_agentenv.documents.schema import task_document_schema
 
 app = typer.Typer(
     name="prefect-agentenv",
@@ -21,6 +24,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+app.add_typer(artifact_app, name="artifact")
+app.add_typer(env_app, name="env")
 
 
 @app.command()
@@ -44,10 +49,7 @@ def validate(files: Annotated[list[Path], typer.Argument(help="Task documents (J
 @app.command()
 def schema() -> None:
     """Print the JSON Schema of task documents (point your editor at it)."""
-    doc = TaskDocument.model_json_schema()
-    doc["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    doc["title"] = "prefect-agentenv task document"
-    json.dump(doc, sys.stdout, indent=2)
+    json.dump(task_document_schema(), sys.stdout, indent=2)
     sys.stdout.write("\n")
 
 

@@ -56,7 +56,8 @@ def test_schema_prints_a_json_schema_covering_every_step_type() -> None:
     result = runner.invoke(app, ["schema"])
     assert result.exit_code == 0
     schema = json.loads(result.output)
-    mapping = schema["properties"]["steps"]["items"]["discriminator"]["mapping"]
+    mapping = schema["$defs"]["TaskDocument"]["properties"]["steps"]["items"]["discriminator"]["mapping"]
+    assert schema["anyOf"][1]["type"] == "array", "a bare list of steps is a document too"
     assert {"deploy_env", "prompt_agent", "rubrics_verifier", "collect_artifacts"} <= set(mapping)
 
 

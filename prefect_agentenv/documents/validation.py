@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import difflib
+import types
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
@@ -16,7 +17,7 @@ from prefect_agentenv.documents.loading import ParseError, fill_placeholders, re
 from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.documents.problems import Problem, json_path
 from prefect_agentenv.exceptions import TaskDocumentError
-from prefect_agentenv.steps.base import StepModel
+from prefect_agentenv.steps.base import NameKind, StepModel
 from prefect_agentenv.steps.registry import all_steps, unknown_type_message
 
 _KIND_WORDS = {
@@ -138,11 +139,12 @@ def _validate_step(raw: Any, path: str) -> tuple[StepModel | None, list[Problem]
 
 
 def _from_pydantic(err: Any, path: str, step_id: str | None, model: type[BaseModel]) -> Problem:
-    loc = tuple(err["loc"])
+    raw_loc = tuple(err["loc"])
+    loc, _ = _walk_loc(model, raw_loc)
     where = json_path(path, loc)
     if err["type"] == "extra_forbidden":
         name = str(loc[-1])
-        choices = _field_names_at(model, loc[:-1])
+        choices = _field_names_at(model, raw_loc[:-1])
         close = difflib.get_close_matches(name, choices, n=1)
         hint = f"did you mean '{close[0]}'?" if close else f"known fields: {', '.join(sorted(choices))}"
         return Problem(f"unknown field '{name}'", path=where, step_id=step_id, hint=hint)
@@ -164,16 +166,80 @@ def _hint_for(err: Any) -> str | None:
 
 def _field_names_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     """Field names of the (nested) model at a location, for did-you-mean hints."""
-    current: Any = model
-    for part in loc:
-        if isinstance(part, int) or current is None:
-            continue
-        info = getattr(current, "model_fields", {}).get(part)
-        current = _model_in(info.annotation) if info else None
+    _, current = _walk_loc(model, loc)
     if current is None or not hasattr(current, "model_fields"):
         return []
     names = [f.alias or n for n, f in current.model_fields.items()]
     return names + list(getattr(current, "accepted_but_ignored", ()))
+
+
+def _walk_loc(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[tuple[Any, ...], type[BaseModel] | None]:
+    """Follow a pydantic error location through the model's fields.
+
+    Pydantic puts the chosen union member in error locations (``str``, ``DependsOnRef``, a
+    discriminator value such as ``state_match``); those are not keys of the document, so they are
+    dropped from the returned location. Also returns the model found at the end, if any.
+    """
+    clean: list[Any] = []
+    current: Any = model
+    for part in loc:
+        members = _union_members(current)
+        if len(members) > 1 and isinstance(part, str):
+            current = _member_for_tag(members, part)
+            continue
+        clean.append(part)
+        if current is None:
+            continue
+        if isinstance(part, int):
+            current = _item_type(current)
+            continue
+        found = _model_in(current) if not (isinstance(current, type) and issubclass(current, BaseModel)) else current
+        info = None
+        if found is not None:
+            info = next((f for n, f in found.model_fields.items() if part in (n, f.alias)), None)
+        current = info.annotation if info else None
+    end = current if isinstance(current, type) and issubclass(current, BaseModel) else None
+    if end is None and current is not None and len(_union_members(current)) <= 1:
+        end = _model_in(current)
+    return tuple(clean), end
+
+
+def _unwrap(tp: Any) -> Any:
+    while get_origin(tp) is Annotated:
+        tp = get_args(tp)[0]
+    return tp
+
+
+def _union_members(tp: Any) -> list[Any]:
+    """The non-None members of a union annotation ([] when it is not a union)."""
+    tp = _unwrap(tp)
+    if get_origin(tp) in (Union, types.UnionType):
+        return [a for a in get_args(tp) if a is not type(None)]
+    return []
+
+
+def _member_for_tag(members: list[Any], tag: str) -> Any:
+    for member in members:
+        m = _unwrap(member)
+        if isinstance(m, type) and issubclass(m, BaseModel):
+            if m.__name__ == tag or any(tag in get_args(_unwrap(f.annotation)) for f in m.model_fields.values()):
+                return m
+        elif getattr(m, "__name__", None) == tag or str(m) == tag:
+            return m
+    return None
+
+
+def _item_type(tp: Any) -> Any:
+    tp = _unwrap(tp)
+    members = _union_members(tp)
+    if len(members) == 1:
+        tp = _unwrap(members[0])
+    args = get_args(tp)
+    if get_origin(tp) in (list, tuple, set, frozenset) and args:
+        return args[0]
+    if get_origin(tp) is dict and len(args) == 2:
+        return args[1]
+    return None
 
 
 def _model_in(annotation: Any) -> type[BaseModel] | None:
@@ -241,17 +307,23 @@ def _check_graph(raw_steps: list[Any], steps: list[StepModel | None], prefix: st
                 close = difflib.get_close_matches(dep, list(index), n=1)
                 hint = f"did you mean '{close[0]}'?" if close else f"known step ids: {', '.join(index)}"
                 problems.append(Problem(f"depends on unknown step '{dep}'", path=f"{prefix}[{i}].depends_on[{j}]",
-                                        step_id=ids[i], hint=hint))
+                                        step_id=_raw_id(raw_steps[i]), hint=hint))
     deps = resolve_dependencies(ids, [[d for d in (dl or []) if d in index] if dl is not None else None
                                       for dl in declared])
     cycle = find_cycle(deps)
     if cycle:
-        first = index.get(cycle[0], 0)
+        first = ids.index(cycle[0])
         problems.append(Problem(f"dependency cycle: {' -> '.join(cycle)}", path=f"{prefix}[{first}].depends_on",
-                                step_id=cycle[0], hint="remove one of these dependencies"))
+                                step_id=_raw_id(raw_steps[first]), hint="remove one of these dependencies"))
         return problems
-    problems += _check_names(ids, steps, deps, prefix)
+    problems += _check_names(ids, steps, deps, prefix, raw_steps)
     return problems
+
+
+def _raw_id(raw: Any) -> str | None:
+    """The step's own id as written (graph keys of duplicated steps carry a ``#index`` suffix)."""
+    raw_id = raw.get("id") if isinstance(raw, dict) else None
+    return raw_id if isinstance(raw_id, str) and raw_id else None
 
 
 def _declared_deps(raw: dict[str, Any]) -> list[str] | None:
@@ -269,14 +341,16 @@ def _declared_deps(raw: dict[str, Any]) -> list[str] | None:
     return out
 
 
-def _check_names(ids: list[str], steps: list[StepModel | None], deps: dict[str, list[str]], prefix: str) -> list[Problem]:
+def _check_names(ids: list[str], steps: list[StepModel | None], deps: dict[str, list[str]], prefix: str,
+                 raw_steps: list[Any]) -> list[Problem]:
     problems: list[Problem] = []
     providers: dict[tuple[str, str], list[int]] = defaultdict(list)
     for i, step in enumerate(steps):
-        for kind, name, loc in step.provided() if step else []:
+        for kind, name, loc in _provided(step, raw_steps[i]):
             first = providers[(kind, name)]
             if first and kind in ("env", "agent", "prompt", "verifier"):
-                problems.append(_second_provider(kind, name, json_path(f"{prefix}[{i}]", loc), ids[i], ids[first[0]]))
+                problems.append(_second_provider(kind, name, json_path(f"{prefix}[{i}]", loc), _raw_id(raw_steps[i]),
+                                                 _raw_id(raw_steps[first[0]])))
             first.append(i)
     anc = ancestors(deps)
     for i, step in enumerate(steps):
@@ -288,22 +362,39 @@ def _check_names(ids: list[str], steps: list[StepModel | None], deps: dict[str, 
                 continue
             field_name, what = _KIND_WORDS[kind]
             if owners:
-                hint = f"step '{ids[owners[0]]}' provides it but is not an ancestor: add it to depends_on"
+                owner = _raw_id(raw_steps[owners[0]])
+                hint = f"step '{owner}' provides it but is not an ancestor: add it to depends_on"
             else:
                 known = sorted({n for (k, n) in providers if k == kind})
                 hint = f"add {what} '{name}' before this step" + (f" (known: {', '.join(known)})" if known else "")
             problems.append(Problem(f"{kind} '{name}' is not provided by any ancestor step",
-                                    path=json_path(f"{prefix}[{i}]", loc), step_id=ids[i], hint=hint))
+                                    path=json_path(f"{prefix}[{i}]", loc), step_id=step.id, hint=hint))
         if step.retry_config:
             start = step.retry_config.retry_from_step_id
             if start != step.id and start not in anc[ids[i]]:
                 problems.append(Problem(f"retry_from_step_id '{start}' is not this step or one of its ancestors",
-                                        path=f"{prefix}[{i}].retry_config.retry_from_step_id", step_id=ids[i],
+                                        path=f"{prefix}[{i}].retry_config.retry_from_step_id", step_id=step.id,
                                         hint="retry from this step or from a step it depends on"))
     return problems
 
 
-def _second_provider(kind: str, name: str, path: str, step_id: str, first_id: str) -> Problem:
+def _provided(step: StepModel | None, raw: Any) -> list[tuple[NameKind, str, tuple[str | int, ...]]]:
+    """What a step provides; for a step that failed validation, read from its raw fields, so that
+    its dependents are not also told that no ancestor provides the name."""
+    if step is not None:
+        return step.provided()
+    if not (isinstance(raw, dict) and isinstance(raw.get("type"), str) and isinstance(raw.get("id"), str)):
+        return []
+    definition = all_steps().get(raw["type"])
+    if definition is None:
+        return []
+    try:
+        return definition.model.model_construct(**raw).provided()
+    except Exception:  # noqa: BLE001 - best effort on a step that is already reported invalid
+        return []
+
+
+def _second_provider(kind: str, name: str, path: str, step_id: str | None, first_id: str | None) -> Problem:
     message = {
         "env": f"Env '{name}' is already deployed",
         "agent": f"Agent with name '{name}' is already deployed",

@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, PrivateAttr, model_validator
+from pydantic.json_schema import JsonSchemaValue
 
 NameKind = Literal["env", "agent", "prompt", "verifier", "collect"]
 Aggregator = Literal["all_pass", "any_pass", "weighted_average"]
@@ -89,6 +90,18 @@ class StepModel(_Strict):
         model = handler(data)
         model._ignored_present = present
         return model
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: Any, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        """List accepted-but-ignored fields (editors should not flag them) and require ``type``."""
+        schema = handler(core_schema)
+        target = handler.resolve_ref_schema(schema)
+        props = target.setdefault("properties", {})
+        for name in cls.accepted_but_ignored:
+            props.setdefault(name, {"description": "Accepted for compatibility; this runner does not act on it."})
+        if "type" in props and "type" not in target.get("required", []):
+            target.setdefault("required", []).insert(0, "type")
+        return schema
 
     @property
     def ignored_fields(self) -> list[str]:

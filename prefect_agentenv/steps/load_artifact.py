@@ -34,7 +34,8 @@ class LoadArtifactStep(StepModel):
         if self.collected_artifacts_step_id and self.artifact_from_step_id:
             raise ValueError("give artifact_from_step_id or its older name collected_artifacts_step_id, not both")
         if self.collected_artifacts_step_id:
-            self.artifact_from_step_id = self.collected_artifacts_step_id
+            # Normalise to the current name so the document round-trips through JSON.
+            self.artifact_from_step_id, self.collected_artifacts_step_id = self.collected_artifacts_step_id, None
         if (self.env_id is None) == (self.agent_name is None):
             raise ValueError("give exactly one target: env_id (an env) or agent_name (an agent's sandbox)")
         if (self.artifact_id is None) == (self.artifact_from_step_id is None):
