@@ -41,7 +41,7 @@ class AgentEnvSettings(PrefectBaseSettings):
 
     @property
     def artifacts_dir(self) -> Path:
-        return self.home / "artifacts"
+        return self.home / "store"
 
 
 @lru_cache(maxsize=1)
