@@ -10,7 +10,19 @@ Every error the package raises on purpose derives from ``AgentEnvError``::
     │   ├── DeployError          an env or agent could not be deployed or never became ready
     │   ├── NotInContextError    a step names an env/agent/prompt no ancestor provided
     │   └── AgentTimeoutError    an agent did not answer in time (also a ``TimeoutError``)
-    └── ProtocolError            a peer answered wrongly or not at all; ``.url`` names it
+    ├── ProtocolError            a peer answered wrongly or not at all; ``.url`` names it
+    │   ├── EnvRpcError               an env answered a JSON-RPC error; ``.code``, ``.data``
+    │   ├── UnsupportedOperationError an env's card does not offer the operation (no data plane, …)
+    │   └── McpError                  an MCP server answered an error or could not be reached
+    │       └── McpToolError          a tool call came back flagged ``isError``
+    └── ArtifactError            the artifact store refused or failed an operation
+        ├── UnsafeKeyError              a key taken from a document would leave the store
+        ├── ArtifactNotFoundError       no such artifact, version, file or record
+        ├── ArtifactConflictError       a published version exists with other content
+        ├── ArtifactIntegrityError      stored bytes do not match their sha256
+        └── ArtifactStoreError          the store failed or is unreachable (also a ``ProtocolError``)
+
+The ``ArtifactError`` subclasses live in :mod:`prefect_agentenv.artifacts`.
 
 Third-party errors (httpx, mcp, a2a, botocore) are mapped to these at the protocol
 boundary with ``raise ... from``, so steps never catch foreign types.
@@ -18,7 +30,7 @@ boundary with ``raise ... from``, so steps never catch foreign types.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from prefect_agentenv.documents.problems import Problem
@@ -89,3 +101,72 @@ class ProtocolError(AgentEnvError):
         super().__init__(message)
         self.url = url
         self.code = code
+
+
+class ArtifactError(AgentEnvError):
+    """The artifact store refused or failed an operation; subclasses in :mod:`prefect_agentenv.artifacts`."""
+
+
+class EnvRpcError(ProtocolError):
+    """An env's JSON-RPC endpoint answered with an error object.
+
+    Attributes:
+        code: the JSON-RPC error code (-32601 unknown method, -32602 bad params, -32000 env error).
+        data: the error's ``data`` member, as sent.
+        method: the JSON-RPC method that was called.
+    """
+
+    def __init__(self, message: str, *, url: str | None = None, code: int, data: Any = None,
+                 method: str | None = None) -> None:
+        super().__init__(message, url=url, code=code)
+        self.data = data
+        self.method = method
+
+    @property
+    def error_code(self) -> str | None:
+        """The env's own error name from ``data.code`` (for -32000 errors), when it sent one."""
+        if isinstance(self.data, dict):
+            value = self.data.get("code")
+            return None if value is None else str(value)
+        return None
+
+
+class UnsupportedOperationError(ProtocolError):
+    """An env's card says it does not offer an operation, so it is not attempted.
+
+    Raised instead of calling (and possibly hanging on) an env that has no data plane
+    (``operations: []``), serves no card at all (a plain MCP server), or does not declare
+    the extension a step needs.
+
+    Attributes:
+        operation: the data-plane method or extension URI that was wanted.
+    """
+
+    def __init__(self, message: str, *, url: str | None = None, operation: str) -> None:
+        super().__init__(message, url=url)
+        self.operation = operation
+
+
+class McpError(ProtocolError):
+    """An MCP server answered with a JSON-RPC error, or could not be reached or understood.
+
+    Attributes:
+        data: the error's ``data`` member when the server sent one.
+    """
+
+    def __init__(self, message: str, *, url: str | None = None, code: int | str | None = None,
+                 data: Any = None) -> None:
+        super().__init__(message, url=url, code=code)
+        self.data = data
+
+
+class McpToolError(McpError):
+    """A tool call completed but its result is flagged ``isError``; the message is the tool's text.
+
+    Attributes:
+        tool: the name of the tool that failed.
+    """
+
+    def __init__(self, message: str, *, url: str | None = None, tool: str) -> None:
+        super().__init__(message, url=url)
+        self.tool = tool

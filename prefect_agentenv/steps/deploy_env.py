@@ -6,8 +6,15 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from prefect_agentenv.context import DeployedEnv, RunContext
+from prefect_agentenv.exceptions import DeployError, ProtocolError, StepError
+from prefect_agentenv.protocols.env import EnvClient
+from prefect_agentenv.runtime.launch import Instance
+from prefect_agentenv.runtime.resolve import resolve_env
+from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.steps.base import Provides, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
+from prefect_agentenv.steps.services import http_client, launchers
 
 
 class DeployEnvStep(StepModel):
@@ -22,4 +29,46 @@ class DeployEnvStep(StepModel):
     accepted_but_ignored = ("env_state_type", "env_state_instance_id", "priority", "metadata")
 
 
-definition = StepDefinition(DeployEnvStep)
+async def run(step: DeployEnvStep, ctx: RunContext) -> RunContext:
+    """Resolve the env, start it, register its teardown, and record where its MCP endpoint is."""
+    if step.env_id in ctx.deployed_envs:
+        raise StepError(f"Env '{step.env_id}' is already deployed", step_id=step.id, step_type=step.type)
+    resolved = await resolve_env(step.env_id)
+    spec = resolved.spec
+    if step.startup_timeout_seconds:
+        spec = spec.model_copy(update={"startup_timeout_seconds": step.startup_timeout_seconds})
+    instance = await _start(step, spec)
+    mcp_url = await _mcp_url(step, instance)
+    ctx.deployed_envs[step.env_id] = DeployedEnv(
+        env_id=step.env_id,
+        version=step.version or resolved.version,
+        instance_id=instance.instance_id,
+        mcp_url=mcp_url,
+        base_url=instance.base_url,
+    )
+    return ctx
+
+
+async def _start(step: DeployEnvStep, spec: object) -> Instance:
+    run = current_run()
+    launcher = launchers(run).for_spec(spec)  # type: ignore[arg-type]
+    try:
+        instance = await launcher.start(spec, name=step.env_id, workdir=run.workdir / "envs")  # type: ignore[arg-type]
+    except DeployError as exc:
+        exc.step_id, exc.step_type = step.id, step.type
+        raise
+    run.teardown.add(f"env {step.env_id} ({instance.instance_id})", lambda: launcher.stop(instance),
+                     owner_step=step.id, kind="env", key=step.env_id)
+    return instance
+
+
+async def _mcp_url(step: DeployEnvStep, instance: Instance) -> str:
+    """The card's MCP interface when it declares one, else the launcher's default path."""
+    try:
+        card = await EnvClient(instance.base_url, http_client(current_run())).card()
+    except ProtocolError:  # an MCP-only server may have no card at all
+        return instance.mcp_url
+    return card.mcp_url or instance.mcp_url
+
+
+definition = StepDefinition(DeployEnvStep, run)

@@ -6,8 +6,17 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+import asyncio
+import mimetypes
+
+from prefect_agentenv.artifacts import ArtifactMetadata
+from prefect_agentenv.context import RunContext
+from prefect_agentenv.exceptions import AgentEnvError, StepError
+from prefect_agentenv.protocols.env import FilePart
+from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.steps.base import AgentRef, CollectRef, EnvRef, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
+from prefect_agentenv.steps.services import artifact_store, as_step_error, env_client
 
 
 class LoadArtifactStep(StepModel):
@@ -45,4 +54,48 @@ class LoadArtifactStep(StepModel):
         return self
 
 
-definition = StepDefinition(LoadArtifactStep)
+async def run(step: LoadArtifactStep, ctx: RunContext) -> RunContext:
+    """Load into an env through its data plane, or copy files into an agent's sandbox."""
+    if step.env_id is not None:
+        await load_into_env(step, ctx, step.env_id)
+        return ctx
+    raise StepError("loading files into an agent's sandbox needs deploy_agent, which is not implemented yet",
+                    step_id=step.id, step_type=step.type)
+
+
+async def load_into_env(step: LoadArtifactStep, ctx: RunContext, env_id: str) -> None:
+    """data/reset, then data/add with the artifact's files, after checking it is meant for this env."""
+    assert step.artifact_id is not None
+    store = await artifact_store(current_run())
+    client = env_client(ctx, env_id, step)
+    try:
+        meta = await asyncio.to_thread(store.get_metadata, step.artifact_id, step.version or "latest")
+        _check_environment(step, meta, env_id, (await client.card()).name)
+        parts = [await _file_part(store, meta, f.name) for f in meta.files]
+        await client.data_reset()
+        await client.data_add(parts)
+    except AgentEnvError as exc:
+        if isinstance(exc, StepError):
+            raise
+        raise as_step_error(exc, step, f"loading artifact '{step.artifact_id}' into env '{env_id}'") from exc
+
+
+def _check_environment(step: LoadArtifactStep, meta: ArtifactMetadata, env_id: str, env_name: str) -> None:
+    if meta.kind != "environment":
+        raise StepError(
+            f"artifact '{meta.id}@{meta.version}' is a {meta.kind} artifact; an env loads environment artifacts "
+            f"(publish one with: prefect-agentenv artifact put {meta.id} FILE --environment {env_name})",
+            step_id=step.id, step_type=step.type)
+    if meta.environment_name not in (env_name, env_id):
+        raise StepError(
+            f"artifact '{meta.id}@{meta.version}' is for environment '{meta.environment_name}', "
+            f"but env '{env_id}' is '{env_name}'", step_id=step.id, step_type=step.type)
+
+
+async def _file_part(store: object, meta: ArtifactMetadata, name: str) -> FilePart:
+    data = await asyncio.to_thread(store.read_file, meta, name)  # type: ignore[attr-defined]
+    mime = mimetypes.guess_type(name)[0] or "application/octet-stream"
+    return FilePart.from_bytes(data, name=name, mime_type=mime)
+
+
+definition = StepDefinition(LoadArtifactStep, run)

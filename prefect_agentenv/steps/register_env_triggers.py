@@ -7,6 +7,9 @@ from typing import Any, Literal
 from pydantic import Field
 
 from prefect_agentenv.steps.base import EnvRef, StepModel
+from prefect_agentenv.context import RunContext
+from prefect_agentenv.exceptions import ProtocolError
+from prefect_agentenv.steps.services import as_step_error, env_client
 from prefect_agentenv.steps.registry import StepDefinition
 
 
@@ -20,4 +23,15 @@ class RegisterEnvTriggersStep(StepModel):
     """Triggers as the env defines them, for example {at, action, data}."""
 
 
-definition = StepDefinition(RegisterEnvTriggersStep)
+async def run(step: RegisterEnvTriggersStep, ctx: RunContext) -> RunContext:
+    """Register the triggers; what the env accepted is kept in metadata.env_triggers[step id]."""
+    try:
+        registered = await env_client(ctx, step.env_id, step).register_triggers(step.triggers)
+    except ProtocolError as exc:
+        raise as_step_error(exc, step, f"registering triggers with env '{step.env_id}'") from exc
+    triggers = ctx.metadata.model_extra.setdefault("env_triggers", {})  # type: ignore[union-attr]
+    triggers[step.id] = [t.model_dump(mode="json") for t in registered]
+    return ctx
+
+
+definition = StepDefinition(RegisterEnvTriggersStep, run)

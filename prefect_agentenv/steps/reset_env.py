@@ -5,6 +5,9 @@ from __future__ import annotations
 from typing import Literal
 
 from prefect_agentenv.steps.base import EnvRef, StepModel
+from prefect_agentenv.context import RunContext
+from prefect_agentenv.exceptions import ProtocolError
+from prefect_agentenv.steps.services import as_step_error, env_client
 from prefect_agentenv.steps.registry import StepDefinition
 
 
@@ -16,4 +19,13 @@ class ResetEnvStep(StepModel):
     """The deployed env to reset."""
 
 
-definition = StepDefinition(ResetEnvStep)
+async def run(step: ResetEnvStep, ctx: RunContext) -> RunContext:
+    """Empty the env's data (data/reset)."""
+    try:
+        await env_client(ctx, step.env_id, step).data_reset()
+    except ProtocolError as exc:
+        raise as_step_error(exc, step, f"resetting env '{step.env_id}'") from exc
+    return ctx
+
+
+definition = StepDefinition(ResetEnvStep, run)

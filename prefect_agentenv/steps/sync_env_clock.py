@@ -8,6 +8,9 @@ from typing import Literal
 from pydantic import model_validator
 
 from prefect_agentenv.steps.base import EnvRef, StepModel
+from prefect_agentenv.context import RunContext
+from prefect_agentenv.exceptions import ProtocolError
+from prefect_agentenv.steps.services import as_step_error, env_client
 from prefect_agentenv.steps.registry import StepDefinition
 
 
@@ -29,4 +32,19 @@ class SyncEnvClockStep(StepModel):
         return self
 
 
-definition = StepDefinition(SyncEnvClockStep)
+async def run(step: SyncEnvClockStep, ctx: RunContext) -> RunContext:
+    """Set or advance the env's virtual clock; the clock it reports is kept in metadata.env_clocks."""
+    client = env_client(ctx, step.env_id, step)
+    try:
+        if step.time is not None:
+            clock = await client.clock_set(step.time)
+        else:
+            clock = await client.clock_advance(step.advance_seconds or 0.0)
+    except ProtocolError as exc:
+        raise as_step_error(exc, step, f"setting the clock of env '{step.env_id}'") from exc
+    clocks = ctx.metadata.model_extra.setdefault("env_clocks", {})  # type: ignore[union-attr]
+    clocks[step.env_id] = clock.model_dump(mode="json")
+    return ctx
+
+
+definition = StepDefinition(SyncEnvClockStep, run)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from prefect_agentenv.context import RunContext
+from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.steps.base import AgentRef, EnvRef, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
 
@@ -18,4 +20,22 @@ class TeardownSandboxesStep(StepModel):
     """Envs to stop; every env its ancestors deployed when omitted."""
 
 
-definition = StepDefinition(TeardownSandboxesStep)
+async def run(step: TeardownSandboxesStep, ctx: RunContext) -> RunContext:
+    """Stop the named (or all visible) agents, then envs; record each outcome in metadata.teardowns."""
+    registry = current_run().teardown
+    agents = set(ctx.deployed_agents if step.agent_names is None else step.agent_names)
+    envs = set(ctx.deployed_envs if step.env_ids is None else step.env_ids)
+    # Agents first: they hold connections to the envs.
+    targets = [e for e in registry.pending(kind="agent") if e.key in agents]
+    targets += [e for e in registry.pending(kind="env") if e.key in envs]
+    stopped = []
+    for entry in targets:
+        record = await registry.stop(entry)
+        stopped.append({"kind": entry.kind, "name": entry.key, "label": entry.label, "ok": record.ok,
+                        "error": record.error})
+    teardowns = ctx.metadata.model_extra.setdefault("teardowns", {})  # type: ignore[union-attr]
+    teardowns[step.id] = stopped
+    return ctx
+
+
+definition = StepDefinition(TeardownSandboxesStep, run)

@@ -1,0 +1,44 @@
+"""The records env's backend: the record store behind the data plane, its tools and its triggers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+
+from prefect_agentenv.envs.records.store import Records
+from prefect_agentenv.envs.records.tools import register_tools
+from prefect_agentenv.envs.server import EnvBackend, TriggerAction, VirtualClock
+
+
+class RecordsEnv(EnvBackend):
+    """Business records: patients, referrals, requests with statuses, a document inbox."""
+
+    name = "records"
+    version = "1.0.0"
+    description = ("Business records of a clinic: patients, referrals, requests (such as prior "
+                   "authorizations) with statuses and codes, and an inbox of inbound documents.")
+
+    def __init__(self, clock: VirtualClock) -> None:
+        super().__init__(clock)
+        self.records = Records(clock)
+
+    def reset(self) -> None:
+        self.records.reset()
+
+    def load(self, documents: Sequence[dict[str, Any]]) -> None:
+        self.records.load(documents)
+
+    def export(self) -> dict[str, Any]:
+        return self.records.export()
+
+    def register_tools(self, mcp: MCPServer) -> None:
+        register_tools(mcp, self.records)
+
+    def trigger_actions(self) -> Mapping[str, TriggerAction]:
+        return {"drop_inbox_document": self._drop_inbox_document}
+
+    def _drop_inbox_document(self, data: dict[str, Any], at: datetime) -> None:
+        self.records.drop_document(data, at)

@@ -1,0 +1,226 @@
+"""The records env's state: patients, referrals, requests and a document inbox, in memory."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator
+from datetime import date, datetime
+from typing import Any, Generic, Literal, TypeVar, get_args
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from prefect_agentenv.envs.server import VirtualClock
+from prefect_agentenv.protocols.env import UtcDatetime
+from prefect_agentenv.protocols.jsonrpc import JsonRpcFault
+
+RequestStatus = Literal["draft", "received", "submitted", "pending_info", "approved", "denied", "cancelled"]
+REQUEST_STATUSES: tuple[str, ...] = get_args(RequestStatus)
+
+
+class _Record(BaseModel):
+    """Records keep unknown members, so seeds can carry whatever their scenario needs."""
+
+    model_config = ConfigDict(extra="allow")
+
+    def record(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+class Patient(_Record):
+    patient_id: str
+    name: str
+    birth_date: date | None = None
+    sex: str | None = None
+    mrn: str | None = None
+    phone: str | None = None
+    insurance: dict[str, Any] | None = None
+
+
+class Referral(_Record):
+    referral_id: str
+    patient_id: str
+    received_at: UtcDatetime | None = None
+    from_provider: str | None = None
+    to_specialty: str | None = None
+    reason: str = ""
+    diagnosis_codes: list[str] = Field(default_factory=list)
+    cpt_code: str | None = None
+    status: str = "received"
+
+
+class StatusChange(_Record):
+    at: UtcDatetime
+    status: str
+
+
+class ServiceRequest(_Record):
+    """A request about a patient (by default a prior authorization) moving through statuses."""
+
+    request_id: str
+    patient_id: str
+    referral_id: str | None = None
+    type: str = "prior_auth"
+    status: RequestStatus = "received"
+    cpt_code: str | None = None
+    icd10_codes: list[str] = Field(default_factory=list)
+    payer: str | None = None
+    notes: str = ""
+    created_at: UtcDatetime | None = None
+    updated_at: UtcDatetime | None = None
+    history: list[StatusChange] = Field(default_factory=list)
+    """Every status the request has had, oldest first."""
+
+
+class InboxDocument(_Record):
+    """An inbound document (fax, letter, lab result) waiting to be read."""
+
+    document_id: str
+    kind: str = "fax"
+    title: str = ""
+    sender: str | None = None
+    received_at: UtcDatetime | None = None
+    content: str = ""
+    patient_id: str | None = None
+    referral_id: str | None = None
+    read: bool = False
+
+
+class RecordsSeed(BaseModel):
+    """One ``data/add`` document; unknown resources are refused to catch typos."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    patients: list[Patient] = Field(default_factory=list)
+    referrals: list[Referral] = Field(default_factory=list)
+    requests: list[ServiceRequest] = Field(default_factory=list)
+    inbox: list[InboxDocument] = Field(default_factory=list)
+
+
+R = TypeVar("R", bound=_Record)
+
+
+class Table(Generic[R]):
+    """Records of one resource by key, in insertion order."""
+
+    def __init__(self, resource: str, key: str, id_prefix: str) -> None:
+        self.resource = resource
+        self.key = key
+        self._prefix = id_prefix
+        self._rows: dict[str, R] = {}
+        self._ids = itertools.count(1)
+
+    def __iter__(self) -> Iterator[R]:
+        return iter(list(self._rows.values()))
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._rows
+
+    def get(self, key: str) -> R:
+        """Raises ``KeyError`` with a readable message when there is no such record."""
+        try:
+            return self._rows[key]
+        except KeyError:
+            raise KeyError(f"no {self.resource} record with {self.key} {key!r}") from None
+
+    def put(self, record: R) -> R:
+        self._rows[getattr(record, self.key)] = record
+        return record
+
+    def new_key(self) -> str:
+        while (candidate := f"{self._prefix}-{next(self._ids):04d}") in self._rows:
+            pass
+        return candidate
+
+    def clashes(self, incoming: Iterable[R]) -> list[str]:
+        keys = [getattr(r, self.key) for r in incoming]
+        return sorted({k for k in keys if k in self._rows or keys.count(k) > 1})
+
+    def export(self) -> list[dict[str, Any]]:
+        return [row.record() for row in self._rows.values()]
+
+
+class Records:
+    """The four resources and the operations the tools and triggers perform on them."""
+
+    def __init__(self, clock: VirtualClock) -> None:
+        self.clock = clock
+        self.reset()
+
+    def reset(self) -> None:
+        self.patients: Table[Patient] = Table("patients", "patient_id", "PAT")
+        self.referrals: Table[Referral] = Table("referrals", "referral_id", "REF")
+        self.requests: Table[ServiceRequest] = Table("requests", "request_id", "REQ")
+        self.inbox: Table[InboxDocument] = Table("inbox", "document_id", "DOC")
+
+    def _tables(self) -> dict[str, Table[Any]]:
+        return {t.resource: t for t in (self.patients, self.referrals, self.requests, self.inbox)}
+
+    def load(self, documents: Iterable[dict[str, Any]]) -> None:
+        """Validate every document, then add its records; a key already present is refused."""
+        seeds = [RecordsSeed.model_validate(doc) for doc in documents]
+        clashes = {name: table.clashes(r for seed in seeds for r in getattr(seed, name))
+                   for name, table in self._tables().items()}
+        clashes = {name: keys for name, keys in clashes.items() if keys}
+        if clashes:
+            raise JsonRpcFault.env_error("duplicate_id", f"records already present: {clashes}", ids=clashes)
+        now = self.clock.now()
+        for seed in seeds:
+            for patient in seed.patients:
+                self.patients.put(patient)
+            for referral in seed.referrals:
+                self.referrals.put(referral.model_copy(update={"received_at": referral.received_at or now}))
+            for request in seed.requests:
+                self.requests.put(_stamped(request, now))
+            for document in seed.inbox:
+                self.inbox.put(document.model_copy(update={"received_at": document.received_at or now}))
+
+    def export(self) -> dict[str, Any]:
+        """``{"patients", "referrals", "requests", "inbox"}`` — the shape ``load`` accepts."""
+        return {name: table.export() for name, table in self._tables().items()}
+
+    def search_patients(self, query: str = "", birth_date: date | None = None) -> list[Patient]:
+        """Patients whose name, MRN or id contains every word of ``query``, optionally by birth date."""
+        terms = query.lower().split()
+        return [p for p in self.patients
+                if (birth_date is None or p.birth_date == birth_date)
+                and all(t in " ".join(filter(None, [p.name, p.mrn, p.patient_id])).lower() for t in terms)]
+
+    def read_document(self, document_id: str) -> InboxDocument:
+        return self.inbox.put(self.inbox.get(document_id).model_copy(update={"read": True}))
+
+    def drop_document(self, data: dict[str, Any], at: datetime) -> InboxDocument:
+        """File an inbound document (trigger action); ``document_id`` defaults to ``DOC-NNNN``."""
+        document = InboxDocument.model_validate({"document_id": self.inbox.new_key(), **data})
+        if document.document_id in self.inbox:
+            raise ValueError(f"inbox document {document.document_id!r} already present")
+        return self.inbox.put(document.model_copy(update={"received_at": document.received_at or at}))
+
+    def create_request(self, patient_id: str, **fields: Any) -> ServiceRequest:
+        """A new request for a patient; raises ``KeyError`` for an unknown patient or referral."""
+        self.patients.get(patient_id)
+        referral_id = fields.get("referral_id")
+        if referral_id is not None and self.referrals.get(referral_id).patient_id != patient_id:
+            raise ValueError(f"referral {referral_id!r} is not about patient {patient_id!r}")
+        request = ServiceRequest.model_validate(
+            {"request_id": self.requests.new_key(), "patient_id": patient_id,
+             **{k: v for k, v in fields.items() if v is not None}})
+        return self.requests.put(_stamped(request, self.clock.now()))
+
+    def update_request(self, request_id: str, **changes: Any) -> ServiceRequest:
+        """Change a request's fields (``None`` leaves one as is); status changes go to history."""
+        current = self.requests.get(request_id)
+        given = {k: v for k, v in changes.items() if v is not None}
+        updated = ServiceRequest.model_validate({**current.model_dump(), **given})
+        now = self.clock.now()
+        history = list(current.history)
+        if updated.status != current.status:
+            history.append(StatusChange(at=now, status=updated.status))
+        return self.requests.put(updated.model_copy(update={"updated_at": now, "history": history}))
+
+
+def _stamped(request: ServiceRequest, now: datetime) -> ServiceRequest:
+    """Fill creation times and start the history with the current status."""
+    created = request.created_at or now
+    history = request.history or [StatusChange(at=created, status=request.status)]
+    return request.model_copy(update={"created_at": created, "updated_at": request.updated_at or created,
+                                      "history": history})

@@ -1,0 +1,257 @@
+"""What a launcher is given (``LaunchSpec``), what it returns (``Instance``) and its interface.
+
+Three launchers share the :class:`Launcher` interface: a local process on a free loopback
+port (``runtime.process``), a docker container (``runtime.docker``) and a live URL that is
+only checked, never started (``runtime.url``). Readiness is the same for all three and lives
+here: the env card answers 200, or, for MCP-only servers without a card, the MCP endpoint
+answers at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Literal, Protocol, runtime_checkable
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+
+from prefect_agentenv.exceptions import DeployError
+
+logger = logging.getLogger("prefect_agentenv.runtime")
+
+LauncherKind = Literal["process", "docker", "url"]
+
+DEFAULT_READY_PATH = "/.well-known/agent-env.json"
+DEFAULT_MCP_PATH = "/mcp"
+
+
+class LaunchSpec(BaseModel):
+    """How to start one instance of a server (an env, an agent).
+
+    Exactly one of ``command``, ``image`` or ``url`` says where the server comes from; with
+    ``image``, ``command`` may also be given and becomes the container's command.
+    """
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+    command: list[str] | None = None
+    """argv template; ``{host}`` and ``{port}`` are replaced by the launcher (also in ``env`` values)."""
+    image: str | None = None
+    """Docker image to run instead of a local command."""
+    container_port: int = Field(default=8000, gt=0, lt=65536)
+    """Port the server listens on inside its container (``image`` only)."""
+    url: str | None = None
+    """Base URL of a server that is already running (no lifecycle)."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Environment variables for the server, on top of the current environment."""
+    secret_env: dict[str, SecretStr] = Field(default_factory=dict)
+    """Environment variables whose values are secret: never logged, never in argv."""
+    startup_timeout_seconds: float = Field(default=60.0, gt=0)
+    """How long the server may take to become ready."""
+    ready_path: str = DEFAULT_READY_PATH
+    """Path that answers 200 once the server is ready (the env card)."""
+    mcp_path: str = DEFAULT_MCP_PATH
+    """Path of the MCP endpoint; an answer there also counts as ready when the card is 404."""
+
+    @model_validator(mode="after")
+    def _one_source(self) -> LaunchSpec:
+        if (problem := source_problem(self.command, self.image, self.url)) is not None:
+            raise ValueError(problem)
+        return self
+
+    @property
+    def kind(self) -> LauncherKind:
+        """Which launcher starts this spec."""
+        if self.url is not None:
+            return "url"
+        if self.image is not None:
+            return "docker"
+        return "process"
+
+    def secret_values(self) -> dict[str, str]:
+        """The secret env vars revealed, for handing to a child process only."""
+        return {k: v.get_secret_value() for k, v in self.secret_env.items()}
+
+    def describe(self) -> str:
+        """One line saying where the server comes from (no secrets)."""
+        if self.url is not None:
+            return f"url {self.url}"
+        if self.image is not None:
+            return f"image {self.image} (port {self.container_port})"
+        return "command " + " ".join(self.command or [])
+
+
+def source_problem(command: list[str] | None, image: str | None, url: str | None) -> str | None:
+    """Why this combination cannot say where a server comes from, or None when it can."""
+    if url is not None and (command is not None or image is not None):
+        return "give either url (a live server) or command/image (a server to start), not both"
+    if url is None and image is None and not command:
+        return "give one of command (argv template), image (docker) or url (live server)"
+    return None
+
+
+class Instance(BaseModel):
+    """A started (or checked) server, with what is needed to reach it and to stop it."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    instance_id: str
+    """Unique id of this instance (name plus a random suffix)."""
+    name: str
+    """What was started (env id or agent name)."""
+    kind: LauncherKind
+    """The launcher that owns it."""
+    base_url: str
+    """Where the server answers, without a trailing slash."""
+    mcp_url: str
+    """``base_url`` + the spec's MCP path."""
+    pid: int | None = None
+    """Process id (and process group id) of a local process."""
+    container_id: str | None = None
+    """Docker container id."""
+    stdout_path: Path | None = None
+    """File that receives the server's standard output."""
+    stderr_path: Path | None = None
+    """File that receives the server's standard error."""
+    started_at: float = Field(default_factory=time.time)
+    """Unix time the instance was started."""
+
+
+@runtime_checkable
+class Launcher(Protocol):
+    """Starts and stops instances for one run.
+
+    Lifecycle:
+
+    * ``start`` — called by a deploy step, once per instance; returns only when the instance
+      is ready. On any failure (exit, timeout, cancellation) nothing it started is left running.
+    * ``stop`` — called by the run's teardown registry when the run ends, or earlier by a step
+      that stops what it deployed (a judge, a retry). Idempotent and bounded in time.
+    * ``cleanup`` — called once when the run is over, after the teardown registry has run;
+      stops whatever this launcher still tracks for ``run_id`` (a leak, or everything when the
+      run was ``interrupted`` and teardown was cut short). Never raises.
+    """
+
+    kind: LauncherKind
+
+    async def start(self, spec: LaunchSpec, *, name: str, workdir: Path, cwd: Path | None = None,
+                    extra_env: dict[str, str] | None = None) -> Instance:
+        """Start an instance of ``spec`` and wait until it is ready.
+
+        Args:
+            spec: how to start the server.
+            name: what is started (env id, agent name); used in ids, log file names, errors.
+            workdir: the run's folder; log files are kept there.
+            cwd: working directory of the server (an agent's sandbox); the current one if None.
+            extra_env: more environment variables (e.g. the MCP URL an agent should use).
+
+        Raises:
+            DeployError: the server failed to start or did not become ready in time.
+        """
+        ...
+
+    async def stop(self, instance: Instance) -> None:
+        """Stop ``instance``; a no-op when it is already stopped."""
+        ...
+
+    async def cleanup(self, run_id: str, interrupted: bool) -> None:
+        """Stop everything this launcher still runs for ``run_id``."""
+        ...
+
+
+def new_instance_id(name: str) -> str:
+    """A short unique id that still says what it is."""
+    return f"{name}-{uuid.uuid4().hex[:10]}"
+
+
+def fill_template(value: str, *, host: str, port: int) -> str:
+    """Replace ``{host}``/``{port}`` only, so other braces (JSON arguments) survive."""
+    return value.replace("{host}", host).replace("{port}", str(port))
+
+
+def join_url(base_url: str, path: str) -> str:
+    """``base_url`` + ``path`` with exactly one slash between them."""
+    return base_url.rstrip("/") + "/" + path.lstrip("/")
+
+
+ExitCheck = Callable[[], Awaitable[str | None]]
+"""Returns why the server is gone (exit code, logs), or None while it still runs."""
+
+_PROBE_TIMEOUT = 2.0
+_FIRST_DELAY = 0.02
+_MAX_DELAY = 0.5
+
+
+async def wait_until_ready(spec: LaunchSpec, base_url: str, *, name: str, client: httpx.AsyncClient,
+                           exited: ExitCheck | None = None, timeout: float | None = None) -> None:
+    """Poll ``base_url`` until it is ready, the server exits, or the startup timeout passes.
+
+    Ready means the card (``spec.ready_path``) answers 200, or the card is 404 and the MCP
+    endpoint answers with any status below 500 other than 404 (an MCP-only server answers a
+    bare GET with 400/405/406). The backoff starts short because local servers are usually up
+    within a few hundred milliseconds.
+
+    Raises:
+        DeployError: the server exited (the message carries ``exited``'s reason) or timed out.
+    """
+    budget = spec.startup_timeout_seconds if timeout is None else timeout
+    deadline = time.monotonic() + budget
+    ready_url = join_url(base_url, spec.ready_path)
+    mcp_url = join_url(base_url, spec.mcp_path)
+    delay = _FIRST_DELAY
+    last = "no answer yet"
+    while True:
+        if exited is not None and (reason := await exited()) is not None:
+            raise DeployError(f"{name} exited before it was ready: {reason}")
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise DeployError(f"{name} did not become ready within {budget:g}s at {ready_url} (last: {last})")
+        probe_timeout = min(_PROBE_TIMEOUT, max(remaining, 0.05))
+        card_status = await _status(client, ready_url, probe_timeout)
+        if card_status == 200:
+            return
+        if card_status == 404:
+            mcp_status = await _status(client, mcp_url, probe_timeout)
+            if mcp_status is not None and mcp_status < 500 and mcp_status != 404:
+                logger.debug("%s has no card but answers MCP with %s: ready", name, mcp_status)
+                return
+            last = f"card 404, MCP {mcp_status if mcp_status is not None else 'no answer'}"
+        else:
+            last = f"card {card_status}" if card_status is not None else "no answer"
+        await asyncio.sleep(min(delay, max(deadline - time.monotonic(), 0)))
+        delay = min(delay * 1.6, _MAX_DELAY)
+
+
+async def _status(client: httpx.AsyncClient, url: str, timeout: float) -> int | None:
+    """HTTP status of a GET, without reading the body (an MCP GET may open an event stream)."""
+    try:
+        async with client.stream("GET", url, timeout=timeout,
+                                 headers={"Accept": "application/json, text/event-stream"}) as response:
+            return response.status_code
+    except httpx.HTTPError:
+        return None
+
+
+def new_probe_client() -> httpx.AsyncClient:
+    """The client used for readiness when the caller did not pass the run's client.
+
+    ``trust_env=False`` keeps proxy variables from routing loopback probes elsewhere.
+    """
+    return httpx.AsyncClient(trust_env=False, follow_redirects=True)
+
+
+def tail(path: Path | None, lines: int = 20, max_chars: int = 4000) -> str:
+    """The last lines of a log file, for error messages ('' when there is none)."""
+    if path is None or not path.exists():
+        return ""
+    with path.open("rb") as fh:
+        fh.seek(0, 2)
+        size = fh.tell()
+        fh.seek(max(0, size - max_chars))
+        text = fh.read().decode("utf-8", errors="replace")
+    return "\n".join(text.splitlines()[-lines:])

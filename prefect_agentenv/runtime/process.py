@@ -1,0 +1,310 @@
+"""The local-process launcher: a server started from an argv template on a free loopback port.
+
+Each instance runs in its own session (so its process group id is its pid) with stdout and
+stderr written to files in the run's folder. Stopping sends SIGTERM to the whole group, waits
+a bounded grace, then SIGKILLs the group.
+
+No orphans when the flow process dies without cleaning up (SIGKILL, OOM): on Linux every child
+asks the kernel for SIGKILL when its parent goes away (``prctl(PR_SET_PDEATHSIG)``). The kernel
+ties that signal to the *thread* that forked the child, not to the process, so children are
+forked from one long-lived spawner thread owned by this module: it lives as long as the
+process, and the signal fires only when the process is gone (or at interpreter exit, after
+teardown). Caveats: it covers the direct child only, so a command that forks its real server
+(a shell wrapper without ``exec``) can still leave that grandchild running; and it does not
+exist outside Linux, where only the teardown registry and ``cleanup`` stop instances. The
+prctl call runs as a ``preexec_fn``, which CPython warns about in threaded programs; it only
+calls a libc function resolved before the fork, so it takes no lock the fork could have copied
+held.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import functools
+import logging
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from prefect_agentenv.exceptions import DeployError
+from prefect_agentenv.runtime.launch import (
+    Instance,
+    LaunchSpec,
+    LauncherKind,
+    fill_template,
+    join_url,
+    new_instance_id,
+    new_probe_client,
+    tail,
+    wait_until_ready,
+)
+from prefect_agentenv.runtime.ports import LOOPBACK, free_port
+
+logger = logging.getLogger("prefect_agentenv.runtime.process")
+
+_PR_SET_PDEATHSIG = 1
+_ADDRESS_IN_USE = re.compile(r"address already in use|errno 98|eaddrinuse", re.IGNORECASE)
+_POLL_SECONDS = 0.02
+
+
+def _load_prctl() -> Any:
+    # Loaded once in the parent: the child must not import or dlopen between fork and exec.
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_prctl = _load_prctl()
+
+# One thread forks every child, for the life of the process (see the module docstring).
+_spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentenv-spawner")
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Runs in the child between fork and exec: SIGKILL me when my parent goes away."""
+    if _prctl is None:
+        return
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    # The parent may have died before prctl took effect; then we were already re-parented.
+    if os.getppid() != parent_pid:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+@dataclass
+class _Running:
+    instance: Instance
+    process: subprocess.Popen[bytes]
+
+
+class ProcessLauncher:
+    """Starts servers as local processes on free loopback ports.
+
+    Args:
+        run_id: the run these instances belong to (``cleanup`` stops only when it matches).
+        http_client: the run's shared client for readiness probes; a private one otherwise.
+        stop_grace_seconds: how long ``stop`` waits after SIGTERM before SIGKILL.
+        host: interface the servers bind; loopback unless an agent must be reached from elsewhere.
+    """
+
+    kind: LauncherKind = "process"
+
+    def __init__(self, *, run_id: str | None = None, http_client: httpx.AsyncClient | None = None,
+                 stop_grace_seconds: float = 5.0, host: str = LOOPBACK) -> None:
+        self.run_id = run_id
+        self.stop_grace_seconds = stop_grace_seconds
+        self.host = host
+        self._client = http_client
+        self._running: dict[str, _Running] = {}
+
+    @property
+    def instances(self) -> list[Instance]:
+        """Instances started by this launcher and not stopped yet."""
+        return [r.instance for r in self._running.values()]
+
+    async def start(self, spec: LaunchSpec, *, name: str, workdir: Path, cwd: Path | None = None,
+                    extra_env: dict[str, str] | None = None) -> Instance:
+        """Start ``spec.command`` and return once it is ready (see :class:`Launcher`).
+
+        Raises:
+            DeployError: the command is missing or cannot be run, the server exited before it
+                was ready (with its exit code and last stderr lines), or it timed out.
+        """
+        if not spec.command:
+            raise DeployError(f"{name!r}: the process launcher needs a command, got {spec.describe()}")
+        # A port taken between free_port() and the server's bind is retried once with a new one.
+        retries = 1 if any("{port}" in part for part in spec.command) else 0
+        while True:
+            try:
+                return await self._start_once(spec, name=name, workdir=workdir, cwd=cwd, extra_env=extra_env)
+            except _PortTaken as exc:
+                if retries == 0:
+                    raise exc.error from None
+                retries -= 1
+                logger.info("%s: port %s was taken before the server bound it; retrying", name, exc.port)
+
+    async def _start_once(self, spec: LaunchSpec, *, name: str, workdir: Path, cwd: Path | None,
+                          extra_env: dict[str, str] | None) -> Instance:
+        port = free_port(self.host)
+        base_url = f"http://{self.host}:{port}"
+        instance_id = new_instance_id(name)
+        logs = Path(workdir) / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        stdout_path = logs / f"{instance_id}.stdout.log"
+        stderr_path = logs / f"{instance_id}.stderr.log"
+        argv = [fill_template(part, host=self.host, port=port) for part in spec.command or []]
+        env = _child_env(spec, host=self.host, port=port, extra_env=extra_env)
+
+        process = await _spawn(argv, env=env, cwd=cwd, stdout_path=stdout_path, stderr_path=stderr_path, name=name)
+        instance = Instance(instance_id=instance_id, name=name, kind="process", base_url=base_url,
+                            mcp_url=join_url(base_url, spec.mcp_path), pid=process.pid,
+                            stdout_path=stdout_path, stderr_path=stderr_path)
+        logger.info("%s: started pid %s on %s", name, process.pid, base_url)
+        logger.debug("%s: argv %s", name, argv)
+
+        exit_code: int | None = None
+
+        async def exited() -> str | None:
+            nonlocal exit_code
+            exit_code = _exit_status(process)
+            return None if exit_code is None else f"exit code {exit_code}"
+
+        try:
+            if self._client is not None:
+                await wait_until_ready(spec, base_url, name=repr(name), client=self._client, exited=exited)
+            else:
+                async with new_probe_client() as client:
+                    await wait_until_ready(spec, base_url, name=repr(name), client=client, exited=exited)
+        except DeployError as exc:
+            await _terminate(process, grace=0)
+            stderr = tail(stderr_path)
+            error = DeployError(f"{exc}{_stderr_note(stderr, stderr_path)}")
+            if exit_code is not None and _ADDRESS_IN_USE.search(stderr):
+                raise _PortTaken(port, error) from None
+            raise error from None
+        except BaseException:
+            # Cancelled (or worse) while waiting: the half-started server must not outlive us.
+            _kill_now(process)
+            raise
+        self._running[instance_id] = _Running(instance, process)
+        return instance
+
+    async def stop(self, instance: Instance) -> None:
+        """SIGTERM the instance's process group, wait up to the grace, then SIGKILL it.
+
+        Idempotent: an instance this launcher does not run (any more) is left alone.
+        """
+        running = self._running.pop(instance.instance_id, None)
+        if running is None:
+            return
+        try:
+            code = await _terminate(running.process, grace=self.stop_grace_seconds)
+        except BaseException:
+            _kill_now(running.process)
+            raise
+        logger.info("%s: stopped pid %s (exit %s)", instance.name, running.process.pid, code)
+
+    async def cleanup(self, run_id: str, interrupted: bool) -> None:
+        """Stop what is still running for ``run_id``: without grace when the run was interrupted."""
+        if self.run_id is not None and run_id != self.run_id:
+            return
+        grace = 0.0 if interrupted else self.stop_grace_seconds
+        for instance_id in list(self._running):
+            running = self._running.pop(instance_id)
+            if not interrupted:
+                logger.warning("%s was still running at the end of run %s; stopping it", running.instance.name, run_id)
+            try:
+                await _terminate(running.process, grace=grace)
+            except Exception:  # best effort: one failure must not keep the others running
+                logger.exception("could not stop %s", running.instance.name)
+                _kill_now(running.process)
+
+
+class _PortTaken(Exception):
+    def __init__(self, port: int, error: DeployError) -> None:
+        super().__init__(str(error))
+        self.port = port
+        self.error = error
+
+
+def _child_env(spec: LaunchSpec, *, host: str, port: int, extra_env: dict[str, str] | None) -> dict[str, str]:
+    # The server inherits this process's environment (PATH, virtualenv, proxies) like any child.
+    env = dict(os.environ)
+    env.update({k: fill_template(v, host=host, port=port) for k, v in spec.env.items()})
+    env.update(spec.secret_values())
+    env.update(extra_env or {})
+    return env
+
+
+async def _spawn(argv: list[str], *, env: dict[str, str], cwd: Path | None, stdout_path: Path,
+                 stderr_path: Path, name: str) -> subprocess.Popen[bytes]:
+    def popen() -> subprocess.Popen[bytes]:
+        with stdout_path.open("ab") as out, stderr_path.open("ab") as err:
+            return subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env, cwd=cwd,
+                start_new_session=True,
+                preexec_fn=functools.partial(_die_with_parent, os.getpid()) if _prctl is not None else None,
+            )
+
+    try:
+        return await asyncio.get_running_loop().run_in_executor(_spawner, popen)
+    except OSError as exc:
+        where = f" in {cwd}" if cwd is not None else ""
+        raise DeployError(f"{name!r}: cannot run {argv[0]!r}{where}: {exc}") from exc
+
+
+def _exit_status(process: subprocess.Popen[bytes]) -> int | None:
+    """Exit code (negative: signal) if the process has exited, *without* reaping it.
+
+    A zombie keeps its pid, so the process group id stays ours until we reap: killing the
+    group after this check can never reach an unrelated process that reused the id.
+    """
+    if process.returncode is not None:
+        return process.returncode
+    if not hasattr(os, "waitid"):  # macOS: no peeking, so reap (the group sweep is then skipped)
+        return process.poll()
+    try:
+        info = os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return process.poll()
+    if info is None or info.si_pid == 0:
+        return None
+    return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+
+
+def _signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+    if process.returncode is not None:
+        return  # reaped: the group id may belong to someone else now
+    try:
+        os.killpg(process.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+async def _terminate(process: subprocess.Popen[bytes], *, grace: float) -> int | None:
+    """Stop the whole process group and reap the leader; returns its exit code."""
+    if process.returncode is not None:
+        return process.returncode
+    if grace > 0 and _exit_status(process) is None:
+        _signal_group(process, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while _exit_status(process) is None and time.monotonic() < deadline:
+            await asyncio.sleep(_POLL_SECONDS)
+    # Always sweep with SIGKILL before reaping: the leader may be gone while helpers it forked
+    # into its group still run.
+    _signal_group(process, signal.SIGKILL)
+    for _ in range(250):
+        if _exit_status(process) is not None:
+            break
+        await asyncio.sleep(_POLL_SECONDS)
+    code = process.poll()
+    if code is None:
+        logger.warning("pid %s did not exit after SIGKILL", process.pid)
+    return code
+
+
+def _kill_now(process: subprocess.Popen[bytes]) -> None:
+    """Synchronous last resort (cancellation paths): SIGKILL the group and reap briefly."""
+    _signal_group(process, signal.SIGKILL)
+    try:
+        process.wait(timeout=1.0)
+    except subprocess.TimeoutExpired:
+        logger.warning("pid %s did not exit after SIGKILL", process.pid)
+
+
+def _stderr_note(stderr: str, path: Path) -> str:
+    if not stderr.strip():
+        return f" (stderr was empty: {path})"
+    return f"\nlast lines of its stderr ({path}):\n{stderr}"

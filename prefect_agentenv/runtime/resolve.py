@@ -1,0 +1,166 @@
+"""From an env id to a launch spec, and from a launch spec to its launcher.
+
+An env id resolves, in order, to an ``AgentEnvironment`` block of that name (when a Prefect
+API is there to ask), then to a reference env shipped in the package; otherwise the error
+says how to register one.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Literal
+
+import httpx
+from prefect.context import FlowRunContext, TaskRunContext
+from prefect.settings import get_current_settings
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from prefect_agentenv.blocks.environment import AgentEnvironment
+from prefect_agentenv.envs.catalog import REFERENCE_ENVS
+from prefect_agentenv.exceptions import ConfigurationError
+from prefect_agentenv.runtime.docker import DockerLauncher
+from prefect_agentenv.runtime.launch import Launcher, LauncherKind, LaunchSpec
+from prefect_agentenv.runtime.process import ProcessLauncher
+from prefect_agentenv.runtime.url import UrlLauncher
+
+logger = logging.getLogger("prefect_agentenv.runtime.resolve")
+
+_BLOCK_NAME = re.compile(r"^[a-z0-9-]+$")
+_NOT_FOUND = "Unable to find block document named"
+
+EnvSource = Literal["block", "reference"]
+
+
+class ResolvedEnv(BaseModel):
+    """An env id with what is needed to deploy it."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
+
+    env_id: str
+    """The id the task document used."""
+    version: str
+    """Version reported in the run context."""
+    spec: LaunchSpec
+    """How to launch it."""
+    source: EnvSource
+    """Where it came from: a registered block or a reference env shipped in the package."""
+    description: str | None = None
+    """What the env offers."""
+
+
+def is_block_name(name: str) -> bool:
+    """Prefect block names are lowercase letters, digits and dashes."""
+    return bool(_BLOCK_NAME.match(name))
+
+
+def prefect_api_configured() -> bool:
+    """True when loading a block will not start a temporary Prefect server just for that.
+
+    That is when ``PREFECT_API_URL`` is set, or when this code runs inside a flow or task run
+    (whose API, ephemeral or not, is already up).
+    """
+    if get_current_settings().api.url:
+        return True
+    return FlowRunContext.get() is not None or TaskRunContext.get() is not None
+
+
+async def load_env_block(env_id: str) -> AgentEnvironment | None:
+    """The ``AgentEnvironment`` block named ``env_id``, or None when there is none.
+
+    Raises:
+        ConfigurationError: the block exists but is invalid, or the Prefect API did not answer.
+    """
+    if not is_block_name(env_id):
+        return None
+    try:
+        return await AgentEnvironment.aload(env_id)
+    except ValidationError as exc:
+        raise ConfigurationError(f"the AgentEnvironment block {env_id!r} is invalid: {exc}") from exc
+    except ValueError as exc:
+        if str(exc).startswith(_NOT_FOUND):
+            return None
+        raise ConfigurationError(f"the AgentEnvironment block {env_id!r} could not be loaded: {exc}") from exc
+    except (httpx.HTTPError, OSError, RuntimeError) as exc:
+        raise ConfigurationError(
+            f"the Prefect API did not answer while loading the AgentEnvironment block {env_id!r}: {exc}") from exc
+
+
+async def resolve_env(env_id: str, *, use_blocks: bool | None = None) -> ResolvedEnv:
+    """Resolve ``env_id``: its block first, then the reference env of that id.
+
+    Args:
+        env_id: the id a deploy_env step names.
+        use_blocks: consult blocks; by default only when :func:`prefect_api_configured`.
+
+    Raises:
+        ConfigurationError: nothing has that id (the message says how to register it), or its
+            block is invalid or could not be read.
+    """
+    consult_blocks = prefect_api_configured() if use_blocks is None else use_blocks
+    if consult_blocks:
+        block = await load_env_block(env_id)
+        if block is not None:
+            return ResolvedEnv(env_id=env_id, version=block.version, spec=block.to_launch_spec(),
+                               source="block", description=block.description)
+    reference = REFERENCE_ENVS.get(env_id)
+    if reference is not None:
+        return ResolvedEnv(env_id=env_id, version=reference.version, spec=LaunchSpec(command=reference.command()),
+                           source="reference", description=reference.description)
+    raise ConfigurationError(not_found_message(env_id, consulted_blocks=consult_blocks))
+
+
+def not_found_message(env_id: str, *, consulted_blocks: bool) -> str:
+    """Why ``env_id`` did not resolve and exactly how to register it."""
+    known = ", ".join(sorted(REFERENCE_ENVS)) or "none"
+    lines = [f"no environment {env_id!r}: no AgentEnvironment block and no reference env has that id "
+             f"(reference envs: {known})."]
+    if not is_block_name(env_id):
+        lines.append(f"{env_id!r} cannot name a block: use lowercase letters, digits and dashes.")
+    elif not consulted_blocks:
+        lines.append("Blocks were not consulted because no Prefect API is configured (set PREFECT_API_URL).")
+    lines.append("Register it with one of:")
+    name = env_id if is_block_name(env_id) else "NAME"
+    lines.append(f'  prefect-agentenv env register {name} --command "python -m my_env --host {{host}} --port {{port}}"')
+    lines.append(f"  prefect-agentenv env register {name} --image IMAGE [--container-port 8000]")
+    lines.append(f"  prefect-agentenv env register {name} --url https://env.example.com")
+    return "\n".join(lines)
+
+
+class Launchers:
+    """One launcher of each kind for one run, created on first use.
+
+    Args:
+        run_id: the run; launchers label and clean up by it.
+        http_client: the run's shared client for readiness probes.
+    """
+
+    def __init__(self, run_id: str, *, http_client: httpx.AsyncClient | None = None) -> None:
+        self.run_id = run_id
+        self._client = http_client
+        self._by_kind: dict[LauncherKind, Launcher] = {}
+
+    def for_spec(self, spec: LaunchSpec) -> Launcher:
+        """The run's launcher for ``spec`` (process, docker or URL)."""
+        launcher = self._by_kind.get(spec.kind)
+        if launcher is None:
+            launcher = self._by_kind[spec.kind] = launcher_for(spec, run_id=self.run_id, http_client=self._client)
+        return launcher
+
+    async def cleanup(self, *, interrupted: bool) -> None:
+        """Call ``cleanup`` on every launcher the run used (after its teardown registry ran)."""
+        for launcher in self._by_kind.values():
+            try:
+                await launcher.cleanup(self.run_id, interrupted)
+            except Exception:  # best effort: cleanup must never mask the run's own outcome
+                logger.exception("cleanup of the %s launcher failed", launcher.kind)
+
+
+def launcher_for(spec: LaunchSpec, *, run_id: str | None = None,
+                 http_client: httpx.AsyncClient | None = None) -> Launcher:
+    """A new launcher of the kind ``spec`` needs."""
+    if spec.kind == "url":
+        return UrlLauncher(run_id=run_id, http_client=http_client)
+    if spec.kind == "docker":
+        return DockerLauncher(run_id=run_id, http_client=http_client)
+    return ProcessLauncher(run_id=run_id, http_client=http_client)

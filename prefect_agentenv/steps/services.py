@@ -1,0 +1,73 @@
+"""Shared clients of one run (HTTP client, launchers, artifact store), created on first use.
+
+Each is registered with the run's teardown registry when it is created, so it is closed after
+the instances that were deployed later (the registry stops newest first).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+
+from prefect_agentenv.artifacts import ArtifactBackend, get_artifact_store
+from prefect_agentenv.context import DeployedEnv, RunContext
+from prefect_agentenv.exceptions import AgentEnvError, NotInContextError, StepError
+from prefect_agentenv.protocols.env import EnvClient
+from prefect_agentenv.runtime.resolve import Launchers
+from prefect_agentenv.runtime.run import RunResources, current_run
+from prefect_agentenv.steps.base import StepModel
+
+_HTTP_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
+
+
+def http_client(run: RunResources) -> httpx.AsyncClient:
+    """The run's one HTTP client (card reads, data plane, readiness probes)."""
+    client = run.services.get("http")
+    if client is None:
+        client = run.services["http"] = httpx.AsyncClient(timeout=_HTTP_TIMEOUT, trust_env=False)
+        run.teardown.add("http client", client.aclose, kind="client")
+    return client  # type: ignore[no-any-return]
+
+
+def launchers(run: RunResources) -> Launchers:
+    """The run's launchers; their ``cleanup`` runs after every instance was stopped."""
+    found = run.services.get("launchers")
+    if found is None:
+        found = run.services["launchers"] = Launchers(run.run_id, http_client=http_client(run))
+        run.teardown.add("launcher cleanup", lambda: found.cleanup(interrupted=False), kind="client")
+    return found  # type: ignore[no-any-return]
+
+
+async def artifact_store(run: RunResources) -> ArtifactBackend:
+    """The run's artifact store (the configured block, or the local folder)."""
+    store = run.services.get("store")
+    if store is None:
+        store = run.services["store"] = await asyncio.to_thread(get_artifact_store)
+        run.teardown.add("artifact store", lambda: asyncio.to_thread(store.close), kind="client")
+    return store  # type: ignore[no-any-return]
+
+
+def deployed_env(ctx: RunContext, env_id: str, step: StepModel) -> DeployedEnv:
+    """The env an ancestor deployed under ``env_id``."""
+    env = ctx.deployed_envs.get(env_id)
+    if env is None:
+        raise NotInContextError(f"Env '{env_id}' not found in context.deployed_envs", step_id=step.id,
+                                step_type=step.type)
+    return env
+
+
+def env_client(ctx: RunContext, env_id: str, step: StepModel) -> EnvClient:
+    """A data-plane client for a deployed env (one per instance, card cached)."""
+    env = deployed_env(ctx, env_id, step)
+    run = current_run()
+    clients: dict[str, EnvClient] = run.services.setdefault("env_clients", {})
+    if env.instance_id not in clients:
+        base = env.base_url or env.mcp_url.rsplit("/", 1)[0]
+        clients[env.instance_id] = EnvClient(base, http_client(run))
+    return clients[env.instance_id]
+
+
+def as_step_error(exc: AgentEnvError, step: StepModel, doing: str) -> StepError:
+    """Wrap a protocol/store error so the report names the step and what it was doing."""
+    return StepError(f"{doing}: {exc}", step_id=step.id, step_type=step.type)
