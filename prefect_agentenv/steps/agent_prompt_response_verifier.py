@@ -6,6 +6,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+import re
+
+from prefect_agentenv.context import PromptResponse, RunContext
+from prefect_agentenv.exceptions import NotInContextError
+from prefect_agentenv.grading.verification import prompt_error, scored, skip_reason, skipped
 from prefect_agentenv.steps.base import Aggregator, PromptRef, VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
 
@@ -40,4 +45,41 @@ class AgentPromptResponseVerifierStep(VerifierStep):
         return self
 
 
-definition = StepDefinition(AgentPromptResponseVerifierStep)
+async def run(step: AgentPromptResponseVerifierStep, ctx: RunContext) -> RunContext:
+    """One row per needle and per pattern, folded with the step's aggregator."""
+    response = ctx.prompt_responses.get(step.prompt_id)
+    if response is None:
+        raise NotInContextError(f"Prompt '{step.prompt_id}' not found in context.prompt_responses",
+                                step_id=step.id, step_type=step.type)
+    ctx.metadata.verifications[step.verifier_id] = verify_response(step, response)
+    return ctx
+
+
+def verify_response(step: AgentPromptResponseVerifierStep, response: PromptResponse) -> dict[str, object]:
+    fmt = "response_checks"
+    reason = skip_reason(response, skip_on_truncated=step.skip_on_truncated, skip_on_timeout=step.skip_on_timeout)
+    if reason:
+        return skipped(reason, weight=step.weight, fmt=fmt)
+    if response.error:
+        return prompt_error(response, weight=step.weight, fmt=fmt)
+    text = response.response
+    rows: list[dict[str, object]] = []
+    for i, needle in enumerate(step.response_contains):
+        found = needle in text if step.case_sensitive else needle.casefold() in text.casefold()
+        rows.append(_row(f"contains_{i + 1}", found, f"{'found' if found else 'missing'}: {needle!r}"))
+    for i, check in enumerate(step.response_regex_present):
+        flags = 0
+        for name in check.flags:
+            flags |= getattr(re, name)
+        match = re.search(check.pattern, text, flags)
+        rows.append(_row(f"regex_{i + 1}", match is not None,
+                         f"/{check.pattern}/ " + (f"matched {match.group(0)[:80]!r}" if match else "did not match")))
+    return scored(rows, aggregator=step.score_aggregator, weight=step.weight, fmt=fmt)
+
+
+def _row(row_id: str, ok: bool, why: str) -> dict[str, object]:
+    return {"id": row_id, "result": "pass" if ok else "fail", "score": 1.0 if ok else 0.0, "weight": 1.0,
+            "justification": why}
+
+
+definition = StepDefinition(AgentPromptResponseVerifierStep, run)

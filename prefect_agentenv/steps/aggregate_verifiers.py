@@ -6,6 +6,9 @@ from typing import Literal
 
 from pydantic import Field
 
+from prefect_agentenv.context import RunContext
+from prefect_agentenv.exceptions import NotInContextError
+from prefect_agentenv.grading.verification import scored, skipped
 from prefect_agentenv.steps.base import Aggregator, VerifierRef, VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
 
@@ -19,4 +22,23 @@ class AggregateVerifiersStep(VerifierStep):
     score_aggregator: Aggregator = "weighted_average"
 
 
-definition = StepDefinition(AggregateVerifiersStep)
+async def run(step: AggregateVerifiersStep, ctx: RunContext) -> RunContext:
+    """Concatenate the rows of the named verifiers (skipped ones dropped) and aggregate them."""
+    verifications = ctx.metadata.verifications
+    missing = [v for v in step.verifier_ids if v not in verifications]
+    if missing:
+        raise NotInContextError(f"Verifier(s) {', '.join(missing)} not found in context.metadata.verifications",
+                                step_id=step.id, step_type=step.type)
+    used = [v for v in step.verifier_ids if not verifications[v].get("skipped")]
+    rows = [{**row, "id": f"{vid}.{row.get('id')}", "verifier_id": vid}
+            for vid in used for row in verifications[vid].get("results", [])]
+    if not rows:
+        verifications[step.verifier_id] = skipped("every aggregated verifier was skipped", weight=step.weight,
+                                                  fmt="aggregate", verifier_ids=step.verifier_ids)
+    else:
+        verifications[step.verifier_id] = scored(rows, aggregator=step.score_aggregator, weight=step.weight,
+                                                 fmt="aggregate", verifier_ids=used)
+    return ctx
+
+
+definition = StepDefinition(AggregateVerifiersStep, run)

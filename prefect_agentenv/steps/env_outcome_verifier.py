@@ -6,8 +6,21 @@ from typing import Literal
 
 from pydantic import Field
 
+import asyncio
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+from prefect_agentenv.context import RunContext
+from prefect_agentenv.exceptions import AgentEnvError, AgentTimeoutError, StepError
+from prefect_agentenv.grading import outcome_script
+from prefect_agentenv.grading.verification import normalize_row, prompt_error, scored, skip_reason, skipped
+from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.steps.base import Aggregator, EnvRef, PromptRef, VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
+from prefect_agentenv.steps.services import artifact_store, as_step_error, deployed_env
 
 
 class EnvOutcomeVerifierStep(VerifierStep):
@@ -25,4 +38,100 @@ class EnvOutcomeVerifierStep(VerifierStep):
     score_aggregator: Aggregator = "all_pass"
 
 
-definition = StepDefinition(EnvOutcomeVerifierStep)
+async def run(step: EnvOutcomeVerifierStep, ctx: RunContext) -> RunContext:
+    """Fetch the script, run it against the env's MCP endpoint in a child process, score its rows."""
+    env = deployed_env(ctx, step.env_id, step)
+    response = ctx.prompt_responses.get(step.prompt_id) if step.prompt_id else None
+    reason = skip_reason(response, skip_on_truncated=step.skip_on_truncated, skip_on_timeout=step.skip_on_timeout)
+    verifications = ctx.metadata.verifications
+    if reason:
+        verifications[step.verifier_id] = skipped(reason, weight=step.weight, fmt="outcome")
+        return ctx
+    if response is not None and response.error:
+        verifications[step.verifier_id] = prompt_error(response, weight=step.weight, fmt="outcome")
+        return ctx
+    folder = current_run().workdir / "verifiers" / step.id
+    script = await _fetch_script(step, folder)
+    run_file = None
+    if response is not None:
+        run_file = folder / "run.json"
+        run_file.write_text(response.model_dump_json(), encoding="utf-8")
+    raw_rows = await _run_script(step, script, env.mcp_url, run_file, folder)
+    try:
+        rows = [normalize_row(r, i) for i, r in enumerate(raw_rows)]
+    except ValueError as exc:
+        raise StepError(f"verify script {step.script_artifact_id}: {exc}", step_id=step.id, step_type=step.type) from None
+    if not rows:
+        raise StepError(f"verify script {step.script_artifact_id} returned no rows", step_id=step.id,
+                        step_type=step.type)
+    verifications[step.verifier_id] = scored(rows, aggregator=step.score_aggregator, weight=step.weight,
+                                             fmt="outcome", env_id=step.env_id)
+    return ctx
+
+
+async def _fetch_script(step: EnvOutcomeVerifierStep, folder: Path) -> Path:
+    store = await artifact_store(current_run())
+    try:
+        meta = await asyncio.to_thread(store.get_metadata, step.script_artifact_id, step.version or "latest")
+        py = [f.name for f in meta.files if f.name.endswith(".py")]
+        if meta.kind != "file" or len(py) != 1:
+            raise StepError(f"artifact '{meta.id}@{meta.version}' must be a file artifact holding one .py file "
+                            f"(it holds: {', '.join(f.name for f in meta.files) or 'nothing'})",
+                            step_id=step.id, step_type=step.type)
+        data = await asyncio.to_thread(store.read_file, meta, py[0])
+    except StepError:
+        raise
+    except AgentEnvError as exc:
+        raise as_step_error(exc, step, f"fetching verify script '{step.script_artifact_id}'") from exc
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "verify.py"
+    script.write_bytes(data)
+    return script
+
+
+async def _run_script(step: EnvOutcomeVerifierStep, script: Path, mcp_url: str, run_file: Path | None,
+                      folder: Path) -> list[object]:
+    """Run the script in its own process group so a hang or crash costs only this step."""
+    argv = [sys.executable, "-m", outcome_script.__name__, str(script), mcp_url]
+    if run_file:
+        argv.append(str(run_file))
+    proc = await asyncio.create_subprocess_exec(*argv, cwd=folder, stdout=asyncio.subprocess.PIPE,
+                                                stderr=asyncio.subprocess.PIPE, start_new_session=True)
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), step.timeout_seconds)
+    except (asyncio.TimeoutError, asyncio.CancelledError) as exc:
+        _kill_group(proc.pid)
+        await proc.wait()
+        if isinstance(exc, asyncio.CancelledError):
+            raise
+        raise AgentTimeoutError(f"verify script {step.script_artifact_id} did not finish within "
+                                f"{step.timeout_seconds:g}s and was stopped", step_id=step.id,
+                                step_type=step.type) from None
+    finally:
+        if proc.returncode is None:
+            _kill_group(proc.pid)
+    (folder / "stderr.txt").write_bytes(err)
+    return _rows_from(step, proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"))
+
+
+def _rows_from(step: EnvOutcomeVerifierStep, code: int | None, out: str, err: str) -> list[object]:
+    line = next((ln for ln in reversed(out.splitlines()) if ln.startswith(outcome_script.MARKER)), None)
+    if code != 0 or line is None:
+        last = "\n".join(err.strip().splitlines()[-8:]) or "(no output)"
+        raise StepError(f"verify script {step.script_artifact_id} failed (exit {code}):\n{last}",
+                        step_id=step.id, step_type=step.type)
+    rows = json.loads(line[len(outcome_script.MARKER):])
+    if not isinstance(rows, list):
+        raise StepError(f"verify script {step.script_artifact_id} must return a list of rows, got "
+                        f"{type(rows).__name__}", step_id=step.id, step_type=step.type)
+    return rows
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+definition = StepDefinition(EnvOutcomeVerifierStep, run)

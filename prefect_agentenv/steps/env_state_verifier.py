@@ -2,70 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from prefect_agentenv.context import RunContext
+from prefect_agentenv.exceptions import ProtocolError
+from prefect_agentenv.grading.assertions import StateAssertion, evaluate
+from prefect_agentenv.grading.verification import scored
 from prefect_agentenv.steps.base import Aggregator, EnvRef, VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-
-class CorrelateBy(_Strict):
-    """Which record of which resource an assertion is about."""
-
-    resource: str
-    """Resource (collection) name in the exported state, e.g. referrals."""
-    key: str
-    """Field identifying the record, e.g. request_id."""
-    value: Any = None
-    """The key's value; when omitted every record of the resource must match."""
-
-
-class PathAssertion(_Strict):
-    """A field of the correlated record."""
-
-    path: str
-    """Dotted path inside the record."""
-    expected: Any = None
-    not_expected: Any = None
-    exists: bool | None = None
-
-
-class StateMatch(_Strict):
-    assert_: Literal["state_match"] = Field(alias="assert")
-    id: str
-    correlate_by: CorrelateBy
-    assertions: list[PathAssertion] = Field(min_length=1)
-    weight: float = 1.0
-
-
-class RecordCount(_Strict):
-    assert_: Literal["record_count"] = Field(alias="assert")
-    id: str
-    resource: str
-    where: dict[str, Any] = Field(default_factory=dict)
-    """Only records whose fields equal these values are counted."""
-    equals: int | None = None
-    at_least: int | None = None
-    at_most: int | None = None
-    weight: float = 1.0
-
-
-class FilePresent(_Strict):
-    assert_: Literal["file_present"] = Field(alias="assert")
-    id: str
-    resource: str = "files"
-    name: str
-    """File name expected in the env's exported files."""
-    contains: str | None = None
-    weight: float = 1.0
-
-
-StateAssertion = Annotated[StateMatch | RecordCount | FilePresent, Field(discriminator="assert_")]
+from prefect_agentenv.steps.services import as_step_error, env_client
 
 
 class EnvStateVerifierStep(VerifierStep):
@@ -78,4 +25,16 @@ class EnvStateVerifierStep(VerifierStep):
     score_aggregator: Aggregator = "weighted_average"
 
 
-definition = StepDefinition(EnvStateVerifierStep)
+async def run(step: EnvStateVerifierStep, ctx: RunContext) -> RunContext:
+    """Export the env's state once and evaluate every assertion against it."""
+    try:
+        state = await env_client(ctx, step.env_id, step).export_state()
+    except ProtocolError as exc:
+        raise as_step_error(exc, step, f"exporting the state of env '{step.env_id}'") from exc
+    rows = [evaluate(state, a) for a in step.assertions]
+    ctx.metadata.verifications[step.verifier_id] = scored(
+        rows, aggregator=step.score_aggregator, weight=step.weight, fmt="state_assertions", env_id=step.env_id)
+    return ctx
+
+
+definition = StepDefinition(EnvStateVerifierStep, run)

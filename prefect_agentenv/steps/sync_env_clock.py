@@ -33,7 +33,7 @@ class SyncEnvClockStep(StepModel):
 
 
 async def run(step: SyncEnvClockStep, ctx: RunContext) -> RunContext:
-    """Set or advance the env's virtual clock; the clock it reports is kept in metadata.env_clocks."""
+    """Set or advance the env's virtual clock; what it reports is kept in metadata.env_clocks[step id]."""
     client = env_client(ctx, step.env_id, step)
     try:
         if step.time is not None:
@@ -43,7 +43,7 @@ async def run(step: SyncEnvClockStep, ctx: RunContext) -> RunContext:
     except ProtocolError as exc:
         raise as_step_error(exc, step, f"setting the clock of env '{step.env_id}'") from exc
     clocks = ctx.metadata.model_extra.setdefault("env_clocks", {})  # type: ignore[union-attr]
-    clocks[step.env_id] = clock.model_dump(mode="json")
+    clocks[step.id] = {"env_id": step.env_id, **clock.model_dump(mode="json")}
     return ctx
 
 

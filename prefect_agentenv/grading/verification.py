@@ -1,0 +1,81 @@
+"""What a verifier writes: ``metadata.verifications[verifier_id]``.
+
+``{format?, results: [rows], score, weight, aggregator, skipped?, skip_reason?, ...}`` where a
+row is ``{id, result, score, weight, justification?, evidence?, ...}``. A skipped verifier has
+no score and is left out of the task score and of aggregates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from prefect_agentenv.context import PromptResponse
+from prefect_agentenv.grading.aggregate import aggregate
+
+
+def scored(rows: Sequence[Mapping[str, Any]], *, aggregator: str, weight: float, fmt: str | None = None,
+           **extra: Any) -> dict[str, Any]:
+    """A verification with its rows folded into one score."""
+    out: dict[str, Any] = {"results": [dict(r) for r in rows], "score": aggregate(list(rows), aggregator),
+                           "weight": weight, "aggregator": aggregator}
+    if fmt:
+        out["format"] = fmt
+    out.update(extra)
+    return out
+
+
+def skipped(reason: str, *, weight: float, fmt: str | None = None, **extra: Any) -> dict[str, Any]:
+    """A verification that was not scored (``truncated``, ``timeout``, …)."""
+    out: dict[str, Any] = {"results": [], "score": None, "weight": weight, "skipped": True, "skip_reason": reason}
+    if fmt:
+        out["format"] = fmt
+    out.update(extra)
+    return out
+
+
+def prompt_error(response: PromptResponse, *, weight: float, fmt: str | None = None) -> dict[str, Any]:
+    """A reply that ended in error scores 0 with one ``prompt_error`` row; no judge is asked."""
+    row = {"id": "prompt_error", "result": "fail", "score": 0.0, "weight": 1.0,
+           "justification": f"the agent failed: {response.error}"}
+    out: dict[str, Any] = {"results": [row], "score": 0.0, "weight": weight}
+    if fmt:
+        out["format"] = fmt
+    return out
+
+
+def skip_reason(response: PromptResponse | None, *, skip_on_truncated: bool, skip_on_timeout: bool) -> str | None:
+    """Why a verifier of this reply should not score, if it should not."""
+    if response is None:
+        return None
+    if skip_on_truncated and response.is_truncated:
+        return "truncated"
+    if skip_on_timeout and response.is_timeout:
+        return "timeout"
+    return None
+
+
+def normalize_row(raw: Any, index: int) -> dict[str, Any]:
+    """A row from user code (an outcome script) in the standard shape.
+
+    ``result`` may be a bool or ``"pass"``/``"fail"``; ``score`` defaults from it; ``weight`` to 1.
+
+    Raises:
+        ValueError: the row is not an object with an id and a result or score.
+    """
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"row {index} is not an object: {raw!r}")
+    row = dict(raw)
+    row.setdefault("id", f"row{index + 1}")
+    result = row.get("result")
+    score = row.get("score")
+    if isinstance(result, bool):
+        result = "pass" if result else "fail"
+    if result is None and isinstance(score, int | float):
+        result = "pass" if score >= 1 else "fail"
+    if result not in ("pass", "fail", "partial"):
+        raise ValueError(f"row '{row['id']}' needs result true/false or 'pass'/'fail' (got {row.get('result')!r})")
+    row["result"] = result
+    row["score"] = float(score) if isinstance(score, int | float) else (1.0 if result == "pass" else 0.0)
+    row["weight"] = float(row.get("weight", 1.0))
+    return row
