@@ -1,7 +1,7 @@
 """prefect-agentenv: run agent-evaluation tasks (envs over MCP, agents over A2A, judges) as Prefect flows.
 
-The public API. Heavy members (the flow, the blocks) load on first use so that reading and
-validating documents stays fast.
+The public API. Every member loads on first use: the reference env and agent servers live in
+this package too, and must not pay for importing Prefect when they start.
 """
 
 from __future__ import annotations
@@ -9,23 +9,28 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from prefect_agentenv.context import DeployedAgent, DeployedEnv, PromptResponse, RunContext
-from prefect_agentenv.documents import Problem, TaskDocument, load_task, validate_data, validate_file
-from prefect_agentenv.exceptions import (
-    AgentEnvError,
-    AgentTimeoutError,
-    ConfigurationError,
-    DeployError,
-    ProtocolError,
-    StepError,
-    TaskDocumentError,
-)
-from prefect_agentenv.steps.base import StepModel
-from prefect_agentenv.steps.registry import StepDefinition, register
-
 __version__ = "0.1.0"
 
 _LAZY = {
+    "DeployedAgent": "prefect_agentenv.context",
+    "DeployedEnv": "prefect_agentenv.context",
+    "PromptResponse": "prefect_agentenv.context",
+    "RunContext": "prefect_agentenv.context",
+    "Problem": "prefect_agentenv.documents",
+    "TaskDocument": "prefect_agentenv.documents",
+    "load_task": "prefect_agentenv.documents",
+    "validate_data": "prefect_agentenv.documents",
+    "validate_file": "prefect_agentenv.documents",
+    "AgentEnvError": "prefect_agentenv.exceptions",
+    "AgentTimeoutError": "prefect_agentenv.exceptions",
+    "ConfigurationError": "prefect_agentenv.exceptions",
+    "DeployError": "prefect_agentenv.exceptions",
+    "ProtocolError": "prefect_agentenv.exceptions",
+    "StepError": "prefect_agentenv.exceptions",
+    "TaskDocumentError": "prefect_agentenv.exceptions",
+    "StepModel": "prefect_agentenv.steps.base",
+    "StepDefinition": "prefect_agentenv.steps.registry",
+    "register": "prefect_agentenv.steps.registry",
     "agent_task": "prefect_agentenv.flows.agent_task",
     "run_task_document": "prefect_agentenv.flows.agent_task",
     "TaskReport": "prefect_agentenv.flows.report",
