@@ -94,7 +94,7 @@ async def run_task_document(
     run = RunResources(
         run_id=run_id,
         task_id=document.id,
-        workdir=settings.runs_dir / run_id,
+        workdir=(settings.runs_dir / run_id).resolve(),
         teardown=TeardownRegistry(per_entry_timeout=settings.step_teardown_timeout_seconds),
         keep=keep,
         overrides=dict(overrides or {}),
