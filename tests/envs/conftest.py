@@ -48,11 +48,15 @@ def _spawn(module: str, *flags: str, log: Path) -> EnvProcess:
     return EnvProcess(f"http://127.0.0.1:{port}", process, log)
 
 
+class _ExitedEarly(RuntimeError):
+    pass
+
+
 def _wait_for_card(env: EnvProcess, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if env.process.poll() is not None:
-            raise RuntimeError(f"env exited early:\n{env.log.read_text()}")
+            raise _ExitedEarly(f"env exited early:\n{env.log.read_text()}")
         try:
             if httpx.get(env.base_url + CARD, timeout=1.0).status_code == 200:
                 return
@@ -60,6 +64,20 @@ def _wait_for_card(env: EnvProcess, timeout: float = 30.0) -> None:
             pass
         time.sleep(0.05)
     raise TimeoutError(f"{env.base_url} card not ready after {timeout}s:\n{env.log.read_text()}")
+
+
+def _ready(env: EnvProcess, module: str, *flags: str, attempts: int = 3) -> EnvProcess:
+    """Wait for ``env``; if it died (another process can take the free port between our
+    probe and its bind), start it again on a new port."""
+    for attempt in range(attempts):
+        try:
+            _wait_for_card(env)
+            return env
+        except _ExitedEarly:
+            if attempt == attempts - 1:
+                raise
+            env = _spawn(module, *flags, log=env.log)
+    raise AssertionError("unreachable")
 
 
 @pytest.fixture(scope="session")
@@ -77,8 +95,8 @@ def env_processes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str
     }
     envs = {name: _spawn(module, *flags, log=logs / f"{name}.log") for name, (module, *flags) in specs.items()}
     try:
-        for env in envs.values():
-            _wait_for_card(env)
+        for name, (module, *flags) in specs.items():
+            envs[name] = _ready(envs[name], module, *flags)
         yield envs
     finally:
         for env in envs.values():

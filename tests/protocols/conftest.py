@@ -51,11 +51,15 @@ def _spawn(argv: list[str], log: Path) -> ServerProcess:
     return ServerProcess(f"http://127.0.0.1:{port}", process, log)
 
 
+class _ExitedEarly(RuntimeError):
+    pass
+
+
 def _wait_ready(server: ServerProcess, path: str, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if server.process.poll() is not None:
-            raise RuntimeError(f"server exited early:\n{server.log.read_text()}")
+            raise _ExitedEarly(f"server exited early:\n{server.log.read_text()}")
         try:
             if httpx.get(server.base_url + path, timeout=1.0).status_code == 200:
                 return
@@ -63,6 +67,20 @@ def _wait_ready(server: ServerProcess, path: str, timeout: float = 30.0) -> None
             pass
         time.sleep(0.05)
     raise TimeoutError(f"{server.base_url}{path} not ready after {timeout}s:\n{server.log.read_text()}")
+
+
+def _ready(server: ServerProcess, argv: list[str], path: str, attempts: int = 3) -> ServerProcess:
+    """Wait for ``server``; if it died (another process can take the free port between our
+    probe and its bind), start it again on a new port."""
+    for attempt in range(attempts):
+        try:
+            _wait_ready(server, path)
+            return server
+        except _ExitedEarly:
+            if attempt == attempts - 1:
+                raise
+            server = _spawn(argv, server.log)
+    raise AssertionError("unreachable")
 
 
 @pytest.fixture(scope="session")
@@ -76,8 +94,8 @@ def protocol_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[
     }
     servers = {name: _spawn(argv, logs / f"{name}.log") for name, (argv, _) in specs.items()}
     try:
-        for name, (_, ready) in specs.items():
-            _wait_ready(servers[name], ready)
+        for name, (argv, ready) in specs.items():
+            servers[name] = _ready(servers[name], argv, ready)
         yield servers
     finally:
         for server in servers.values():
