@@ -15,6 +15,7 @@ Every error the package raises on purpose derives from ``AgentEnvError``::
     │   ├── UnsupportedOperationError an env's card does not offer the operation (no data plane, …)
     │   └── McpError                  an MCP server answered an error or could not be reached
     │       └── McpToolError          a tool call came back flagged ``isError``
+    ├── JudgeOutputError         a judge's answer is not one grade per criterion; ``.corrective_message``
     └── ArtifactError            the artifact store refused or failed an operation
         ├── UnsafeKeyError              a key taken from a document would leave the store
         ├── ArtifactNotFoundError       no such artifact, version, file or record
@@ -170,3 +171,22 @@ class McpToolError(McpError):
     def __init__(self, message: str, *, url: str | None = None, tool: str) -> None:
         super().__init__(message, url=url)
         self.tool = tool
+
+
+class JudgeOutputError(AgentEnvError):
+    """A judge's answer could not be read as exactly one grade per criterion.
+
+    Raised by the judge-output parser so the caller can ask again: ``corrective_message`` is
+    written to be sent back to the judge as the next user message.
+
+    Attributes:
+        problems: what is wrong with the answer, one sentence each.
+        corrective_message: the message that tells the judge what to fix and restates the format.
+        partial_rows: the rows that could be read, for a caller that gives up retrying.
+    """
+
+    def __init__(self, problems: list[str], *, corrective_message: str, partial_rows: list[Any] | None = None) -> None:
+        self.problems = problems
+        self.corrective_message = corrective_message
+        self.partial_rows = list(partial_rows or [])
+        super().__init__("the judge's answer could not be graded: " + "; ".join(problems))

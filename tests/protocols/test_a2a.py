@@ -155,6 +155,14 @@ async def test_a_0_3_only_agent_is_found_at_the_older_card_path_with_its_relativ
     assert card.interface() == (base + "/a2a", "0.3")
 
 
+async def test_an_agent_reached_by_its_json_rpc_url_is_found_through_the_card_at_its_origin(
+        agents: dict[str, Server], http: httpx.AsyncClient):
+    base = agents["legacy"].base_url
+    reply = await A2AClient(base + "/a2a", http=http).send("sync via the rpc url")
+
+    assert (reply.state, reply.text) == ("completed", "echo: sync via the rpc url")
+
+
 async def test_a_0_3_agent_reply_is_read_from_its_status_message_and_trailing_data_part(
         agents: dict[str, Server], http: httpx.AsyncClient):
     client = A2AClient(agents["legacy"].base_url, http=http)

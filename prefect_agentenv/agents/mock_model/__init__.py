@@ -1,0 +1,70 @@
+"""The built-in mock model: an OpenAI-compatible server whose answers are fixed and labelled.
+
+It stands in for a real model when none is configured (so a task runs out of the box, and
+its report says the mock answered) and in tests. Serve it with
+``python -m prefect_agentenv.agents.mock_model --host 127.0.0.1 --port 8400`` and point a
+client at ``http://127.0.0.1:8400/v1``. docs/mock-model.md has the same description with
+examples.
+
+Routes:
+
+* ``POST /v1/chat/completions`` (also ``/chat/completions``) — a chat completion. Every
+  response says ``"model": "mock"`` whatever model was asked for, ``created`` is 0, and
+  ``system_fingerprint`` is ``mock:<rule>`` naming the rule that answered.
+* ``GET /v1/models`` — one model, ``mock``. ``GET /health`` — ``{"status": "ok"}``.
+* ``POST /mock/script {"replies": [...]}`` — queue replies, returned in order, one per
+  completion request, before any rule applies. A reply is a string (the assistant's text) or
+  ``{"content", "tool_calls": [{"name", "arguments": {...} | "json", "id"?}],
+  "finish_reason"?, "usage"?, "delay_seconds"?, "error": {"status", "message"}?}``.
+  ``finish_reason`` defaults to ``tool_calls`` when there are calls, else ``stop``; give
+  ``"length"`` to simulate a truncated response. ``error`` answers with that HTTP status and an
+  OpenAI-style error body; ``delay_seconds`` waits before answering.
+* ``GET /mock/requests`` — ``{"requests": [{"path", "has_authorization", "body"}], "queued"}``:
+  every completion request received, in order (the bearer token itself is never kept).
+* ``POST /mock/reset`` — empty the queue and the request log.
+
+Without a script, the first rule that matches answers:
+
+1. **Judge** — a system message (or the last user message) holds the judge's criteria block
+   (``<<<CRITERIA agentenv-judge/v1>>>`` … ``<<<END CRITERIA>>>``, written by
+   :func:`prefect_agentenv.grading.judge.build_judge_prompt`): a JSON grading that passes every
+   criterion, ``{"results": [{"id": "c1", "result": "pass", "justification": "mock judge: …"}]}``
+   (``"score": 1.0`` instead of ``result`` for ``rubric_partial``).
+2. **User simulator** — a system message (or the last user message) contains
+   ``[agentenv:user-simulator]``: the text ``{"message": "Thanks, that is all.", "done": true}``.
+3. **CALL** — tools are offered and the last user message has lines
+   ``CALL tool_name {json args}``: the first line not yet answered by a tool call after that
+   message is returned as a tool call (one per completion, in order; a tool exposed as
+   ``<server>__tool_name`` matches too). A line naming a tool that is not offered, or with
+   arguments that are not a JSON object, gets a text reply saying so.
+4. **Echo** — ``mock reply: received "<last user message, 200 chars>"`` followed by
+   ``; tool results: <tool> -> <result, 160 chars>; …`` for the tool results since that message.
+
+The judge and user-simulator rules come before CALL because their prompts quote untrusted
+text that may contain CALL lines.
+
+Tokens are counted as one per four characters. When the request sets ``max_tokens`` (or
+``max_completion_tokens``) and a rule's text is longer, the text is cut to that many tokens and
+``finish_reason`` is ``length``. Tool calls are never cut.
+"""
+
+from prefect_agentenv.agents.mock_model.app import MockModelState, build_app, main, mock_model_command
+from prefect_agentenv.agents.mock_model.rules import (
+    MOCK_JUDGE_JUSTIFICATION,
+    MOCK_MODEL_NAME,
+    USER_SIMULATOR_ANSWER,
+    USER_SIMULATOR_MARKER,
+    default_answer,
+)
+
+__all__ = [
+    "MOCK_JUDGE_JUSTIFICATION",
+    "MOCK_MODEL_NAME",
+    "USER_SIMULATOR_ANSWER",
+    "USER_SIMULATOR_MARKER",
+    "MockModelState",
+    "build_app",
+    "default_answer",
+    "main",
+    "mock_model_command",
+]
