@@ -10,6 +10,7 @@ Every error the package raises on purpose derives from ``AgentEnvError``::
     │   ├── DeployError          an env or agent could not be deployed or never became ready
     │   ├── NotInContextError    a step names an env/agent/prompt no ancestor provided
     │   └── AgentTimeoutError    an agent did not answer in time (also a ``TimeoutError``)
+    │       └── PromptTimeoutError   a prompt timed out; ``.reply`` is the task as last seen
     ├── ProtocolError            a peer answered wrongly or not at all; ``.url`` names it
     │   ├── EnvRpcError               an env answered a JSON-RPC error; ``.code``, ``.data``
     │   ├── UnsupportedOperationError an env's card does not offer the operation (no data plane, …)
@@ -23,7 +24,8 @@ Every error the package raises on purpose derives from ``AgentEnvError``::
         ├── ArtifactIntegrityError      stored bytes do not match their sha256
         └── ArtifactStoreError          the store failed or is unreachable (also a ``ProtocolError``)
 
-The ``ArtifactError`` subclasses live in :mod:`prefect_agentenv.artifacts`.
+The ``ArtifactError`` subclasses live in :mod:`prefect_agentenv.artifacts`, ``PromptTimeoutError``
+in :mod:`prefect_agentenv.protocols.a2a`.
 
 Third-party errors (httpx, mcp, a2a, botocore) are mapped to these at the protocol
 boundary with ``raise ... from``, so steps never catch foreign types.
@@ -70,12 +72,16 @@ class StepError(AgentEnvError):
     Attributes:
         step_id: the id of the failing step, when known.
         step_type: its type, when known.
+        context: what the step produced before it failed (a failed prompt still leaves its
+            PromptResponse); kept in the run's context when the failure is tolerated or fatal.
     """
 
-    def __init__(self, message: str, *, step_id: str | None = None, step_type: str | None = None) -> None:
+    def __init__(self, message: str, *, step_id: str | None = None, step_type: str | None = None,
+                 context: Any = None) -> None:
         super().__init__(message)
         self.step_id = step_id
         self.step_type = step_type
+        self.context = context
 
 
 class DeployError(StepError):

@@ -27,13 +27,24 @@ class AgentEnvSettings(PrefectBaseSettings):
     """Upper bound for stopping everything a run started."""
     step_teardown_timeout_seconds: float = 10.0
     """Upper bound for stopping one instance."""
-    openai_base_url: str | None = Field(
+    # Named model_* because Prefect's settings source drops variables whose name equals a field
+    # name: a field called openai_base_url would silently ignore OPENAI_BASE_URL.
+    model_base_url: str | None = Field(
         default=None, validation_alias=AliasChoices("PREFECT_AGENTENV_OPENAI_BASE_URL", "OPENAI_BASE_URL")
     )
     """OpenAI-compatible endpoint used when no ModelEndpoint block is configured."""
-    openai_api_key: SecretStr | None = Field(
+    model_api_key: SecretStr | None = Field(
         default=None, validation_alias=AliasChoices("PREFECT_AGENTENV_OPENAI_API_KEY", "OPENAI_API_KEY")
     )
+    """Its API key."""
+
+    @property
+    def openai_base_url(self) -> str | None:
+        return self.model_base_url
+
+    @property
+    def openai_api_key(self) -> SecretStr | None:
+        return self.model_api_key
 
     @property
     def runs_dir(self) -> Path:

@@ -32,7 +32,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from prefect_agentenv.exceptions import JudgeOutputError
-from prefect_agentenv.grading.aggregate import VerificationRow
+from prefect_agentenv.grading.aggregate import RowResult, VerificationRow
 from prefect_agentenv.protocols.openai import ChatMessage
 
 OutputFormat = Literal["rubric_binary", "rubric_partial"]
@@ -234,7 +234,7 @@ def _user_text(prompt: str, reply: str, trajectory: str | Sequence[Mapping[str, 
 
 # --- parsing the answer ----------------------------------------------------------------------
 
-_RESULT_WORDS = {
+_RESULT_WORDS: dict[str, RowResult] = {
     "pass": "pass", "passed": "pass", "passes": "pass", "yes": "pass", "true": "pass", "met": "pass",
     "satisfied": "pass", "ok": "pass", "correct": "pass", "success": "pass",
     "fail": "fail", "failed": "fail", "fails": "fail", "no": "fail", "false": "fail", "not met": "fail",
@@ -427,10 +427,10 @@ def _row(raw: Mapping[str, Any], criterion_id: str, output_format: OutputFormat,
     if output_format == "rubric_binary":
         if verdict is None and score in (0.0, 1.0):
             verdict = "pass" if score == 1.0 else "fail"
-        if verdict not in ("pass", "fail"):
-            return None, 'needs "result": "pass" or "fail"'
-        return VerificationRow(id=criterion_id, result=verdict, score=1.0 if verdict == "pass" else 0.0,
-                               weight=weight, justification=justification), None
+        if verdict == "pass" or verdict == "fail":
+            return VerificationRow(id=criterion_id, result=verdict, score=1.0 if verdict == "pass" else 0.0,
+                                   weight=weight, justification=justification), None
+        return None, 'needs "result": "pass" or "fail"'
     if score is None:
         if verdict == "pass":
             score = 1.0
@@ -438,12 +438,12 @@ def _row(raw: Mapping[str, Any], criterion_id: str, output_format: OutputFormat,
             score = 0.0
         else:
             return None, 'needs "score": a number from 0 to 1'
-    result = "pass" if score >= 1.0 else "fail" if score <= 0.0 else "partial"
+    result: RowResult = "pass" if score >= 1.0 else "fail" if score <= 0.0 else "partial"
     return VerificationRow(id=criterion_id, result=result, score=score, weight=weight,
                            justification=justification), None
 
 
-def _verdict(value: Any) -> str | None:
+def _verdict(value: Any) -> RowResult | None:
     if isinstance(value, bool):
         return "pass" if value else "fail"
     if isinstance(value, int | float) and value in (0, 1):

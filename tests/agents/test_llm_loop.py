@@ -9,13 +9,14 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
 
-from prefect_agentenv.agents.llm.loop import ToolCallEvent, ToolResultEvent, run_tool_loop
+from prefect_agentenv.agents.llm.loop import Toolbox, ToolCallEvent, ToolResultEvent, run_tool_loop
 from prefect_agentenv.protocols.env import DataPart, EnvClient
+from prefect_agentenv.protocols.mcp import McpClient, ToolInfo
 from prefect_agentenv.protocols.openai import ChatMessage, OpenAIClient
 
 DANA = {"id": "m1", "from": "dana@example.com", "to": ["me@example.com"], "subject": "Q3 numbers",
@@ -307,3 +308,17 @@ async def test_history_continues_a_conversation_with_one_system_prompt(
     assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
     assert [m.role for m in second.messages] == ["system", "user", "assistant", "user", "assistant"]
     assert second.messages[0] == ChatMessage.system("Be kind.")
+
+
+def test_tool_names_are_made_valid_and_unique_for_the_model() -> None:
+    session = cast(McpClient, object())
+    toolbox = Toolbox()
+
+    toolbox.add_all([("crm v2", session, [ToolInfo(name="records.get"), ToolInfo(name="send")]),
+                     ("mail", session, [ToolInfo(name="send"), ToolInfo(name="x" * 80)]),
+                     ("mail", session, [ToolInfo(name="send")])])
+
+    names = [spec.name for spec in toolbox.specs]
+    assert names == ["records_get", "crm_v2__send", "mail__send", "x" * 64, "mail__send_2"]
+    assert toolbox.route("records_get") == ("crm v2", session, "records.get")
+    assert toolbox.route("mail__send_2") == ("mail", session, "send")

@@ -36,7 +36,7 @@ import httpx2
 from pydantic import BaseModel, Field
 
 from prefect_agentenv.exceptions import McpError, ProtocolError
-from prefect_agentenv.protocols.mcp import McpClient, ToolCallResult, mcp_http_client, mcp_session
+from prefect_agentenv.protocols.mcp import McpClient, ToolCallResult, ToolInfo, mcp_http_client, mcp_session
 from prefect_agentenv.protocols.openai import ChatCompletion, ChatMessage, OpenAIClient, ToolCall, ToolSpec, Usage
 
 DEFAULT_MAX_TURNS = 20
@@ -120,7 +120,7 @@ class Toolbox:
         self._tools: dict[str, tuple[str, McpClient, str]] = {}
         self.specs: list[ToolSpec] = []
 
-    def add_all(self, listed: Sequence[tuple[str, McpClient, Sequence[Any]]]) -> None:
+    def add_all(self, listed: Sequence[tuple[str, McpClient, Sequence[ToolInfo]]]) -> None:
         """Name every tool: as-is when unique and valid, else ``<server>__<tool>``."""
         counts = Counter(tool.name for _, _, tools in listed for tool in tools)
         for server, session, tools in listed:
@@ -199,7 +199,7 @@ async def run_tool_loop(
 async def _open_toolbox(stack: AsyncExitStack, servers: Sequence[tuple[str, str]], http: httpx2.AsyncClient,
                         timeout: float | None) -> Toolbox:
     """Open one session per server, list their tools, and name them for the model."""
-    listed: list[tuple[str, McpClient, Sequence[Any]]] = []
+    listed: list[tuple[str, McpClient, Sequence[ToolInfo]]] = []
     for name, url in servers:
         session = await stack.enter_async_context(mcp_session(url, http=http, timeout=timeout or 60.0))
         listed.append((name, session, await session.list_tools()))

@@ -1,0 +1,67 @@
+"""The ModelEndpoint block: which OpenAI-compatible endpoint and models agents and judges use."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from prefect.blocks.core import Block
+from pydantic import ConfigDict, Field, SecretStr
+
+MODEL_ENDPOINT_BLOCK_SLUG = "agentenv-model-endpoint"
+
+
+class ModelEndpoint(Block):
+    """An OpenAI-compatible endpoint and the model each role uses on it.
+
+    Configuration only: :func:`prefect_agentenv.runtime.models.resolve_model_endpoint` reads it
+    (the block named ``default`` unless told otherwise) and the protocol client talks to the
+    endpoint. A role without an entry in ``roles`` uses ``default_model``.
+
+    Example:
+        Register the endpoint once, then load it by name:
+        ```python
+        from prefect_agentenv.blocks.model_endpoint import ModelEndpoint
+
+        ModelEndpoint(
+            base_url="https://api.openai.com/v1",
+            api_key="sk-...",
+            default_model="gpt-4.1-mini",
+            roles={"agent": "gpt-4.1", "judge": "gpt-4.1-mini", "user": "gpt-4.1-mini"},
+        ).save("default")
+
+        endpoint = ModelEndpoint.load("default")
+        judge_model = endpoint.model_for("judge")
+        ```
+    """
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    _block_type_name: ClassVar[str] = "AgentEnv Model Endpoint"
+    _block_type_slug: ClassVar[str] = MODEL_ENDPOINT_BLOCK_SLUG
+    _description: ClassVar[str] = (
+        "An OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, LiteLLM, Ollama…) and the "
+        "model used for each role: the agent under test, the judge and the simulated user."
+    )
+    _code_example: ClassVar[str] = '''
+```python
+from prefect_agentenv.blocks.model_endpoint import ModelEndpoint
+
+endpoint = ModelEndpoint.load("BLOCK_NAME")  # usually "default"
+model = endpoint.model_for("judge")
+```
+'''
+
+    base_url: str = Field(min_length=1)
+    """API root including its version path, e.g. https://api.openai.com/v1."""
+    api_key: SecretStr | None = None
+    """Bearer token sent to the endpoint; leave empty for endpoints that need none."""
+    default_model: str = Field(min_length=1)
+    """Model used by every role that has no entry in roles."""
+    roles: dict[str, str] = Field(default_factory=dict)
+    """Model per role, e.g. {"agent": "...", "judge": "...", "user": "..."}."""
+    request_timeout_seconds: float = Field(default=120.0, gt=0)
+    """Upper bound for one completion request, in seconds."""
+
+    def model_for(self, role: str) -> str:
+        """The model configured for ``role``, else the default model."""
+        return self.roles.get(role) or self.default_model

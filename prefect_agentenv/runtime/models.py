@@ -1,0 +1,126 @@
+"""From a role (agent, judge, user) to the model endpoint that serves it.
+
+Resolution order, first match wins:
+
+1. a ``ModelEndpoint`` block (named ``default`` unless told otherwise), consulted only when a
+   Prefect API is there to ask — so a plain CLI run never starts a temporary server for this;
+2. ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` (or their ``PREFECT_AGENTENV_`` forms) from the
+   settings;
+3. the built-in mock model (``is_mock=True``), whose every use is labelled in reports.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Literal
+
+import httpx
+from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
+
+from prefect_agentenv.blocks.model_endpoint import ModelEndpoint
+from prefect_agentenv.exceptions import ConfigurationError
+from prefect_agentenv.protocols.openai import OpenAIClient
+from prefect_agentenv.runtime.resolve import is_block_name, prefect_api_configured
+from prefect_agentenv.settings import get_settings
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MODEL_BLOCK = "default"
+MOCK_MODEL = "mock"
+"""The model name the built-in mock model answers with."""
+DEFAULT_OPENAI_MODEL = "gpt-4.1-mini"
+"""Used with ``OPENAI_BASE_URL`` when the caller names no model (settings hold no model name)."""
+_NOT_FOUND = "Unable to find block document named"
+
+ModelSource = Literal["block", "settings", "mock"]
+
+
+class ResolvedModel(BaseModel):
+    """Where to send a role's completions, and with which model."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
+
+    role: str
+    """The role that was resolved (agent, judge, user…)."""
+    base_url: str | None
+    """API root including its version path; ``None`` for the mock model until one is started."""
+    api_key: SecretStr | None = None
+    """Bearer token for the endpoint; never logged or shown."""
+    model: str
+    """The model name to request."""
+    is_mock: bool = False
+    """True when nothing is configured and the built-in mock model answers (label its output)."""
+    source: ModelSource
+    """Where the endpoint came from: a ModelEndpoint block, the settings, or the mock."""
+    request_timeout_seconds: float = 120.0
+    """Upper bound for one completion request."""
+
+    def client(self, *, http: httpx.AsyncClient | None = None) -> OpenAIClient:
+        """A client for this endpoint with its key and request timeout.
+
+        Raises:
+            ConfigurationError: this is the mock model and no mock server was given yet.
+        """
+        if self.base_url is None:
+            raise ConfigurationError(f"the {self.role} role resolved to the mock model, which is not serving "
+                                     "yet: start it and resolve again with mock_base_url")
+        return OpenAIClient(self.base_url, api_key=self.api_key, http=http, timeout=self.request_timeout_seconds)
+
+
+async def load_model_endpoint_block(name: str = DEFAULT_MODEL_BLOCK) -> ModelEndpoint | None:
+    """The ``ModelEndpoint`` block called ``name``, or None when there is none.
+
+    Raises:
+        ConfigurationError: the block exists but is invalid, or the Prefect API did not answer.
+    """
+    if not is_block_name(name):
+        raise ConfigurationError(f"{name!r} cannot name a ModelEndpoint block: use lowercase letters, "
+                                 "digits and dashes")
+    try:
+        return await ModelEndpoint.aload(name)
+    except ValidationError as exc:
+        raise ConfigurationError(f"the ModelEndpoint block {name!r} is invalid: {exc}") from exc
+    except ValueError as exc:
+        if str(exc).startswith(_NOT_FOUND):
+            return None
+        raise ConfigurationError(f"the ModelEndpoint block {name!r} could not be loaded: {exc}") from exc
+    except (httpx.HTTPError, OSError, RuntimeError) as exc:
+        raise ConfigurationError(
+            f"the Prefect API did not answer while loading the ModelEndpoint block {name!r}: {exc}") from exc
+
+
+async def resolve_model_endpoint(
+    role: str = "agent",
+    *,
+    model: str | None = None,
+    block_name: str = DEFAULT_MODEL_BLOCK,
+    use_blocks: bool | None = None,
+    mock_base_url: str | None = None,
+) -> ResolvedModel:
+    """Resolve the endpoint and model for ``role``: block, then settings, then the mock.
+
+    Args:
+        role: who will talk to the model: ``agent``, ``judge``, ``user`` or a custom role.
+        model: a model named by the task (``judge_model``, an agent's ``model``); it wins over
+            the block's role mapping and the defaults. Ignored by the mock, which is one model.
+        block_name: the ModelEndpoint block to look for.
+        use_blocks: consult blocks; by default only when a Prefect API is configured.
+        mock_base_url: the run's mock model, when one is already serving; otherwise the mock
+            resolves with ``base_url=None`` and the caller starts one.
+
+    Raises:
+        ConfigurationError: the block is invalid, or the Prefect API did not answer.
+    """
+    consult_blocks = prefect_api_configured() if use_blocks is None else use_blocks
+    if consult_blocks:
+        block = await load_model_endpoint_block(block_name)
+        if block is not None:
+            return ResolvedModel(role=role, base_url=block.base_url, api_key=block.api_key,
+                                 model=model or block.model_for(role), source="block",
+                                 request_timeout_seconds=block.request_timeout_seconds)
+    settings = get_settings()
+    if settings.openai_base_url:
+        return ResolvedModel(role=role, base_url=settings.openai_base_url, api_key=settings.openai_api_key,
+                             model=model or DEFAULT_OPENAI_MODEL, source="settings")
+    logger.info("no model endpoint is configured for the %s role: using the built-in mock model", role)
+    return ResolvedModel(role=role, base_url=mock_base_url, model=MOCK_MODEL, is_mock=True, source="mock")
