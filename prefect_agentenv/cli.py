@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
+from prefect_agentenv.commands.agent import agent_app
 from prefect_agentenv.commands.artifact import artifact_app
 from prefect_agentenv.commands.env import env_app
 from prefect_agentenv.documents import TaskDocument, validate_file
@@ -24,6 +25,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+app.add_typer(agent_app, name="agent")
 app.add_typer(artifact_app, name="artifact")
 app.add_typer(env_app, name="env")
 
@@ -54,12 +56,20 @@ def schema() -> None:
 
 
 def _pairs(values: list[str], option: str) -> dict[str, str]:
+    """KEY=VALUE pairs; a VALUE of ``@path`` is the content of that file (read here, so a run on
+    another machine gets the content, not the path)."""
     out: dict[str, str] = {}
     for v in values:
         key, sep, value = v.partition("=")
         if not sep or not key:
             typer.echo(f"error: {option} expects KEY=VALUE, got {v!r}", err=True)
             raise typer.Exit(2)
+        if value.startswith("@"):
+            try:
+                value = Path(value[1:]).read_text(encoding="utf-8")
+            except OSError as exc:
+                typer.echo(f"error: {option} {key}: cannot read {value[1:]}: {exc.strerror}", err=True)
+                raise typer.Exit(2) from None
         out[key] = value
     return out
 

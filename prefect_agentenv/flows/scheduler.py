@@ -141,9 +141,14 @@ class DagScheduler:
             out = await self._retry(step, error)
             if out is not None:
                 return out
+        partial = getattr(error, "context", None)
         if not step.fail_task_on_error:
             record.state = "tolerated"
-            return self._tolerated_context(step, inputs, record)
+            return self._tolerated_context(step, [partial] if isinstance(partial, RunContext) else inputs, record)
+        if isinstance(partial, RunContext):
+            # The report keeps what the step left (e.g. the failed prompt's PromptResponse).
+            self.outputs[step.id] = partial
+            self.order.append(step.id)
         raise _Fatal(record) from error
 
     async def _execute_recorded(self, step: StepModel, inputs: list[RunContext]) -> RunContext:

@@ -1,21 +1,26 @@
-"""From an env id to a launch spec, and from a launch spec to its launcher.
+"""From an env id or an agent id to a launch spec, and from a launch spec to its launcher.
 
 An env id resolves, in order, to an ``AgentEnvironment`` block of that name (when a Prefect
 API is there to ask), then to a reference env shipped in the package; otherwise the error
-says how to register one.
+says how to register one. An ``a2a_agent_id`` resolves the same way, to an ``A2AAgent`` block
+or a reference agent.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from typing import Literal
+from collections.abc import Iterable
+from typing import Literal, TypeVar
 
 import httpx
+from prefect.blocks.core import Block
 from prefect.context import FlowRunContext, TaskRunContext
 from prefect.settings import get_current_settings
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from prefect_agentenv.agents.catalog import REFERENCE_AGENTS
+from prefect_agentenv.blocks.agent import A2A_CARD_PATH, A2AAgent
 from prefect_agentenv.blocks.environment import AgentEnvironment
 from prefect_agentenv.envs.catalog import REFERENCE_ENVS
 from prefect_agentenv.exceptions import ConfigurationError
@@ -30,6 +35,9 @@ _BLOCK_NAME = re.compile(r"^[a-z0-9-]+$")
 _NOT_FOUND = "Unable to find block document named"
 
 EnvSource = Literal["block", "reference"]
+AgentSource = Literal["block", "reference"]
+
+_B = TypeVar("_B", bound=Block)
 
 
 class ResolvedEnv(BaseModel):
@@ -49,6 +57,23 @@ class ResolvedEnv(BaseModel):
     """What the env offers."""
 
 
+class ResolvedAgent(BaseModel):
+    """An ``a2a_agent_id`` with what is needed to deploy it."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
+
+    a2a_agent_id: str
+    """The id the task document used."""
+    version: str
+    """Version reported in the run context."""
+    spec: LaunchSpec
+    """How to launch it; ready once its A2A card answers."""
+    source: AgentSource
+    """Where it came from: a registered block or a reference agent shipped in the package."""
+    description: str | None = None
+    """What the agent is."""
+
+
 def is_block_name(name: str) -> bool:
     """Prefect block names are lowercase letters, digits and dashes."""
     return bool(_BLOCK_NAME.match(name))
@@ -65,25 +90,44 @@ def prefect_api_configured() -> bool:
     return FlowRunContext.get() is not None or TaskRunContext.get() is not None
 
 
+async def load_block(block_type: type[_B], name: str) -> _B | None:
+    """The ``block_type`` block called ``name``, or None when there is none (or ``name`` cannot name one).
+
+    Raises:
+        ConfigurationError: the block exists but is invalid, or the Prefect API did not answer.
+    """
+    if not is_block_name(name):
+        return None
+    label = block_type.__name__
+    try:
+        return await block_type.aload(name)
+    except ValidationError as exc:
+        raise ConfigurationError(f"the {label} block {name!r} is invalid: {exc}") from exc
+    except ValueError as exc:
+        if str(exc).startswith(_NOT_FOUND):
+            return None
+        raise ConfigurationError(f"the {label} block {name!r} could not be loaded: {exc}") from exc
+    except (httpx.HTTPError, OSError, RuntimeError) as exc:
+        raise ConfigurationError(
+            f"the Prefect API did not answer while loading the {label} block {name!r}: {exc}") from exc
+
+
 async def load_env_block(env_id: str) -> AgentEnvironment | None:
     """The ``AgentEnvironment`` block named ``env_id``, or None when there is none.
 
     Raises:
         ConfigurationError: the block exists but is invalid, or the Prefect API did not answer.
     """
-    if not is_block_name(env_id):
-        return None
-    try:
-        return await AgentEnvironment.aload(env_id)
-    except ValidationError as exc:
-        raise ConfigurationError(f"the AgentEnvironment block {env_id!r} is invalid: {exc}") from exc
-    except ValueError as exc:
-        if str(exc).startswith(_NOT_FOUND):
-            return None
-        raise ConfigurationError(f"the AgentEnvironment block {env_id!r} could not be loaded: {exc}") from exc
-    except (httpx.HTTPError, OSError, RuntimeError) as exc:
-        raise ConfigurationError(
-            f"the Prefect API did not answer while loading the AgentEnvironment block {env_id!r}: {exc}") from exc
+    return await load_block(AgentEnvironment, env_id)
+
+
+async def load_agent_block(a2a_agent_id: str) -> A2AAgent | None:
+    """The ``A2AAgent`` block named ``a2a_agent_id``, or None when there is none.
+
+    Raises:
+        ConfigurationError: the block exists but is invalid, or the Prefect API did not answer.
+    """
+    return await load_block(A2AAgent, a2a_agent_id)
 
 
 async def resolve_env(env_id: str, *, use_blocks: bool | None = None) -> ResolvedEnv:
@@ -112,18 +156,57 @@ async def resolve_env(env_id: str, *, use_blocks: bool | None = None) -> Resolve
 
 def not_found_message(env_id: str, *, consulted_blocks: bool) -> str:
     """Why ``env_id`` did not resolve and exactly how to register it."""
-    known = ", ".join(sorted(REFERENCE_ENVS)) or "none"
-    lines = [f"no environment {env_id!r}: no AgentEnvironment block and no reference env has that id "
-             f"(reference envs: {known})."]
-    if not is_block_name(env_id):
-        lines.append(f"{env_id!r} cannot name a block: use lowercase letters, digits and dashes.")
+    return _not_found(f"no environment {env_id!r}: no AgentEnvironment block and no reference env has that id",
+                      env_id, references=REFERENCE_ENVS, reference_label="reference envs", noun="env",
+                      consulted_blocks=consulted_blocks)
+
+
+async def resolve_agent(a2a_agent_id: str, *, use_blocks: bool | None = None) -> ResolvedAgent:
+    """Resolve ``a2a_agent_id``: its ``A2AAgent`` block first, then the reference agent of that id.
+
+    Args:
+        a2a_agent_id: the id a deploy_agent step names.
+        use_blocks: consult blocks; by default only when :func:`prefect_api_configured`.
+
+    Raises:
+        ConfigurationError: nothing has that id (the message says how to register it), or its
+            block is invalid or could not be read.
+    """
+    consult_blocks = prefect_api_configured() if use_blocks is None else use_blocks
+    if consult_blocks:
+        block = await load_agent_block(a2a_agent_id)
+        if block is not None:
+            return ResolvedAgent(a2a_agent_id=a2a_agent_id, version=block.version, spec=block.to_launch_spec(),
+                                 source="block", description=block.description)
+    reference = REFERENCE_AGENTS.get(a2a_agent_id)
+    if reference is not None:
+        spec = LaunchSpec(command=reference.command(), ready_path=A2A_CARD_PATH)
+        return ResolvedAgent(a2a_agent_id=a2a_agent_id, version=reference.version, spec=spec,
+                             source="reference", description=reference.description)
+    raise ConfigurationError(agent_not_found_message(a2a_agent_id, consulted_blocks=consult_blocks))
+
+
+def agent_not_found_message(a2a_agent_id: str, *, consulted_blocks: bool) -> str:
+    """Why ``a2a_agent_id`` did not resolve and exactly how to register it."""
+    return _not_found(f"no agent {a2a_agent_id!r}: no A2AAgent block and no reference agent has that id",
+                      a2a_agent_id, references=REFERENCE_AGENTS, reference_label="reference agents", noun="agent",
+                      consulted_blocks=consulted_blocks)
+
+
+def _not_found(headline: str, name: str, *, references: Iterable[str], reference_label: str, noun: str,
+               consulted_blocks: bool) -> str:
+    """The shared shape of "not found": what is known, why blocks may not have been asked, how to register."""
+    known = ", ".join(sorted(references)) or "none"
+    lines = [f"{headline} ({reference_label}: {known})."]
+    if not is_block_name(name):
+        lines.append(f"{name!r} cannot name a block: use lowercase letters, digits and dashes.")
     elif not consulted_blocks:
         lines.append("Blocks were not consulted because no Prefect API is configured (set PREFECT_API_URL).")
     lines.append("Register it with one of:")
-    name = env_id if is_block_name(env_id) else "NAME"
-    lines.append(f'  prefect-agentenv env register {name} --command "python -m my_env --host {{host}} --port {{port}}"')
-    lines.append(f"  prefect-agentenv env register {name} --image IMAGE [--container-port 8000]")
-    lines.append(f"  prefect-agentenv env register {name} --url https://env.example.com")
+    register = f"prefect-agentenv {noun} register {name if is_block_name(name) else 'NAME'}"
+    lines.append(f'  {register} --command "python -m my_{noun} --host {{host}} --port {{port}}"')
+    lines.append(f"  {register} --image IMAGE [--container-port 8000]")
+    lines.append(f"  {register} --url https://{noun}.example.com")
     return "\n".join(lines)
 
 

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+import re
+from pathlib import Path
 from typing import Literal
 
+from prefect_agentenv.artifacts import ArtifactBackend
+from prefect_agentenv.context import RunContext
+from prefect_agentenv.exceptions import AgentEnvError, StepError
+from prefect_agentenv.runtime.run import current_run
+from prefect_agentenv.runtime.sandbox import Sandbox
+from prefect_agentenv.steps.agent_support import deployed_agent, sandbox_of
 from prefect_agentenv.steps.base import AgentRef, NameKind, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
+from prefect_agentenv.steps.services import artifact_store, as_step_error
 
 
 class CollectArtifactsStep(StepModel):
@@ -19,7 +29,7 @@ class CollectArtifactsStep(StepModel):
     artifact_paths: list[str] | None = None
     """Files relative to base_path; every file under it when omitted."""
     artifact_id: str | None = None
-    """Id of the universe to publish; derived from the task and step ids when omitted."""
+    """Id of the universe to publish; ``<task id>-<step id>`` when omitted."""
 
     accepted_but_ignored = ("env_id", "sandbox_name", "container_name")
 
@@ -28,4 +38,62 @@ class CollectArtifactsStep(StepModel):
         return [*super().provided(), ("collect", self.id, ("id",))]
 
 
-definition = StepDefinition(CollectArtifactsStep)
+async def run(step: CollectArtifactsStep, ctx: RunContext) -> RunContext:
+    """Find the files, publish each as a file artifact, group them in one universe, record the URLs."""
+    run_ = current_run()
+    sandbox = sandbox_of(run_, deployed_agent(ctx, step.agent_name, step))
+    files, missing = _select(step, sandbox)
+    if step.artifact_paths and not files:
+        raise StepError(f"none of the named files could be read under {step.base_path}: {', '.join(missing)}",
+                        step_id=step.id, step_type=step.type)
+    record: dict[str, object] = {"artifacts": {}, "file_artifact_universe": None, "missing": missing}
+    if files:
+        universe_id = step.artifact_id or _safe(f"{run_.task_id}-{step.id}")
+        try:
+            urls, universe = await asyncio.to_thread(_publish, await artifact_store(run_), universe_id, files)
+        except AgentEnvError as exc:
+            raise as_step_error(exc, step, f"storing files collected from '{step.agent_name}'") from exc
+        record.update(artifacts=urls, file_artifact_universe=universe)
+    ctx.metadata.collected_artifacts[step.id] = record
+    return ctx
+
+
+def _select(step: CollectArtifactsStep, sandbox: Sandbox) -> tuple[dict[str, Path], list[str]]:
+    """Relative path → host path of the files to collect, and the named files that are missing."""
+    try:
+        base = sandbox.path(step.base_path)
+    except (AgentEnvError, ValueError) as exc:
+        raise StepError(f"base_path {step.base_path!r}: {exc}", step_id=step.id, step_type=step.type) from None
+    if step.artifact_paths is None:
+        names = sandbox.list_files(step.base_path) if base.is_dir() else []
+        return {n: base / n for n in names}, []
+    found: dict[str, Path] = {}
+    missing: list[str] = []
+    for rel in step.artifact_paths:
+        try:
+            host = sandbox.path(f"{step.base_path.rstrip('/')}/{rel}")
+        except (AgentEnvError, ValueError) as exc:
+            raise StepError(f"artifact path {rel!r}: {exc}", step_id=step.id, step_type=step.type) from None
+        if host.is_file() and not host.is_symlink():
+            found[rel] = host
+        else:
+            missing.append(rel)
+    return found, missing
+
+
+def _publish(store: ArtifactBackend, universe_id: str, files: dict[str, Path]) -> tuple[dict[str, str], dict[str, str]]:
+    urls: dict[str, str] = {}
+    members = []
+    for rel, host in sorted(files.items()):
+        meta = store.publish_files(_safe(f"{universe_id}--{rel}"), {rel: host})
+        members.append(meta.ref)
+        urls[rel] = store.file_url(meta, rel)
+    universe = store.publish_universe(universe_id, members)
+    return urls, {"id": universe.id, "version": universe.version}
+
+
+def _safe(value: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", value).strip("-.")[:200] or "collected"
+
+
+definition = StepDefinition(CollectArtifactsStep, run)

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from prefect_agentenv.context import RunContext
+from prefect_agentenv.exceptions import StepError
+from prefect_agentenv.runtime.run import RunResources, current_run
+from prefect_agentenv.steps.agent_support import configure_agent, effective_agent_id, start_agent
 from prefect_agentenv.steps.base import EnvRef, Provides, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
+from prefect_agentenv.steps.services import deployed_env
 
 
 class Skill(BaseModel):
@@ -47,4 +53,45 @@ class DeployAgentStep(StepModel):
     )
 
 
-definition = StepDefinition(DeployAgentStep)
+async def run(step: DeployAgentStep, ctx: RunContext) -> RunContext:
+    """Read the envs, start the agent in a sandbox, connect it, configure it, record it."""
+    if step.agent_name in ctx.deployed_agents:
+        raise StepError(f"Agent with name '{step.agent_name}' is already deployed", step_id=step.id,
+                        step_type=step.type)
+    envs = [deployed_env(ctx, env_id, step) for env_id in step.env_ids]
+    run_ = current_run()
+    model = step.model or run_.overrides.get("model") or ctx.metadata.model_extra.get("default_agent_model")  # type: ignore[union-attr]
+    agent, _ = await start_agent(step, agent_name=step.agent_name,
+                                 a2a_agent_id=effective_agent_id(run_, step.agent_name, step.a2a_agent_id),
+                                 model=model, version=step.version)
+    config = {"system_prompt": step.system_prompt, "model": agent.model,
+              **step.agent_config, **_config_override(run_, step)}
+    dropped = await configure_agent(step, agent, envs=envs, config=config,
+                                    skills=[s.model_dump() for s in step.skills])
+    ctx.deployed_agents[step.agent_name] = agent
+    extra = ctx.metadata.model_extra
+    assert extra is not None
+    if step.model is None:
+        # Only the endpoint's default is shared: parallel agents with their own model must not clash.
+        extra.setdefault("default_agent_model", agent.model)
+    if dropped:
+        extra.setdefault("unsupported_agent_config", {})[step.id] = dropped
+    return ctx
+
+
+def _config_override(run_: RunResources, step: DeployAgentStep) -> dict[str, Any]:
+    """``--override <agent_name>.agent_config='{...}'`` (or ``agent_config`` for every agent) merges
+    a JSON object into the agent's config, e.g. a scripted agent's plan."""
+    raw = run_.overrides.get(f"{step.agent_name}.agent_config") or run_.overrides.get("agent_config")
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise StepError(f"the agent_config override is not JSON: {exc}", step_id=step.id, step_type=step.type) from None
+    if not isinstance(value, dict):
+        raise StepError("the agent_config override must be a JSON object", step_id=step.id, step_type=step.type)
+    return value
+
+
+definition = StepDefinition(DeployAgentStep, run)

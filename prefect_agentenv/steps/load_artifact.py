@@ -14,6 +14,7 @@ from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import AgentEnvError, StepError
 from prefect_agentenv.protocols.env import FilePart
 from prefect_agentenv.runtime.run import current_run
+from prefect_agentenv.steps.agent_support import deployed_agent, sandbox_of
 from prefect_agentenv.steps.base import AgentRef, CollectRef, EnvRef, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.services import artifact_store, as_step_error, env_client
@@ -59,8 +60,54 @@ async def run(step: LoadArtifactStep, ctx: RunContext) -> RunContext:
     if step.env_id is not None:
         await load_into_env(step, ctx, step.env_id)
         return ctx
-    raise StepError("loading files into an agent's sandbox needs deploy_agent, which is not implemented yet",
-                    step_id=step.id, step_type=step.type)
+    assert step.agent_name is not None
+    await load_into_agent(step, ctx, step.agent_name)
+    return ctx
+
+
+async def load_into_agent(step: LoadArtifactStep, ctx: RunContext, agent_name: str) -> None:
+    """Copy a file artifact or universe (or a collect step's universe) into the agent's sandbox."""
+    run_ = current_run()
+    agent = deployed_agent(ctx, agent_name, step)
+    sandbox = sandbox_of(run_, agent)
+    artifact_id, version = _source(step, ctx)
+    try:
+        dest = sandbox.path(step.destination_path)
+    except (AgentEnvError, ValueError) as exc:
+        raise StepError(f"destination_path {step.destination_path!r}: {exc}", step_id=step.id,
+                        step_type=step.type) from None
+    store = await artifact_store(run_)
+    try:
+        meta = await asyncio.to_thread(store.get_metadata, artifact_id, version)
+        if meta.kind == "environment":
+            raise StepError(f"artifact '{meta.id}@{meta.version}' is an environment artifact: load it into an env "
+                            "with env_id", step_id=step.id, step_type=step.type)
+        dest.mkdir(parents=True, exist_ok=True)
+        written = await asyncio.to_thread(store.download, meta, dest)
+    except StepError:
+        raise
+    except AgentEnvError as exc:
+        raise as_step_error(exc, step, f"loading artifact '{artifact_id}' into agent '{agent_name}'") from exc
+    ctx.metadata.loaded_file_artifact_universes.append({
+        "step_id": step.id, "agent_name": agent_name, "folder": step.destination_path,
+        "universe": {"id": meta.id, "version": meta.version, "kind": meta.kind},
+        "files": sorted(str(p.relative_to(dest)) for p in written),
+    })
+
+
+def _source(step: LoadArtifactStep, ctx: RunContext) -> tuple[str, str]:
+    """The artifact id and version to load: named directly, or the universe a collect step made."""
+    if step.artifact_id is not None:
+        return step.artifact_id, step.version or "latest"
+    collected = ctx.metadata.collected_artifacts.get(step.artifact_from_step_id or "")
+    if collected is None:
+        raise StepError(f"step '{step.artifact_from_step_id}' has not collected anything visible to this step",
+                        step_id=step.id, step_type=step.type)
+    universe = collected.get("file_artifact_universe")
+    if not universe:
+        raise StepError(f"step '{step.artifact_from_step_id}' collected no files, so there is nothing to load",
+                        step_id=step.id, step_type=step.type)
+    return universe["id"], universe["version"]
 
 
 async def load_into_env(step: LoadArtifactStep, ctx: RunContext, env_id: str) -> None:

@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import asyncio
+import json
+import logging
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
+from prefect_agentenv.context import DeployedAgent, PromptResponse, RunContext
+from prefect_agentenv.exceptions import AgentEnvError, ProtocolError, StepError
+from prefect_agentenv.protocols.a2a import A2AClient, AgentReply, PromptTimeoutError
+from prefect_agentenv.protocols.agentenv_ext import AgentEnvExtensions
+from prefect_agentenv.runtime.run import RunResources, current_run
+from prefect_agentenv.steps.agent_support import a2a_client, configure_agent, deployed_agent
 from prefect_agentenv.steps.base import AgentRef, Provides, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
+from prefect_agentenv.steps.services import artifact_store, http_client
+
+logger = logging.getLogger("prefect_agentenv.prompt")
 
 
 class PromptAgentStep(StepModel):
@@ -51,4 +63,135 @@ class PromptAgentStep(StepModel):
         return self
 
 
-definition = StepDefinition(PromptAgentStep)
+async def run(step: PromptAgentStep, ctx: RunContext) -> RunContext:
+    """Configure the caps, converse, store the trajectory and turns, record the PromptResponse."""
+    agent = deployed_agent(ctx, step.agent_name, step)
+    user = deployed_agent(ctx, step.user_agent_name, step) if step.user_agent_name else None
+    run_ = current_run()
+    config = {"max_turns": step.max_turns, "max_turn_tokens": step.max_turn_tokens, "model": step.model}
+    if any(v is not None for v in config.values()):
+        await configure_agent(step, agent, envs=[], config=config, skills=[])
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + step.timeout_seconds
+    turns: list[dict[str, Any]] = []
+    reply, error = await _converse(step, agent, user, turns, deadline)
+    trajectory = await _store_trajectory(run_, step, agent, reply)
+    await _store_turns(run_, step, turns)
+    response = PromptResponse(
+        prompt_id=step.prompt_id, prompt=step.prompt, response=reply.text, trajectory=trajectory,
+        tool_call_count=reply.tool_call_count, model=reply.model or agent.model, error=error,
+        is_truncated=reply.is_truncated, is_timeout=reply.is_timeout,
+    )
+    ctx.prompt_responses[step.prompt_id] = response
+    if error:
+        raise StepError(f"agent '{agent.agent_name}' failed: {error}", step_id=step.id, step_type=step.type,
+                        context=ctx)
+    return ctx
+
+
+async def _converse(step: PromptAgentStep, agent: DeployedAgent, user: DeployedAgent | None,
+                    turns: list[dict[str, Any]], deadline: float) -> tuple[AgentReply, str | None]:
+    """Single turn, or up to max_conversation_turns exchanges with the user; the last agent reply."""
+    run_ = current_run()
+    client = a2a_client(run_, agent)
+    message, context_id = step.prompt, None
+    reply = AgentReply()
+    for turn in range(1, step.max_conversation_turns + 1):
+        try:
+            reply = await client.send(message, context_id=context_id, timeout_seconds=_left(deadline),
+                                      poll_interval_seconds=step.poll_interval_seconds)
+        except PromptTimeoutError as exc:
+            turns.append({"turn": turn, "role": "agent", "prompt": message, "error": str(exc)})
+            return exc.reply, str(exc)
+        except ProtocolError as exc:
+            turns.append({"turn": turn, "role": "agent", "prompt": message, "error": str(exc)})
+            return reply.model_copy(update={"text": ""}), str(exc)
+        context_id = reply.context_id
+        turns.append({"turn": turn, "role": "agent", "prompt": message, "reply": reply.text, "state": reply.state,
+                      "tool_call_count": reply.tool_call_count})
+        if reply.error or reply.state in ("failed", "rejected", "canceled"):
+            return reply, _error_text(reply)
+        if turn == step.max_conversation_turns:
+            break
+        answer, done = await _ask_user(step, user, reply.text, deadline, turns, turn)
+        if done or not answer:
+            break
+        message = answer
+    return reply, None
+
+
+async def _ask_user(step: PromptAgentStep, user: DeployedAgent | None, agent_text: str, deadline: float,
+                    turns: list[dict[str, Any]], turn: int) -> tuple[str, bool]:
+    """The user's next message and whether they are done."""
+    run_ = current_run()
+    client = a2a_client(run_, user) if user else A2AClient(step.user_a2a_url or "", http=http_client(run_))
+    try:
+        answer = await client.send(agent_text, context_id=_user_context(run_, step), timeout_seconds=_left(deadline),
+                                   poll_interval_seconds=step.poll_interval_seconds)
+    except AgentEnvError as exc:
+        raise StepError(f"the user ({step.user_agent_name or step.user_a2a_url}) did not answer: {exc}",
+                        step_id=step.id, step_type=step.type) from exc
+    _user_contexts(run_)[step.id] = answer.context_id
+    message, done = _parse_user(answer.text, answer.data) if user else (answer.text, not answer.text.strip())
+    turns.append({"turn": turn, "role": "user", "message": message, "done": done})
+    return message, done
+
+
+def _parse_user(text: str, data: dict[str, Any]) -> tuple[str, bool]:
+    """A user agent answers ``{message, done}`` (as JSON text or a data part)."""
+    if isinstance(data.get("message"), str):
+        return data["message"], bool(data.get("done"))
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return text, False
+    if isinstance(parsed, dict):
+        return str(parsed.get("message", "")), bool(parsed.get("done"))
+    return text, False
+
+
+def _user_contexts(run_: RunResources) -> dict[str, str | None]:
+    return run_.services.setdefault("user_contexts", {})  # type: ignore[no-any-return]
+
+
+def _user_context(run_: RunResources, step: PromptAgentStep) -> str | None:
+    return _user_contexts(run_).get(step.id)
+
+
+def _left(deadline: float) -> float:
+    return max(0.1, deadline - asyncio.get_running_loop().time())
+
+
+def _error_text(reply: AgentReply) -> str:
+    if reply.error:
+        code = f" ({reply.error.code})" if reply.error.code else ""
+        return f"{reply.error.type}{code}: {reply.error.message}"
+    return f"the agent's task ended {reply.state}"
+
+
+async def _store_trajectory(run_: RunResources, step: PromptAgentStep, agent: DeployedAgent,
+                            reply: AgentReply) -> str | None:
+    """Fetch the agent's trajectory (trajectory extension) and keep it in the artifact store."""
+    if reply.task_id is None and reply.context_id is None:
+        return reply.trajectory
+    try:
+        ext = await AgentEnvExtensions.of(a2a_client(run_, agent))
+        trajectory = await ext.get_trajectory(task_id=reply.task_id) if reply.task_id else \
+            await ext.get_trajectory(context_id=reply.context_id)
+        events = trajectory.model_dump(mode="json")
+    except AgentEnvError as exc:  # an agent without the extension still has a reply worth grading
+        logger.info("no trajectory from %s: %s", agent.agent_name, exc)
+        return reply.trajectory
+    store = await artifact_store(run_)
+    key = f"{run_.run_id}/trajectories/{step.prompt_id}.json"
+    return await asyncio.to_thread(store.put_object, key, json.dumps(events, indent=1, default=str))
+
+
+async def _store_turns(run_: RunResources, step: PromptAgentStep, turns: list[dict[str, Any]]) -> None:
+    """Every turn goes to the conversation store (one record per prompt)."""
+    store = await artifact_store(run_)
+    key = f"{run_.run_id}/conversations/{step.prompt_id}.json"
+    await asyncio.to_thread(store.put_object, key, json.dumps(turns, indent=1, default=str))
+
+
+definition = StepDefinition(PromptAgentStep, run)

@@ -6,6 +6,16 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+import asyncio
+import os
+import signal
+
+from prefect_agentenv.context import RunContext
+from prefect_agentenv.exceptions import AgentEnvError
+from prefect_agentenv.grading.verification import scored
+from prefect_agentenv.runtime.run import current_run
+from prefect_agentenv.runtime.sandbox import Sandbox
+from prefect_agentenv.steps.agent_support import deployed_agent, sandbox_of
 from prefect_agentenv.steps.base import Aggregator, AgentRef, VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
 
@@ -45,4 +55,55 @@ class VerifySandboxStep(VerifierStep):
     score_aggregator: Aggregator = "all_pass"
 
 
-definition = StepDefinition(VerifySandboxStep)
+async def run(step: VerifySandboxStep, ctx: RunContext) -> RunContext:
+    """Run every probe against the agent's sandbox; one row each."""
+    sandbox = sandbox_of(current_run(), deployed_agent(ctx, step.agent_name, step))
+    rows = [await _probe(sandbox, check) for check in step.checks]
+    ctx.metadata.verifications[step.verifier_id] = scored(rows, aggregator=step.score_aggregator,
+                                                          weight=step.weight, fmt="sandbox_checks")
+    return ctx
+
+
+async def _probe(sandbox: Sandbox, check: SandboxCheck) -> dict[str, object]:
+    if check.kind == "command_succeeds":
+        ok, why = await _command(sandbox, check)
+    else:
+        ok, why = _file(sandbox, check)
+    return {"id": check.id, "result": "pass" if ok else "fail", "score": 1.0 if ok else 0.0,
+            "weight": check.weight, "justification": why}
+
+
+def _file(sandbox: Sandbox, check: SandboxCheck) -> tuple[bool, str]:
+    try:
+        host = sandbox.path(check.path or "")
+    except (AgentEnvError, ValueError) as exc:
+        return False, f"{check.path}: {exc}"
+    if not host.is_file():
+        return False, f"{check.path} does not exist"
+    if check.kind == "file_exists":
+        return True, f"{check.path} exists"
+    text = host.read_text(encoding="utf-8", errors="replace")
+    found = (check.text or "") in text
+    return found, f"{check.path} {'contains' if found else 'does not contain'} {check.text!r}"
+
+
+async def _command(sandbox: Sandbox, check: SandboxCheck) -> tuple[bool, str]:
+    """Run argv in the sandbox (cwd and HOME there), in its own process group, bounded in time."""
+    argv = check.command or []
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv, cwd=sandbox.root, env={**os.environ, **sandbox.env()}, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT, start_new_session=True)
+    except OSError as exc:
+        return False, f"{' '.join(argv)} could not start: {exc}"
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), check.timeout_seconds)
+    except asyncio.TimeoutError:
+        os.killpg(proc.pid, signal.SIGKILL)
+        await proc.wait()
+        return False, f"{' '.join(argv)} did not finish within {check.timeout_seconds:g}s"
+    tail = out.decode(errors="replace").strip()[-300:]
+    return proc.returncode == 0, f"{' '.join(argv)} exited {proc.returncode}" + (f": {tail}" if tail else "")
+
+
+definition = StepDefinition(VerifySandboxStep, run)

@@ -1,0 +1,118 @@
+"""``prefect-agentenv agent``: register, list and show agents (A2AAgent blocks)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Annotated, Any
+
+import typer
+
+from prefect_agentenv.agents.catalog import REFERENCE_AGENTS
+from prefect_agentenv.blocks.agent import A2A_CARD_PATH, A2AAgent
+from prefect_agentenv.commands._registry import (
+    Noun,
+    UsageProblem,
+    echo_listing,
+    echo_view,
+    invalid_as_usage,
+    launch_view,
+    parse_launch_options,
+    read_blocks,
+    reported,
+    save_block,
+)
+from prefect_agentenv.runtime.resolve import ResolvedAgent, resolve_agent
+
+agent_app = typer.Typer(
+    help="Register, list and show agents (A2AAgent blocks and the reference agents).",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+AGENT = Noun("agent", "an")
+
+
+@agent_app.command("register")
+def register(
+    name: Annotated[str, typer.Argument(help="Agent id (lowercase letters, digits, dashes), e.g. claude-code.")],
+    command: Annotated[str | None, typer.Option(
+        "--command", help='Command line of a local agent, with {port} (and {host}): "python -m my_agent --port {port}".')] = None,
+    image: Annotated[str | None, typer.Option("--image", help="Docker image of the agent.")] = None,
+    url: Annotated[str | None, typer.Option("--url", help="Base URL of an agent that is already running.")] = None,
+    version: Annotated[str, typer.Option("--version", help="Version reported in the run context.")] = "0.0.0",
+    env: Annotated[list[str] | None, typer.Option("--env", help="K=V environment variable; repeat for more.")] = None,
+    secret_env: Annotated[list[str] | None, typer.Option(
+        "--secret-env", help="K=V secret environment variable, or K to take the value of $K now; repeat for more.")] = None,
+    startup_timeout: Annotated[float, typer.Option("--startup-timeout", min=0.001,
+                                                   help="Seconds the agent may take to answer its card.")] = 60.0,
+    card_path: Annotated[str, typer.Option("--card-path", help="Path of the agent's A2A card.")] = A2A_CARD_PATH,
+    container_port: Annotated[int, typer.Option("--container-port", min=1, max=65535,
+                                                help="Port the agent listens on inside its container.")] = 8000,
+    description: Annotated[str | None, typer.Option("--description", help="What the agent is.")] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing registration.")] = False,
+) -> None:
+    """Register how to launch an agent, as an A2AAgent block named NAME."""
+    with reported():
+        block = build_block(name, command=command, image=image, url=url, version=version, env=env or [],
+                            secret_env=secret_env or [], startup_timeout=startup_timeout, card_path=card_path,
+                            container_port=container_port, description=description)
+        asyncio.run(save_block(block, name, noun=AGENT, overwrite=overwrite))
+        typer.echo(f"registered agent {name!r} (A2AAgent block {name!r}): {block.to_launch_spec().describe()}")
+        if name in REFERENCE_AGENTS:
+            typer.echo(f"note: this replaces the reference agent {name!r} for runs that can reach this Prefect API")
+
+
+@agent_app.command("list")
+def list_agents() -> None:
+    """List registered agents (blocks) and the reference agents shipped in the package."""
+    with reported():
+        blocks = asyncio.run(read_blocks(A2AAgent))
+        echo_listing({name: (block.version, block.to_launch_spec().describe()) for name, block in blocks.items()},
+                     {agent_id: (reference.version, f"python -m {reference.module}")
+                      for agent_id, reference in REFERENCE_AGENTS.items()})
+
+
+@agent_app.command("show")
+def show(
+    name: Annotated[str, typer.Argument(help="Agent id.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON (secrets still masked).")] = False,
+) -> None:
+    """Show how an agent is launched; secret values are masked."""
+    with reported():
+        resolved = asyncio.run(resolve_agent(name, use_blocks=True))
+        view = describe(resolved)
+        if as_json:
+            typer.echo(json.dumps(view, indent=2))
+            return
+        echo_view(view)
+
+
+def build_block(name: str, *, command: str | None, image: str | None, url: str | None, version: str,
+                env: list[str], secret_env: list[str], startup_timeout: float, card_path: str,
+                container_port: int, description: str | None) -> A2AAgent:
+    """Check the command line and turn it into a block.
+
+    Raises:
+        UsageProblem: what is wrong and how to write it instead.
+    """
+    options = parse_launch_options(AGENT, name, command=command, image=image, url=url, env=env,
+                                   secret_env=secret_env)
+    if not card_path.startswith("/"):
+        raise UsageProblem(f"--card-path must start with /, got {card_path!r} (the default is {A2A_CARD_PATH})")
+    with invalid_as_usage():
+        return A2AAgent(version=version, command=options.command, image=options.image, url=options.url,
+                        env=options.env, secret_env=options.secret_env, startup_timeout_seconds=startup_timeout,
+                        card_path=card_path, container_port=container_port, description=description)
+
+
+def describe(resolved: ResolvedAgent) -> dict[str, Any]:
+    """What ``agent show`` prints, with secret values masked."""
+    return {
+        "name": resolved.a2a_agent_id,
+        "source": resolved.source,
+        "version": resolved.version,
+        "description": resolved.description,
+        **launch_view(resolved.spec),
+        "card_path": resolved.spec.ready_path,
+    }

@@ -1,0 +1,235 @@
+"""Per-agent sandboxes: the folder an agent works in, and the host view of its sandbox paths.
+
+Task documents and agents speak of absolute *sandbox paths* — ``/app/artifact``,
+``/tmp/file_artifacts/q3.csv`` — as if each agent had a machine of its own:
+
+* for a **local process** (kind ``"dir"``) every such path maps under the sandbox root
+  (``/app/artifact/q3.png`` → ``<root>/app/artifact/q3.png``); the agent runs with the root as
+  its cwd, ``HOME`` at ``<root>/home`` and ``$AGENTENV_SANDBOX_ROOT`` naming the root, so the
+  reference agents map the same paths the same way;
+* inside a **container** (kind ``"container"``) they are real paths; the host still reaches
+  the files through the same folder, which the container mounts (see :meth:`Sandbox.mounts`).
+
+Every path from a document or an agent goes through :meth:`Sandbox.path`, which refuses any
+path that would leave the root — by ``..`` or through a symlink the agent planted.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import stat
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Literal
+
+from prefect_agentenv.agents.state import SANDBOX_ROOT_VARIABLE
+from prefect_agentenv.exceptions import AgentEnvError
+
+logger = logging.getLogger("prefect_agentenv.runtime.sandbox")
+
+SandboxKind = Literal["dir", "container"]
+
+STANDARD_FOLDERS: tuple[str, ...] = ("/app/artifact", "/tmp/file_artifacts")
+"""Absolute sandbox folders every sandbox has from the start (agents and documents expect them)."""
+HOME_FOLDER = "home"
+"""Where ``HOME`` points, relative to the root: tools that write dotfiles stay inside the sandbox."""
+
+
+class UnsafeSandboxPathError(AgentEnvError, ValueError):
+    """A path would leave its sandbox (``..``, a symlink pointing outside) or is not a path at all."""
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """One agent's sandbox: a folder on this machine that the agent sees as its filesystem.
+
+    Attributes:
+        root: the sandbox folder on the host (resolved, so symlink checks compare like with like).
+        agent_name: the deployed agent it belongs to.
+        kind: ``"dir"`` for a local process, ``"container"`` when a container mounts it.
+    """
+
+    root: Path
+    agent_name: str
+    kind: SandboxKind = "dir"
+
+    @property
+    def home(self) -> Path:
+        """The agent's ``HOME``."""
+        return self.root / HOME_FOLDER
+
+    def path(self, path: str | os.PathLike[str]) -> Path:
+        """The host path of a sandbox path.
+
+        An absolute sandbox path maps under the root; a relative one is relative to the root
+        (the agent's cwd); an absolute host path already inside the root is kept, because local
+        agents report host paths (a trajectory file, say). Symlinks are resolved before the
+        check, so one pointing outside is refused like ``..``. The answer holds at the moment
+        of the call: an agent that swaps a folder for a symlink afterwards is not stopped.
+
+        Raises:
+            UnsafeSandboxPathError: the path leaves the sandbox, or contains a NUL byte.
+        """
+        text = os.fspath(path)
+        if "\0" in text:
+            raise UnsafeSandboxPathError(f"sandbox path {text!r} contains a NUL byte")
+        sandbox_path = PurePosixPath(text)  # sandbox paths are POSIX whatever the host is
+        if sandbox_path.is_absolute() and Path(text).is_relative_to(self.root):
+            candidate = Path(text)
+        elif sandbox_path.is_absolute():
+            candidate = self.root.joinpath(*sandbox_path.parts[1:])
+        else:
+            candidate = self.root.joinpath(*sandbox_path.parts)
+        try:
+            resolved = candidate.resolve()
+        except (OSError, RuntimeError) as exc:  # a symlink loop: RuntimeError before Python 3.13
+            raise UnsafeSandboxPathError(f"sandbox path {text!r} cannot be resolved: {exc}") from None
+        if not resolved.is_relative_to(self.root):
+            raise UnsafeSandboxPathError(f"sandbox path {text!r} leaves the sandbox of {self.agent_name!r}")
+        return resolved
+
+    def env(self) -> dict[str, str]:
+        """Environment variables that put a process in this sandbox (run it with ``cwd=root``).
+
+        In a container, absolute sandbox paths are real, so the root the agent maps under is ``/``
+        and ``HOME`` is the image's own.
+        """
+        if self.kind == "container":
+            return {SANDBOX_ROOT_VARIABLE: "/"}
+        return {"HOME": str(self.home), SANDBOX_ROOT_VARIABLE: str(self.root)}
+
+    def mounts(self) -> dict[Path, str]:
+        """Host folder → container path for each standard folder, for a container sandbox."""
+        return {self.path(folder): folder for folder in STANDARD_FOLDERS}
+
+    def list_files(self, base: str = ".") -> list[str]:
+        """Regular files under the sandbox folder ``base``, as sorted POSIX paths relative to it.
+
+        Symlinks are neither listed nor followed, so an agent cannot make the run read files
+        outside its sandbox. A ``base`` that does not exist (the agent made nothing) gives ``[]``.
+
+        Raises:
+            UnsafeSandboxPathError: ``base`` leaves the sandbox.
+        """
+        top = self.path(base)
+        return _regular_files(top) if top.is_dir() else []
+
+    def copy_in(self, files: Mapping[str, bytes] | Path, dest: str) -> list[str]:
+        """Write files into the sandbox folder ``dest`` (created if needed); existing files are replaced.
+
+        Args:
+            files: file name (a relative path, may contain folders) → content, or a host folder
+                whose regular files are copied with their relative paths (symlinks skipped).
+            dest: sandbox folder to write into, e.g. ``/tmp/file_artifacts``.
+
+        Returns:
+            The sandbox path of every file written, in the form the agent should be told.
+
+        Raises:
+            UnsafeSandboxPathError: ``dest`` leaves the sandbox, or a file name leaves ``dest``.
+        """
+        sources: Mapping[str, bytes | Path]
+        if isinstance(files, Path):
+            sources = {name: files / name for name in _regular_files(files)}
+        else:
+            sources = files
+        # Every name is checked before anything is written, so a bad one leaves no partial copy.
+        targets = [(self._target(dest, name), content) for name, content in sources.items()]
+        for (sandbox_path, target), content in targets:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, Path):
+                shutil.copyfile(content, target)
+            else:
+                target.write_bytes(content)
+        return [sandbox_path for (sandbox_path, _), _ in targets]
+
+    def _target(self, dest: str, name: str) -> tuple[str, Path]:
+        """The sandbox path and host path of file ``name`` in folder ``dest``, confined to ``dest``."""
+        relative = PurePosixPath(name)
+        if relative.is_absolute():
+            raise UnsafeSandboxPathError(f"file name {name!r} must be relative to {dest!r}")
+        sandbox_path = str(PurePosixPath(dest) / relative)
+        target = self.path(sandbox_path)
+        if target == self.path(dest) or not target.is_relative_to(self.path(dest)):
+            raise UnsafeSandboxPathError(f"file name {name!r} leaves the folder {dest!r}")
+        return sandbox_path, target
+
+    def read(self, path: str) -> bytes:
+        """The bytes of the sandbox file ``path``.
+
+        Raises:
+            UnsafeSandboxPathError: the path leaves the sandbox.
+            FileNotFoundError: there is no such file.
+            IsADirectoryError: the path is a folder.
+        """
+        return self.path(path).read_bytes()
+
+    def remove(self) -> bool:
+        """Delete the sandbox folder, best effort; True when it is gone.
+
+        Called at teardown unless the run keeps its sandboxes. Folders the agent made read-only
+        are made writable again and the removal retried; what still fails is logged, not raised,
+        because teardown must go on.
+        """
+        if not self.root.exists():
+            return True
+        try:
+            shutil.rmtree(self.root)
+        except OSError:
+            _make_writable(self.root)
+            shutil.rmtree(self.root, ignore_errors=True)
+        if self.root.exists():
+            logger.warning("could not remove the sandbox of %s at %s", self.agent_name, self.root)
+            return False
+        return True
+
+
+def create_sandbox(run_workdir: Path, agent_name: str, *, kind: SandboxKind = "dir") -> Sandbox:
+    """A fresh sandbox for ``agent_name`` under ``<run_workdir>/sandboxes/``.
+
+    The folder is ``<agent_name>-<short id>`` (so an agent deployed twice, or two runs sharing a
+    folder, never share a sandbox) with ``home/`` and the standard folders already there.
+    """
+    parent = Path(run_workdir) / "sandboxes"
+    parent.mkdir(parents=True, exist_ok=True)
+    root = (parent / f"{_folder_name(agent_name)}-{uuid.uuid4().hex[:8]}").resolve()
+    root.mkdir()
+    sandbox = Sandbox(root=root, agent_name=agent_name, kind=kind)
+    sandbox.home.mkdir()
+    for folder in STANDARD_FOLDERS:
+        sandbox.path(folder).mkdir(parents=True)
+    return sandbox
+
+
+def _folder_name(agent_name: str) -> str:
+    """``agent_name`` as one safe path segment (it comes from a task document)."""
+    cleaned = "".join(c if c.isalnum() or c in "-_." else "-" for c in agent_name).strip(".-")
+    return cleaned[:64] or "agent"
+
+
+def _regular_files(top: Path) -> list[str]:
+    """Regular files under a folder as sorted relative POSIX paths; symlinks neither listed nor followed."""
+    found: list[str] = []
+    pending = [top]
+    while pending:
+        with os.scandir(pending.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(Path(entry.path))
+                elif entry.is_file(follow_symlinks=False):
+                    found.append(Path(entry.path).relative_to(top).as_posix())
+    return sorted(found)
+
+
+def _make_writable(root: Path) -> None:
+    for folder, subfolders, _ in os.walk(root):
+        for name in [folder, *(os.path.join(folder, s) for s in subfolders)]:
+            try:
+                if not os.path.islink(name):
+                    os.chmod(name, os.stat(name).st_mode | stat.S_IRWXU)
+            except OSError:
+                pass  # best effort: rmtree reports what is left

@@ -1,0 +1,153 @@
+"""Deploying and reaching agents: shared by deploy_agent, prompt_agent, the judge and collect steps.
+
+Each deployed agent runs in its own sandbox (a folder for local processes) and is reached over
+A2A with the run's HTTP client. The run's model endpoint for a role is resolved once; when no
+endpoint is configured the built-in mock model is started for the run and labelled ``mock``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from prefect_agentenv.agents.catalog import REFERENCE_AGENTS
+from prefect_agentenv.context import DeployedAgent, DeployedEnv, RunContext
+from prefect_agentenv.exceptions import DeployError, NotInContextError, ProtocolError, StepError
+from prefect_agentenv.protocols.a2a import A2AClient
+from prefect_agentenv.protocols.agentenv_ext import AgentEnvExtensions
+from prefect_agentenv.runtime.launch import LaunchSpec
+from prefect_agentenv.runtime.models import ResolvedModel, resolve_model_endpoint
+from prefect_agentenv.runtime.resolve import resolve_agent
+from prefect_agentenv.runtime.run import RunResources, current_run
+from prefect_agentenv.runtime.sandbox import Sandbox, create_sandbox
+from prefect_agentenv.steps.base import StepModel
+from prefect_agentenv.steps.services import http_client, launchers
+
+logger = logging.getLogger("prefect_agentenv.agents")
+
+MOCK_MODEL_MODULE = "prefect_agentenv.agents.mock_model"
+# Each reference agent's roles: which model endpoint role its model comes from.
+_ROLE_OF = {"judge": "judge", "user-sim": "user"}
+
+
+def deployed_agent(ctx: RunContext, agent_name: str, step: StepModel) -> DeployedAgent:
+    """The agent an ancestor deployed under ``agent_name`` (reference wording kept verbatim)."""
+    agent = ctx.deployed_agents.get(agent_name)
+    if agent is None:
+        raise NotInContextError(f"Agent with name '{agent_name}' not found in context.deployed_agents",
+                                step_id=step.id, step_type=step.type)
+    return agent
+
+
+def a2a_client(run: RunResources, agent: DeployedAgent) -> A2AClient:
+    """One A2A client per agent instance, sharing the run's HTTP client."""
+    clients: dict[str, A2AClient] = run.services.setdefault("a2a_clients", {})
+    if agent.instance_id not in clients:
+        clients[agent.instance_id] = A2AClient(agent.a2a_url, http=http_client(run))
+    return clients[agent.instance_id]
+
+
+def sandbox_of(run: RunResources, agent: DeployedAgent) -> Sandbox:
+    """The sandbox of a deployed agent."""
+    sandboxes: dict[str, Sandbox] = run.services.setdefault("sandboxes", {})
+    if agent.instance_id not in sandboxes:
+        raise StepError(f"agent '{agent.agent_name}' has no sandbox in this run")
+    return sandboxes[agent.instance_id]
+
+
+async def model_for(run: RunResources, role: str, model: str | None = None) -> ResolvedModel:
+    """The model endpoint for a role; starts the run's mock model when nothing is configured."""
+    resolved = await resolve_model_endpoint(role, model=model, mock_base_url=run.services.get("mock_model_url"))
+    if resolved.is_mock and resolved.base_url is None:
+        url = await _start_mock_model(run)
+        resolved = await resolve_model_endpoint(role, model=model, mock_base_url=url)
+    if resolved.api_key is not None:
+        run.redact.add(resolved.api_key.get_secret_value())
+    return resolved
+
+
+async def _start_mock_model(run: RunResources) -> str:
+    spec = LaunchSpec(command=[_python(), "-m", MOCK_MODEL_MODULE, "--host", "{host}", "--port", "{port}"],
+                      ready_path="/health", startup_timeout_seconds=60)
+    launcher = launchers(run).for_spec(spec)
+    instance = await launcher.start(spec, name="mock-model", workdir=run.workdir / "models")
+    run.teardown.add(f"mock model ({instance.instance_id})", lambda: launcher.stop(instance), kind="model")
+    url = run.services["mock_model_url"] = f"{instance.base_url}/v1"
+    logger.info("no model endpoint configured: the built-in mock model serves at %s (output labelled mock)", url)
+    return url
+
+
+def _python() -> str:
+    return REFERENCE_AGENTS["scripted"].command()[0]
+
+
+def effective_agent_id(run: RunResources, agent_name: str, a2a_agent_id: str) -> str:
+    """Per-run overrides: ``<agent_name>.a2a_agent_id`` first, then ``a2a_agent_id``."""
+    return run.overrides.get(f"{agent_name}.a2a_agent_id") or run.overrides.get("a2a_agent_id") or a2a_agent_id
+
+
+async def start_agent(step: StepModel, *, agent_name: str, a2a_agent_id: str, role: str = "agent",
+                      model: str | None = None, version: str | None = None) -> tuple[DeployedAgent, Sandbox]:
+    """Resolve, sandbox and start an agent; register its teardown; return it once its card answers."""
+    run = current_run()
+    resolved = await resolve_agent(a2a_agent_id)
+    endpoint = await model_for(run, _ROLE_OF.get(a2a_agent_id, role), model)
+    sandbox = create_sandbox(run.workdir, agent_name)
+    if not run.keep:
+        run.teardown.add(f"sandbox of {agent_name}", _remover(sandbox), owner_step=step.id, kind="sandbox")
+    extra_env = {**sandbox.env(), **_model_env(endpoint)}
+    launcher = launchers(run).for_spec(resolved.spec)
+    try:
+        instance = await launcher.start(resolved.spec, name=agent_name, workdir=run.workdir / "agents",
+                                        cwd=sandbox.root, extra_env=extra_env)
+    except DeployError as exc:
+        exc.step_id, exc.step_type = step.id, step.type
+        raise
+    run.teardown.add(f"agent {agent_name} ({instance.instance_id})", lambda: launcher.stop(instance),
+                     owner_step=step.id, kind="agent", key=agent_name)
+    run.services.setdefault("sandboxes", {})[instance.instance_id] = sandbox
+    agent = DeployedAgent(agent_name=agent_name, a2a_url=instance.base_url, sandbox=str(sandbox.root),
+                          instance_id=instance.instance_id, a2a_agent_id=a2a_agent_id,
+                          model=endpoint.model)
+    return agent, sandbox
+
+
+def _remover(sandbox: Sandbox) -> Any:
+    async def remove() -> None:
+        sandbox.remove()
+
+    return remove
+
+
+def _model_env(endpoint: ResolvedModel) -> dict[str, str]:
+    """How an agent process learns its model endpoint (never logged: the launcher masks nothing here,
+    so the key travels only in the child's environment)."""
+    env = {"OPENAI_BASE_URL": endpoint.base_url or "", "AGENTENV_MODEL": endpoint.model}
+    if endpoint.api_key is not None:
+        env["OPENAI_API_KEY"] = endpoint.api_key.get_secret_value()
+    return env
+
+
+async def configure_agent(step: StepModel, agent: DeployedAgent, *, envs: list[DeployedEnv],
+                          config: dict[str, Any], skills: list[dict[str, Any]]) -> list[str]:
+    """Give the agent its envs' MCP endpoints, skills and config; return config fields it does not support."""
+    run = current_run()
+    client = a2a_client(run, agent)
+    try:
+        ext = await AgentEnvExtensions.of(client)
+        for env in envs:
+            await ext.add_mcp_server(env.mcp_url, name=env.env_id)
+        for skill in skills:
+            await ext.add_skill(skill["name"], skill.get("description") or "", skill.get("content") or "")
+        dropped: list[str] = []
+        config = {k: v for k, v in config.items() if v is not None}
+        if config:
+            result = await ext.set_agent_config(config)
+            dropped = list(result.dropped)
+    except ProtocolError as exc:
+        raise StepError(f"configuring agent '{agent.agent_name}': {exc}", step_id=step.id,
+                        step_type=step.type) from exc
+    if dropped:
+        logger.warning("agent %s does not support config field(s) %s; they were not sent", agent.agent_name,
+                       ", ".join(dropped))
+    return dropped

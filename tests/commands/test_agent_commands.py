@@ -1,0 +1,107 @@
+"""``prefect-agentenv agent``: register, list and show, with clear errors and exit code 2 for mistakes."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+from typer.testing import CliRunner
+
+from prefect_agentenv.cli import app
+
+runner = CliRunner()
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def agent(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, ["agent", *args])
+    assert "Traceback" not in result.output
+    return result.exit_code, result.output
+
+
+def test_a_registered_agent_is_listed_and_shown_with_its_secrets_masked(
+        prefect_harness: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    name = unique("claude")
+    monkeypatch.setenv("AGENT_TOKEN", "from-the-shell")
+    code, out = agent("register", name, "--command", "my-agent --host {host} --port {port}",
+                      "--version", "1.4.0", "--env", "MODE=test", "--secret-env", "API_KEY=s3cret",
+                      "--secret-env", "AGENT_TOKEN", "--startup-timeout", "15", "--card-path", "/card.json",
+                      "--description", "A coding agent.")
+    assert code == 0, out
+    assert f"registered agent {name!r}" in out and "s3cret" not in out
+
+    live = unique("live")
+    assert agent("register", live, "--url", "https://agent.example.com")[0] == 0
+    code, out = agent("list")
+    assert code == 0, out
+    assert "warning" not in out
+    lines = out.splitlines()
+    assert any(line.startswith(live) and "url https://agent.example.com" in line for line in lines)
+    row = next(line for line in lines if line.startswith(name))
+    assert "block" in row and "1.4.0" in row and "my-agent --host {host}" in row
+    assert any(line.startswith("scripted") and "reference" in line for line in lines)
+
+    code, out = agent("show", name)
+    assert code == 0, out
+    assert "source: block" in out and "version: 1.4.0" in out and "description: A coding agent." in out
+    assert "command: my-agent --host {host} --port {port}" in out
+    assert "card_path: /card.json" in out
+    assert "MODE=test" in out and "API_KEY=********" in out and "AGENT_TOKEN=********" in out
+    assert "s3cret" not in out and "from-the-shell" not in out
+
+    code, out = agent("show", name, "--json")
+    view = json.loads(out)
+    assert view["secret_env"] == {"API_KEY": "********", "AGENT_TOKEN": "********"}
+    assert view["startup_timeout_seconds"] == 15 and view["card_path"] == "/card.json"
+
+
+def test_registering_a_name_twice_needs_overwrite(prefect_harness: None) -> None:
+    name = unique("dup")
+    assert agent("register", name, "--url", "https://one.example.com")[0] == 0
+    code, out = agent("register", name, "--url", "https://two.example.com")
+    assert code == 2 and "agent" in out and "--overwrite" in out
+    assert agent("register", name, "--url", "https://two.example.com", "--overwrite")[0] == 0
+    assert "url: https://two.example.com" in agent("show", name)[1]
+
+
+def test_an_image_agent_is_registered_with_its_container_port(prefect_harness: None) -> None:
+    name = unique("boxed")
+    assert agent("register", name, "--image", "agents/claude:1", "--container-port", "9000")[0] == 0
+    view = json.loads(agent("show", name, "--json")[1])
+    assert view["image"] == "agents/claude:1" and view["container_port"] == 9000
+    assert view["card_path"] == "/.well-known/agent-card.json"
+
+
+def test_a_reference_agent_is_shown_as_such(prefect_harness: None) -> None:
+    code, out = agent("show", "scripted")
+    assert code == 0, out
+    assert "source: reference" in out and "prefect_agentenv.agents.scripted" in out
+    assert "card_path: /.well-known/agent-card.json" in out
+
+
+def test_showing_an_unknown_agent_exits_2_with_how_to_register_it(prefect_harness: None) -> None:
+    code, out = agent("show", "no-such-agent")
+    assert code == 2
+    assert "prefect-agentenv agent register no-such-agent --command" in out
+    assert "reference agents:" in out and "scripted" in out
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["Bad_Name", "--url", "https://x.example.com"], "cannot name an agent"),
+    (["ok-name"], "give exactly one of --command, --image or --url"),
+    (["ok-name", "--url", "https://x", "--image", "img"], "(got --image, --url)"),
+    (["ok-name", "--command", "my-agent --port 8000"], "--command must contain {port}"),
+    (["ok-name", "--command", "my-agent 'oops"], "--command cannot be split"),
+    (["ok-name", "--url", "agent.example.com"], "--url must start with http"),
+    (["ok-name", "--url", "https://x", "--env", "NOVALUE"], "--env expects KEY=VALUE"),
+    (["ok-name", "--url", "https://x", "--secret-env", "UNSET_AGENTENV_TEST_VAR"], "is not set"),
+    (["ok-name", "--url", "https://x", "--card-path", "card.json"], "--card-path must start with /"),
+])
+def test_register_mistakes_exit_2_with_a_clear_message(args: list[str], message: str) -> None:
+    code, out = agent("register", *args)
+    assert code == 2
+    assert message in out
