@@ -189,10 +189,14 @@ class JudgeOutputError(AgentEnvError):
         problems: what is wrong with the answer, one sentence each.
         corrective_message: the message that tells the judge what to fix and restates the format.
         partial_rows: the rows that could be read, for a caller that gives up retrying.
+        raw_outputs: every answer the judge gave, in order, when the caller gave up after retrying
+            (empty when raised by the parser for one answer).
     """
 
-    def __init__(self, problems: list[str], *, corrective_message: str, partial_rows: list[Any] | None = None) -> None:
+    def __init__(self, problems: list[str], *, corrective_message: str, partial_rows: list[Any] | None = None,
+                 raw_outputs: list[str] | None = None) -> None:
         self.problems = problems
         self.corrective_message = corrective_message
         self.partial_rows = list(partial_rows or [])
+        self.raw_outputs = list(raw_outputs or [])
         super().__init__("the judge's answer could not be graded: " + "; ".join(problems))

@@ -11,10 +11,10 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar, cast
 
 import typer
 from prefect.blocks.core import Block
@@ -38,7 +38,7 @@ class UsageProblem(Exception):
 
 
 @contextmanager
-def reported() -> Iterator[None]:
+def reported() -> Generator[None]:
     """Turn every failure into one line on stderr and an exit code, never a traceback."""
     try:
         yield
@@ -118,7 +118,7 @@ def parse_launch_options(noun: Noun, name: str, *, command: str | None, image: s
 
 
 @contextmanager
-def invalid_as_usage() -> Iterator[None]:
+def invalid_as_usage() -> Generator[None]:
     """A block that refuses its fields is a command-line mistake: say which, without a traceback."""
     try:
         yield
@@ -164,11 +164,12 @@ def echo_view(view: Mapping[str, Any]) -> None:
     """Print a ``show`` view as ``key: value`` lines (dicts as indented ``K=V``, argv quoted)."""
     for key, value in view.items():
         if isinstance(value, dict):
-            typer.echo(f"{key}:" + ("" if value else " {}"))
-            for k, v in value.items():
+            pairs = cast(dict[str, Any], value)
+            typer.echo(f"{key}:" + ("" if pairs else " {}"))
+            for k, v in pairs.items():
                 typer.echo(f"  {k}={v}")
         elif isinstance(value, list):
-            typer.echo(f"{key}: {join_argv(value)}")
+            typer.echo(f"{key}: {join_argv(cast(list[str], value))}")
         elif value is not None:
             typer.echo(f"{key}: {value}")
 

@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Literal
+from typing import BinaryIO, Literal
 
 from prefect_agentenv.agents.state import SANDBOX_ROOT_VARIABLE
 from prefect_agentenv.exceptions import AgentEnvError
@@ -56,6 +56,11 @@ class Sandbox:
     root: Path
     agent_name: str
     kind: SandboxKind = "dir"
+
+    def __post_init__(self) -> None:
+        # Containment checks compare resolved paths, so the root must be resolved too (a sandbox
+        # rebuilt from a context's string may name it through a symlinked /tmp).
+        object.__setattr__(self, "root", Path(self.root).resolve())
 
     @property
     def home(self) -> Path:
@@ -137,24 +142,27 @@ class Sandbox:
             sources = {name: files / name for name in _regular_files(files)}
         else:
             sources = files
+        folder = self.path(dest)
         # Every name is checked before anything is written, so a bad one leaves no partial copy.
-        targets = [(self._target(dest, name), content) for name, content in sources.items()]
-        for (sandbox_path, target), content in targets:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if isinstance(content, Path):
-                shutil.copyfile(content, target)
-            else:
-                target.write_bytes(content)
-        return [sandbox_path for (sandbox_path, _), _ in targets]
+        targets = {self._target(dest, folder, name): content for name, content in sources.items()}
+        for (_, host), content in targets.items():
+            host.parent.mkdir(parents=True, exist_ok=True)
+            with _open_no_follow(host, os.O_WRONLY | os.O_CREAT | os.O_TRUNC) as out:
+                if isinstance(content, Path):
+                    with content.open("rb") as source:
+                        shutil.copyfileobj(source, out)
+                else:
+                    out.write(content)
+        return [sandbox_path for sandbox_path, _ in targets]
 
-    def _target(self, dest: str, name: str) -> tuple[str, Path]:
-        """The sandbox path and host path of file ``name`` in folder ``dest``, confined to ``dest``."""
+    def _target(self, dest: str, folder: Path, name: str) -> tuple[str, Path]:
+        """The sandbox path and host path of file ``name`` in ``dest`` (host ``folder``), confined to it."""
         relative = PurePosixPath(name)
         if relative.is_absolute():
             raise UnsafeSandboxPathError(f"file name {name!r} must be relative to {dest!r}")
         sandbox_path = str(PurePosixPath(dest) / relative)
         target = self.path(sandbox_path)
-        if target == self.path(dest) or not target.is_relative_to(self.path(dest)):
+        if target == folder or not target.is_relative_to(folder):
             raise UnsafeSandboxPathError(f"file name {name!r} leaves the folder {dest!r}")
         return sandbox_path, target
 
@@ -166,7 +174,8 @@ class Sandbox:
             FileNotFoundError: there is no such file.
             IsADirectoryError: the path is a folder.
         """
-        return self.path(path).read_bytes()
+        with _open_no_follow(self.path(path), os.O_RDONLY) as source:
+            return source.read()
 
     def remove(self) -> bool:
         """Delete the sandbox folder, best effort; True when it is gone.
@@ -225,7 +234,14 @@ def _regular_files(top: Path) -> list[str]:
     return sorted(found)
 
 
+def _open_no_follow(path: Path, flags: int) -> BinaryIO:
+    """Open without following a final symlink: one planted after :meth:`Sandbox.path` checked is refused."""
+    fd = os.open(path, flags | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    return os.fdopen(fd, "wb" if flags & os.O_WRONLY else "rb")
+
+
 def _make_writable(root: Path) -> None:
+    """Give the owner rwx on every folder (never through symlinks), so rmtree can empty them."""
     for folder, subfolders, _ in os.walk(root):
         for name in [folder, *(os.path.join(folder, s) for s in subfolders)]:
             try:

@@ -101,8 +101,9 @@ async def _converse(step: PromptAgentStep, agent: DeployedAgent, user: DeployedA
             reply = await client.send(message, context_id=context_id, timeout_seconds=_left(deadline),
                                       poll_interval_seconds=step.poll_interval_seconds)
         except PromptTimeoutError as exc:
-            turns.append({"turn": turn, "role": "agent", "prompt": message, "error": str(exc)})
-            return exc.reply, str(exc)
+            error = f"did not finish within {step.timeout_seconds:g}s (timeout_seconds): {exc}"
+            turns.append({"turn": turn, "role": "agent", "prompt": message, "error": error})
+            return exc.reply, error
         except ProtocolError as exc:
             turns.append({"turn": turn, "role": "agent", "prompt": message, "error": str(exc)})
             return reply.model_copy(update={"text": ""}), str(exc)
@@ -178,7 +179,7 @@ async def _store_trajectory(run_: RunResources, step: PromptAgentStep, agent: De
         ext = await AgentEnvExtensions.of(a2a_client(run_, agent))
         trajectory = await ext.get_trajectory(task_id=reply.task_id) if reply.task_id else \
             await ext.get_trajectory(context_id=reply.context_id)
-        events = trajectory.model_dump(mode="json")
+        events = trajectory.model_dump(mode="json", exclude={"raw"})
     except AgentEnvError as exc:  # an agent without the extension still has a reply worth grading
         logger.info("no trajectory from %s: %s", agent.agent_name, exc)
         return reply.trajectory
