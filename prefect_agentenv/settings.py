@@ -23,6 +23,9 @@ class AgentEnvSettings(PrefectBaseSettings):
     """Working folder for runs: logs, sandboxes, reports and the local artifact store."""
     artifact_store_block: str | None = None
     """Name of an ArtifactStore block to use instead of the local folder under ``home``."""
+    tag_task_runs: bool = True
+    """Tag each step's task run with its step type (lets Prefect tag concurrency limits cap a step
+    type; on a busy SQLite-backed server the per-tag limit lookups can stall runs, see benchmarks/)."""
     teardown_timeout_seconds: float = 30.0
     """Upper bound for stopping everything a run started."""
     step_teardown_timeout_seconds: float = 10.0

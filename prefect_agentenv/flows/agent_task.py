@@ -65,7 +65,8 @@ _step_task = task(_step_task_body, cache_policy=NO_CACHE, persist_result=False, 
 
 
 async def _execute_as_prefect_task(step: StepModel, inputs: list[RunContext]) -> RunContext:
-    runnable = _step_task.with_options(name=step.id, task_run_name=step.id, tags={step.type})
+    tags = {step.type} if get_settings().tag_task_runs else set()
+    runnable = _step_task.with_options(name=step.id, task_run_name=step.id, tags=tags)
     state = await runnable(step, inputs, return_state=True)
     result = await state.result(raise_on_failure=False)
     if isinstance(result, BaseException):
