@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import asyncio
+import json
+import logging
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from prefect_agentenv.context import DeployedAgent, PromptResponse, RunContext
+from prefect_agentenv.exceptions import AgentEnvError, JudgeOutputError, NotInContextError, StepError
+from prefect_agentenv.grading.judging import AgentAsk, Ask, model_ask, run_judge
+from prefect_agentenv.grading.verification import prompt_error, scored, skip_reason, skipped
+from prefect_agentenv.protocols.agentenv_ext import AgentEnvExtensions
+from prefect_agentenv.runtime.run import RunResources, current_run
+from prefect_agentenv.steps.agent_support import a2a_client, deployed_agent, model_for, start_agent
 from prefect_agentenv.steps.base import Aggregator, AgentRef, PromptRef, VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
+from prefect_agentenv.steps.services import artifact_store, http_client, read_record
+
+logger = logging.getLogger("prefect_agentenv.judge")
 
 
 class Criterion(BaseModel):
@@ -21,6 +34,8 @@ class Criterion(BaseModel):
     """What must be true, in plain language."""
     weight: float = 1.0
     """Weight in weighted_average; a negative weight is a penalty."""
+    axis: str | None = None
+    """Reporting axis (correctness, communication, …) for benchmark breakdowns."""
 
 
 class RubricsVerifierStep(VerifierStep):
@@ -56,4 +71,127 @@ class RubricsVerifierStep(VerifierStep):
     )
 
 
-definition = StepDefinition(RubricsVerifierStep)
+async def run(step: RubricsVerifierStep, ctx: RunContext) -> RunContext:
+    """Skip or short-circuit when the reply cannot be graded; otherwise ask the judge and fold its rows."""
+    response = ctx.prompt_responses.get(step.prompt_id)
+    if response is None:
+        raise NotInContextError(f"Prompt '{step.prompt_id}' not found in context.prompt_responses",
+                                step_id=step.id, step_type=step.type)
+    verifications = ctx.metadata.verifications
+    reason = skip_reason(response, skip_on_truncated=step.skip_on_truncated, skip_on_timeout=step.skip_on_timeout)
+    if reason:
+        verifications[step.verifier_id] = skipped(reason, weight=step.weight, fmt=step.output_format)
+        return ctx
+    if response.error:
+        verifications[step.verifier_id] = prompt_error(response, weight=step.weight, fmt=step.output_format)
+        return ctx
+    verifications[step.verifier_id] = await _grade(step, ctx, response)
+    return ctx
+
+
+async def _grade(step: RubricsVerifierStep, ctx: RunContext, response: PromptResponse) -> dict[str, Any]:
+    run_ = current_run()
+    trajectory = await _trajectory(run_, step, response)
+    judge = await _Judge.open(step, ctx)
+    try:
+        result = await run_judge(
+            judge.ask, prompt=response.prompt, reply=response.response, trajectory=trajectory,
+            criteria=step.criteria, output_format=step.output_format, grading_policy=step.grading_policy_prompt,
+            context_facts=step.context_facts_for_judge, files=judge.files, retries=step.judge_retries)
+        # Read the judge's trajectory before a judge deployed for this step is stopped.
+        judge_info = {**judge.describe(), "attempts": result.attempts,
+                      "trajectory": await judge.store_trajectory(run_, step)}
+    except JudgeOutputError as exc:
+        ctx.metadata.verifications[step.verifier_id] = {
+            "format": step.output_format, "results": [], "score": None, "weight": step.weight,
+            "error": str(exc), "raw_outputs": getattr(exc, "raw_outputs", []), "judge": judge.describe()}
+        raise StepError(f"the judge's output could not be read after {step.judge_retries} corrective "
+                        f"retries: {exc}", step_id=step.id, step_type=step.type, context=ctx) from exc
+    except AgentEnvError as exc:
+        raise StepError(f"judging failed: {exc}", step_id=step.id, step_type=step.type) from exc
+    finally:
+        await judge.close()
+    rows = [{**row, **({"axis": c.axis} if c.axis else {})} for row, c in zip(result.rows, step.criteria)]
+    return scored(rows, aggregator=step.score_aggregator, weight=step.weight, fmt=step.output_format,
+                  judge=judge_info)
+
+
+async def _trajectory(run_: RunResources, step: RubricsVerifierStep, response: PromptResponse) -> Any:
+    """The graded agent's trajectory events (filtered), or None when not used or not stored."""
+    if not step.use_trajectory or not response.trajectory:
+        return None
+    data = await read_record(run_, response.trajectory)
+    if data is None:
+        return None
+    events = json.loads(data).get("events", [])
+    if step.trajectory_filter:
+        events = [e for e in events if isinstance(e, dict) and e.get("kind") in step.trajectory_filter]
+    return events
+
+
+class _Judge:
+    """Who grades: a deployed agent, a judge agent started for this step, or the judge model."""
+
+    def __init__(self, step: RubricsVerifierStep, ask: Ask, *, agent: DeployedAgent | None, own: bool,
+                 model: str | None, is_mock: bool, files: list[str]) -> None:
+        self.step, self.ask, self.agent, self.own = step, ask, agent, own
+        self.model, self.is_mock, self.files = model, is_mock, files
+
+    @classmethod
+    async def open(cls, step: RubricsVerifierStep, ctx: RunContext) -> _Judge:
+        run_ = current_run()
+        model = step.judge_model or run_.overrides.get("judge_model")
+        if step.judge_mode == "model" and step.agent_name is None:
+            endpoint = await model_for(run_, "judge", model)
+            ask = model_ask(endpoint.client(http=http_client(run_)), endpoint.model,
+                            timeout=step.judge_timeout_seconds)
+            return cls(step, ask, agent=None, own=False, model=endpoint.model, is_mock=endpoint.is_mock, files=[])
+        if step.agent_name is not None:
+            agent, own = deployed_agent(ctx, step.agent_name, step), False
+        else:
+            judge_id = run_.overrides.get("judge_agent_id") or step.judge_agent_id
+            agent, _ = await start_agent(step, agent_name=f"judge-{step.id}", a2a_agent_id=judge_id,
+                                         role="judge", model=model)
+            own = True
+        files = [f"{entry['folder'].rstrip('/')}/{name}" for entry in ctx.metadata.loaded_file_artifact_universes
+                 if entry.get("agent_name") == agent.agent_name for name in entry.get("files", [])]
+        ask = AgentAsk(a2a_client(run_, agent), timeout_seconds=step.judge_timeout_seconds)
+        return cls(step, ask, agent=agent, own=own, model=agent.model, is_mock=agent.model == "mock", files=files)
+
+    def describe(self) -> dict[str, Any]:
+        mode = "model" if self.agent is None else "agent"
+        out: dict[str, Any] = {"mode": mode, "model": self.model, "mock": self.is_mock}
+        if self.agent is not None:
+            out.update(agent_name=self.agent.agent_name, a2a_agent_id=self.agent.a2a_agent_id)
+        if self.files:
+            out["files"] = self.files
+        return out
+
+    async def store_trajectory(self, run_: RunResources, step: RubricsVerifierStep) -> str | None:
+        """Keep the judge agent's own trajectory next to the graded one."""
+        if not isinstance(self.ask, AgentAsk) or not self.ask.replies or self.agent is None:
+            return None
+        last = self.ask.replies[-1]
+        try:
+            ext = await AgentEnvExtensions.of(a2a_client(run_, self.agent))
+            trajectory = await ext.get_trajectory(context_id=last.context_id) if last.context_id else \
+                await ext.get_trajectory(task_id=last.task_id)
+        except AgentEnvError as exc:
+            logger.info("no trajectory from the judge %s: %s", self.agent.agent_name, exc)
+            return last.trajectory
+        store = await artifact_store(run_)
+        key = f"{run_.run_id}/judges/{step.verifier_id}.json"
+        body = json.dumps(trajectory.model_dump(mode="json", exclude={"raw"}), indent=1, default=str)
+        return await asyncio.to_thread(store.put_object, key, body)
+
+    async def close(self) -> None:
+        """A judge deployed for this step is stopped as soon as the grading is done."""
+        if not self.own or self.agent is None:
+            return
+        registry = current_run().teardown
+        for entry in registry.pending(kind="agent"):
+            if entry.key == self.agent.agent_name:
+                await registry.stop(entry)
+
+
+definition = StepDefinition(RubricsVerifierStep, run)

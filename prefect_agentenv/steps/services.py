@@ -71,3 +71,12 @@ def env_client(ctx: RunContext, env_id: str, step: StepModel) -> EnvClient:
 def as_step_error(exc: AgentEnvError, step: StepModel, doing: str) -> StepError:
     """Wrap a protocol/store error so the report names the step and what it was doing."""
     return StepError(f"{doing}: {exc}", step_id=step.id, step_type=step.type)
+
+
+async def read_record(run: RunResources, url: str) -> bytes | None:
+    """Read back a run record by the URL ``put_object`` returned; None when it is not in this store."""
+    store = await artifact_store(run)
+    prefix = store.object_url("x")[:-1]
+    if not url.startswith(prefix):
+        return None
+    return await asyncio.to_thread(store.get_object, url[len(prefix):])
