@@ -16,6 +16,7 @@ Every error the package raises on purpose derives from ``AgentEnvError``::
     │   ├── UnsupportedOperationError an env's card does not offer the operation (no data plane, …)
     │   └── McpError                  an MCP server answered an error or could not be reached
     │       └── McpToolError          a tool call came back flagged ``isError``
+    ├── UnsafeSandboxPathError   a path would leave an agent's sandbox (also a ``ValueError``)
     ├── JudgeOutputError         a judge's answer is not one grade per criterion; ``.corrective_message``
     └── ArtifactError            the artifact store refused or failed an operation
         ├── UnsafeKeyError              a key taken from a document would leave the store
@@ -25,7 +26,8 @@ Every error the package raises on purpose derives from ``AgentEnvError``::
         └── ArtifactStoreError          the store failed or is unreachable (also a ``ProtocolError``)
 
 The ``ArtifactError`` subclasses live in :mod:`prefect_agentenv.artifacts`, ``PromptTimeoutError``
-in :mod:`prefect_agentenv.protocols.a2a`.
+in :mod:`prefect_agentenv.protocols.a2a`, ``UnsafeSandboxPathError`` in
+:mod:`prefect_agentenv.runtime.sandbox`.
 
 Third-party errors (httpx, mcp, a2a, botocore) are mapped to these at the protocol
 boundary with ``raise ... from``, so steps never catch foreign types.

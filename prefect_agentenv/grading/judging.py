@@ -47,7 +47,7 @@ INSTRUCTIONS_OPEN = f"<<<JUDGE INSTRUCTIONS {JUDGE_MARKER}>>>"
 INSTRUCTIONS_CLOSE = "<<<END JUDGE INSTRUCTIONS>>>"
 _EARLIER_ANSWER = "Your previous answer:"
 
-Trajectory = str | Sequence[Mapping[str, Any] | BaseModel] | None
+TrajectoryInputInput = str | Sequence[Mapping[str, Any] | BaseModel] | None
 
 
 class JudgeResult(BaseModel):
@@ -71,7 +71,7 @@ async def run_judge(
     *,
     prompt: str,
     reply: str,
-    trajectory: Trajectory,
+    trajectory: TrajectoryInput,
     criteria: Sequence[RubricCriterion],
     output_format: OutputFormat = "rubric_binary",
     grading_policy: str | None = None,

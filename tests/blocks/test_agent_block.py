@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from typing import cast
 
 import pytest
 from prefect.blocks.core import Block
@@ -70,7 +69,7 @@ async def test_a_saved_block_loads_back_with_its_secrets(prefect_harness: None) 
     name = unique("claude")
     await A2AAgent(version="1.2.3", command=["agent", "--port", "{port}"],
                    secret_env={"API_KEY": SecretStr("s3cret")}, description="A coding agent.").asave(name)
-    loaded = cast(A2AAgent, await A2AAgent.aload(name))
+    loaded = await A2AAgent.aload(name)
     assert loaded.version == "1.2.3"
     assert loaded.command == ["agent", "--port", "{port}"]
     assert loaded.secret_env["API_KEY"].get_secret_value() == "s3cret"

@@ -72,6 +72,17 @@ def test_a_symlink_pointing_outside_is_refused_however_it_is_reached(sandbox: Sa
 def test_a_symlink_that_stays_inside_is_followed(sandbox: Sandbox) -> None:
     (sandbox.root / "shortcut").symlink_to(sandbox.root / "app" / "artifact")
     assert sandbox.path("/shortcut/x.txt") == sandbox.root / "app" / "artifact" / "x.txt"
+    (sandbox.root / "app" / "artifact" / "x.txt").write_bytes(b"x")
+    assert sandbox.read("/shortcut/x.txt") == b"x"
+
+
+def test_a_sandbox_rebuilt_through_a_symlinked_folder_still_knows_its_inside(sandbox: Sandbox,
+                                                                             tmp_path: Path) -> None:
+    alias = tmp_path / "alias"
+    alias.symlink_to(sandbox.root)
+    rebuilt = Sandbox(root=alias, agent_name="assistant")
+    assert rebuilt.root == sandbox.root
+    assert rebuilt.path("/app/artifact") == sandbox.root / "app" / "artifact"
 
 
 def test_a_refusal_is_an_agentenv_error_and_a_value_error(sandbox: Sandbox) -> None:
@@ -118,6 +129,12 @@ def test_a_file_name_cannot_write_outside_its_destination_folder(sandbox: Sandbo
     assert sandbox.list_files("/") == []
 
 
+def test_one_bad_name_means_nothing_is_copied(sandbox: Sandbox) -> None:
+    with pytest.raises(UnsafeSandboxPathError):
+        sandbox.copy_in({"good.txt": b"x", "../bad.txt": b"y"}, "/tmp/file_artifacts")
+    assert sandbox.list_files("/") == []
+
+
 def test_listing_skips_symlinks_and_does_not_follow_them(sandbox: Sandbox, tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -154,9 +171,3 @@ def test_removal_leaves_what_symlinks_point_to(sandbox: Sandbox, tmp_path: Path)
     (sandbox.root / "link").symlink_to(outside)
     assert sandbox.remove()
     assert (outside / "precious.txt").exists()
-
-
-def test_one_bad_name_means_nothing_is_copied(sandbox: Sandbox) -> None:
-    with pytest.raises(UnsafeSandboxPathError):
-        sandbox.copy_in({"good.txt": b"x", "../bad.txt": b"y"}, "/tmp/file_artifacts")
-    assert sandbox.list_files("/") == []

@@ -1,0 +1,151 @@
+"""A Python API for notebooks: deploy envs and an agent, then prompt it or talk to it turn by turn.
+
+```python
+from prefect_agentenv.session import AgentSession
+
+async with AgentSession(envs={"email": "inbox"}, agent="scripted",
+                        agent_config={"plan": {"reply": "On it."}}) as session:
+    reply = await session.prompt("Reply to Dana.")           # a PromptResponse
+    async with session.interaction() as chat:                 # you play the user
+        segment = await chat.turn("Hi, can you check the Q3 numbers?")
+        while not segment.done:
+            segment = await chat.turn("Thanks, anything else?")
+    state = await session.env_state("email")                  # what the env exports
+```
+
+Everything runs on this machine without Prefect (the same step code as a flow run), and every
+process the session started is stopped when the ``async with`` block ends.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+from prefect_agentenv.context import PromptResponse, RunContext
+from prefect_agentenv.protocols.a2a import AgentReply
+from prefect_agentenv.runtime.run import RunResources, bind_run, unbind_run
+from prefect_agentenv.runtime.teardown import TeardownRegistry
+from prefect_agentenv.settings import get_settings
+from prefect_agentenv.steps import deploy_agent, deploy_env, load_artifact, prompt_agent
+from prefect_agentenv.steps.agent_support import a2a_client
+from prefect_agentenv.steps.services import env_client
+
+
+@dataclass
+class Segment:
+    """One turn of an interaction: the agent's answer to the caller's message."""
+
+    text: str
+    reply: AgentReply
+    done: bool
+    """True when the agent ended the exchange (failed, rejected or cancelled its task)."""
+
+
+@dataclass
+class Interaction:
+    """A conversation in one A2A context; each :meth:`turn` waits for the agent's answer."""
+
+    session: AgentSession
+    timeout_seconds: float
+    context_id: str | None = None
+    segments: list[Segment] = field(default_factory=list)
+
+    async def turn(self, message: str) -> Segment:
+        """Send the caller's message; return the agent's answer."""
+        client = a2a_client(self.session.run, self.session.ctx.deployed_agents[self.session.agent_name])
+        reply = await client.send(message, context_id=self.context_id, timeout_seconds=self.timeout_seconds)
+        self.context_id = reply.context_id or self.context_id
+        segment = Segment(reply.text, reply, reply.state in ("failed", "rejected", "canceled") or reply.error is not None)
+        self.segments.append(segment)
+        return segment
+
+
+class AgentSession:
+    """Envs and one agent deployed for interactive use.
+
+    Args:
+        envs: env ids to deploy, each mapped to the environment artifact to load (or None).
+        agent: registry id of the agent (a block or a reference agent such as ``scripted``, ``llm``).
+        agent_name: the name the agent gets.
+        agent_config: agent-config fields (system_prompt, model, a scripted plan, …).
+        keep: keep the agent's sandbox after the session.
+    """
+
+    def __init__(self, *, envs: Mapping[str, str | None] | list[str] = (), agent: str = "llm",  # type: ignore[assignment]
+                 agent_name: str = "assistant", agent_config: Mapping[str, Any] | None = None,
+                 keep: bool = False) -> None:
+        self.envs = dict(envs) if isinstance(envs, Mapping) else {e: None for e in envs}
+        self.agent_id, self.agent_name = agent, agent_name
+        self.agent_config = dict(agent_config or {})
+        settings = get_settings()
+        run_id = f"session-{uuid.uuid4().hex[:12]}"
+        self.run = RunResources(run_id=run_id, task_id="session", workdir=(settings.runs_dir / run_id).resolve(),
+                                teardown=TeardownRegistry(per_entry_timeout=settings.step_teardown_timeout_seconds),
+                                keep=keep)
+        self.ctx = RunContext()
+        self._token: Any = None
+        self._prompts = 0
+
+    async def __aenter__(self) -> AgentSession:
+        self.run.workdir.mkdir(parents=True, exist_ok=True)
+        self._token = bind_run(self.run)
+        try:
+            await self._deploy()
+        except BaseException:
+            await self.aclose()
+            raise
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Stop everything the session started."""
+        await self.run.teardown.stop_all(get_settings().teardown_timeout_seconds)
+        if self._token is not None:
+            unbind_run(self._token)
+            self._token = None
+
+    async def _deploy(self) -> None:
+        for env_id, artifact in self.envs.items():
+            self.ctx = await deploy_env.run(deploy_env.DeployEnvStep(id=f"env-{env_id}", env_id=env_id), self.ctx)
+            if artifact:
+                step = load_artifact.LoadArtifactStep(id=f"load-{env_id}", env_id=env_id, artifact_id=artifact)
+                self.ctx = await load_artifact.run(step, self.ctx)
+        step = deploy_agent.DeployAgentStep(id="agent", a2a_agent_id=self.agent_id, agent_name=self.agent_name,
+                                            env_ids=list(self.envs), agent_config=self.agent_config)
+        self.ctx = await deploy_agent.run(step, self.ctx)
+
+    async def prompt(self, text: str, *, timeout_seconds: float = 600, **options: Any) -> PromptResponse:
+        """One prompt, as a prompt_agent step would send it; returns its PromptResponse.
+
+        A failed or timed-out prompt returns its PromptResponse with ``error`` set instead of raising.
+        """
+        self._prompts += 1
+        prompt_id = f"prompt-{self._prompts}"
+        step = prompt_agent.PromptAgentStep(id=prompt_id, agent_name=self.agent_name, prompt_id=prompt_id,
+                                            prompt=text, timeout_seconds=timeout_seconds, **options)
+        try:
+            self.ctx = await prompt_agent.run(step, self.ctx)
+        except prompt_agent.StepError as exc:
+            if isinstance(exc.context, RunContext):
+                self.ctx = exc.context
+            else:
+                raise
+        return self.ctx.prompt_responses[prompt_id]
+
+    @asynccontextmanager
+    async def interaction(self, *, timeout_seconds: float = 600) -> AsyncIterator[Interaction]:
+        """Hold a conversation open; the caller plays the user, one :meth:`Interaction.turn` at a time."""
+        yield Interaction(self, timeout_seconds)
+
+    async def env_state(self, env_id: str) -> dict[str, Any]:
+        """The env's exported state (``data/get``), e.g. to check what the agent did."""
+        step = deploy_env.DeployEnvStep(id="state", env_id=env_id)
+        return await env_client(self.ctx, env_id, step).export_state()
