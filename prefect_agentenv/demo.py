@@ -61,12 +61,22 @@ def _runnable(path: Path) -> tuple[Any, list[str]]:
     return result.document, pending
 
 
+def demo_overrides(folder: Path, task_id: str) -> dict[str, str]:
+    """reply-to-dana names claude-code, which is not installed here: the demo runs it with the
+    scripted reference agent and the plan in examples/plans (the same --override a user would give)."""
+    plan = folder / "plans" / f"{task_id}.json"
+    if not plan.exists():
+        return {}
+    return {"a2a_agent_id": "scripted", "assistant.agent_config": plan.read_text(encoding="utf-8")}
+
+
 async def _run_all(docs: list[tuple[Path, Any]]) -> list[dict[str, Any]]:
     from prefect_agentenv.flows.agent_task import agent_task  # Prefect loads only when something runs
 
     reports = []
     for path, doc in docs:
-        state = await agent_task(doc, report_path=str(Path("reports") / f"{doc.id}.json"), return_state=True)
+        state = await agent_task(doc, overrides=demo_overrides(path.parent, doc.id),
+                                 report_path=str(Path("reports") / f"{doc.id}.json"), return_state=True)
         report = await state.result(raise_on_failure=False)
         reports.append(report if isinstance(report, dict) else {"task_id": doc.id, "status": "crashed",
                                                                    "outcome": "FAILED", "score": 0.0,
