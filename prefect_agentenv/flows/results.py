@@ -31,7 +31,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from prefect_agentenv.artifacts import ArtifactBackend, ArtifactConflictError, ArtifactIntegrityError, ArtifactNotFoundError
+from prefect_agentenv.artifacts import (
+    ArtifactBackend,
+    ArtifactConflictError,
+    ArtifactIntegrityError,
+    ArtifactNotFoundError,
+)
 from prefect_agentenv.artifacts.keys import UnsafeKeyError, check_segment
 from prefect_agentenv.flows.report import TaskReport
 from prefect_agentenv.grading.benchmark_stats import (

@@ -35,7 +35,16 @@ class PathAssertion(_Strict):
     exists: bool | None = None
 
 
-class StateMatch(_Strict):
+class _Labelled(_Strict):
+    """What every assertion row may carry for people and per-axis reports."""
+
+    label: str | None = None
+    """Human-readable title of the check, copied onto its row."""
+    axis: str | None = None
+    """Reporting axis (correctness, communication…), copied onto its row for per-axis scores."""
+
+
+class StateMatch(_Labelled):
     assert_: Literal["state_match"] = Field(alias="assert")
     id: str
     correlate_by: CorrelateBy
@@ -43,7 +52,7 @@ class StateMatch(_Strict):
     weight: float = 1.0
 
 
-class RecordCount(_Strict):
+class RecordCount(_Labelled):
     assert_: Literal["record_count"] = Field(alias="assert")
     id: str
     resource: str
@@ -55,7 +64,7 @@ class RecordCount(_Strict):
     weight: float = 1.0
 
 
-class FilePresent(_Strict):
+class FilePresent(_Labelled):
     assert_: Literal["file_present"] = Field(alias="assert")
     id: str
     resource: str = "files"
@@ -174,9 +183,14 @@ def file_present(state: dict[str, Any], a: FilePresent) -> dict[str, Any]:
 
 
 def evaluate(state: dict[str, Any], assertion: StateMatch | RecordCount | FilePresent) -> dict[str, Any]:
-    """One row for one assertion."""
+    """One row for one assertion, with its label and axis when it has them."""
     if isinstance(assertion, StateMatch):
-        return state_match(state, assertion)
-    if isinstance(assertion, RecordCount):
-        return record_count(state, assertion)
-    return file_present(state, assertion)
+        row = state_match(state, assertion)
+    elif isinstance(assertion, RecordCount):
+        row = record_count(state, assertion)
+    else:
+        row = file_present(state, assertion)
+    for name in ("label", "axis"):
+        if getattr(assertion, name) is not None:
+            row[name] = getattr(assertion, name)
+    return row

@@ -244,20 +244,27 @@ class Interval(_Model):
         return (self.high - self.low) / 2
 
 
-def mean_interval(values: Sequence[float], confidence: float = DEFAULT_CONFIDENCE) -> Interval | None:
+def mean_interval(values: Sequence[float], confidence: float = DEFAULT_CONFIDENCE, *,
+                  bounds: tuple[float, float] | None = (0.0, 1.0)) -> Interval | None:
     """Student-t confidence interval for the mean of ``values`` (``None`` for fewer than 2).
 
     ``mean ± t(1 − α/2, n − 1) · s / √n`` with ``s`` the sample standard deviation (n − 1 in
     the denominator) and ``α = 1 − confidence``. The t quantile is computed exactly (see
     :func:`student_t_quantile`), so small benchmarks get honest, wider intervals than the
     normal approximation would give. All-equal values give a zero-width interval.
+
+    Scores live in [0, 1], so by default the interval is clipped to ``bounds`` (with few runs
+    the symmetric interval easily reaches past them); ``bounds=None`` keeps it as computed.
     """
     n = len(values)
     if n < 2:
         return None
     mean = fmean(values)
     half = student_t_quantile(0.5 + confidence / 2, n - 1) * stdev(values) / math.sqrt(n)
-    return Interval(low=mean - half, high=mean + half, confidence=confidence, method="student-t")
+    low, high = mean - half, mean + half
+    if bounds is not None:
+        low, high = max(bounds[0], low), min(bounds[1], high)
+    return Interval(low=low, high=high, confidence=confidence, method="student-t")
 
 
 def wilson_interval(successes: int, n: int, confidence: float = DEFAULT_CONFIDENCE) -> Interval | None:
@@ -595,11 +602,12 @@ class Comparison(_Model):
 
     def markdown(self) -> str:
         """A markdown section for the benchmark's summary artifact."""
-        title = f"## Compared with run `{self.previous_run_id}`" if self.previous_run_id else "## Compared with the previous run"
+        previous = f"run `{self.previous_run_id}`" if self.previous_run_id else "the previous run"
         lines = [
-            title, "",
+            f"## Compared with {previous}", "",
             "| | previous | current | change |", "|---|---|---|---|",
-            f"| mean score | {_num(self.previous_mean)} | {_num(self.current_mean)} | {_delta(self.mean_score_delta)} |",
+            f"| mean score | {_num(self.previous_mean)} | {_num(self.current_mean)} | "
+            f"{_delta(self.mean_score_delta)} |",
             f"| pass rate | {_pct(self.previous_pass_rate)} | {_pct(self.current_pass_rate)} | "
             f"{_delta(self.pass_rate_delta, percent=True)} |",
             "",
@@ -654,7 +662,8 @@ def compare(current: Sequence[TaskResult], previous: Sequence[TaskResult], *, th
     * **new** / **missing** when only one of the runs has it; otherwise **unchanged**.
 
     The run as a whole is flagged when the current mean score falls below the previous run's
-    confidence interval of the mean (``mean_dropped_beyond_ci``).
+    confidence interval of the mean (``mean_dropped_beyond_ci``; when that interval has zero
+    width the drop must also exceed ``threshold``).
     """
     now, before = summarize(current, confidence=confidence), summarize(previous, confidence=confidence)
     now_tasks, before_tasks = _task_stats(current), _task_stats(previous)
@@ -672,7 +681,7 @@ def compare(current: Sequence[TaskResult], previous: Sequence[TaskResult], *, th
         current_pass_rate=now.pass_rate,
         previous_pass_rate=before.pass_rate,
         pass_rate_delta=_difference(now.pass_rate, before.pass_rate),
-        mean_dropped_beyond_ci=bool(ci and now.mean_score is not None and now.mean_score < ci.low),
+        mean_dropped_beyond_ci=_below_interval(now.mean_score, before.mean_score, ci, threshold),
         changes=changes,
     )
 
@@ -711,6 +720,17 @@ def _improvement_reasons(now: _TaskStats, before: _TaskStats, threshold: float) 
     if now.score is not None and before.score is not None and now.score - before.score > threshold:
         reasons.append(f"score rose {before.score:.3f} → {now.score:.3f}")
     return reasons
+
+
+def _below_interval(now: float | None, before: float | None, ci: Interval | None, threshold: float) -> bool:
+    """Whether the mean fell below the previous interval.
+
+    A zero-width interval (every previous score equal) would flag any drop at all, however
+    small, so then the drop must also exceed ``threshold``.
+    """
+    if now is None or before is None or ci is None or now >= ci.low:
+        return False
+    return ci.high > ci.low or before - now > threshold
 
 
 def _difference(now: float | None, before: float | None) -> float | None:
@@ -754,7 +774,8 @@ def _headline_lines(summary: BenchmarkSummary) -> list[str]:
     if summary.pass_rate_ci:
         ci = summary.pass_rate_ci
         rate += f" ({_pct(ci.confidence)} CI {_pct(ci.low)}–{_pct(ci.high)}, Wilson)"
-    lines = [f"**Mean score:** {mean}", "", f"**Pass rate:** {rate} ({summary.counts.passed}/{summary.counts.denominator})"]
+    fraction = f"{summary.counts.passed}/{summary.counts.denominator}"
+    lines = [f"**Mean score:** {mean}", "", f"**Pass rate:** {rate} ({fraction})"]
     if summary.k is not None:
         lines += ["", f"**pass@{summary.k}:** {_num(summary.pass_at_k)} · **pass^{summary.k}:** "
                       f"{_num(summary.pass_hat_k)} (over {summary.pass_k_tasks} of {summary.tasks} tasks, "

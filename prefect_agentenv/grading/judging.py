@@ -47,7 +47,8 @@ INSTRUCTIONS_OPEN = f"<<<JUDGE INSTRUCTIONS {JUDGE_MARKER}>>>"
 INSTRUCTIONS_CLOSE = "<<<END JUDGE INSTRUCTIONS>>>"
 _EARLIER_ANSWER = "Your previous answer:"
 
-TrajectoryInputInput = str | Sequence[Mapping[str, Any] | BaseModel] | None
+TrajectoryInput = str | Sequence[Mapping[str, Any] | BaseModel] | None
+"""The agent's events as dicts or models, rendered text, or None to grade from the reply alone."""
 
 
 class JudgeResult(BaseModel):

@@ -24,7 +24,6 @@ from collections import defaultdict
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any, ClassVar, Self
 
-import httpx
 import httpx2
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
@@ -32,7 +31,7 @@ from prefect_agentenv.agents.llm.loop import DEFAULT_MAX_TURNS, LoopResult, Traj
 from prefect_agentenv.agents.server import BASE_CONFIG_FIELDS, AgentBackend, AgentFailure, AgentState, Turn, TurnResult
 from prefect_agentenv.agents.state import Trajectory
 from prefect_agentenv.protocols.mcp import mcp_http_client
-from prefect_agentenv.protocols.openai import CONNECT_TIMEOUT_SECONDS, DEFAULT_TIMEOUT_SECONDS, ChatMessage, OpenAIClient
+from prefect_agentenv.protocols.openai import ChatMessage, OpenAIClient
 
 BASE_URL_VARIABLE = "OPENAI_BASE_URL"
 API_KEY_VARIABLE = "OPENAI_API_KEY"
@@ -71,7 +70,6 @@ class ModelBackend(AgentBackend):
     def __init__(self, state: AgentState) -> None:
         super().__init__(state)
         self._model_client: OpenAIClient | None = None
-        self._http: httpx.AsyncClient | None = None
         self._context_locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
 
     @classmethod
@@ -94,9 +92,7 @@ class ModelBackend(AgentBackend):
             if access.base_url is None:
                 raise AgentFailure(f"no model endpoint: start the agent with {BASE_URL_VARIABLE} set",
                                    error_type="no_model")
-            self._http = httpx.AsyncClient(timeout=httpx.Timeout(DEFAULT_TIMEOUT_SECONDS,
-                                                                 connect=CONNECT_TIMEOUT_SECONDS))
-            self._model_client = OpenAIClient(access.base_url, api_key=access.api_key, http=self._http)
+            self._model_client = OpenAIClient(access.base_url, api_key=access.api_key)
         return self._model_client
 
     def model_name(self, configured: str | None) -> str:
@@ -116,8 +112,8 @@ class ModelBackend(AgentBackend):
         return self._context_locks[context_id]
 
     async def aclose(self) -> None:
-        if self._http is not None:
-            await self._http.aclose()
+        if self._model_client is not None:
+            await self._model_client.aclose()
 
 
 class LlmConfig(BaseModel):

@@ -1,0 +1,357 @@
+"""The benchmark document model: tasks (step documents or Verial-style tasks), seeds, epochs.
+
+A benchmark names the tasks it runs. A task is either a **step document** (a file next to the
+benchmark, or steps written inline) or a **Verial-style task** (an instruction, a pre-rollout
+scenario, entities and typed criteria) that :mod:`prefect_agentenv.documents.compile` turns
+into a step document. docs/benchmarks.md describes the format.
+
+Inline steps are kept as raw objects here: they may hold ``<name>`` placeholders that only a
+seed row makes valid, so they are validated as a task document once a row is filled in.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+
+from prefect_agentenv.grading.assertions import FilePresent, RecordCount, StateMatch
+
+SLUG_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"
+"""Benchmark slugs name deployments and artifact keys: lowercase words joined by dashes."""
+TASK_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+"""Task ids become flow-run names and store keys; ``[`` is kept for the ``[seed=N]`` suffix."""
+NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_-]*$"
+"""Entity ids and seed columns: what a ``<placeholder>`` can name (a dot separates entity fields)."""
+DEFAULT_SCENARIO_START = datetime.fromisoformat("2026-01-05T09:00:00+00:00")
+"""Where a scenario's env clock starts when the scenario does not say (a fixed instant, so every
+run of the task sees the same times)."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+# -- benchmark-wide settings ----------------------------------------------------------------------
+
+
+class BenchmarkDefaults(_Strict):
+    """Values every task gets unless it says otherwise."""
+
+    a2a_agent_id: str | None = None
+    """Agent deployed by Verial-style tasks that name none (the reference ``llm`` agent when unset)."""
+    model: str | None = None
+    """Model of the agent deployed by Verial-style tasks."""
+    judge_model: str | None = None
+    """Model of the judge of the rubric criteria of Verial-style tasks."""
+    overrides: dict[str, str] = Field(default_factory=dict)
+    """Run overrides for every task (as ``prefect-agentenv run --override KEY=VALUE``)."""
+    timeout_seconds: float = Field(default=1800, gt=0)
+    """Time limit of one task run, unless the task sets its own."""
+
+
+class TagFilter(_Strict):
+    """Which tasks run, by tag."""
+
+    include_tags: list[str] = Field(default_factory=list)
+    """Only tasks with at least one of these tags run (every task when empty)."""
+    exclude_tags: list[str] = Field(default_factory=list)
+    """Tasks with any of these tags never run."""
+
+
+class CsvSeeds(_Strict):
+    """Seed rows read from a CSV file with a header line."""
+
+    csv: str = Field(min_length=1)
+    """Path of the CSV file, relative to the benchmark file."""
+
+
+SeedValue = str | int | float | bool
+SeedRows = list[dict[str, SeedValue]]
+
+
+def _seeds_kind(value: Any) -> str | None:
+    if isinstance(value, dict):
+        return "CsvSeeds"
+    if isinstance(value, list):
+        return "rows"
+    return None
+
+
+# -- step-document tasks --------------------------------------------------------------------------
+
+
+class StepDocumentTask(_Strict):
+    """A task written as a step document: a file (``path``) or inline ``steps``."""
+
+    id: str = Field(pattern=TASK_ID_PATTERN)
+    """Task id within the benchmark (also the id of the task document that runs)."""
+    path: str | None = Field(default=None, min_length=1)
+    """Task document file (JSON or YAML), relative to the benchmark file."""
+    steps: list[Any] | None = None
+    """The steps, written inline as in a task document."""
+    description: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    """Labels for filtering and reporting, added to the document's own tags."""
+    timeout_seconds: float | None = Field(default=None, gt=0)
+    """Time limit of one run of this task; the benchmark default when omitted."""
+    weight: float = Field(default=1.0, ge=0)
+    """Weight of this task in the benchmark's mean score."""
+
+    @model_validator(mode="after")
+    def _one_source(self) -> StepDocumentTask:
+        if (self.path is None) == (self.steps is None):
+            raise ValueError("give exactly one of path (a task document file) or steps (inline steps)")
+        return self
+
+
+# -- Verial-style tasks ---------------------------------------------------------------------------
+
+
+class TaskItem(_Strict):
+    """What the agent receives at the start of the run."""
+
+    instruction: str = Field(min_length=1)
+    """The direction for the agent, in natural language; the first line of its prompt."""
+    trigger: str | None = None
+    """What starts the work (for example "an inbound referral fax"); added to the prompt."""
+    expected_inputs: list[str] | str | None = None
+    """Hints about the data the agent needs to pull; added to the prompt."""
+
+
+class ScenarioStep(_Strict):
+    """One pre-rollout action: a trigger action of an env, fired before the agent is prompted."""
+
+    action: str = Field(min_length=1)
+    """A trigger action of the env, e.g. ``drop_inbox_document`` (records) or ``deliver_email`` (email)."""
+    at_sec: float = Field(default=0, ge=0)
+    """When the action happens, in seconds after the scenario's start_at."""
+    env_id: str | None = None
+    """The env that performs it; required when the task has several envs."""
+    data: dict[str, Any] = Field(default_factory=dict)
+    """The trigger's data (for drop_inbox_document, the inbox document)."""
+    entity_id: str | None = None
+    """An entity whose fields are merged under data (data wins on a clash)."""
+    id: str | None = None
+    """Id of the registered trigger; the env picks one when omitted."""
+
+
+class Scenario(_Strict):
+    """Actions run before the rollout: seed inbound events the agent is meant to react to."""
+
+    start_at: datetime = DEFAULT_SCENARIO_START
+    """The env clock is set to this instant before the first action (ISO 8601)."""
+    steps: list[ScenarioStep] = Field(min_length=1)
+
+
+class Entity(BaseModel):
+    """A record the task is bound to; its fields are ``<entity_id.field>`` placeholders."""
+
+    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
+
+    id: str = Field(pattern=NAME_PATTERN)
+    """Entity id, referenced as ``<id.field>``, by a criterion's input_entity_id and a scenario's entity_id."""
+
+    def fields(self) -> dict[str, Any]:
+        """The entity's fields, without its id."""
+        return dict(self.model_extra or {})
+
+
+class TaskEnv(_Strict):
+    """An env the task deploys, with the artifact it is seeded from."""
+
+    env_id: str = Field(min_length=1)
+    """Registry id of the env (an AgentEnvironment block or a reference env)."""
+    version: str | None = None
+    """Env version; latest when omitted."""
+    artifact_id: str | None = None
+    """Environment artifact loaded into the env before the scenario (data/reset, then data/add)."""
+    artifact_version: str | None = None
+    """Version of the artifact; latest when omitted."""
+    a2a_agent_id: str | None = None
+    """Agent to deploy with this env (shorthand for agent.a2a_agent_id)."""
+
+
+class TaskAgent(_Strict):
+    """The agent under test."""
+
+    a2a_agent_id: str | None = None
+    """Registry id of the agent; the benchmark default when omitted."""
+    model: str | None = None
+    """Model the agent uses; the benchmark default when omitted."""
+    system_prompt: str | None = None
+    agent_config: dict[str, Any] = Field(default_factory=dict)
+    """Extra agent-config fields (for the scripted agent, its plan)."""
+    max_turns: int | None = Field(default=None, ge=1)
+    """Cap on the agent's model turns."""
+
+
+class _EnvScoped(_Strict):
+    env_id: str | None = None
+    """The env whose state is checked; required when the task has several envs."""
+
+
+class StateMatchCheck(_EnvScoped, StateMatch):
+    """state_match as a criterion: the id, weight, label and axis come from the criterion."""
+
+    id: str | None = None  # type: ignore[assignment]
+
+
+class RecordCountCheck(_EnvScoped, RecordCount):
+    """record_count as a criterion: the id, weight, label and axis come from the criterion."""
+
+    id: str | None = None  # type: ignore[assignment]
+
+
+class FilePresentCheck(_EnvScoped, FilePresent):
+    """file_present as a criterion: the id, weight, label and axis come from the criterion."""
+
+    id: str | None = None  # type: ignore[assignment]
+
+
+class RubricCheck(_Strict):
+    """Graded by a judge reading the agent's reply and trajectory."""
+
+    assert_: Literal["rubric"] = Field(alias="assert")
+    criterion: str = Field(min_length=1)
+    """What must be true, in plain language."""
+
+
+class ResponseContainsCheck(_Strict):
+    """The agent's final reply must contain every needle."""
+
+    assert_: Literal["response_contains"] = Field(alias="assert")
+    needles: list[str] = Field(min_length=1)
+    """Substrings that must all appear in the reply."""
+    case_sensitive: bool = False
+
+
+StateCheck = StateMatchCheck | RecordCountCheck | FilePresentCheck
+CriterionAssertion = Annotated[
+    StateMatchCheck | RecordCountCheck | FilePresentCheck | RubricCheck | ResponseContainsCheck,
+    Field(discriminator="assert_"),
+]
+
+
+class TaskCriterion(_Strict):
+    """One observable outcome, scored independently and rolled up into the task score."""
+
+    id: str | None = Field(default=None, pattern=NAME_PATTERN)
+    """Row id in the verification; the label in snake_case when omitted."""
+    label: str = Field(min_length=1)
+    """What the criterion checks, for people reading the results."""
+    weight: float = 1.0
+    """Weight in the task score; a negative weight is a penalty."""
+    axis: str | None = None
+    """Reporting axis (correctness, communication, safety…); per-axis scores are averaged by it."""
+    input_entity_id: str | None = None
+    """Scopes a state_match to this entity: correlate_by.value defaults to the entity's field named
+    by correlate_by.key."""
+    assertion: CriterionAssertion
+
+
+class VerialTask(_Strict):
+    """A task written as an instruction, a scenario, entities and typed criteria; compiled to steps."""
+
+    id: str | None = Field(default=None, pattern=TASK_ID_PATTERN)
+    """Task id within the benchmark; the name in lowercase-dashes when omitted."""
+    name: str = Field(min_length=1)
+    """Short human-readable title."""
+    task_item: TaskItem
+    scenario: Scenario | None = None
+    entities: list[Entity] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    """Labels for filtering and reporting."""
+    timeout: float | None = Field(default=None, gt=0)
+    """Time limit of one run of this task, in seconds; the benchmark default when omitted."""
+    weight: float = Field(default=1.0, ge=0)
+    """Weight of this task in the benchmark's mean score."""
+    env: TaskEnv | None = None
+    """The env the task runs against."""
+    envs: list[TaskEnv] | None = Field(default=None, min_length=1)
+    """Several envs (give env or envs)."""
+    agent: TaskAgent = Field(default_factory=TaskAgent)
+    criteria: list[TaskCriterion] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _one_env_form(self) -> VerialTask:
+        if (self.env is None) == (self.envs is None):
+            raise ValueError("give exactly one of env (one env) or envs (a list of envs)")
+        return self
+
+    def task_id(self) -> str:
+        """The id, or the name in lowercase-dashes."""
+        return self.id or slugify(self.name, "-") or "task"
+
+    def all_envs(self) -> list[TaskEnv]:
+        return [self.env] if self.env is not None else list(self.envs or [])
+
+
+def task_kind(value: Any) -> str | None:
+    """Which task model a raw task is: a Verial-style task says task_item (or criteria), else steps."""
+    if isinstance(value, BaseModel):
+        return type(value).__name__
+    if not isinstance(value, dict):
+        return None
+    if "path" in value or "steps" in value:
+        return "StepDocumentTask"
+    if {"task_item", "criteria", "name"} & value.keys():
+        return "VerialTask"
+    return None
+
+
+BenchmarkTask = Annotated[
+    Annotated[StepDocumentTask, Tag("StepDocumentTask")] | Annotated[VerialTask, Tag("VerialTask")],
+    Discriminator(task_kind, custom_error_type="task_kind",
+                  custom_error_message="a task needs path or steps (a step document) or task_item (a Verial-style task)"),
+]
+
+
+class BenchmarkHeader(_Strict):
+    """Everything a benchmark says besides its tasks (validated on its own, so a bad task does not
+    hide a problem in the header)."""
+
+    name: str = Field(min_length=1)
+    """Human-readable name."""
+    slug: str = Field(pattern=SLUG_PATTERN)
+    """Stable lowercase-dashes name used for deployments and artifact keys."""
+    version: str = "1"
+    """Version of the benchmark, recorded with its results."""
+    description: str | None = None
+    defaults: BenchmarkDefaults = Field(default_factory=BenchmarkDefaults)
+    seeds: Annotated[
+        Annotated[SeedRows, Tag("rows")] | Annotated[CsvSeeds, Tag("CsvSeeds")], Discriminator(_seeds_kind)
+    ] | None = None
+    """Rows of values for ``<name>`` placeholders: a list of objects, or {csv: path}. A task that uses
+    a seed column runs once per row."""
+    epochs: int = Field(default=1, ge=1)
+    """How many times each task × seed runs (for pass@k)."""
+    concurrency: int = Field(default=2, ge=1)
+    """How many task runs at the same time."""
+    tags: TagFilter = Field(default_factory=TagFilter)
+    """Tag filter selecting the tasks that run."""
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version_as_text(cls, value: Any) -> Any:
+        # YAML reads `version: 2` as a number; a version is a label.
+        return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+
+
+class Benchmark(BenchmarkHeader):
+    """A benchmark: tasks, the seed rows they are crossed with, how often and how wide they run."""
+
+    tasks: list[BenchmarkTask] = Field(min_length=1)
+    """Step documents (path or inline steps) and Verial-style tasks."""
+
+
+def slugify(text: str, sep: str = "_") -> str:
+    """Lowercase words of ``text`` joined by ``sep`` (ids derived from names and labels)."""
+    return sep.join(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def is_benchmark_data(data: Any) -> bool:
+    """A benchmark document is a mapping with a ``tasks`` list (a task document has ``steps``)."""
+    return isinstance(data, dict) and "tasks" in data and "steps" not in data

@@ -1,0 +1,160 @@
+"""Validating benchmark documents: every problem at once, each at its JSON path with a fix hint.
+
+The header, every task and the seeds are checked independently, so one mistake does not hide
+another; then each valid task is loaded or compiled and validated as a task document with every
+seed row it uses (see :mod:`prefect_agentenv.documents.compile` for how those problems are
+pointed back at the benchmark).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from prefect_agentenv.documents.benchmark import (
+    Benchmark,
+    BenchmarkDefaults,
+    BenchmarkHeader,
+    BenchmarkTask,
+    StepDocumentTask,
+    VerialTask,
+    is_benchmark_data,
+    task_kind,
+)
+from prefect_agentenv.documents.compile import (
+    ExpandContext,
+    ExpandedTask,
+    Expansion,
+    duplicate_task_ids,
+    expand_task,
+    select_tasks,
+)
+from prefect_agentenv.documents.loading import ParseError, read_document
+from prefect_agentenv.documents.problems import Problem
+from prefect_agentenv.documents.seeds import load_seed_rows
+from prefect_agentenv.documents.validation import _from_pydantic as pydantic_problem  # one wording for both kinds
+from prefect_agentenv.exceptions import TaskDocumentError
+
+_TASK_MODELS: dict[str, type[BaseModel]] = {"StepDocumentTask": StepDocumentTask, "VerialTask": VerialTask}
+
+
+@dataclass
+class BenchmarkValidationResult:
+    """The outcome of validating a benchmark document."""
+
+    benchmark: Benchmark | None
+    tasks: list[ExpandedTask] = field(default_factory=list)
+    """The tasks it runs (after the tag filter, crossed with the seeds); empty when invalid."""
+    problems: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def raise_for_problems(self, source: str | None = None) -> Benchmark:
+        if self.problems or self.benchmark is None:
+            raise TaskDocumentError(self.problems, source)
+        return self.benchmark
+
+
+def validate_benchmark_file(path: str | Path) -> BenchmarkValidationResult:
+    """Read and validate a benchmark file (task paths and seeds are relative to its folder)."""
+    try:
+        data = read_document(path)
+    except ParseError as exc:
+        return BenchmarkValidationResult(None, problems=[exc.problem])
+    except OSError as exc:
+        return BenchmarkValidationResult(None, problems=[Problem(f"cannot read the file: {exc.strerror or exc}")])
+    return validate_benchmark_data(data, Path(path).parent)
+
+
+def load_benchmark(path: str | Path) -> Benchmark:
+    """Read a benchmark file, validate it and every task it names, and return it.
+
+    Raises:
+        TaskDocumentError: the benchmark or one of its tasks has problems (all of them are listed).
+    """
+    return validate_benchmark_file(path).raise_for_problems(str(path))
+
+
+def validate_benchmark_data(data: Any, base_dir: str | Path) -> BenchmarkValidationResult:
+    """Validate parsed benchmark data; ``base_dir`` is where its relative paths start."""
+    if not is_benchmark_data(data):
+        return BenchmarkValidationResult(None, problems=[Problem(
+            "a benchmark document must be an object with a 'tasks' list",
+            hint="write {name: ..., slug: ..., tasks: [{id: ..., path: ...}, ...]}")])
+    header, problems = _header(data)
+    tasks, task_problems = _tasks(data["tasks"])
+    problems += task_problems
+    defaults = header.defaults if header else _defaults_alone(data)
+    rows, seed_problems = load_seed_rows(header.seeds, Path(base_dir)) if header else ([], [])
+    problems += seed_problems
+    expansion = Expansion()
+    ctx = ExpandContext(defaults, Path(base_dir), rows)
+    for i, task in tasks:
+        expansion.extend(expand_task(task, i, ctx))
+    problems += expansion.problems + duplicate_task_ids(tasks)
+    selected = expansion.tasks
+    if header is not None:
+        selected, tag_problems = select_tasks(expansion.tasks, header.tags, {t for _, task in tasks for t in task.tags})
+        problems += tag_problems
+    if problems:
+        return BenchmarkValidationResult(None, problems=problems, warnings=expansion.warnings)
+    return BenchmarkValidationResult(Benchmark.model_validate(data), selected, [], expansion.warnings)
+
+
+def _header(data: dict[str, Any]) -> tuple[BenchmarkHeader | None, list[Problem]]:
+    problems: list[Problem] = []
+    if isinstance(data["tasks"], list) and not data["tasks"]:
+        problems.append(Problem("the benchmark has no tasks", path="$.tasks", hint="add at least one task"))
+    elif not isinstance(data["tasks"], list):
+        problems.append(Problem("tasks must be a list", path="$.tasks",
+                                hint=f"got {type(data['tasks']).__name__}; write tasks: [{{id: ..., path: ...}}]"))
+    try:
+        return BenchmarkHeader.model_validate({k: v for k, v in data.items() if k != "tasks"}), problems
+    except ValidationError as exc:
+        return None, problems + [_problem(e, "$", BenchmarkHeader) for e in exc.errors()]
+
+
+def _defaults_alone(data: dict[str, Any]) -> BenchmarkDefaults:
+    """The defaults when the rest of the header is invalid, so the tasks are still checked with them."""
+    try:
+        return BenchmarkDefaults.model_validate(data.get("defaults") or {})
+    except ValidationError:
+        return BenchmarkDefaults()
+
+
+def _tasks(raw_tasks: Any) -> tuple[list[tuple[int, BenchmarkTask]], list[Problem]]:
+    """Each task validated with its own model; returns the valid ones with their index."""
+    if not isinstance(raw_tasks, list):
+        return [], []
+    valid: list[tuple[int, BenchmarkTask]] = []
+    problems: list[Problem] = []
+    for i, raw in enumerate(raw_tasks):
+        path = f"$.tasks[{i}]"
+        kind = task_kind(raw)
+        if kind is None:
+            problems.append(Problem(
+                "a task must be an object" if not isinstance(raw, dict) else
+                "a task needs path or steps (a step document) or task_item (a Verial-style task)", path=path,
+                hint="write {id: ..., path: task.json}, {id: ..., steps: [...]} or {name: ..., task_item: ..., ...}"))
+            continue
+        model = _TASK_MODELS[kind]
+        try:
+            valid.append((i, model.model_validate(raw)))  # type: ignore[arg-type]
+        except ValidationError as exc:
+            problems += [_problem(e, path, model) for e in exc.errors()]
+    return valid, problems
+
+
+def _problem(err: Any, path: str, model: type[BaseModel]) -> Problem:
+    """A pydantic error as a problem, worded for a benchmark rather than a step."""
+    problem = pydantic_problem(err, path, None, model)
+    if problem.hint and problem.hint.endswith(" to the step"):
+        problem = dataclasses.replace(problem, hint=problem.hint.removesuffix(" to the step") + " here")
+    return problem

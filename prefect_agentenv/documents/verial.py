@@ -1,0 +1,523 @@
+"""Compiling a Verial-style task (instruction, scenario, entities, typed criteria) to steps.
+
+The mapping, with the step ids it produces (``-<env_id>`` is added when the task has several
+envs; docs/benchmarks.md shows a full example)::
+
+    env / envs             deploy_env `env`, then load_artifact `seed` when artifact_id is given
+    scenario               sync_env_clock `clock` (time = start_at) per env it touches, then per
+                           action n: register_env_triggers `scenario-n` (at = start_at + at_sec)
+                           and, when that is later than the env clock, sync_env_clock
+                           `scenario-n-clock` advancing the clock to it, so the trigger fires
+    agent                  deploy_agent `agent` (agent_name "agent", every env), started while
+                           the envs are seeded
+    task_item              prompt_agent `prompt` (prompt_id "prompt"), after the agent and the
+                           whole setup: the scenario has run before the agent sees the task
+    state criteria         env_state_verifier `state` per env, one row per criterion
+    rubric criteria        rubrics_verifier `rubric`, one criterion each
+    response criteria      agent_prompt_response_verifier `response` (`response-n` when several)
+
+Every verifier aggregates with ``weighted_average`` and weighs the sum of its criteria's
+positive weights, so the task score is the weighted mean of the criteria.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from prefect_agentenv.documents.benchmark import (
+    BenchmarkDefaults,
+    Entity,
+    ResponseContainsCheck,
+    RubricCheck,
+    StateCheck,
+    StateMatchCheck,
+    TaskCriterion,
+    TaskItem,
+    VerialTask,
+    slugify,
+)
+from prefect_agentenv.documents.loading import fill_placeholders
+from prefect_agentenv.documents.problems import Problem
+
+DEFAULT_AGENT_ID = "llm"
+"""The reference tool-using agent, deployed when neither the task nor the benchmark names one."""
+AGENT_NAME = "agent"
+PROMPT_ID = "prompt"
+REFERENCE_TRIGGER_ACTIONS = {"records": ("drop_inbox_document",), "email": ("deliver_email",)}
+"""Trigger actions of the reference envs, so a misspelt action is flagged before anything runs
+(an env registered under another id is only checked when its triggers are registered)."""
+
+_ENTITY_REF = re.compile(r"<([A-Za-z_][A-Za-z0-9_-]*)\.([A-Za-z0-9_.-]+)>")
+
+
+class CriterionRef(BaseModel):
+    """Where a criterion's score lands in the run's verifications (for per-criterion reports)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    label: str
+    weight: float
+    axis: str | None = None
+    verifier_id: str
+    row_id: str | None = None
+    """The row of the verification; None when the whole verifier is the criterion (response checks)."""
+
+
+@dataclass
+class CompiledTask:
+    """A compiled task: the raw task document, and where each part came from in the benchmark."""
+
+    document: dict[str, Any]
+    criteria: list[CriterionRef] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
+    origins: list[tuple[str, str]] = field(default_factory=list)
+    """(path in the compiled document, path in the benchmark), longest match wins."""
+
+    def repath(self, problem: Problem) -> Problem:
+        """A problem of the compiled document, pointed at what the benchmark says."""
+        best = max((o for o in self.origins if _under(problem.path, o[0])), key=lambda o: len(o[0]), default=None)
+        if best is None:
+            return replace(problem, path=f"{self.origins[0][1] if self.origins else '$'} (compiled): {problem.path}")
+        return replace(problem, path=best[1] + problem.path[len(best[0]):])
+
+
+def _under(path: str, prefix: str) -> bool:
+    return path == prefix or path.startswith((prefix + ".", prefix + "["))
+
+
+class _Builder:
+    """Accumulates steps and the origin of each."""
+
+    def __init__(self) -> None:
+        self.steps: list[dict[str, Any]] = []
+        self.origins: list[tuple[str, str]] = []
+
+    def add(self, step: dict[str, Any], origin: str, parts: list[tuple[str, str]] | None = None) -> str:
+        where = f"$.steps[{len(self.steps)}]"
+        self.steps.append(step)
+        self.origins.append((where, origin))
+        self.origins.extend((where + sub, source) for sub, source in parts or [])
+        return str(step["id"])
+
+
+def compile_verial(task: VerialTask, *, defaults: BenchmarkDefaults | None = None, path: str = "$",
+                   task_id: str | None = None) -> CompiledTask:
+    """Compile a Verial-style task to a raw task document (validate it with ``validate_data``).
+
+    Args:
+        defaults: the benchmark's defaults (agent id, models, timeout).
+        path: the task's JSON path in the benchmark, for problems and the source map.
+        task_id: the document's id (the task's id when omitted).
+    """
+    defaults = defaults or BenchmarkDefaults()
+    problems, warnings = check_task(task, path)
+    bound, bind_problems = bind_entities(task, path)
+    problems += bind_problems
+    if problems or bound is None:
+        return CompiledTask({}, problems=problems, warnings=warnings)
+    b = _Builder()
+    many = len(bound.all_envs()) > 1
+    tails = _setup(b, bound, many, path)
+    env_steps = [_scoped("env", e.env_id, many) for e in bound.all_envs()]
+    _agent_and_prompt(b, bound, defaults, path, env_steps, list(tails.values()))
+    criteria = _verifiers(b, bound, defaults, many, path)
+    document = {"id": task_id or bound.task_id(), "description": bound.name, "tags": list(bound.tags),
+                "steps": b.steps}
+    return CompiledTask(document, criteria, [], warnings, b.origins)
+
+
+def _scoped(base: str, env_id: str, many: bool) -> str:
+    return f"{base}-{env_id}" if many else base
+
+
+# -- setup: envs, seed artifacts, scenario ----------------------------------------------------------
+
+
+def _setup(b: _Builder, task: VerialTask, many: bool, path: str) -> dict[str, str]:
+    """Deploy and seed every env, then run the scenario; returns each env's last setup step."""
+    tails: dict[str, str] = {}
+    for i, env in enumerate(task.all_envs()):
+        origin = f"{path}.env" if task.env is not None else f"{path}.envs[{i}]"
+        step: dict[str, Any] = {"id": _scoped("env", env.env_id, many), "type": "deploy_env", "env_id": env.env_id,
+                                "depends_on": []}
+        if env.version:
+            step["version"] = env.version
+        tails[env.env_id] = b.add(step, origin)
+        if env.artifact_id:
+            seed: dict[str, Any] = {"id": _scoped("seed", env.env_id, many), "type": "load_artifact",
+                                    "env_id": env.env_id, "artifact_id": env.artifact_id,
+                                    "depends_on": [tails[env.env_id]]}
+            if env.artifact_version:
+                seed["version"] = env.artifact_version
+            tails[env.env_id] = b.add(seed, f"{origin}.artifact_id")
+    if task.scenario is not None:
+        _scenario(b, task, many, tails, path)
+    return tails
+
+
+def _scenario(b: _Builder, task: VerialTask, many: bool, tails: dict[str, str], path: str) -> None:
+    """Set each env's clock to start_at, then register each action and move the clock to it."""
+    assert task.scenario is not None
+    start = task.scenario.start_at
+    entities = {e.id: e for e in task.entities}
+    offsets: dict[str, float] = {}
+    for n, action in enumerate(task.scenario.steps, 1):
+        origin = f"{path}.scenario.steps[{n - 1}]"
+        env_id = action.env_id or task.all_envs()[0].env_id
+        if env_id not in offsets:
+            tails[env_id] = b.add({"id": _scoped("clock", env_id, many), "type": "sync_env_clock", "env_id": env_id,
+                                   "time": start.isoformat(), "depends_on": [tails[env_id]]},
+                                  f"{path}.scenario.start_at")
+            offsets[env_id] = 0.0
+        data = {**(entities[action.entity_id].fields() if action.entity_id else {}), **action.data}
+        trigger: dict[str, Any] = {"at": (start + timedelta(seconds=action.at_sec)).isoformat(),
+                                   "action": action.action, "data": data}
+        if action.id:
+            trigger["id"] = action.id
+        tails[env_id] = b.add({"id": f"scenario-{n}", "type": "register_env_triggers", "env_id": env_id,
+                               "triggers": [trigger], "depends_on": [tails[env_id]]},
+                              origin, [(".triggers[0].data", f"{origin}.data")])
+        advance = action.at_sec - offsets[env_id]
+        if advance > 0:
+            # The clock never goes back: an action listed after a later one fires as it is registered.
+            offsets[env_id] = action.at_sec
+            tails[env_id] = b.add({"id": f"scenario-{n}-clock", "type": "sync_env_clock", "env_id": env_id,
+                                   "advance_seconds": advance, "depends_on": [tails[env_id]]}, f"{origin}.at_sec")
+
+
+# -- the agent and its prompt -----------------------------------------------------------------------
+
+
+def agent_id_of(task: VerialTask, defaults: BenchmarkDefaults) -> str:
+    """The task's agent, else an env's shorthand, else the benchmark's, else the reference llm agent."""
+    from_envs = [e.a2a_agent_id for e in task.all_envs() if e.a2a_agent_id]
+    return task.agent.a2a_agent_id or (from_envs[0] if from_envs else None) or defaults.a2a_agent_id \
+        or DEFAULT_AGENT_ID
+
+
+def prompt_text(item: TaskItem) -> str:
+    """The instruction, then the trigger and the expected inputs as context lines."""
+    context = []
+    if item.trigger:
+        context.append(f"Trigger: {item.trigger.strip()}")
+    if item.expected_inputs:
+        inputs = item.expected_inputs if isinstance(item.expected_inputs, str) else "; ".join(item.expected_inputs)
+        context.append(f"Expected inputs: {inputs.strip()}")
+    return "\n\n".join([item.instruction.strip(), *(["\n".join(context)] if context else [])])
+
+
+def _agent_and_prompt(b: _Builder, task: VerialTask, defaults: BenchmarkDefaults, path: str,
+                      env_steps: list[str], setup_tails: list[str]) -> None:
+    agent = task.agent
+    step: dict[str, Any] = {"id": "agent", "type": "deploy_agent", "a2a_agent_id": agent_id_of(task, defaults),
+                            "agent_name": AGENT_NAME, "env_ids": [e.env_id for e in task.all_envs()],
+                            "depends_on": env_steps}
+    if agent.model or defaults.model:
+        step["model"] = agent.model or defaults.model
+    if agent.system_prompt:
+        step["system_prompt"] = agent.system_prompt
+    if agent.agent_config:
+        step["agent_config"] = agent.agent_config
+    b.add(step, f"{path}.agent", [(".agent_config", f"{path}.agent.agent_config")])
+    prompt: dict[str, Any] = {"id": "prompt", "type": "prompt_agent", "agent_name": AGENT_NAME, "prompt_id": PROMPT_ID,
+                              "prompt": prompt_text(task.task_item),
+                              "timeout_seconds": task.timeout or defaults.timeout_seconds,
+                              "depends_on": list(dict.fromkeys(["agent", *setup_tails]))}
+    if agent.max_turns:
+        prompt["max_turns"] = agent.max_turns
+    b.add(prompt, f"{path}.task_item", [(".prompt", f"{path}.task_item.instruction")])
+
+
+# -- criteria -> verifiers --------------------------------------------------------------------------
+
+
+def criterion_ids(criteria: list[TaskCriterion]) -> list[str]:
+    """Each criterion's row id: its id, else its label in snake_case (``_2``, ``_3``… on a clash)."""
+    taken = {c.id for c in criteria if c.id}
+    ids: list[str] = []
+    for i, c in enumerate(criteria):
+        if c.id:
+            ids.append(c.id)
+            continue
+        base = slugify(c.label) or f"criterion_{i + 1}"
+        candidate, n = base, 1
+        while candidate in taken:
+            n += 1
+            candidate = f"{base}_{n}"
+        taken.add(candidate)
+        ids.append(candidate)
+    return ids
+
+
+def _positive(weights: list[float]) -> float:
+    return sum(w for w in weights if w > 0)
+
+
+def _verifiers(b: _Builder, task: VerialTask, defaults: BenchmarkDefaults, many: bool,
+               path: str) -> list[CriterionRef]:
+    ids = criterion_ids(task.criteria)
+    refs: list[CriterionRef] = []
+    refs += _state_verifiers(b, task, ids, many, path)
+    refs += _rubric_verifier(b, task, ids, defaults, path)
+    refs += _response_verifiers(b, task, ids, path)
+    order = {cid: i for i, cid in enumerate(ids)}
+    return sorted(refs, key=lambda r: order[r.id])
+
+
+def _ref(c: TaskCriterion, cid: str, verifier_id: str, row: bool = True) -> CriterionRef:
+    return CriterionRef(id=cid, label=c.label, weight=c.weight, axis=c.axis, verifier_id=verifier_id,
+                        row_id=cid if row else None)
+
+
+def _state_verifiers(b: _Builder, task: VerialTask, ids: list[str], many: bool, path: str) -> list[CriterionRef]:
+    refs: list[CriterionRef] = []
+    for env in task.all_envs():
+        rows = [(j, c) for j, c in enumerate(task.criteria)
+                if isinstance(c.assertion, StateCheck) and (c.assertion.env_id or env.env_id) == env.env_id]
+        if not rows:
+            continue
+        verifier_id = _scoped("state", env.env_id, many)
+        assertions = [_state_row(c, ids[j], _entity(task, c.input_entity_id)) for j, c in rows]
+        b.add({"id": verifier_id, "type": "env_state_verifier", "env_id": env.env_id, "verifier_id": verifier_id,
+               "assertions": assertions, "score_aggregator": "weighted_average",
+               "weight": _positive([c.weight for _, c in rows]), "depends_on": [PROMPT_ID]},
+              f"{path}.criteria",
+              [(f".assertions[{r}]", f"{path}.criteria[{j}].assertion") for r, (j, _) in enumerate(rows)])
+        refs += [_ref(c, ids[j], verifier_id) for j, c in rows]
+    return refs
+
+
+def _entity(task: VerialTask, entity_id: str | None) -> Entity | None:
+    return next((e for e in task.entities if e.id == entity_id), None) if entity_id else None
+
+
+def _state_row(c: TaskCriterion, cid: str, entity: Entity | None) -> dict[str, Any]:
+    """The assertion as env_state_verifier takes it: the criterion's id, weight, label and axis."""
+    check = c.assertion
+    row = check.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    row.pop("env_id", None)
+    row.update({"id": cid, "weight": c.weight, "label": c.label})
+    if c.axis:
+        row["axis"] = c.axis
+    if isinstance(check, StateMatchCheck) and entity is not None and check.correlate_by.value is None:
+        row["correlate_by"]["value"] = entity_field(entity, check.correlate_by.key)
+    return row
+
+
+def _rubric_verifier(b: _Builder, task: VerialTask, ids: list[str], defaults: BenchmarkDefaults,
+                     path: str) -> list[CriterionRef]:
+    rows = [(j, c) for j, c in enumerate(task.criteria) if isinstance(c.assertion, RubricCheck)]
+    if not rows:
+        return []
+    step: dict[str, Any] = {
+        "id": "rubric", "type": "rubrics_verifier", "verifier_id": "rubric", "prompt_id": PROMPT_ID,
+        "criteria": [{"id": ids[j], "criterion": c.assertion.criterion, "weight": c.weight}  # type: ignore[union-attr]
+                     for j, c in rows],
+        "score_aggregator": "weighted_average", "weight": _positive([c.weight for _, c in rows]),
+        "depends_on": [PROMPT_ID]}
+    if defaults.judge_model:
+        step["judge_model"] = defaults.judge_model
+    b.add(step, f"{path}.criteria", [(f".criteria[{r}]", f"{path}.criteria[{j}].assertion")
+                                     for r, (j, _) in enumerate(rows)])
+    return [_ref(c, ids[j], "rubric") for j, c in rows]
+
+
+def _response_verifiers(b: _Builder, task: VerialTask, ids: list[str], path: str) -> list[CriterionRef]:
+    """One verifier per response check, so each keeps its own weight in the task score."""
+    rows = [(j, c) for j, c in enumerate(task.criteria) if isinstance(c.assertion, ResponseContainsCheck)]
+    refs: list[CriterionRef] = []
+    for n, (j, c) in enumerate(rows, 1):
+        check = c.assertion
+        assert isinstance(check, ResponseContainsCheck)
+        verifier_id = "response" if len(rows) == 1 else f"response-{n}"
+        b.add({"id": verifier_id, "type": "agent_prompt_response_verifier", "verifier_id": verifier_id,
+               "prompt_id": PROMPT_ID, "response_contains": check.needles, "case_sensitive": check.case_sensitive,
+               "weight": c.weight, "depends_on": [PROMPT_ID]},
+              f"{path}.criteria[{j}]", [(".response_contains", f"{path}.criteria[{j}].assertion.needles")])
+        refs.append(_ref(c, ids[j], verifier_id, row=False))
+    return refs
+
+
+# -- entities ---------------------------------------------------------------------------------------
+
+
+def entity_values(entities: list[Entity]) -> dict[str, Any]:
+    """``{"ana.name": "Ana Diaz", "ana.insurance.payer": ...}``: every field, nested ones dotted."""
+    values: dict[str, Any] = {}
+
+    def walk(prefix: str, value: Any) -> None:
+        values[prefix] = value
+        if isinstance(value, dict):
+            for key, item in value.items():
+                walk(f"{prefix}.{key}", item)
+
+    for entity in entities:
+        for key, value in entity.fields().items():
+            walk(f"{entity.id}.{key}", value)
+    return values
+
+
+def entity_field(entity: Entity, dotted: str) -> Any:
+    """An entity's field by dotted path (None when absent)."""
+    return entity_values([entity]).get(f"{entity.id}.{dotted}")
+
+
+def bind_entities(task: VerialTask, path: str) -> tuple[VerialTask | None, list[Problem]]:
+    """Fill ``<entity.field>`` everywhere in the task but its entities; report unknown references."""
+    raw = task.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    entities = raw.pop("entities", [])
+    filled = fill_placeholders(raw, entity_values(task.entities))
+    known = {e.id: e for e in task.entities}
+    problems = [_unbound(m, where, known) for where, text in _strings(filled, path)
+                for m in _ENTITY_REF.finditer(text)]
+    if problems:
+        return None, problems
+    return VerialTask.model_validate({**filled, "entities": entities}), []
+
+
+def _unbound(match: re.Match[str], where: str, known: dict[str, Entity]) -> Problem:
+    entity_id, name = match.group(1), match.group(2)
+    if entity_id not in known:
+        close = difflib.get_close_matches(entity_id, list(known), n=1)
+        hint = f"did you mean '{close[0]}'?" if close else (
+            f"known entities: {', '.join(known)}" if known else "define it under entities: [{id: ..., fields...}]")
+        return Problem(f"entity '{entity_id}' is referenced by {match.group(0)} but not defined",
+                       path=where, hint=hint)
+    fields = sorted(entity_values([known[entity_id]]))
+    names = [f.split(".", 1)[1] for f in fields]
+    close = difflib.get_close_matches(name, names, n=1)
+    return Problem(f"entity '{entity_id}' has no field '{name}'", path=where,
+                   hint=f"did you mean '{close[0]}'?" if close else f"its fields: {', '.join(names) or 'none'}")
+
+
+def _strings(value: Any, path: str) -> list[tuple[str, str]]:
+    """(JSON path, text) of every string in a value."""
+    if isinstance(value, str):
+        return [(path, value)]
+    if isinstance(value, list):
+        return [s for i, item in enumerate(value) for s in _strings(item, f"{path}[{i}]")]
+    if isinstance(value, dict):
+        return [s for key, item in value.items() for s in _strings(item, f"{path}.{key}")]
+    return []
+
+
+# -- checks that need the whole task --------------------------------------------------------------
+
+
+def check_task(task: VerialTask, path: str) -> tuple[list[Problem], list[Problem]]:
+    """Names a Verial task uses must exist in it: envs, entities, criterion ids, its agent."""
+    problems: list[Problem] = []
+    warnings: list[Problem] = []
+    envs = task.all_envs()
+    env_ids = [e.env_id for e in envs]
+    env_path = f"{path}.env" if task.env is not None else f"{path}.envs"
+    problems += _duplicates(env_ids, lambda i: f"{env_path}[{i}].env_id",
+                            lambda name, first: f"Env '{name}' is already deployed (first at envs[{first}])")
+    problems += _duplicates([e.id for e in task.entities], lambda i: f"{path}.entities[{i}].id",
+                            lambda name, first: f"duplicate entity id '{name}' (first at entities[{first}])")
+    problems += _duplicates([c.id for c in task.criteria], lambda i: f"{path}.criteria[{i}].id",
+                            lambda name, first: f"duplicate criterion id '{name}' (first at criteria[{first}])")
+    problems += _agent_conflicts(task, path)
+    scenario_problems, warnings = _check_scenario(task, env_ids, path)
+    problems += scenario_problems
+    for j, c in enumerate(task.criteria):
+        problems += _check_criterion(task, c, env_ids, f"{path}.criteria[{j}]")
+    return problems, warnings
+
+
+def _duplicates(names: list[str | None], where: Any, message: Any) -> list[Problem]:
+    seen: dict[str, int] = {}
+    problems = []
+    for i, name in enumerate(names):
+        if name is None:
+            continue
+        if name in seen:
+            problems.append(Problem(message(name, seen[name]), path=where(i), hint="give each its own name"))
+        else:
+            seen[name] = i
+    return problems
+
+
+def _agent_conflicts(task: VerialTask, path: str) -> list[Problem]:
+    named = [(i, e.a2a_agent_id) for i, e in enumerate(task.all_envs()) if e.a2a_agent_id]
+    chosen = task.agent.a2a_agent_id or (named[0][1] if named else None)
+    env_path = f"{path}.env" if task.env is not None else f"{path}.envs"
+    return [Problem(f"a2a_agent_id '{agent}' conflicts with '{chosen}': the task deploys one agent",
+                    path=(env_path if task.env is not None else f"{env_path}[{i}]") + ".a2a_agent_id",
+                    hint="name the agent once, under agent.a2a_agent_id")
+            for i, agent in named if agent != chosen]
+
+
+def _env_ref(env_id: str | None, env_ids: list[str], where: str, what: str) -> list[Problem]:
+    if env_id is None:
+        if len(env_ids) > 1:
+            return [Problem(f"the task has several envs: say which one {what}", path=where,
+                            hint=f"set env_id to one of: {', '.join(env_ids)}")]
+        return []
+    if env_id in env_ids:
+        return []
+    close = difflib.get_close_matches(env_id, env_ids, n=1)
+    return [Problem(f"env '{env_id}' is not one of the task's envs", path=where,
+                    hint=f"did you mean '{close[0]}'?" if close else f"the task's envs: {', '.join(env_ids)}")]
+
+
+def _check_scenario(task: VerialTask, env_ids: list[str], path: str) -> tuple[list[Problem], list[Problem]]:
+    problems: list[Problem] = []
+    warnings: list[Problem] = []
+    if task.scenario is None:
+        return problems, warnings
+    entity_ids = [e.id for e in task.entities]
+    for n, action in enumerate(task.scenario.steps):
+        where = f"{path}.scenario.steps[{n}]"
+        problems += _env_ref(action.env_id, env_ids, f"{where}.env_id", "performs this action")
+        if action.entity_id is not None and action.entity_id not in entity_ids:
+            problems.append(_unknown_entity(action.entity_id, entity_ids, f"{where}.entity_id"))
+        env_id = action.env_id or (env_ids[0] if len(env_ids) == 1 else None)
+        known = REFERENCE_TRIGGER_ACTIONS.get(env_id or "")
+        if known and action.action not in known:
+            close = difflib.get_close_matches(action.action, known, n=1)
+            warnings.append(Problem(
+                f"the reference env '{env_id}' has no trigger action '{action.action}'", path=f"{where}.action",
+                hint=(f"did you mean '{close[0]}'?" if close else f"its actions: {', '.join(known)}")
+                + " (an env registered under this id may have it)", severity="warning"))
+    return problems, warnings
+
+
+def _unknown_entity(entity_id: str, entity_ids: list[str], where: str) -> Problem:
+    close = difflib.get_close_matches(entity_id, entity_ids, n=1)
+    hint = f"did you mean '{close[0]}'?" if close else (
+        f"known entities: {', '.join(entity_ids)}" if entity_ids else "define it under entities")
+    return Problem(f"entity '{entity_id}' is not defined", path=where, hint=hint)
+
+
+def _check_criterion(task: VerialTask, c: TaskCriterion, env_ids: list[str], where: str) -> list[Problem]:
+    problems: list[Problem] = []
+    check = c.assertion
+    if isinstance(check, StateCheck):
+        problems += _env_ref(check.env_id, env_ids, f"{where}.assertion.env_id", "this assertion reads")
+    if isinstance(check, ResponseContainsCheck) and c.weight <= 0:
+        problems.append(Problem("a response check needs a weight above 0", path=f"{where}.weight",
+                                hint="it is scored as its own verifier; express a penalty as a rubric criterion"))
+    if c.input_entity_id is None:
+        return problems
+    entity = _entity(task, c.input_entity_id)
+    if entity is None:
+        return problems + [_unknown_entity(c.input_entity_id, [e.id for e in task.entities],
+                                           f"{where}.input_entity_id")]
+    if not isinstance(check, StateMatchCheck):
+        return problems + [Problem("input_entity_id scopes state_match assertions only", path=f"{where}.input_entity_id",
+                                   hint="remove it, or write the entity's values with <entity.field>")]
+    if check.correlate_by.value is None and entity_field(entity, check.correlate_by.key) is None:
+        problems.append(Problem(
+            f"entity '{entity.id}' has no field '{check.correlate_by.key}' to correlate by",
+            path=f"{where}.assertion.correlate_by.key",
+            hint=f"add '{check.correlate_by.key}' to the entity, or give correlate_by.value"))
+    return problems
