@@ -20,6 +20,7 @@ from prefect.context import FlowRunContext
 from prefect.states import Completed, Failed, State
 from pydantic import Field
 
+from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.documents.loading import fill_placeholders, resolve_env_vars
 from prefect_agentenv.documents.models import TaskDocument
@@ -91,7 +92,7 @@ async def run_task_document(
     if seeds:
         document = TaskDocument.model_validate(fill_placeholders(document.model_dump(mode="json"), seeds))
     settings = get_settings()
-    run_id = run_id or uuid.uuid4().hex
+    run_id = run_id or _flow_run_id() or uuid.uuid4().hex
     run = RunResources(
         run_id=run_id,
         task_id=document.id,
@@ -139,12 +140,28 @@ async def run_task_document(
             secrets=run.redact,
         )
         write_report(report, run.workdir / "report.json")
+        await _upload_report(report, run_id)
         if publish and _flow_run_id():
             try:
                 await publish_artifacts(report)
             except Exception as exc:  # artifacts are a view; a failed upload must not hide the report
                 logger.warning("could not publish Prefect artifacts: %s", exc)
     return report
+
+
+async def _upload_report(report: TaskReport, run_id: str) -> None:
+    """Keep the report in the artifact store too (``runs/<run id>/report.json``), so a benchmark
+    that dispatched this run to another machine can read it."""
+    try:
+        with await asyncio.to_thread(get_artifact_store) as store:
+            await asyncio.to_thread(store.put_object, report_key(run_id), report.model_dump_json(indent=2))
+    except AgentEnvError as exc:  # the local report is already written; the copy is a convenience
+        logger.warning("could not store the report in the artifact store: %s", exc)
+
+
+def report_key(run_id: str) -> str:
+    """Where a run's report is kept among the store's run records."""
+    return f"{run_id}/report.json"
 
 
 @contextmanager

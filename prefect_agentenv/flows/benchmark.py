@@ -1,0 +1,241 @@
+"""The ``benchmark`` flow: every (task × seed × epoch) of a benchmark as an ``agent_task`` run.
+
+Tasks run as subflows in this process (default) or, for a fleet, as flow runs of the
+``agent-task`` deployment on a work pool (``dispatch="deployment"``). Each run's task document
+is frozen (stored with its sha256) before it starts; results are appended to the run's JSONL as
+they finish, so a rerun with the same ``run_id`` only runs what is missing or errored. The
+summary compares with the previous run of the same benchmark slug.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from prefect import flow, get_run_logger, tags
+from prefect.artifacts import (
+    acreate_markdown_artifact,
+    acreate_progress_artifact,
+    acreate_table_artifact,
+    aupdate_progress_artifact,
+)
+from prefect.context import FlowRunContext
+from prefect.deployments import run_deployment
+from prefect.states import Completed, Failed, State
+from pydantic import Field
+
+from prefect_agentenv.artifacts import ArtifactBackend, get_artifact_store
+from prefect_agentenv.documents.benchmark import Benchmark
+from prefect_agentenv.documents.benchmark_validation import validate_benchmark_data, validate_benchmark_file
+from prefect_agentenv.documents.compile import ExpandedTask
+from prefect_agentenv.exceptions import ArtifactError, TaskDocumentError
+from prefect_agentenv.flows.agent_task import agent_task, report_key
+from prefect_agentenv.flows.report import TaskReport, artifact_key
+from prefect_agentenv.flows.results import ResultsStore, crashed_result, read_results, result_from_report, task_key
+from prefect_agentenv.grading.benchmark_stats import RunKey, TaskResult, compare, summarize, summary_markdown
+from prefect_agentenv.grading.outcome import Outcome
+
+Listener = Callable[[str, dict[str, Any]], None]
+progress_listener: contextvars.ContextVar[Listener | None] = contextvars.ContextVar("benchmark_progress", default=None)
+"""Set by the CLI to draw live progress; called with ("start"|"result"|"summary", payload)."""
+
+
+def _emit(event: str, payload: dict[str, Any]) -> None:
+    listener = progress_listener.get()
+    if listener is not None:
+        listener(event, payload)
+
+
+def load(benchmark: Benchmark | None, path: str | None) -> tuple[Benchmark, list[ExpandedTask]]:
+    """The benchmark and its expanded tasks, from a parameter or a file; every problem listed at once."""
+    if path:
+        result = validate_benchmark_file(path)
+    elif benchmark is not None:
+        result = validate_benchmark_data(benchmark.model_dump(mode="json", by_alias=True, exclude_none=True), ".")
+    else:
+        raise TaskDocumentError([], "give a benchmark document or the path of one")
+    if result.problems or result.benchmark is None:
+        raise TaskDocumentError(result.problems, path or "benchmark")
+    return result.benchmark, result.tasks
+
+
+def _flow_run_name() -> str:
+    params = FlowRunContext.get().flow_run.parameters if FlowRunContext.get() else {}  # type: ignore[union-attr]
+    bench = params.get("benchmark") or {}
+    slug = bench.get("slug") if isinstance(bench, dict) else getattr(bench, "slug", None)
+    name = slug or Path(str(params.get("path") or "benchmark")).stem
+    agent = (params.get("overrides") or {}).get("a2a_agent_id")
+    return f"{name}" + (f" · {agent}" if agent else "")
+
+
+@flow(name="benchmark", flow_run_name=_flow_run_name, persist_result=False, log_prints=True)
+async def benchmark(
+    path: Annotated[str | None, Field(description="Benchmark document (YAML/JSON) on the worker's disk.")] = None,
+    benchmark: Annotated[Benchmark | None, Field(description="The benchmark document itself.")] = None,
+    run_id: Annotated[str | None, Field(description="Resume this run: only missing or errored tasks run.")] = None,
+    overrides: Annotated[dict[str, str] | None, Field(description="Per-run overrides for every task.")] = None,
+    epochs: Annotated[int | None, Field(description="Override the document's epochs.", ge=1)] = None,
+    concurrency: Annotated[int | None, Field(description="Override the document's concurrency.", ge=1)] = None,
+    dispatch: Annotated[Literal["subflow", "deployment"],
+                        Field(description="Run tasks here, or as flow runs of an agent-task deployment.")] = "subflow",
+    deployment: Annotated[str, Field(description="The agent-task deployment used by dispatch=deployment.")]
+    = "agent-task/agent-task",
+    report_dir: Annotated[str | None, Field(description="Also write each task's report and the summary here.")]
+    = None,
+) -> State:
+    """Run a benchmark: tasks × seeds × epochs with bounded concurrency, then summarize and compare."""
+    bench, tasks = load(benchmark, path)
+    runner = _Runner(bench, tasks, run_id=run_id, overrides=overrides or {}, epochs=epochs or bench.epochs,
+                     concurrency=concurrency or bench.concurrency, dispatch=dispatch, deployment=deployment,
+                     report_dir=Path(report_dir) if report_dir else None)
+    summary = await runner.run()
+    get_run_logger().info("benchmark %s run %s: %s", bench.slug, runner.run_id, summary["headline"])
+    if summary["regressions"]:
+        return Completed(message=f"{summary['headline']} — {len(summary['regressions'])} regression(s)", data=summary)
+    if summary["counts"].get("total", 0) == 0:
+        return Failed(message="no task ran", data=summary)
+    return Completed(message=summary["headline"], data=summary)
+
+
+class _Runner:
+    """One benchmark run: schedules task runs, records results, publishes the summary."""
+
+    def __init__(self, bench: Benchmark, tasks: list[ExpandedTask], *, run_id: str | None,
+                 overrides: dict[str, str], epochs: int, concurrency: int, dispatch: str, deployment: str,
+                 report_dir: Path | None) -> None:
+        self.bench, self.tasks = bench, {t.task_id: t for t in tasks}
+        self.run_id = run_id or time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+        self.overrides = {**bench.defaults.overrides, **overrides}
+        self.epochs, self.concurrency, self.dispatch, self.deployment = epochs, concurrency, dispatch, deployment
+        self.report_dir = report_dir
+        self.store: ArtifactBackend = get_artifact_store()
+        self.results = ResultsStore(self.store, bench.slug, self.run_id)
+        self.done = 0
+        self.progress_id: Any = None
+
+    def keys(self) -> list[RunKey]:
+        return [RunKey(t.task_id, t.seed_index, e) for t in self.tasks.values() for e in range(self.epochs)]
+
+    async def run(self) -> dict[str, Any]:
+        keys = self.keys()
+        pending = await asyncio.to_thread(self.results.pending, keys)
+        await asyncio.to_thread(self.results.record_started)
+        _emit("start", {"run_id": self.run_id, "slug": self.bench.slug, "total": len(keys), "pending": len(pending)})
+        self.progress_id = await _progress(self.bench.slug, len(keys) - len(pending), len(keys))
+        self.done = len(keys) - len(pending)
+        gate = asyncio.Semaphore(self.concurrency)
+
+        async def one(key: RunKey) -> None:
+            async with gate:
+                result = await self._run_one(key)
+            await self.results.append_async(result)
+            self.done += 1
+            _emit("result", result.model_dump(mode="json"))
+            if self.progress_id is not None:
+                await aupdate_progress_artifact(self.progress_id, progress=100.0 * self.done / max(1, len(keys)))
+
+        await asyncio.gather(*(one(k) for k in pending))
+        return await self._finish()
+
+    async def _run_one(self, key: RunKey) -> TaskResult:
+        task = self.tasks[key.task_id]
+        snapshot = await asyncio.to_thread(self.results.snapshot_task, task_key(key.task_id, key.seed_index),
+                                           task.document.model_dump(mode="json", by_alias=True))
+        started, t0 = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), time.monotonic()
+        common = {"seed": task.seed_row, "tags": task.tags, "snapshot": snapshot}
+        try:
+            async with asyncio.timeout(task.timeout_seconds):
+                report, flow_run_id = await self._dispatch(task, key)
+        except TimeoutError:
+            return TaskResult(task_id=key.task_id, seed_index=key.seed_index, seed=dict(task.seed_row or {}),
+                              epoch=key.epoch, tags=task.tags, status="failed", outcome=Outcome.TIMED_OUT, score=0.0,
+                              duration_s=round(time.monotonic() - t0, 3), snapshot=snapshot, started_at=started,
+                              error=f"the task did not finish within {task.timeout_seconds:g}s")
+        if report is None:
+            return crashed_result(key, "the task's flow run ended without a report", flow_run_id=flow_run_id,
+                                  started_at=started, duration_s=round(time.monotonic() - t0, 3), **common)
+        url = self.store.object_url(report_key(report.flow_run_id or flow_run_id or ""))
+        if self.report_dir:
+            self.report_dir.mkdir(parents=True, exist_ok=True)
+            name = f"{task_key(key.task_id, key.seed_index)}-epoch{key.epoch}.json"
+            (self.report_dir / name).write_text(report.model_dump_json(indent=2))
+        return result_from_report(report, key, report_url=url, **common)
+
+    async def _dispatch(self, task: ExpandedTask, key: RunKey) -> tuple[TaskReport | None, str | None]:
+        agent = self.overrides.get("a2a_agent_id") or self.bench.defaults.a2a_agent_id
+        name = f"{task.task_id} · epoch {key.epoch}" + (f" · {agent}" if agent else "")
+        with tags(f"benchmark:{self.bench.slug}", *task.tags):
+            if self.dispatch == "deployment":
+                flow_run = await run_deployment(
+                    self.deployment, parameters={"task": task.document.model_dump(mode="json", by_alias=True),
+                                                 "overrides": self.overrides},
+                    flow_run_name=name, timeout=None, as_subflow=True)
+                return await asyncio.to_thread(self._read_report, str(flow_run.id)), str(flow_run.id)
+            state = await agent_task.with_options(flow_run_name=name)(
+                task=task.document, overrides=self.overrides, return_state=True)
+            data = await state.result(raise_on_failure=False)
+        report = TaskReport.model_validate(data) if isinstance(data, dict) else None
+        return report, str(state.state_details.flow_run_id) if state.state_details else None
+
+    def _read_report(self, flow_run_id: str) -> TaskReport | None:
+        try:
+            return TaskReport.model_validate_json(self.store.get_object(report_key(flow_run_id)))
+        except ArtifactError:
+            return None
+
+    async def _finish(self) -> dict[str, Any]:
+        results = await asyncio.to_thread(self.results.read_results)
+        summary = summarize(results)
+        previous = await asyncio.to_thread(self.results.previous_run)
+        comparison = None
+        if previous is not None:
+            before = await asyncio.to_thread(read_results, self.store, self.bench.slug, previous.run_id)
+            comparison = compare(summary, summarize(before), current_run_id=self.run_id,
+                                 previous_run_id=previous.run_id)
+        await asyncio.to_thread(self.results.record_finished, summary)
+        markdown = summary_markdown(summary, comparison, results, title=f"{self.bench.name} — run {self.run_id}")
+        await _publish(self.bench.slug, markdown, results)
+        out = {"run_id": self.run_id, "slug": self.bench.slug, "headline": headline_text(summary),
+               "summary": summary.model_dump(mode="json"), "counts": summary.counts.model_dump(mode="json"),
+               "regressions": [c.model_dump(mode="json") for c in comparison.regressions] if comparison else [],
+               "results_url": self.results.results_url, "markdown": markdown}
+        out["counts"]["total"] = summary.counts.total
+        if self.report_dir:
+            (self.report_dir / "summary.md").write_text(markdown)
+            (self.report_dir / "summary.json").write_text(json.dumps(out, indent=2, default=str))
+        _emit("summary", out)
+        self.store.close()
+        return out
+
+
+def headline_text(summary: Any) -> str:
+    h = summary.headline
+    mean = "-" if h.mean_score is None else f"{h.mean_score:.3f}"
+    rate = "-" if h.pass_rate is None else f"{h.pass_rate:.0%}"
+    return (f"mean score {mean}, pass rate {rate} ({h.passed}/{h.denominator} passed; "
+            f"{h.errored} errored, {h.unscored} unscored)")
+
+
+async def _progress(slug: str, done: int, total: int) -> Any:
+    if FlowRunContext.get() is None:
+        return None
+    return await acreate_progress_artifact(progress=100.0 * done / max(1, total), key=artifact_key("bench", slug,
+                                           "progress"), description=f"Benchmark {slug}: share of task runs done")
+
+
+async def _publish(slug: str, markdown: str, results: list[TaskResult]) -> None:
+    if FlowRunContext.get() is None:
+        return
+    key = artifact_key("bench", slug)
+    await acreate_markdown_artifact(markdown=markdown, key=f"{key}-summary"[:100], description=f"Benchmark {slug}")
+    await acreate_table_artifact(
+        table=[{"task": r.task_id, "seed": r.seed_index, "epoch": r.epoch, "outcome": r.outcome.value,
+                "score": r.score, "duration_s": r.duration_s, "report": r.report_url, "error": (r.error or "")[:200]}
+               for r in results],
+        key=f"{key}-tasks"[:100], description=f"Task runs of benchmark {slug}")
