@@ -14,9 +14,9 @@ import typer
 from prefect_agentenv.commands.agent import agent_app
 from prefect_agentenv.commands.artifact import artifact_app
 from prefect_agentenv.commands.env import env_app
-from prefect_agentenv.documents import TaskDocument, validate_file
+from prefect_agentenv.documents import BenchmarkValidationResult, TaskDocument, validate_any_file, validate_file
 from prefect_agentenv.documents.graph import resolve_dependencies
-from prefect_agentenv.documents.schema import task_document_schema
+from prefect_agentenv.documents.schema import document_schema
 
 app = typer.Typer(
     name="prefect-agentenv",
@@ -31,13 +31,17 @@ app.add_typer(env_app, name="env")
 
 
 @app.command()
-def validate(files: Annotated[list[Path], typer.Argument(help="Task documents (JSON or YAML).")]) -> None:
-    """Check documents; list every problem. Exit 0 when all are valid, 2 otherwise."""
+def validate(files: Annotated[list[Path], typer.Argument(help="Task or benchmark documents (JSON or YAML).")]) -> None:
+    """Check task and benchmark documents; list every problem. Exit 0 when all are valid, 2 otherwise."""
     failed = False
     for path in files:
-        result = validate_file(path)
+        result = validate_any_file(path)
         for w in result.warnings:
             typer.echo(f"{path}: warning: {w.render()}", err=True)
+        if result.ok and isinstance(result, BenchmarkValidationResult):
+            tasks = len({t.base_id for t in result.tasks})
+            typer.echo(f"{path}: ok (benchmark: {tasks} tasks, {len(result.tasks)} runs per epoch)")
+            continue
         if result.ok:
             typer.echo(f"{path}: ok ({len(result.document.steps) if result.document else 0} steps)")
             continue
@@ -50,8 +54,8 @@ def validate(files: Annotated[list[Path], typer.Argument(help="Task documents (J
 
 @app.command()
 def schema() -> None:
-    """Print the JSON Schema of task documents (point your editor at it)."""
-    json.dump(task_document_schema(), sys.stdout, indent=2)
+    """Print the JSON Schema of task and benchmark documents (point your editor at it)."""
+    json.dump(document_schema(), sys.stdout, indent=2)
     sys.stdout.write("\n")
 
 
@@ -156,6 +160,52 @@ def _print_summary(data: dict[str, Any], report: Path | None) -> None:
         typer.echo(f"error: {data['error']}")
     if report:
         typer.echo(f"report: {report}")
+
+
+@app.command()
+def bench(
+    bench_file: Annotated[Path, typer.Argument(help="Benchmark document (YAML or JSON).")],
+    report_dir: Annotated[Path | None, typer.Option(help="Write each task's report and the summary here.")] = None,
+    resume: Annotated[str | None, typer.Option(help="Resume this run id: only missing or errored tasks run.")] = None,
+    override: Annotated[list[str], typer.Option(help="KEY=VALUE run override for every task (repeatable).")] = [],  # noqa: B006
+    epochs: Annotated[int | None, typer.Option(help="Override the document's epochs.", min=1)] = None,
+    concurrency: Annotated[int | None, typer.Option(help="Override the document's concurrency.", min=1)] = None,
+) -> None:
+    """Run a benchmark with live progress; exit 0 when it ran (whatever the scores), 1 when it failed, 2 invalid."""
+    from prefect_agentenv.documents.benchmark_validation import validate_benchmark_file
+
+    overrides = _pairs(override, "--override")
+    checked = validate_benchmark_file(bench_file)
+    if checked.problems:
+        typer.echo(f"{bench_file}: {len(checked.problems)} problem(s)", err=True)
+        for p in checked.problems:
+            typer.echo(f"  - {p.render()}", err=True)
+        raise typer.Exit(2)
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    from prefect_agentenv.cli_progress import run_benchmark_with_progress
+
+    code = run_benchmark_with_progress(bench_file, run_id=resume, overrides=overrides, epochs=epochs,
+                                       concurrency=concurrency, report_dir=report_dir)
+    raise typer.Exit(code)
+
+
+@app.command(name="serve")
+def serve_command(
+    benchmark_file: Annotated[Path, typer.Option("--benchmark", help="Benchmark the nightly deployment runs.")] = Path(
+        "examples/benchmark.yaml"),
+    cron: Annotated[str, typer.Option(help="Schedule of the nightly deployment (cron).")] = "0 2 * * *",
+    no_schedule: Annotated[bool, typer.Option(help="Serve the nightly deployment without its schedule.")] = False,
+    limit: Annotated[int | None, typer.Option(help="At most this many runs at once.")] = None,
+) -> None:
+    """Serve the agent-task and benchmark/nightly deployments from this process (Ctrl-C stops)."""
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    # Imported here so other commands do not pay for Prefect's runner.
+    from prefect_agentenv.deployments import serve_all
+
+    if not benchmark_file.exists():
+        typer.echo(f"error: {benchmark_file} does not exist", err=True)
+        raise typer.Exit(2)
+    serve_all(benchmark_file, cron=None if no_schedule else cron, limit=limit)
 
 
 def main() -> None:

@@ -1,1 +1,42 @@
-"""deployments."""
+"""Deployments of the two flows: ``agent-task`` (one task document) and ``benchmark/nightly``.
+
+``prefect-agentenv serve`` serves both from one process for local use; ``prefect.yaml`` at the
+repository root declares the same deployments for work pools (``prefect deploy --all``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import serve
+from prefect.deployments.runner import RunnerDeployment
+from prefect.schedules import Cron
+
+from prefect_agentenv.flows.agent_task import agent_task
+from prefect_agentenv.flows.benchmark import benchmark
+
+NIGHTLY_CRON = "0 2 * * *"
+"""02:00 every night (UTC unless the schedule says otherwise)."""
+AGENT_TASK_DEPLOYMENT = "agent-task/agent-task"
+NIGHTLY_DEPLOYMENT = "benchmark/nightly"
+
+
+def build_deployments(benchmark_path: str | Path = "examples/benchmark.yaml", *, cron: str | None = NIGHTLY_CRON,
+                      timezone: str = "UTC") -> list[RunnerDeployment]:
+    """The ``agent-task`` deployment and the ``nightly`` benchmark deployment (scheduled unless cron is None)."""
+    path = str(Path(benchmark_path).resolve())
+    return [
+        agent_task.to_deployment(
+            name="agent-task", tags=["agentenv"],
+            description="Run one agent-evaluation task document (paste it into the Run form's task field)."),
+        benchmark.to_deployment(
+            name="nightly", tags=["agentenv", "benchmark"], parameters={"path": path},
+            schedules=[Cron(cron, timezone=timezone)] if cron else None,
+            description=f"The benchmark at {path}, every night; trigger it any time with Run."),
+    ]
+
+
+def serve_all(benchmark_path: str | Path = "examples/benchmark.yaml", *, cron: str | None = NIGHTLY_CRON,
+              limit: int | None = None) -> None:
+    """Serve both deployments from this process until interrupted."""
+    serve(*build_deployments(benchmark_path, cron=cron), limit=limit)  # type: ignore[arg-type]

@@ -15,7 +15,17 @@ import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 from prefect_agentenv.grading.assertions import FilePresent, RecordCount, StateMatch
 
@@ -68,16 +78,32 @@ class CsvSeeds(_Strict):
     """Path of the CSV file, relative to the benchmark file."""
 
 
-SeedValue = str | int | float | bool
+def _scalar(value: Any) -> Any:
+    if not isinstance(value, str | int | float | bool):
+        raise ValueError(f"a seed value must be text, a number or a boolean, not {type(value).__name__}")
+    return value
+
+
+SeedValue = Annotated[Any, AfterValidator(_scalar), WithJsonSchema({"type": ["string", "number", "boolean"]})]
+"""A placeholder's value: any scalar (it is written into strings)."""
 SeedRows = list[dict[str, SeedValue]]
 
 
 def _seeds_kind(value: Any) -> str | None:
+    if value is None:
+        return "none"
     if isinstance(value, dict):
         return "CsvSeeds"
     if isinstance(value, list):
         return "rows"
     return None
+
+
+Seeds = Annotated[
+    Annotated[SeedRows, Tag("rows")] | Annotated[CsvSeeds, Tag("CsvSeeds")] | Annotated[None, Tag("none")],
+    Discriminator(_seeds_kind, custom_error_type="seeds_form",
+                  custom_error_message="seeds must be a list of rows (objects) or {csv: path}"),
+]
 
 
 # -- step-document tasks --------------------------------------------------------------------------
@@ -229,6 +255,8 @@ class ResponseContainsCheck(_Strict):
 
 
 StateCheck = StateMatchCheck | RecordCountCheck | FilePresentCheck
+ASSERT_KINDS = ("state_match", "record_count", "file_present", "rubric", "response_contains")
+"""The values of a criterion assertion's ``assert``."""
 CriterionAssertion = Annotated[
     StateMatchCheck | RecordCountCheck | FilePresentCheck | RubricCheck | ResponseContainsCheck,
     Field(discriminator="assert_"),
@@ -317,13 +345,11 @@ class BenchmarkHeader(_Strict):
     """Human-readable name."""
     slug: str = Field(pattern=SLUG_PATTERN)
     """Stable lowercase-dashes name used for deployments and artifact keys."""
-    version: str = "1"
+    version: str = Field(default="1", json_schema_extra={"type": ["string", "number"]})
     """Version of the benchmark, recorded with its results."""
     description: str | None = None
     defaults: BenchmarkDefaults = Field(default_factory=BenchmarkDefaults)
-    seeds: Annotated[
-        Annotated[SeedRows, Tag("rows")] | Annotated[CsvSeeds, Tag("CsvSeeds")], Discriminator(_seeds_kind)
-    ] | None = None
+    seeds: Seeds = None
     """Rows of values for ``<name>`` placeholders: a list of objects, or {csv: path}. A task that uses
     a seed column runs once per row."""
     epochs: int = Field(default=1, ge=1)

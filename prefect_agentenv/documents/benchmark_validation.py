@@ -8,7 +8,6 @@ pointed back at the benchmark).
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,12 +30,13 @@ from prefect_agentenv.documents.compile import (
     Expansion,
     duplicate_task_ids,
     expand_task,
+    model_problem,
     select_tasks,
 )
 from prefect_agentenv.documents.loading import ParseError, read_document
 from prefect_agentenv.documents.problems import Problem
 from prefect_agentenv.documents.seeds import load_seed_rows
-from prefect_agentenv.documents.validation import _from_pydantic as pydantic_problem  # one wording for both kinds
+from prefect_agentenv.documents.validation import ValidationResult, validate_data
 from prefect_agentenv.exceptions import TaskDocumentError
 
 _TASK_MODELS: dict[str, type[BaseModel]] = {"StepDocumentTask": StepDocumentTask, "VerialTask": VerialTask}
@@ -118,7 +118,7 @@ def _header(data: dict[str, Any]) -> tuple[BenchmarkHeader | None, list[Problem]
     try:
         return BenchmarkHeader.model_validate({k: v for k, v in data.items() if k != "tasks"}), problems
     except ValidationError as exc:
-        return None, problems + [_problem(e, "$", BenchmarkHeader) for e in exc.errors()]
+        return None, problems + [model_problem(e, "$", BenchmarkHeader) for e in exc.errors()]
 
 
 def _defaults_alone(data: dict[str, Any]) -> BenchmarkDefaults:
@@ -148,13 +148,18 @@ def _tasks(raw_tasks: Any) -> tuple[list[tuple[int, BenchmarkTask]], list[Proble
         try:
             valid.append((i, model.model_validate(raw)))  # type: ignore[arg-type]
         except ValidationError as exc:
-            problems += [_problem(e, path, model) for e in exc.errors()]
+            problems += [model_problem(e, path, model) for e in exc.errors()]
     return valid, problems
 
 
-def _problem(err: Any, path: str, model: type[BaseModel]) -> Problem:
-    """A pydantic error as a problem, worded for a benchmark rather than a step."""
-    problem = pydantic_problem(err, path, None, model)
-    if problem.hint and problem.hint.endswith(" to the step"):
-        problem = dataclasses.replace(problem, hint=problem.hint.removesuffix(" to the step") + " here")
-    return problem
+def validate_any_file(path: str | Path) -> ValidationResult | BenchmarkValidationResult:
+    """Validate a task document or a benchmark document, told apart by a top-level ``tasks`` mapping."""
+    try:
+        data = read_document(path)
+    except ParseError as exc:
+        return ValidationResult(None, [exc.problem])
+    except OSError as exc:
+        return ValidationResult(None, [Problem(f"cannot read the file: {exc.strerror or exc}")])
+    if is_benchmark_data(data):
+        return validate_benchmark_data(data, Path(path).parent)
+    return validate_data(data, default_id=Path(path).stem)

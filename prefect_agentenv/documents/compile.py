@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from prefect_agentenv.documents.benchmark import (
+    ASSERT_KINDS,
     Benchmark,
     BenchmarkDefaults,
     BenchmarkTask,
@@ -203,7 +204,7 @@ def _verial_expander(task: VerialTask, raw: dict[str, Any], path: str, ctx: Expa
         try:
             seeded = VerialTask.model_validate(fill_placeholders(raw, row or {}))
         except ValidationError as exc:
-            return Expansion(problems=[pydantic_problem(e, path, None, VerialTask) for e in exc.errors()])
+            return Expansion(problems=[model_problem(e, path, VerialTask) for e in exc.errors()])
         compiled = compile_verial(seeded, defaults=ctx.defaults, path=path, task_id=task_id)
         if compiled.problems:
             return Expansion(problems=compiled.problems, warnings=compiled.warnings)
@@ -224,6 +225,30 @@ def _validated_compiled(compiled: CompiledTask, task: VerialTask, task_id: str, 
                                       seed_row=row, seed_index=seed_index, weight=task.weight,
                                       criteria=compiled.criteria))
     return out
+
+
+def model_problem(err: Any, path: str, model: type[BaseModel]) -> Problem:
+    """A pydantic error as a problem, worded for a benchmark rather than a step.
+
+    A wrong or missing ``assert`` (the tag that picks the assertion model) is reported at the
+    ``assert`` key itself, with the known kinds, instead of pydantic's wording about tags.
+    """
+    kind, ctx = err["type"], err.get("ctx") or {}
+    if kind in ("union_tag_invalid", "union_tag_not_found"):
+        key = str(ctx.get("discriminator", "")).split("|")[-1].strip(" '") or "type"
+        where = pydantic_problem({**err, "type": "value_error", "msg": ""}, path, None, model).path + f".{key}"
+        expected = [t.strip(" '") for t in str(ctx.get("expected_tags", "")).split(",") if t.strip()] or \
+            list(ASSERT_KINDS if key == "assert" else [])
+        if kind == "union_tag_not_found":
+            return Problem(f"missing required field '{key}'", path=where, hint=f"one of: {', '.join(expected)}")
+        tag = str(ctx.get("tag"))
+        close = difflib.get_close_matches(tag, expected, n=1)
+        return Problem(f"unknown {key} '{tag}'", path=where,
+                       hint=f"did you mean '{close[0]}'?" if close else f"one of: {', '.join(expected)}")
+    problem = pydantic_problem(err, path, None, model)
+    if problem.hint and problem.hint.endswith(" to the step"):
+        problem = replace(problem, hint=problem.hint.removesuffix(" to the step") + " here")
+    return problem
 
 
 # -- across tasks -------------------------------------------------------------------------------

@@ -1,10 +1,15 @@
-"""The JSON Schema of task documents, for editors and the Prefect UI."""
+"""The JSON Schema of task and benchmark documents, for editors and the Prefect UI."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from pydantic.json_schema import models_json_schema
+
+from prefect_agentenv.documents.benchmark import Benchmark
 from prefect_agentenv.documents.models import TaskDocument
+
+_DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
 
 def task_document_schema() -> dict[str, Any]:
@@ -13,8 +18,35 @@ def task_document_schema() -> dict[str, Any]:
     defs = doc.pop("$defs", {})
     defs["TaskDocument"] = doc
     return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$schema": _DRAFT,
         "title": "prefect-agentenv task document",
         "anyOf": [{"$ref": "#/$defs/TaskDocument"}, doc["properties"]["steps"]],
         "$defs": defs,
     }
+
+
+def document_schema() -> dict[str, Any]:
+    """JSON Schema of every document ``prefect-agentenv validate`` accepts.
+
+    ``anyOf``: a task document ``{id, steps}``, a bare list of steps, a benchmark document.
+    """
+    _, schema = models_json_schema([(TaskDocument, "validation"), (Benchmark, "validation")],
+                                   ref_template="#/$defs/{model}")
+    defs = schema["$defs"]
+    steps = defs["TaskDocument"]["properties"]["steps"]
+    # Inline steps stay raw in the model (seed rows may complete them), but an editor should
+    # check them like a task document's steps.
+    inline = defs["StepDocumentTask"]["properties"]["steps"]
+    inline["anyOf"] = [{"$ref": "#/$defs/TaskDocument/properties/steps"}, {"type": "null"}]
+    return {
+        "$schema": _DRAFT,
+        "title": "prefect-agentenv task or benchmark document",
+        "anyOf": [{"$ref": "#/$defs/TaskDocument"}, steps, {"$ref": "#/$defs/Benchmark"}],
+        "$defs": defs,
+    }
+
+
+def benchmark_document_schema() -> dict[str, Any]:
+    """JSON Schema of benchmark documents alone."""
+    schema = document_schema()
+    return {**schema, "title": "prefect-agentenv benchmark document", "anyOf": [{"$ref": "#/$defs/Benchmark"}]}

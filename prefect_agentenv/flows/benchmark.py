@@ -196,7 +196,7 @@ class _Runner:
         comparison = None
         if previous is not None:
             before = await asyncio.to_thread(read_results, self.store, self.bench.slug, previous.run_id)
-            comparison = compare(summary, summarize(before), current_run_id=self.run_id,
+            comparison = compare(results, before, current_run_id=self.run_id,
                                  previous_run_id=previous.run_id)
         await asyncio.to_thread(self.results.record_finished, summary)
         markdown = summary_markdown(summary, comparison, results, title=f"{self.bench.name} — run {self.run_id}")

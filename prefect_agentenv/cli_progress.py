@@ -1,0 +1,91 @@
+"""Live terminal progress for ``prefect-agentenv bench``: a table that fills in as task runs finish."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from prefect_agentenv.flows.benchmark import benchmark, progress_listener
+
+_STYLE = {"PASSED": "green", "BELOW_ONE": "yellow", "FAILED": "red", "TIMED_OUT": "red", "UNSCORED": "dim"}
+
+
+class _Board:
+    """What the terminal shows: a header line and one row per finished task run."""
+
+    def __init__(self) -> None:
+        self.total = self.pending = 0
+        self.run_id = self.slug = ""
+        self.rows: list[dict[str, Any]] = []
+        self.summary: dict[str, Any] | None = None
+
+    def on_event(self, event: str, payload: dict[str, Any]) -> None:
+        if event == "start":
+            self.total, self.pending = payload["total"], payload["pending"]
+            self.run_id, self.slug = payload["run_id"], payload["slug"]
+        elif event == "result":
+            self.rows.append(payload)
+        elif event == "summary":
+            self.summary = payload
+
+    def render(self) -> Group:
+        done = self.total - self.pending + len(self.rows)
+        head = Text(f"benchmark {self.slug}  run {self.run_id}  {done}/{self.total} task runs done", style="bold")
+        table = Table(show_edge=False)
+        for column in ("task", "seed", "epoch", "outcome", "score", "seconds", "error"):
+            table.add_column(column)
+        for r in self.rows:
+            score = "-" if r.get("score") is None else f"{r['score']:.2f}"
+            table.add_row(r["task_id"], str(r.get("seed_index", 0)), str(r.get("epoch", 0)),
+                          Text(r["outcome"], style=_STYLE.get(r["outcome"], "")), score,
+                          f"{r.get('duration_s') or 0:.1f}", (r.get("error") or "")[:60])
+        parts: list[Any] = [head, table]
+        if self.summary:
+            parts.append(Text(self.summary["headline"] + "\n", style="bold"))
+        return Group(*parts)
+
+
+def run_benchmark_with_progress(path: Path, *, run_id: str | None, overrides: dict[str, str], epochs: int | None,
+                                concurrency: int | None, report_dir: Path | None) -> int:
+    """Run the benchmark flow in this process, drawing progress; the exit code for the CLI."""
+    board = _Board()
+    console = Console()
+    token = progress_listener.set(board.on_event)
+
+    async def go() -> Any:
+        state = await benchmark(path=str(path), run_id=run_id, overrides=overrides, epochs=epochs,
+                                concurrency=concurrency, report_dir=str(report_dir) if report_dir else None,
+                                return_state=True)
+        return state, await state.result(raise_on_failure=False)
+
+    try:
+        with Live(board.render(), console=console, refresh_per_second=4, transient=False) as live:
+            board_events = board.on_event
+
+            def update(event: str, payload: dict[str, Any]) -> None:
+                board_events(event, payload)
+                live.update(board.render())
+
+            progress_listener.set(update)
+            state, out = asyncio.run(go())
+    except KeyboardInterrupt:
+        console.print("interrupted: the running tasks were stopped; resume with --resume " + board.run_id)
+        return 130
+    finally:
+        progress_listener.reset(token)
+    if not isinstance(out, dict):
+        console.print(f"[red]the benchmark failed:[/red] {state.message}")
+        return 1
+    if out.get("regressions"):
+        console.print(f"[yellow]{len(out['regressions'])} regression(s) against the previous run[/yellow]")
+    console.print(f"results: {out['results_url']}")
+    if report_dir:
+        console.print(f"summary: {report_dir / 'summary.md'}")
+    console.print(f"resume or rerun missing tasks with: prefect-agentenv bench {path} --resume {out['run_id']}")
+    return 0 if state.is_completed() else 1
