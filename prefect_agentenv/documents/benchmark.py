@@ -92,7 +92,7 @@ SeedRows = list[dict[str, SeedValue]]
 def _seeds_kind(value: Any) -> str | None:
     if value is None:
         return "none"
-    if isinstance(value, dict):
+    if isinstance(value, dict | CsvSeeds):
         return "CsvSeeds"
     if isinstance(value, list):
         return "rows"
@@ -333,7 +333,8 @@ def task_kind(value: Any) -> str | None:
 BenchmarkTask = Annotated[
     Annotated[StepDocumentTask, Tag("StepDocumentTask")] | Annotated[VerialTask, Tag("VerialTask")],
     Discriminator(task_kind, custom_error_type="task_kind",
-                  custom_error_message="a task needs path or steps (a step document) or task_item (a Verial-style task)"),
+                  custom_error_message="a task needs path or steps (a step document) "
+                                       "or task_item (a Verial-style task)"),
 ]
 
 
@@ -353,7 +354,7 @@ class BenchmarkHeader(_Strict):
     """Rows of values for ``<name>`` placeholders: a list of objects, or {csv: path}. A task that uses
     a seed column runs once per row."""
     epochs: int = Field(default=1, ge=1)
-    """How many times each task × seed runs (for pass@k)."""
+    """How many times each task runs with each seed row (for pass@k)."""
     concurrency: int = Field(default=2, ge=1)
     """How many task runs at the same time."""
     tags: TagFilter = Field(default_factory=TagFilter)

@@ -12,14 +12,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from prefect_agentenv.documents.benchmark import (
     Benchmark,
     BenchmarkDefaults,
     BenchmarkHeader,
     BenchmarkTask,
+    Seeds,
     StepDocumentTask,
+    TagFilter,
     VerialTask,
     is_benchmark_data,
     task_kind,
@@ -91,17 +93,17 @@ def validate_benchmark_data(data: Any, base_dir: str | Path) -> BenchmarkValidat
     header, problems = _header(data)
     tasks, task_problems = _tasks(data["tasks"])
     problems += task_problems
-    defaults = header.defaults if header else _defaults_alone(data)
-    rows, seed_problems = load_seed_rows(header.seeds, Path(base_dir)) if header else ([], [])
+    defaults, seeds, tag_filter = _settings(data, header)
+    rows, seed_problems = load_seed_rows(seeds, Path(base_dir))
     problems += seed_problems
     expansion = Expansion()
     ctx = ExpandContext(defaults, Path(base_dir), rows)
     for i, task in tasks:
         expansion.extend(expand_task(task, i, ctx))
+    selected, tag_problems = select_tasks(expansion.tasks, tag_filter, {t for _, task in tasks for t in task.tags})
+    complete = not (task_problems or expansion.problems)
     problems += expansion.problems + duplicate_task_ids(tasks)
-    selected = expansion.tasks
-    if header is not None:
-        selected, tag_problems = select_tasks(expansion.tasks, header.tags, {t for _, task in tasks for t in task.tags})
+    if complete:  # a task that failed to load may have the tag the filter names
         problems += tag_problems
     if problems:
         return BenchmarkValidationResult(None, problems=problems, warnings=expansion.warnings)
@@ -121,12 +123,20 @@ def _header(data: dict[str, Any]) -> tuple[BenchmarkHeader | None, list[Problem]
         return None, problems + [model_problem(e, "$", BenchmarkHeader) for e in exc.errors()]
 
 
-def _defaults_alone(data: dict[str, Any]) -> BenchmarkDefaults:
-    """The defaults when the rest of the header is invalid, so the tasks are still checked with them."""
+def _settings(data: dict[str, Any], header: BenchmarkHeader | None) -> tuple[BenchmarkDefaults, Any, TagFilter]:
+    """Defaults, seeds and tag filter, each on its own when the rest of the header is invalid, so the
+    tasks and seeds are still checked (their own problems are already reported with the header's)."""
+    if header is not None:
+        return header.defaults, header.seeds, header.tags
+    return (_alone(BenchmarkDefaults, data.get("defaults") or {}, BenchmarkDefaults()),
+            _alone(Seeds, data.get("seeds"), None), _alone(TagFilter, data.get("tags") or {}, TagFilter()))
+
+
+def _alone(kind: Any, value: Any, fallback: Any) -> Any:
     try:
-        return BenchmarkDefaults.model_validate(data.get("defaults") or {})
+        return TypeAdapter(kind).validate_python(value)
     except ValidationError:
-        return BenchmarkDefaults()
+        return fallback
 
 
 def _tasks(raw_tasks: Any) -> tuple[list[tuple[int, BenchmarkTask]], list[Problem]]:

@@ -23,7 +23,7 @@ positive weights, so the task score is the weighted mean of the criteria.
 from __future__ import annotations
 
 import difflib
-import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
@@ -42,7 +42,7 @@ from prefect_agentenv.documents.benchmark import (
     VerialTask,
     slugify,
 )
-from prefect_agentenv.documents.loading import fill_placeholders
+from prefect_agentenv.documents.entities import bind_entities, entity_field, find_entity, unknown_entity
 from prefect_agentenv.documents.problems import Problem
 
 DEFAULT_AGENT_ID = "llm"
@@ -52,9 +52,6 @@ PROMPT_ID = "prompt"
 REFERENCE_TRIGGER_ACTIONS = {"records": ("drop_inbox_document",), "email": ("deliver_email",)}
 """Trigger actions of the reference envs, so a misspelt action is flagged before anything runs
 (an env registered under another id is only checked when its triggers are registered)."""
-
-_ENTITY_REF = re.compile(r"<([A-Za-z_][A-Za-z0-9_-]*)\.([A-Za-z0-9_.-]+)>")
-
 
 class CriterionRef(BaseModel):
     """Where a criterion's score lands in the run's verifications (for per-criterion reports)."""
@@ -285,7 +282,7 @@ def _state_verifiers(b: _Builder, task: VerialTask, ids: list[str], many: bool, 
         if not rows:
             continue
         verifier_id = _scoped("state", env.env_id, many)
-        assertions = [_state_row(c, ids[j], _entity(task, c.input_entity_id)) for j, c in rows]
+        assertions = [_state_row(c, ids[j], find_entity(task, c.input_entity_id)) for j, c in rows]
         b.add({"id": verifier_id, "type": "env_state_verifier", "env_id": env.env_id, "verifier_id": verifier_id,
                "assertions": assertions, "score_aggregator": "weighted_average",
                "weight": _positive([c.weight for _, c in rows]), "depends_on": [PROMPT_ID]},
@@ -293,10 +290,6 @@ def _state_verifiers(b: _Builder, task: VerialTask, ids: list[str], many: bool, 
               [(f".assertions[{r}]", f"{path}.criteria[{j}].assertion") for r, (j, _) in enumerate(rows)])
         refs += [_ref(c, ids[j], verifier_id) for j, c in rows]
     return refs
-
-
-def _entity(task: VerialTask, entity_id: str | None) -> Entity | None:
-    return next((e for e in task.entities if e.id == entity_id), None) if entity_id else None
 
 
 def _state_row(c: TaskCriterion, cid: str, entity: Entity | None) -> dict[str, Any]:
@@ -346,69 +339,6 @@ def _response_verifiers(b: _Builder, task: VerialTask, ids: list[str], path: str
     return refs
 
 
-# -- entities ---------------------------------------------------------------------------------------
-
-
-def entity_values(entities: list[Entity]) -> dict[str, Any]:
-    """``{"ana.name": "Ana Diaz", "ana.insurance.payer": ...}``: every field, nested ones dotted."""
-    values: dict[str, Any] = {}
-
-    def walk(prefix: str, value: Any) -> None:
-        values[prefix] = value
-        if isinstance(value, dict):
-            for key, item in value.items():
-                walk(f"{prefix}.{key}", item)
-
-    for entity in entities:
-        for key, value in entity.fields().items():
-            walk(f"{entity.id}.{key}", value)
-    return values
-
-
-def entity_field(entity: Entity, dotted: str) -> Any:
-    """An entity's field by dotted path (None when absent)."""
-    return entity_values([entity]).get(f"{entity.id}.{dotted}")
-
-
-def bind_entities(task: VerialTask, path: str) -> tuple[VerialTask | None, list[Problem]]:
-    """Fill ``<entity.field>`` everywhere in the task but its entities; report unknown references."""
-    raw = task.model_dump(mode="json", by_alias=True, exclude_unset=True)
-    entities = raw.pop("entities", [])
-    filled = fill_placeholders(raw, entity_values(task.entities))
-    known = {e.id: e for e in task.entities}
-    problems = [_unbound(m, where, known) for where, text in _strings(filled, path)
-                for m in _ENTITY_REF.finditer(text)]
-    if problems:
-        return None, problems
-    return VerialTask.model_validate({**filled, "entities": entities}), []
-
-
-def _unbound(match: re.Match[str], where: str, known: dict[str, Entity]) -> Problem:
-    entity_id, name = match.group(1), match.group(2)
-    if entity_id not in known:
-        close = difflib.get_close_matches(entity_id, list(known), n=1)
-        hint = f"did you mean '{close[0]}'?" if close else (
-            f"known entities: {', '.join(known)}" if known else "define it under entities: [{id: ..., fields...}]")
-        return Problem(f"entity '{entity_id}' is referenced by {match.group(0)} but not defined",
-                       path=where, hint=hint)
-    fields = sorted(entity_values([known[entity_id]]))
-    names = [f.split(".", 1)[1] for f in fields]
-    close = difflib.get_close_matches(name, names, n=1)
-    return Problem(f"entity '{entity_id}' has no field '{name}'", path=where,
-                   hint=f"did you mean '{close[0]}'?" if close else f"its fields: {', '.join(names) or 'none'}")
-
-
-def _strings(value: Any, path: str) -> list[tuple[str, str]]:
-    """(JSON path, text) of every string in a value."""
-    if isinstance(value, str):
-        return [(path, value)]
-    if isinstance(value, list):
-        return [s for i, item in enumerate(value) for s in _strings(item, f"{path}[{i}]")]
-    if isinstance(value, dict):
-        return [s for key, item in value.items() for s in _strings(item, f"{path}.{key}")]
-    return []
-
-
 # -- checks that need the whole task --------------------------------------------------------------
 
 
@@ -433,7 +363,8 @@ def check_task(task: VerialTask, path: str) -> tuple[list[Problem], list[Problem
     return problems, warnings
 
 
-def _duplicates(names: list[str | None], where: Any, message: Any) -> list[Problem]:
+def _duplicates(names: Sequence[str | None], where: Callable[[int], str],
+                message: Callable[[str, int], str]) -> list[Problem]:
     seen: dict[str, int] = {}
     problems = []
     for i, name in enumerate(names):
@@ -479,7 +410,7 @@ def _check_scenario(task: VerialTask, env_ids: list[str], path: str) -> tuple[li
         where = f"{path}.scenario.steps[{n}]"
         problems += _env_ref(action.env_id, env_ids, f"{where}.env_id", "performs this action")
         if action.entity_id is not None and action.entity_id not in entity_ids:
-            problems.append(_unknown_entity(action.entity_id, entity_ids, f"{where}.entity_id"))
+            problems.append(unknown_entity(action.entity_id, entity_ids, f"{where}.entity_id"))
         env_id = action.env_id or (env_ids[0] if len(env_ids) == 1 else None)
         known = REFERENCE_TRIGGER_ACTIONS.get(env_id or "")
         if known and action.action not in known:
@@ -489,13 +420,6 @@ def _check_scenario(task: VerialTask, env_ids: list[str], path: str) -> tuple[li
                 hint=(f"did you mean '{close[0]}'?" if close else f"its actions: {', '.join(known)}")
                 + " (an env registered under this id may have it)", severity="warning"))
     return problems, warnings
-
-
-def _unknown_entity(entity_id: str, entity_ids: list[str], where: str) -> Problem:
-    close = difflib.get_close_matches(entity_id, entity_ids, n=1)
-    hint = f"did you mean '{close[0]}'?" if close else (
-        f"known entities: {', '.join(entity_ids)}" if entity_ids else "define it under entities")
-    return Problem(f"entity '{entity_id}' is not defined", path=where, hint=hint)
 
 
 def _check_criterion(task: VerialTask, c: TaskCriterion, env_ids: list[str], where: str) -> list[Problem]:
@@ -508,12 +432,12 @@ def _check_criterion(task: VerialTask, c: TaskCriterion, env_ids: list[str], whe
                                 hint="it is scored as its own verifier; express a penalty as a rubric criterion"))
     if c.input_entity_id is None:
         return problems
-    entity = _entity(task, c.input_entity_id)
+    entity = find_entity(task, c.input_entity_id)
     if entity is None:
-        return problems + [_unknown_entity(c.input_entity_id, [e.id for e in task.entities],
-                                           f"{where}.input_entity_id")]
+        return [*problems, unknown_entity(c.input_entity_id, [e.id for e in task.entities], f"{where}.input_entity_id")]
     if not isinstance(check, StateMatchCheck):
-        return problems + [Problem("input_entity_id scopes state_match assertions only", path=f"{where}.input_entity_id",
+        return [*problems, Problem("input_entity_id scopes state_match assertions only",
+                                   path=f"{where}.input_entity_id",
                                    hint="remove it, or write the entity's values with <entity.field>")]
     if check.correlate_by.value is None and entity_field(entity, check.correlate_by.key) is None:
         problems.append(Problem(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import json
+import logging
 import time
 import uuid
 from collections.abc import Callable
@@ -30,16 +31,19 @@ from prefect.deployments import run_deployment
 from prefect.states import Completed, Failed, State
 from pydantic import Field
 
-from prefect_agentenv.artifacts import ArtifactBackend, get_artifact_store
+from prefect_agentenv.artifacts import ArtifactBackend, ArtifactNotFoundError, get_artifact_store
 from prefect_agentenv.documents.benchmark import Benchmark
 from prefect_agentenv.documents.benchmark_validation import validate_benchmark_data, validate_benchmark_file
 from prefect_agentenv.documents.compile import ExpandedTask
 from prefect_agentenv.exceptions import ArtifactError, TaskDocumentError
+from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.flows.agent_task import agent_task, report_key
 from prefect_agentenv.flows.report import TaskReport, artifact_key
 from prefect_agentenv.flows.results import ResultsStore, crashed_result, read_results, result_from_report, task_key
 from prefect_agentenv.grading.benchmark_stats import RunKey, TaskResult, compare, summarize, summary_markdown
 from prefect_agentenv.grading.outcome import Outcome
+
+logger = logging.getLogger("prefect_agentenv.benchmark")
 
 Listener = Callable[[str, dict[str, Any]], None]
 progress_listener: contextvars.ContextVar[Listener | None] = contextvars.ContextVar("benchmark_progress", default=None)
@@ -144,7 +148,7 @@ class _Runner:
         return await self._finish()
 
     async def _run_one(self, key: RunKey) -> TaskResult:
-        task = self.tasks[key.task_id]
+        task = await asyncio.to_thread(self._frozen, self.tasks[key.task_id], task_key(key.task_id, key.seed_index))
         snapshot = await asyncio.to_thread(self.results.snapshot_task, task_key(key.task_id, key.seed_index),
                                            task.document.model_dump(mode="json", by_alias=True))
         started, t0 = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), time.monotonic()
@@ -166,6 +170,18 @@ class _Runner:
             name = f"{task_key(key.task_id, key.seed_index)}-epoch{key.epoch}.json"
             (self.report_dir / name).write_text(report.model_dump_json(indent=2))
         return result_from_report(report, key, report_url=url, **common)
+
+    def _frozen(self, task: ExpandedTask, key: str) -> ExpandedTask:
+        """A resumed run runs the task as it was frozen when the run first started it, so reruns are
+        reproducible even if the document changed since."""
+        try:
+            frozen = self.results.read_snapshot(key)
+        except ArtifactNotFoundError:
+            return task
+        document = TaskDocument.model_validate(frozen)
+        if document != task.document:
+            logger.warning("task %s changed since run %s started; running the frozen copy", key, self.run_id)
+        return task.model_copy(update={"document": document})
 
     async def _dispatch(self, task: ExpandedTask, key: RunKey) -> tuple[TaskReport | None, str | None]:
         agent = self.overrides.get("a2a_agent_id") or self.bench.defaults.a2a_agent_id
@@ -203,7 +219,8 @@ class _Runner:
         await _publish(self.bench.slug, markdown, results)
         out = {"run_id": self.run_id, "slug": self.bench.slug, "headline": headline_text(summary),
                "summary": summary.model_dump(mode="json"), "counts": summary.counts.model_dump(mode="json"),
-               "regressions": [c.model_dump(mode="json") for c in comparison.regressions] if comparison else [],
+               "regressions": comparison.regressions if comparison else [],
+               "regressed_tasks": [c.task_id for c in comparison.of_kind("regressed")] if comparison else [],
                "results_url": self.results.results_url, "markdown": markdown}
         out["counts"]["total"] = summary.counts.total
         if self.report_dir:

@@ -98,7 +98,25 @@ async def run_record(step: RecordStep, ctx: RunContext) -> RunContext:
     return _mark(ctx, step.id, started, pid=proc.pid)
 
 
+class ScoreStep(StepModel):
+    """Writes a verification with a fixed score (for benchmark tests)."""
+
+    type: Literal["test_score"] = "test_score"
+    verifier_id: str = "score"
+    score: float = 1.0
+
+
+async def run_score(step: ScoreStep, ctx: RunContext) -> RunContext:
+    passed = step.score >= 1.0
+    ctx.metadata.verifications[step.verifier_id] = {
+        "results": [{"id": "fixed", "result": "pass" if passed else "fail", "score": step.score, "weight": 1.0,
+                     "axis": "correctness"}],
+        "score": step.score, "weight": 1.0}
+    return _mark(ctx, step.id, time.time())
+
+
 noop_definition = StepDefinition(NoopStep, run_noop)
+score_definition = StepDefinition(ScoreStep, run_score)
 sleep_definition = StepDefinition(SleepStep, run_sleep)
 fail_definition = StepDefinition(FailStep, run_fail)
 record_definition = StepDefinition(RecordStep, run_record)

@@ -1,0 +1,96 @@
+"""The benchmark flow against a Prefect API: subflows, results, resume, compare, artifacts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, FlowRunFilter, FlowRunFilterParentFlowRunId
+
+from prefect_agentenv.artifacts import get_artifact_store
+from prefect_agentenv.flows.benchmark import benchmark
+from prefect_agentenv.flows.results import read_results
+
+pytestmark = pytest.mark.usefixtures("prefect_harness", "agentenv_home")
+
+
+def write_bench(tmp_path: Path, scores: dict[str, float], *, failing: str | None = None, epochs: int = 1) -> Path:
+    tasks: list[dict[str, Any]] = []
+    for task_id, score in scores.items():
+        steps: list[dict[str, Any]] = [{"id": "work", "type": "test_noop", "depends_on": []},
+                                       {"id": "grade", "type": "test_score", "score": score}]
+        if task_id == failing:
+            # Fails while RESUME_TEST_DIR is unset: the frozen document is the same on both runs.
+            steps.insert(1, {"id": "setup", "type": "test_record", "marker_file": "${RESUME_TEST_DIR}/m.txt"})
+        tasks.append({"id": task_id, "steps": steps, "tags": ["unit", task_id]})
+    path = tmp_path / "bench.yaml"
+    path.write_text(yaml.safe_dump({"name": "Unit bench", "slug": "unit-bench", "epochs": epochs,
+                                    "concurrency": 2, "tasks": tasks}))
+    return path
+
+
+async def run(path: Path, **params: Any) -> tuple[Any, dict[str, Any]]:
+    state = await benchmark(path=str(path), return_state=True, **params)
+    return state, await state.result(raise_on_failure=False)
+
+
+async def test_every_task_and_epoch_runs_as_an_agent_task_subflow_with_results_and_artifacts(tmp_path: Path) -> None:
+    state, out = await run(write_bench(tmp_path, {"alpha": 1.0, "beta": 0.5}, epochs=2))
+    assert state.is_completed(), state.message
+    assert out["counts"]["total"] == 4 and out["summary"]["pass_at_k"] == pytest.approx(0.5)
+    with get_artifact_store() as store:
+        results = read_results(store, "unit-bench", out["run_id"])
+    assert sorted((r.task_id, r.epoch, r.outcome.value) for r in results) == [
+        ("alpha", 0, "PASSED"), ("alpha", 1, "PASSED"), ("beta", 0, "BELOW_ONE"), ("beta", 1, "BELOW_ONE")]
+    assert all(r.snapshot and len(r.snapshot.sha256) == 64 for r in results)
+    assert results[0].axis_scores == {"correctness": pytest.approx(results[0].score)}
+    flow_run_id = state.state_details.flow_run_id
+    async with get_client() as client:
+        children = await client.read_flow_runs(
+            flow_run_filter=FlowRunFilter(parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[flow_run_id])))
+        artifacts = await client.read_artifacts(
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id])))
+    assert len(children) == 4 and all(c.state and c.state.is_completed() for c in children)
+    assert {c.name for c in children} == {"alpha · epoch 0", "alpha · epoch 1", "beta · epoch 0", "beta · epoch 1"}
+    assert all("benchmark:unit-bench" in c.tags for c in children)
+    kinds = {a.type for a in artifacts}
+    assert {"markdown", "table", "progress"} <= kinds
+    summary = next(a for a in artifacts if a.type == "markdown")
+    assert "Mean score" in str(summary.data) and "alpha" in str(summary.data)
+
+
+async def test_a_resumed_run_reruns_only_missing_or_errored_tasks(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RESUME_TEST_DIR", raising=False)
+    path = write_bench(tmp_path, {"alpha": 1.0, "beta": 1.0}, failing="beta")
+    state, first = await run(path)
+    assert first["counts"]["failed"] == 1
+    monkeypatch.setenv("RESUME_TEST_DIR", str(tmp_path))
+    write_bench(tmp_path, {"alpha": 0.0, "beta": 1.0})  # edits after the run started are not picked up
+    _, second = await run(path, run_id=first["run_id"])
+    with get_artifact_store() as store:
+        results = read_results(store, "unit-bench", first["run_id"])
+    assert [r.task_id for r in results].count("alpha") == 1, "a completed task is not run again"
+    assert [r.task_id for r in results].count("beta") == 2
+    assert second["counts"]["passed"] == 2
+
+
+async def test_a_run_is_compared_with_the_previous_run_and_regressions_are_flagged(tmp_path: Path) -> None:
+    await run(write_bench(tmp_path, {"alpha": 1.0, "beta": 1.0}))
+    state, out = await run(write_bench(tmp_path, {"alpha": 1.0, "beta": 0.0}))
+    assert state.is_completed()
+    assert out["regressed_tasks"] == ["beta"] and any("beta" in r for r in out["regressions"])
+    assert "regress" in out["markdown"].lower() and "Compared with run" in out["markdown"]
+
+
+async def test_a_task_past_its_timeout_is_timed_out_with_score_zero(tmp_path: Path) -> None:
+    path = tmp_path / "slow.yaml"
+    path.write_text(yaml.safe_dump({"name": "Slow", "slug": "slow-bench", "tasks": [
+        {"id": "slow", "timeout_seconds": 1, "steps": [{"id": "wait", "type": "test_sleep", "seconds": 30}]}]}))
+    state, out = await run(path)
+    result = out["summary"]
+    assert out["counts"]["timed_out"] == 1 and result["mean_score"] == 0.0
