@@ -94,7 +94,11 @@ async def benchmark(
     = None,
 ) -> State:
     """Run a benchmark: tasks × seeds × epochs with bounded concurrency, then summarize and compare."""
-    bench, tasks = load(benchmark, path)
+    try:
+        bench, tasks = load(benchmark, path)
+    except TaskDocumentError as exc:  # a user mistake: the message lists every problem, no traceback
+        get_run_logger().error("%s", exc)
+        return Failed(message=str(exc))
     runner = _Runner(bench, tasks, run_id=run_id, overrides=overrides or {}, epochs=epochs or bench.epochs,
                      concurrency=concurrency or bench.concurrency, dispatch=dispatch, deployment=deployment,
                      report_dir=Path(report_dir) if report_dir else None)

@@ -1,0 +1,160 @@
+"""The deployments end to end: a real `prefect server start`, `prefect-agentenv serve`, and runs
+triggered with `prefect deployment run` from the CLI, read back through the Prefect client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+from prefect.client.orchestration import PrefectClient
+from prefect.client.schemas.filters import (
+    ArtifactFilter,
+    ArtifactFilterFlowRunId,
+    FlowRunFilter,
+    FlowRunFilterParentFlowRunId,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="module")
+def server_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """A real Prefect server on loopback, with its own home and database."""
+    home = tmp_path_factory.mktemp("prefect-home")
+    port = free_port()
+    env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+           "PREFECT_UI_ENABLED": "false", "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
+           "PREFECT_AGENTENV_HOME": str(tmp_path_factory.mktemp("agentenv-home")),
+           "PREFECT_RUNNER_POLL_FREQUENCY": "1", "PREFECT_LOGGING_LEVEL": "WARNING"}
+    log = (home / "server.log").open("wb")
+    proc = subprocess.Popen([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+                            env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, (home / "server.log").read_text()[-3000:]
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.3)
+        else:
+            pytest.fail("prefect server did not become healthy")
+        yield env
+    finally:
+        stop(proc)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def served(server_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """`prefect-agentenv serve` with a one-task benchmark, its artifacts published."""
+    folder = tmp_path_factory.mktemp("bench")
+    bench = folder / "bench.yaml"
+    (folder / "roundtrip.json").write_text((REPO / "examples" / "env-roundtrip.json").read_text())
+    bench.write_text(yaml.safe_dump({"name": "Served smoke", "slug": "served-smoke", "tasks": [
+        {"id": "roundtrip", "path": "roundtrip.json"}]}))
+    subprocess.run([sys.executable, "-c", "from prefect_agentenv.demo import publish_example_artifacts as p; "
+                    f"p(__import__('pathlib').Path({str(REPO / 'examples')!r}))"], env=server_env, check=True)
+    log = (folder / "serve.log").open("wb")
+    proc = subprocess.Popen([str(BIN / "prefect-agentenv"), "serve", "--benchmark", str(bench), "--no-schedule"],
+                            env=server_env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, (folder / "serve.log").read_text()[-3000:]
+            listed = subprocess.run([str(BIN / "prefect"), "deployment", "ls"], env=server_env,
+                                    capture_output=True, text=True)
+            if "nightly" in listed.stdout and "agent-task" in listed.stdout:
+                break
+            time.sleep(1)
+        else:
+            pytest.fail("the deployments were not served")
+        yield {**server_env, "BENCH": str(bench)}
+    finally:
+        stop(proc)
+        log.close()
+
+
+def prefect_cli(env: dict[str, str], *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(BIN / "prefect"), *args], env=env, input=stdin, capture_output=True, text=True,
+                          timeout=300)
+
+
+async def flow_run_named(client: PrefectClient, deployment: str) -> list:  # type: ignore[type-arg]
+    dep = await client.read_deployment_by_name(deployment)
+    runs = await client.read_flow_runs()
+    return [r for r in runs if r.deployment_id == dep.id]
+
+
+def test_the_nightly_benchmark_runs_when_triggered_from_the_cli(served: dict[str, str]) -> None:
+    run = prefect_cli(served, "deployment", "run", "benchmark/nightly", "--param", f"path={served['BENCH']}",
+                      "--watch", "--watch-timeout", "240")
+    assert run.returncode == 0, run.stdout + run.stderr
+
+    async def check() -> None:
+        async with PrefectClient(served["PREFECT_API_URL"]) as client:
+            (bench_run,) = await flow_run_named(client, "benchmark/nightly")
+            assert bench_run.state and bench_run.state.is_completed(), bench_run.state
+            children = await client.read_flow_runs(
+                flow_run_filter=FlowRunFilter(parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[bench_run.id])))
+            assert [c.name for c in children] == ["roundtrip · epoch 0"]
+            assert "benchmark:served-smoke" in children[0].tags
+            task_runs = await client.read_task_runs(
+                flow_run_filter=FlowRunFilter(id={"any_": [children[0].id]}))  # type: ignore[arg-type]
+            assert {t.name for t in task_runs} >= {"email", "inbox", "snapshot", "outcome", "state"}
+            artifacts = await client.read_artifacts(
+                artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[bench_run.id])))
+            summary = next(a for a in artifacts if a.type == "markdown")
+            assert "Mean score" in str(summary.data) and "roundtrip" in str(summary.data)
+            assert "progress" in {a.type for a in artifacts}
+
+    asyncio.run(check())
+
+
+def test_a_task_document_runs_through_the_agent_task_deployment_with_params_from_stdin(
+        served: dict[str, str]) -> None:
+    task = json.loads((REPO / "examples" / "env-roundtrip.json").read_text())
+    run = prefect_cli(served, "deployment", "run", "agent-task/agent-task", "--params", "-", "--watch",
+                      "--watch-timeout", "240", stdin=json.dumps({"task": task}))
+    assert run.returncode == 0, run.stdout + run.stderr
+
+    async def check() -> None:
+        async with PrefectClient(served["PREFECT_API_URL"]) as client:
+            runs = await flow_run_named(client, "agent-task/agent-task")
+            direct = [r for r in runs if r.parent_task_run_id is None]
+            assert direct and direct[-1].state and direct[-1].state.is_completed()
+            assert direct[-1].name == "env-roundtrip"
+            artifacts = await client.read_artifacts(
+                artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[direct[-1].id])))
+            assert {a.key for a in artifacts} >= {"agentenv-env-roundtrip-summary", "agentenv-env-roundtrip-steps",
+                                                  "agentenv-env-roundtrip-verifications"}
+
+    asyncio.run(check())
