@@ -17,7 +17,8 @@ envs; docs/benchmarks.md shows a full example)::
     response criteria      agent_prompt_response_verifier `response` (`response-n` when several)
 
 Every verifier aggregates with ``weighted_average`` and weighs the sum of its criteria's
-positive weights, so the task score is the weighted mean of the criteria.
+positive weights, so the task score is the weighted mean of the criteria. Entities are bound
+first (:mod:`prefect_agentenv.documents.entities`), so every step sees their values.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ PROMPT_ID = "prompt"
 REFERENCE_TRIGGER_ACTIONS = {"records": ("drop_inbox_document",), "email": ("deliver_email",)}
 """Trigger actions of the reference envs, so a misspelt action is flagged before anything runs
 (an env registered under another id is only checked when its triggers are registered)."""
+
 
 class CriterionRef(BaseModel):
     """Where a criterion's score lands in the run's verifications (for per-criterion reports)."""
@@ -312,8 +314,8 @@ def _rubric_verifier(b: _Builder, task: VerialTask, ids: list[str], defaults: Be
         return []
     step: dict[str, Any] = {
         "id": "rubric", "type": "rubrics_verifier", "verifier_id": "rubric", "prompt_id": PROMPT_ID,
-        "criteria": [{"id": ids[j], "criterion": c.assertion.criterion, "weight": c.weight}  # type: ignore[union-attr]
-                     for j, c in rows],
+        "criteria": [{"id": ids[j], "criterion": c.assertion.criterion, "weight": c.weight,  # type: ignore[union-attr]
+                      **({"axis": c.axis} if c.axis else {})} for j, c in rows],
         "score_aggregator": "weighted_average", "weight": _positive([c.weight for _, c in rows]),
         "depends_on": [PROMPT_ID]}
     if defaults.judge_model:
