@@ -87,7 +87,8 @@ def effective_agent_id(run: RunResources, agent_name: str, a2a_agent_id: str) ->
 
 
 async def start_agent(step: StepModel, *, agent_name: str, a2a_agent_id: str, role: str = "agent",
-                      model: str | None = None, version: str | None = None) -> tuple[DeployedAgent, Sandbox]:
+                      model: str | None = None, version: str | None = None,
+                      extra_env: dict[str, str] | None = None) -> tuple[DeployedAgent, Sandbox]:
     """Resolve, sandbox and start an agent; register its teardown; return it once its card answers."""
     run = current_run()
     resolved = await resolve_agent(a2a_agent_id)
@@ -95,7 +96,7 @@ async def start_agent(step: StepModel, *, agent_name: str, a2a_agent_id: str, ro
     sandbox = create_sandbox(run.workdir, agent_name)
     if not run.keep:
         run.teardown.add(f"sandbox of {agent_name}", _remover(sandbox), owner_step=step.id, kind="sandbox")
-    extra_env = {**sandbox.env(), **_model_env(endpoint)}
+    extra_env = {**sandbox.env(), **_model_env(endpoint), **(extra_env or {})}
     launcher = launchers(run).for_spec(resolved.spec)
     try:
         instance = await launcher.start(resolved.spec, name=agent_name, workdir=run.workdir / "agents",

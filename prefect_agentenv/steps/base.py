@@ -163,4 +163,5 @@ class VerifierStep(StepModel):
     skip_on_timeout: bool = False
     """Do not score when the graded prompt timed out."""
     scoring_env: dict[str, str] = Field(default_factory=dict)
-    """Env vars for scoring only; ${VAR} and ${VAR:-default} are resolved when scoring starts."""
+    """Env vars for scoring only (the verify script, the sandbox probes, a judge agent deployed for the
+    step); ${VAR} and ${VAR:-default} are resolved when the step starts and never reach a report."""

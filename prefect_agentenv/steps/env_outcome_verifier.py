@@ -95,7 +95,10 @@ async def _run_script(step: EnvOutcomeVerifierStep, script: Path, mcp_url: str, 
     argv = [sys.executable, "-m", outcome_script.__name__, str(script), mcp_url]
     if run_file:
         argv.append(str(run_file))
-    proc = await asyncio.create_subprocess_exec(*argv, cwd=folder, stdout=asyncio.subprocess.PIPE,
+    # scoring_env reaches only the script's process; its values were resolved when the step started
+    # and are redacted from every report.
+    env = {**os.environ, **step.scoring_env}
+    proc = await asyncio.create_subprocess_exec(*argv, cwd=folder, env=env, stdout=asyncio.subprocess.PIPE,
                                                 stderr=asyncio.subprocess.PIPE, start_new_session=True)
     try:
         out, err = await asyncio.wait_for(proc.communicate(), step.timeout_seconds)

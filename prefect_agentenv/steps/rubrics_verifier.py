@@ -151,7 +151,7 @@ class _Judge:
         else:
             judge_id = run_.overrides.get("judge_agent_id") or step.judge_agent_id
             agent, _ = await start_agent(step, agent_name=f"judge-{step.id}", a2a_agent_id=judge_id,
-                                         role="judge", model=model)
+                                         role="judge", model=model, extra_env=step.scoring_env)
             own = True
         files = [f"{entry['folder'].rstrip('/')}/{name}" for entry in ctx.metadata.loaded_file_artifact_universes
                  if entry.get("agent_name") == agent.agent_name for name in entry.get("files", [])]

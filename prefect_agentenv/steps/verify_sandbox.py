@@ -58,15 +58,15 @@ class VerifySandboxStep(VerifierStep):
 async def run(step: VerifySandboxStep, ctx: RunContext) -> RunContext:
     """Run every probe against the agent's sandbox; one row each."""
     sandbox = sandbox_of(current_run(), deployed_agent(ctx, step.agent_name, step))
-    rows = [await _probe(sandbox, check) for check in step.checks]
+    rows = [await _probe(sandbox, check, step.scoring_env) for check in step.checks]
     ctx.metadata.verifications[step.verifier_id] = scored(rows, aggregator=step.score_aggregator,
                                                           weight=step.weight, fmt="sandbox_checks")
     return ctx
 
 
-async def _probe(sandbox: Sandbox, check: SandboxCheck) -> dict[str, object]:
+async def _probe(sandbox: Sandbox, check: SandboxCheck, scoring_env: dict[str, str]) -> dict[str, object]:
     if check.kind == "command_succeeds":
-        ok, why = await _command(sandbox, check)
+        ok, why = await _command(sandbox, check, scoring_env)
     else:
         ok, why = _file(sandbox, check)
     return {"id": check.id, "result": "pass" if ok else "fail", "score": 1.0 if ok else 0.0,
@@ -87,12 +87,12 @@ def _file(sandbox: Sandbox, check: SandboxCheck) -> tuple[bool, str]:
     return found, f"{check.path} {'contains' if found else 'does not contain'} {check.text!r}"
 
 
-async def _command(sandbox: Sandbox, check: SandboxCheck) -> tuple[bool, str]:
+async def _command(sandbox: Sandbox, check: SandboxCheck, scoring_env: dict[str, str]) -> tuple[bool, str]:
     """Run argv in the sandbox (cwd and HOME there), in its own process group, bounded in time."""
     argv = check.command or []
     try:
         proc = await asyncio.create_subprocess_exec(
-            *argv, cwd=sandbox.root, env={**os.environ, **sandbox.env()}, stdout=asyncio.subprocess.PIPE,
+            *argv, cwd=sandbox.root, env={**os.environ, **sandbox.env(), **scoring_env}, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT, start_new_session=True)
     except OSError as exc:
         return False, f"{' '.join(argv)} could not start: {exc}"
