@@ -116,7 +116,9 @@ def test_run_exits_1_when_a_step_fails_the_task(tmp_path: Path, cli_env: dict[st
     assert "failed" in proc.stdout
 
 
-def test_ctrl_c_stops_what_the_run_started(tmp_path: Path, cli_env: dict[str, str]) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_or_a_cancellation_stops_what_the_run_started(tmp_path: Path, cli_env: dict[str, str],
+                                                             sig: signal.Signals) -> None:
     marker = tmp_path / "stopped.txt"
     path = write(tmp_path, "long.json", [
         {"id": "deploy", "type": "test_record", "marker_file": str(marker), "depends_on": []},
@@ -130,7 +132,7 @@ def test_ctrl_c_stops_what_the_run_started(tmp_path: Path, cli_env: dict[str, st
         while time.monotonic() < deadline and not any(runs.glob("*")):
             time.sleep(0.2)
         time.sleep(2.0)  # let the deploy step start its process
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)  # SIGTERM is how a worker or `serve` stops a run cancelled in the UI
         proc.wait(timeout=60)
     finally:
         if proc.poll() is None:
