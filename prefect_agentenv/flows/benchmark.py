@@ -38,7 +38,7 @@ from prefect_agentenv.documents.compile import ExpandedTask
 from prefect_agentenv.exceptions import ArtifactError, TaskDocumentError
 from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.flows.agent_task import agent_task, report_key
-from prefect_agentenv.flows.report import TaskReport, artifact_key
+from prefect_agentenv.flows.report import TaskReport, artifact_key, verification_rows
 from prefect_agentenv.flows.results import ResultsStore, crashed_result, read_results, result_from_report, task_key
 from prefect_agentenv.grading.benchmark_stats import RunKey, TaskResult, compare, summarize, summary_markdown
 from prefect_agentenv.grading.outcome import Outcome
@@ -126,6 +126,7 @@ class _Runner:
         self.results = ResultsStore(self.store, bench.slug, self.run_id)
         self.done = 0
         self.progress_id: Any = None
+        self.verification_rows: list[dict[str, Any]] = []
 
     def keys(self) -> list[RunKey]:
         return [RunKey(t.task_id, t.seed_index, e) for t in self.tasks.values() for e in range(self.epochs)]
@@ -169,6 +170,7 @@ class _Runner:
             return crashed_result(key, "the task's flow run ended without a report", flow_run_id=flow_run_id,
                                   started_at=started, duration_s=round(time.monotonic() - t0, 3), **common)
         url = self.store.object_url(report_key(report.flow_run_id or flow_run_id or ""))
+        self.verification_rows += [{"task": key.task_id, "epoch": key.epoch, **row} for row in verification_rows(report)]
         if self.report_dir:
             self.report_dir.mkdir(parents=True, exist_ok=True)
             name = f"{task_key(key.task_id, key.seed_index)}-epoch{key.epoch}.json"
@@ -220,7 +222,7 @@ class _Runner:
                                  previous_run_id=previous.run_id)
         await asyncio.to_thread(self.results.record_finished, summary)
         markdown = summary_markdown(summary, comparison, results, title=f"{self.bench.name} — run {self.run_id}")
-        await _publish(self.bench.slug, markdown, results)
+        await _publish(self.bench.slug, markdown, results, self.verification_rows)
         out = {"run_id": self.run_id, "slug": self.bench.slug, "headline": headline_text(summary),
                "summary": summary.model_dump(mode="json"), "counts": summary.counts.model_dump(mode="json"),
                "regressions": comparison.regressions if comparison else [],
@@ -250,7 +252,7 @@ async def _progress(slug: str, done: int, total: int) -> Any:
                                            "progress"), description=f"Benchmark {slug}: share of task runs done")
 
 
-async def _publish(slug: str, markdown: str, results: list[TaskResult]) -> None:
+async def _publish(slug: str, markdown: str, results: list[TaskResult], rows: list[dict[str, Any]]) -> None:
     if FlowRunContext.get() is None:
         return
     key = artifact_key("bench", slug)
@@ -260,3 +262,6 @@ async def _publish(slug: str, markdown: str, results: list[TaskResult]) -> None:
                 "score": r.score, "duration_s": r.duration_s, "report": r.report_url, "error": (r.error or "")[:200]}
                for r in results],
         key=f"{key}-tasks"[:100], description=f"Task runs of benchmark {slug}")
+    if rows:
+        await acreate_table_artifact(table=rows, key=f"{key}-verifications"[:100],
+                                     description=f"Every verification row of benchmark {slug}")

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 import yaml
 from prefect.client.orchestration import PrefectClient
@@ -23,54 +20,23 @@ from prefect.client.schemas.filters import (
     FlowRunFilter,
     FlowRunFilterParentFlowRunId,
 )
+from servers import LOOPBACK, PORT, Server, stop_process
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @pytest.fixture(scope="module")
 def server_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """A real Prefect server on loopback, with its own home and database."""
     home = tmp_path_factory.mktemp("prefect-home")
-    port = free_port()
-    env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-           "PREFECT_UI_ENABLED": "false", "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
+    env = {"PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+           "PREFECT_UI_ENABLED": "false", "PREFECT_API_URL": f"http://{LOOPBACK}:{PORT}/api",
            "PREFECT_AGENTENV_HOME": str(tmp_path_factory.mktemp("agentenv-home")),
            "PREFECT_RUNNER_POLL_FREQUENCY": "1", "PREFECT_LOGGING_LEVEL": "WARNING"}
-    log = (home / "server.log").open("wb")
-    proc = subprocess.Popen([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-                            env=env, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            assert proc.poll() is None, (home / "server.log").read_text()[-3000:]
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.3)
-        else:
-            pytest.fail("prefect server did not become healthy")
-        yield env
-    finally:
-        stop(proc)
-        log.close()
+    with Server([str(BIN / "prefect"), "server", "start", "--host", LOOPBACK, "--port", PORT], ready="/api/health",
+                log=home / "server.log", env=env, name="prefect server", timeout=90, stop_timeout=20) as server:
+        yield server.environ
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +65,7 @@ def served(server_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory)
             pytest.fail("the deployments were not served")
         yield {**server_env, "BENCH": str(bench)}
     finally:
-        stop(proc)
+        stop_process(proc, timeout=20)
         log.close()
 
 
@@ -158,3 +124,35 @@ def test_a_task_document_runs_through_the_agent_task_deployment_with_params_from
                                                   "agentenv-env-roundtrip-verifications"}
 
     asyncio.run(check())
+
+
+def test_a_fleet_benchmark_dispatches_each_task_to_the_agent_task_deployment(served: dict[str, str]) -> None:
+    run = prefect_cli(served, "deployment", "run", "benchmark/nightly", "--param", f"path={served['BENCH']}",
+                      "--param", "dispatch=deployment", "--watch", "--watch-timeout", "240")
+    assert run.returncode == 0, run.stdout + run.stderr
+
+    async def check() -> None:
+        async with PrefectClient(served["PREFECT_API_URL"]) as client:
+            agent_dep = await client.read_deployment_by_name("agent-task/agent-task")
+            bench_runs = await flow_run_named(client, "benchmark/nightly")
+            latest = max(bench_runs, key=lambda r: r.created or 0)
+            assert latest.state and latest.state.is_completed(), latest.state
+            children = await client.read_flow_runs(
+                flow_run_filter=FlowRunFilter(parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[latest.id])))
+            assert len(children) == 1 and children[0].deployment_id == agent_dep.id
+            assert children[0].state and children[0].state.is_completed()
+            artifacts = await client.read_artifacts(
+                artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[latest.id])))
+            summary = next(a for a in artifacts if a.type == "markdown")
+            assert "PASSED | 1" in str(summary.data)
+
+    asyncio.run(check())
+
+
+def test_the_bench_command_shows_progress_and_a_summary(served: dict[str, str], tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = subprocess.run([str(BIN / "prefect-agentenv"), "bench", served["BENCH"], "--report-dir", str(out)],
+                          env=served, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "roundtrip" in proc.stdout and "mean score 1.000" in proc.stdout
+    assert (out / "summary.md").exists() and "--resume" in proc.stdout
