@@ -8,13 +8,15 @@ command modules keep their own typer signatures and call these helpers for the r
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import re
 import shlex
 from collections.abc import Generator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, NoReturn, TypeVar, cast
+from typing import Any, NoReturn, Protocol, TypeVar, cast
 
 import typer
 from prefect.blocks.core import Block
@@ -22,6 +24,8 @@ from prefect.client.orchestration import get_client
 from prefect.exceptions import ObjectNotFound
 from pydantic import SecretStr, ValidationError
 
+from prefect_agentenv.blocks.agent import A2AAgent
+from prefect_agentenv.blocks.environment import AgentEnvironment
 from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError
 from prefect_agentenv.runtime.launch import LaunchSpec
 from prefect_agentenv.runtime.resolve import is_block_name
@@ -31,6 +35,19 @@ _PLAIN_ARG = re.compile(r"^[\w@%+=:,./{}-]+$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 _B = TypeVar("_B", bound=Block)
+
+LaunchBlock = A2AAgent | AgentEnvironment
+"""The blocks ``env`` and ``agent`` register."""
+
+
+class Reference(Protocol):
+    """A reference server shipped in the package, as ``list`` shows it."""
+
+    @property
+    def version(self) -> str: ...
+
+    @property
+    def module(self) -> str: ...
 
 
 class UsageProblem(Exception):
@@ -60,12 +77,16 @@ def fail(message: str, code: int) -> NoReturn:
 
 @dataclass(frozen=True)
 class Noun:
-    """How the messages of one sub-command name what it registers (``env``, ``agent``)."""
+    """What one sub-command registers (``env``, ``agent``), and how its messages name it."""
 
     word: str
     """The sub-command and the word in messages."""
     article: str
     """``a`` or ``an``, as English wants before ``word``."""
+    block_type: type[LaunchBlock]
+    """The block a registration is saved as."""
+    references: Mapping[str, Reference]
+    """The reference servers shipped in the package, by id; a block of the same name replaces one."""
 
     @property
     def example_name(self) -> str:
@@ -160,8 +181,32 @@ def launch_view(spec: LaunchSpec) -> dict[str, Any]:
     }
 
 
-def echo_view(view: Mapping[str, Any]) -> None:
-    """Print a ``show`` view as ``key: value`` lines (dicts as indented ``K=V``, argv quoted)."""
+def register_block(block: LaunchBlock, name: str, *, noun: Noun, overwrite: bool) -> None:
+    """Save ``block`` as ``name`` and say how it launches (and which reference it now replaces).
+
+    Raises:
+        UsageProblem: the name is taken and ``overwrite`` was not given.
+    """
+    asyncio.run(save_block(block, name, noun=noun, overwrite=overwrite))
+    typer.echo(f"registered {noun.word} {name!r} ({noun.block_type.__name__} block {name!r}): "
+               f"{block.to_launch_spec().describe()}")
+    if name in noun.references:
+        typer.echo(f"note: this replaces the reference {noun.word} {name!r} for runs that can reach this Prefect API")
+
+
+def list_blocks(noun: Noun) -> None:
+    """Print the registered blocks of ``noun``, then the reference servers no block replaces."""
+    blocks = asyncio.run(read_blocks(noun.block_type))
+    echo_listing({name: (block.version, block.to_launch_spec().describe()) for name, block in blocks.items()},
+                 {ref_id: (reference.version, f"python -m {reference.module}")
+                  for ref_id, reference in noun.references.items()})
+
+
+def echo_view(view: Mapping[str, Any], *, as_json: bool = False) -> None:
+    """Print a ``show`` view as JSON, or as ``key: value`` lines (dicts as indented ``K=V``, argv quoted)."""
+    if as_json:
+        typer.echo(json.dumps(view, indent=2))
+        return
     for key, value in view.items():
         if isinstance(value, dict):
             pairs = cast(dict[str, Any], value)

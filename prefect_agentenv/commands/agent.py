@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Annotated, Any
 
 import typer
@@ -13,14 +12,13 @@ from prefect_agentenv.blocks.agent import A2A_CARD_PATH, A2AAgent
 from prefect_agentenv.commands._registry import (
     Noun,
     UsageProblem,
-    echo_listing,
     echo_view,
     invalid_as_usage,
     launch_view,
+    list_blocks,
     parse_launch_options,
-    read_blocks,
+    register_block,
     reported,
-    save_block,
 )
 from prefect_agentenv.runtime.resolve import ResolvedAgent, resolve_agent
 
@@ -30,7 +28,7 @@ agent_app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-AGENT = Noun("agent", "an")
+AGENT = Noun("agent", "an", A2AAgent, REFERENCE_AGENTS)
 
 
 @agent_app.command("register")
@@ -57,20 +55,14 @@ def register(
         block = build_block(name, command=command, image=image, url=url, version=version, env=env or [],
                             secret_env=secret_env or [], startup_timeout=startup_timeout, card_path=card_path,
                             container_port=container_port, description=description)
-        asyncio.run(save_block(block, name, noun=AGENT, overwrite=overwrite))
-        typer.echo(f"registered agent {name!r} (A2AAgent block {name!r}): {block.to_launch_spec().describe()}")
-        if name in REFERENCE_AGENTS:
-            typer.echo(f"note: this replaces the reference agent {name!r} for runs that can reach this Prefect API")
+        register_block(block, name, noun=AGENT, overwrite=overwrite)
 
 
 @agent_app.command("list")
 def list_agents() -> None:
     """List registered agents (blocks) and the reference agents shipped in the package."""
     with reported():
-        blocks = asyncio.run(read_blocks(A2AAgent))
-        echo_listing({name: (block.version, block.to_launch_spec().describe()) for name, block in blocks.items()},
-                     {agent_id: (reference.version, f"python -m {reference.module}")
-                      for agent_id, reference in REFERENCE_AGENTS.items()})
+        list_blocks(AGENT)
 
 
 @agent_app.command("show")
@@ -80,12 +72,7 @@ def show(
 ) -> None:
     """Show how an agent is launched; secret values are masked."""
     with reported():
-        resolved = asyncio.run(resolve_agent(name, use_blocks=True))
-        view = describe(resolved)
-        if as_json:
-            typer.echo(json.dumps(view, indent=2))
-            return
-        echo_view(view)
+        echo_view(describe(asyncio.run(resolve_agent(name, use_blocks=True))), as_json=as_json)
 
 
 def build_block(name: str, *, command: str | None, image: str | None, url: str | None, version: str,

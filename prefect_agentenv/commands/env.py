@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Annotated, Any
 
 import typer
@@ -11,14 +10,13 @@ import typer
 from prefect_agentenv.blocks.environment import AgentEnvironment
 from prefect_agentenv.commands._registry import (
     Noun,
-    echo_listing,
     echo_view,
     invalid_as_usage,
     launch_view,
+    list_blocks,
     parse_launch_options,
-    read_blocks,
+    register_block,
     reported,
-    save_block,
 )
 from prefect_agentenv.envs.catalog import REFERENCE_ENVS
 from prefect_agentenv.runtime.resolve import ResolvedEnv, resolve_env
@@ -29,7 +27,7 @@ env_app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-ENV = Noun("env", "an")
+ENV = Noun("env", "an", AgentEnvironment, REFERENCE_ENVS)
 
 
 @env_app.command("register")
@@ -55,20 +53,14 @@ def register(
         block = build_block(name, command=command, image=image, url=url, version=version, env=env or [],
                             secret_env=secret_env or [], startup_timeout=startup_timeout,
                             container_port=container_port, description=description)
-        asyncio.run(save_block(block, name, noun=ENV, overwrite=overwrite))
-        typer.echo(f"registered env {name!r} (AgentEnvironment block {name!r}): {block.to_launch_spec().describe()}")
-        if name in REFERENCE_ENVS:
-            typer.echo(f"note: this replaces the reference env {name!r} for runs that can reach this Prefect API")
+        register_block(block, name, noun=ENV, overwrite=overwrite)
 
 
 @env_app.command("list")
 def list_envs() -> None:
     """List registered envs (blocks) and the reference envs shipped in the package."""
     with reported():
-        blocks = asyncio.run(read_blocks(AgentEnvironment))
-        echo_listing({name: (block.version, block.to_launch_spec().describe()) for name, block in blocks.items()},
-                     {env_id: (reference.version, f"python -m {reference.module}")
-                      for env_id, reference in REFERENCE_ENVS.items()})
+        list_blocks(ENV)
 
 
 @env_app.command("show")
@@ -78,12 +70,7 @@ def show(
 ) -> None:
     """Show how an env is launched; secret values are masked."""
     with reported():
-        resolved = asyncio.run(resolve_env(name, use_blocks=True))
-        view = describe(resolved)
-        if as_json:
-            typer.echo(json.dumps(view, indent=2))
-            return
-        echo_view(view)
+        echo_view(describe(asyncio.run(resolve_env(name, use_blocks=True))), as_json=as_json)
 
 
 def build_block(name: str, *, command: str | None, image: str | None, url: str | None, version: str,

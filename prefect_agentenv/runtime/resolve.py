@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable
-from typing import Literal, TypeVar
+from collections.abc import Iterable, Mapping
+from typing import Literal, NamedTuple, TypeVar
 
 import httpx
 from prefect.blocks.core import Block
@@ -19,13 +19,13 @@ from prefect.context import FlowRunContext, TaskRunContext
 from prefect.settings import get_current_settings
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from prefect_agentenv.agents.catalog import REFERENCE_AGENTS
+from prefect_agentenv.agents.catalog import REFERENCE_AGENTS, ReferenceAgent
 from prefect_agentenv.blocks.agent import A2A_CARD_PATH, A2AAgent
 from prefect_agentenv.blocks.environment import AgentEnvironment
-from prefect_agentenv.envs.catalog import REFERENCE_ENVS
+from prefect_agentenv.envs.catalog import REFERENCE_ENVS, ReferenceEnv
 from prefect_agentenv.exceptions import ConfigurationError
 from prefect_agentenv.runtime.docker import DockerLauncher
-from prefect_agentenv.runtime.launch import Launcher, LauncherKind, LaunchSpec
+from prefect_agentenv.runtime.launch import DEFAULT_READY_PATH, Launcher, LauncherKind, LaunchSpec
 from prefect_agentenv.runtime.process import ProcessLauncher
 from prefect_agentenv.runtime.url import UrlLauncher
 
@@ -112,22 +112,26 @@ async def load_block(block_type: type[_B], name: str) -> _B | None:
             f"the Prefect API did not answer while loading the {label} block {name!r}: {exc}") from exc
 
 
-async def load_env_block(env_id: str) -> AgentEnvironment | None:
-    """The ``AgentEnvironment`` block named ``env_id``, or None when there is none.
-
-    Raises:
-        ConfigurationError: the block exists but is invalid, or the Prefect API did not answer.
-    """
-    return await load_block(AgentEnvironment, env_id)
+class _Found(NamedTuple):
+    version: str
+    spec: LaunchSpec
+    source: Literal["block", "reference"]
+    description: str | None
 
 
-async def load_agent_block(a2a_agent_id: str) -> A2AAgent | None:
-    """The ``A2AAgent`` block named ``a2a_agent_id``, or None when there is none.
-
-    Raises:
-        ConfigurationError: the block exists but is invalid, or the Prefect API did not answer.
-    """
-    return await load_block(A2AAgent, a2a_agent_id)
+async def _find(block_type: type[AgentEnvironment] | type[A2AAgent], name: str,
+                references: Mapping[str, ReferenceEnv] | Mapping[str, ReferenceAgent], *, consult_blocks: bool,
+                reference_ready_path: str) -> _Found | None:
+    """``name``'s block (when blocks are consulted), else the reference server of that id, else None."""
+    if consult_blocks:
+        block = await load_block(block_type, name)
+        if block is not None:
+            return _Found(block.version, block.to_launch_spec(), "block", block.description)
+    reference = references.get(name)
+    if reference is None:
+        return None
+    spec = LaunchSpec(command=reference.command(), ready_path=reference_ready_path)
+    return _Found(reference.version, spec, "reference", reference.description)
 
 
 async def resolve_env(env_id: str, *, use_blocks: bool | None = None) -> ResolvedEnv:
@@ -142,16 +146,11 @@ async def resolve_env(env_id: str, *, use_blocks: bool | None = None) -> Resolve
             block is invalid or could not be read.
     """
     consult_blocks = prefect_api_configured() if use_blocks is None else use_blocks
-    if consult_blocks:
-        block = await load_env_block(env_id)
-        if block is not None:
-            return ResolvedEnv(env_id=env_id, version=block.version, spec=block.to_launch_spec(),
-                               source="block", description=block.description)
-    reference = REFERENCE_ENVS.get(env_id)
-    if reference is not None:
-        return ResolvedEnv(env_id=env_id, version=reference.version, spec=LaunchSpec(command=reference.command()),
-                           source="reference", description=reference.description)
-    raise ConfigurationError(not_found_message(env_id, consulted_blocks=consult_blocks))
+    found = await _find(AgentEnvironment, env_id, REFERENCE_ENVS, consult_blocks=consult_blocks,
+                        reference_ready_path=DEFAULT_READY_PATH)
+    if found is None:
+        raise ConfigurationError(not_found_message(env_id, consulted_blocks=consult_blocks))
+    return ResolvedEnv(env_id=env_id, **found._asdict())
 
 
 def not_found_message(env_id: str, *, consulted_blocks: bool) -> str:
@@ -173,17 +172,11 @@ async def resolve_agent(a2a_agent_id: str, *, use_blocks: bool | None = None) ->
             block is invalid or could not be read.
     """
     consult_blocks = prefect_api_configured() if use_blocks is None else use_blocks
-    if consult_blocks:
-        block = await load_agent_block(a2a_agent_id)
-        if block is not None:
-            return ResolvedAgent(a2a_agent_id=a2a_agent_id, version=block.version, spec=block.to_launch_spec(),
-                                 source="block", description=block.description)
-    reference = REFERENCE_AGENTS.get(a2a_agent_id)
-    if reference is not None:
-        spec = LaunchSpec(command=reference.command(), ready_path=A2A_CARD_PATH)
-        return ResolvedAgent(a2a_agent_id=a2a_agent_id, version=reference.version, spec=spec,
-                             source="reference", description=reference.description)
-    raise ConfigurationError(agent_not_found_message(a2a_agent_id, consulted_blocks=consult_blocks))
+    found = await _find(A2AAgent, a2a_agent_id, REFERENCE_AGENTS, consult_blocks=consult_blocks,
+                        reference_ready_path=A2A_CARD_PATH)
+    if found is None:
+        raise ConfigurationError(agent_not_found_message(a2a_agent_id, consulted_blocks=consult_blocks))
+    return ResolvedAgent(a2a_agent_id=a2a_agent_id, **found._asdict())
 
 
 def agent_not_found_message(a2a_agent_id: str, *, consulted_blocks: bool) -> str:

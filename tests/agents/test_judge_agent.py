@@ -10,14 +10,13 @@ from typing import Any
 
 import httpx
 import pytest
-from reference_agents import ServerProcess, Spec, running
+from reference_agents import MOCK_MODEL, ServerProcess, Spec, running
 
 from prefect_agentenv.grading.judge import JudgeCriterion, build_judge_prompt, parse_judge_output
 from prefect_agentenv.grading.judging import AgentAsk, judge_messages_as_text, run_judge
 from prefect_agentenv.protocols.a2a import A2AClient
 from prefect_agentenv.protocols.agentenv_ext import AgentEnvExtensions
 
-MOCK_MODEL = Spec("prefect_agentenv.agents.mock_model", "/health")
 JUDGE = Spec("prefect_agentenv.agents.judge")
 FAST = {"poll_interval_seconds": 0.02, "timeout_seconds": 20}
 CRITERIA = [JudgeCriterion(id="polite", criterion="The email to Dana is polite and signed."),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import AsyncIterator, Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -12,7 +11,8 @@ from typing import Any
 import httpx
 import httpx2
 import pytest
-from reference_agents import EMAIL_ENV, ServerProcess, Spec, running
+from reference_agents import EMAIL_ENV, MOCK_MODEL, ServerProcess, Spec, running
+from servers import free_port
 
 from prefect_agentenv.agents.llm.agent import ServerHeaders
 from prefect_agentenv.agents.state import AgentState, McpServerConfig
@@ -20,7 +20,6 @@ from prefect_agentenv.protocols.a2a import A2AClient
 from prefect_agentenv.protocols.agentenv_ext import AgentEnvExtensions
 from prefect_agentenv.protocols.env import EnvClient
 
-MOCK_MODEL = Spec("prefect_agentenv.agents.mock_model", "/health")
 LLM = Spec("prefect_agentenv.agents.llm")
 LAUNCHED_MODEL = "launcher-model"
 FAST = {"poll_interval_seconds": 0.02, "timeout_seconds": 20}
@@ -179,9 +178,7 @@ async def test_the_card_declares_the_config_fields_the_agent_honours(agent: A2AC
 
 async def test_an_mcp_server_that_cannot_be_reached_fails_the_task_with_a_tool_error(
         servers: dict[str, ServerProcess], agent: A2AClient):
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        closed_port = int(sock.getsockname()[1])
+    closed_port = free_port()
     # Same name: replaces the email env for this test; the fixture gives it back to the next one.
     await (await AgentEnvExtensions.of(agent)).add_mcp_server(f"http://127.0.0.1:{closed_port}/mcp", name="email")
 

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, cast
 
 import httpx
 import pytest
+from servers import ENV_CARD, Server, free_port, mock_model, python_server, running
 
 from prefect_agentenv.agents.llm.loop import Toolbox, ToolCallEvent, ToolResultEvent, run_tool_loop
 from prefect_agentenv.protocols.env import DataPart, EnvClient
@@ -25,64 +21,14 @@ SEND_TO_DANA = 'CALL send {"to": "dana@example.com", "subject": "Re: Q3 numbers"
                '"in_reply_to": "m1"}'
 
 
-@dataclass
-class Server:
-    """A server started for these tests; ``stop`` ends exactly this process."""
-
-    base_url: str
-    process: subprocess.Popen[bytes]
-    log: Path
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _spawn(module: str, log: Path) -> Server:
-    port = _free_port()
-    with log.open("wb") as out:
-        process = subprocess.Popen([sys.executable, "-m", module, "--host", "127.0.0.1", "--port", str(port)],
-                                   stdout=out, stderr=subprocess.STDOUT)
-    return Server(f"http://127.0.0.1:{port}", process, log)
-
-
-def _wait_ready(server: Server, path: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if server.process.poll() is not None:
-            raise RuntimeError(f"server exited early:\n{server.log.read_text()}")
-        try:
-            if httpx.get(server.base_url + path, timeout=1.0).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.05)
-    raise TimeoutError(f"{server.base_url}{path} not ready after {timeout}s:\n{server.log.read_text()}")
-
-
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Server]]:
     """The mock model and the email env, started together (each takes ~1 s to import)."""
     logs = tmp_path_factory.mktemp("llm-loop")
-    started = {"model": _spawn("prefect_agentenv.agents.mock_model", logs / "model.log"),
-               "email": _spawn("prefect_agentenv.envs.email", logs / "email.log")}
-    try:
-        _wait_ready(started["model"], "/health")
-        _wait_ready(started["email"], "/.well-known/agent-env.json")
+    email = Server(python_server("-m", "prefect_agentenv.envs.email"), ready=ENV_CARD, log=logs / "email.log",
+                   name="the email env")
+    with running({"model": mock_model(logs / "model.log"), "email": email}) as started:
         yield started
-    finally:
-        for server in started.values():
-            server.stop()
 
 
 @pytest.fixture
@@ -291,7 +237,7 @@ async def test_a_model_endpoint_error_ends_the_loop_with_the_error_recorded(
 
 async def test_an_mcp_server_that_cannot_be_reached_is_reported_not_raised(model: OpenAIClient) -> None:
     result = await run_tool_loop("Hello", model_client=model, model="any",
-                                 mcp_servers=[("gone", f"http://127.0.0.1:{_free_port()}/mcp")], timeout=10)
+                                 mcp_servers=[("gone", f"http://127.0.0.1:{free_port()}/mcp")], timeout=10)
 
     assert (result.stop_reason, result.error_type) == ("error", "McpError")
     assert result.trajectory == []

@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from servers import Server, free_port, mock_model
 
 from prefect_agentenv.agents.mock_model import MOCK_JUDGE_JUSTIFICATION, USER_SIMULATOR_MARKER, default_answer
 from prefect_agentenv.exceptions import ProtocolError
@@ -25,62 +20,14 @@ SEND = ToolSpec(name="send", description="Send an email.",
 SEARCH = ToolSpec(name="email_search", description="Search the mailbox.")
 
 
-@dataclass
-class MockServer:
-    """The mock model started for these tests; ``stop`` ends exactly this process."""
-
-    base_url: str
-    process: subprocess.Popen[bytes]
-    log: Path
-
-    @property
-    def api_url(self) -> str:
-        return self.base_url + "/v1"
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
-def mock_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MockServer]:
-    port = _free_port()
-    log = tmp_path_factory.mktemp("mock-model") / "mock.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "prefect_agentenv.agents.mock_model", "--host", "127.0.0.1", "--port", str(port)],
-            stdout=out, stderr=subprocess.STDOUT)
-    server = MockServer(f"http://127.0.0.1:{port}", process, log)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"the mock model exited early:\n{log.read_text()}")
-            try:
-                if httpx.get(server.base_url + "/health", timeout=1.0).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"the mock model did not start:\n{log.read_text()}")
-            time.sleep(0.05)
+def mock_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    with mock_model(tmp_path_factory.mktemp("mock-model") / "mock.log") as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture
-async def control(mock_server: MockServer) -> AsyncIterator[httpx.AsyncClient]:
+async def control(mock_server: Server) -> AsyncIterator[httpx.AsyncClient]:
     """A client for the ``/mock`` routes; the script and the log start empty."""
     async with httpx.AsyncClient(base_url=mock_server.base_url, timeout=5.0) as http:
         (await http.post("/mock/reset")).raise_for_status()
@@ -88,8 +35,8 @@ async def control(mock_server: MockServer) -> AsyncIterator[httpx.AsyncClient]:
 
 
 @pytest.fixture
-async def client(mock_server: MockServer, control: httpx.AsyncClient) -> AsyncIterator[OpenAIClient]:
-    async with OpenAIClient(mock_server.api_url, api_key="sk-test-not-a-secret", timeout=5.0) as model:
+async def client(mock_server: Server, control: httpx.AsyncClient) -> AsyncIterator[OpenAIClient]:
+    async with OpenAIClient(mock_server.url("/v1"), api_key="sk-test-not-a-secret", timeout=5.0) as model:
         yield model
 
 
@@ -269,22 +216,22 @@ async def test_a_malformed_script_is_refused(control: httpx.AsyncClient) -> None
 
 
 async def test_a_scripted_error_becomes_a_protocol_error_with_the_status_and_the_message(
-        mock_server: MockServer, control: httpx.AsyncClient) -> None:
+        mock_server: Server, control: httpx.AsyncClient) -> None:
     await _script(control, {"error": {"status": 400, "message": "context too long"}})
 
-    async with OpenAIClient(mock_server.api_url, timeout=5.0) as model:
+    async with OpenAIClient(mock_server.url("/v1"), timeout=5.0) as model:
         with pytest.raises(ProtocolError, match="context too long") as caught:
             await model.chat([ChatMessage.user("x")], model="m")
 
     assert caught.value.code == 400
-    assert caught.value.url == mock_server.api_url + "/chat/completions"
+    assert caught.value.url == mock_server.url("/v1") + "/chat/completions"
 
 
 async def test_an_overloaded_endpoint_is_retried_before_the_answer_is_taken(
-        mock_server: MockServer, control: httpx.AsyncClient) -> None:
+        mock_server: Server, control: httpx.AsyncClient) -> None:
     await _script(control, {"error": {"status": 503, "message": "overloaded"}}, "after the retry")
 
-    async with OpenAIClient(mock_server.api_url, timeout=5.0, max_retries=1) as model:
+    async with OpenAIClient(mock_server.url("/v1"), timeout=5.0, max_retries=1) as model:
         completion = await model.chat([ChatMessage.user("x")], model="m")
 
     assert completion.message.content == "after the retry"
@@ -292,10 +239,10 @@ async def test_an_overloaded_endpoint_is_retried_before_the_answer_is_taken(
 
 
 async def test_an_error_body_that_echoes_the_api_key_is_scrubbed(
-        mock_server: MockServer, control: httpx.AsyncClient) -> None:
+        mock_server: Server, control: httpx.AsyncClient) -> None:
     await _script(control, {"error": {"status": 401, "message": "Incorrect API key provided: sk-live-abc123"}})
 
-    async with OpenAIClient(mock_server.api_url, api_key="sk-live-abc123", timeout=5.0) as model:
+    async with OpenAIClient(mock_server.url("/v1"), api_key="sk-live-abc123", timeout=5.0) as model:
         with pytest.raises(ProtocolError) as caught:
             await model.chat([ChatMessage.user("x")], model="m")
 
@@ -305,15 +252,15 @@ async def test_an_error_body_that_echoes_the_api_key_is_scrubbed(
 
 
 async def test_an_answer_slower_than_the_client_timeout_is_a_protocol_error(
-        mock_server: MockServer, control: httpx.AsyncClient) -> None:
+        mock_server: Server, control: httpx.AsyncClient) -> None:
     await _script(control, {"content": "late", "delay_seconds": 1.5})
 
-    async with OpenAIClient(mock_server.api_url, timeout=0.3) as model:
+    async with OpenAIClient(mock_server.url("/v1"), timeout=0.3) as model:
         with pytest.raises(ProtocolError, match="did not answer in time"):
             await model.chat([ChatMessage.user("x")], model="m")
 
 
 async def test_an_endpoint_nobody_listens_on_is_a_protocol_error() -> None:
-    async with OpenAIClient(f"http://127.0.0.1:{_free_port()}/v1", timeout=2.0, max_retries=0) as model:
+    async with OpenAIClient(f"http://127.0.0.1:{free_port()}/v1", timeout=2.0, max_retries=0) as model:
         with pytest.raises(ProtocolError, match="could not reach"):
             await model.chat([ChatMessage.user("x")], model="m")

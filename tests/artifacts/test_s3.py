@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 from botocore.client import BaseClient
 from botocore.exceptions import (
@@ -14,6 +12,7 @@ from botocore.exceptions import (
     NoCredentialsError,
     ReadTimeoutError,
 )
+from servers import free_port
 
 from prefect_agentenv.artifacts import (
     ArtifactNotFoundError,
@@ -75,10 +74,7 @@ def test_a_missing_bucket_is_reported_with_its_name(s3_store_client: BaseClient,
 
 
 def test_an_unreachable_endpoint_is_a_store_error() -> None:
-    with socket.socket() as probe:  # a port nothing listens on once the probe is closed
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    endpoint = f"http://127.0.0.1:{port}"
+    endpoint = f"http://127.0.0.1:{free_port()}"
     with S3ArtifactBackend("bucket", endpoint_url=endpoint, region_name=REGION,
                            aws_access_key_id="testing", aws_secret_access_key="testing") as store:
         with pytest.raises(ArtifactStoreError, match=f"cannot reach the artifact store at s3://bucket at {endpoint}"):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import socket
 import uuid
 from collections.abc import Iterator
 from typing import cast
@@ -12,6 +11,7 @@ import pytest
 from prefect.blocks.core import Block
 from prefect.testing.standard_test_suites.blocks import BlockStandardTestSuite
 from pydantic import SecretStr, ValidationError
+from servers import free_port
 
 from prefect_agentenv.blocks.model_endpoint import ModelEndpoint
 from prefect_agentenv.exceptions import ConfigurationError, ProtocolError
@@ -158,9 +158,7 @@ async def test_a_block_name_prefect_cannot_store_is_a_configuration_error(prefec
 
 async def test_the_api_key_never_reaches_logs_or_errors_while_resolving_and_calling(
         prefect_harness: None, no_openai_settings: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        closed_port = sock.getsockname()[1]
+    closed_port = free_port()
     name = unique("models")
     await ModelEndpoint(base_url=f"http://127.0.0.1:{closed_port}/v1", api_key=SecretStr(SECRET),
                         default_model="m").asave(name)

@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import AsyncIterator, Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from servers import mock_model as mock_model_server
 
 from prefect_agentenv.exceptions import AgentTimeoutError, JudgeOutputError
 from prefect_agentenv.grading.judge import JudgeCriterion
@@ -166,38 +162,8 @@ def test_a_reply_quoting_the_closing_line_cannot_move_the_split():
 @pytest.fixture(scope="module")
 def mock_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The built-in mock model as a real process on loopback; its base URL."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
-    log = tmp_path_factory.mktemp("judging") / "mock-model.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen([sys.executable, "-m", "prefect_agentenv.agents.mock_model", "--host",
-                                    "127.0.0.1", "--port", str(port)], stdout=out, stderr=subprocess.STDOUT)
-    base_url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_until_healthy(base_url, process, log)
-        yield base_url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-def _wait_until_healthy(base_url: str, process: subprocess.Popen[bytes], log: Path, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"the mock model exited early:\n{log.read_text()}")
-        try:
-            if httpx.get(base_url + "/health", timeout=1.0).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.05)
-    raise TimeoutError(f"the mock model is not healthy after {timeout}s:\n{log.read_text()}")
+    with mock_model_server(tmp_path_factory.mktemp("judging") / "mock-model.log") as server:
+        yield server.base_url
 
 
 @pytest.fixture

@@ -3,12 +3,8 @@ server, 1.0 and 0.3 compat) and a hand-written 0.3-only agent that answers like 
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -16,6 +12,7 @@ import pytest
 from a2a.client import A2AClientError, A2AClientTimeoutError
 from a2a.utils.errors import InvalidParamsError, TaskNotFoundError
 from google.protobuf import json_format
+from servers import AGENT_CARD, Server, free_port, python_server, running
 
 from prefect_agentenv.exceptions import AgentTimeoutError, ProtocolError
 from prefect_agentenv.protocols.a2a import (
@@ -31,63 +28,18 @@ from prefect_agentenv.protocols.agentenv_ext import AgentEnvExtensions
 LEGACY_AGENT = str(Path(__file__).with_name("legacy_a2a_agent.py"))
 
 
-@dataclass
-class Server:
-    """A server started for these tests; ``stop`` ends exactly this process."""
-
-    base_url: str
-    process: subprocess.Popen[bytes]
-    log: Path
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-
-def _start(argv: list[str], *, cwd: Path, log: Path) -> Server:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
-    with log.open("wb") as out:
-        process = subprocess.Popen([sys.executable, *argv, "--host", "127.0.0.1", "--port", str(port)],
-                                   cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
-    return Server(f"http://127.0.0.1:{port}", process, log)
-
-
-def _wait_ready(server: Server, path: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if server.process.poll() is not None:
-            raise RuntimeError(f"server exited early:\n{server.log.read_text()}")
-        try:
-            if httpx.get(server.base_url + path, timeout=1.0).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.05)
-    raise TimeoutError(f"{server.base_url}{path} not ready after {timeout}s:\n{server.log.read_text()}")
-
-
 @pytest.fixture(scope="module")
 def agents(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Server]]:
     """The scripted agent (in its own sandbox) and the 0.3-only agent, started together."""
     sandbox = tmp_path_factory.mktemp("scripted-sandbox")
     logs = tmp_path_factory.mktemp("a2a-logs")
-    servers = {
-        "scripted": _start(["-m", "prefect_agentenv.agents.scripted"], cwd=sandbox, log=logs / "scripted.log"),
-        "legacy": _start([LEGACY_AGENT], cwd=logs, log=logs / "legacy.log"),
-    }
-    try:
-        _wait_ready(servers["scripted"], "/.well-known/agent-card.json")
-        _wait_ready(servers["legacy"], "/.well-known/agent.json")
+    with running({
+        "scripted": Server(python_server("-m", "prefect_agentenv.agents.scripted"), ready=AGENT_CARD,
+                           log=logs / "scripted.log", cwd=sandbox, name="the scripted agent"),
+        "legacy": Server(python_server(LEGACY_AGENT), ready="/.well-known/agent.json", log=logs / "legacy.log",
+                         cwd=logs, name="the 0.3-only agent"),
+    }) as servers:
         yield servers
-    finally:
-        for server in servers.values():
-            server.stop()
 
 
 @pytest.fixture
@@ -218,9 +170,7 @@ async def test_a_0_3_agent_config_is_filtered_to_the_fields_its_card_supports(
 
 
 async def test_an_agent_that_is_not_running_is_a_protocol_error_naming_its_url(http: httpx.AsyncClient):
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    url = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(ProtocolError, match="could not connect to the agent") as caught:
         await A2AClient(url, http=http).send("hello")
     assert caught.value.url is not None and caught.value.url.startswith(url)

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from servers import mock_model
 
 from prefect_agentenv.settings import get_settings
 
@@ -26,26 +23,10 @@ TONE = [{"id": "polite", "criterion": "The email to Dana is polite and signed.",
 
 
 @pytest.fixture(scope="module")
-def model_server() -> Iterator[str]:
+def model_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The mock model as a separate OpenAI-compatible server whose replies the tests script."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "prefect_agentenv.agents.mock_model", "--host", "127.0.0.1",
-                             "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    with mock_model(tmp_path_factory.mktemp("rubrics-model") / "mock-model.log") as server:
+        yield server.base_url
 
 
 @pytest.fixture
