@@ -189,7 +189,22 @@ def _flow_run_id() -> str | None:
     return str(ctx.flow_run.id) if ctx and ctx.flow_run else None
 
 
-@flow(name="agent-task", flow_run_name="{task.id}", persist_result=False, log_prints=True,
+def _agent_task_run_name() -> str:
+    """``<task id>`` plus the agents under test (after overrides), so runs read well in the UI."""
+    ctx = FlowRunContext.get()
+    params = ctx.flow_run.parameters if ctx and ctx.flow_run else {}
+    task = params.get("task")
+    data = task.model_dump() if isinstance(task, TaskDocument) else task if isinstance(task, dict) else {}
+    steps = data.get("steps", data) if isinstance(data, dict) else data
+    overrides = params.get("overrides") or {}
+    agents = sorted({overrides.get(f"{s.get('agent_name')}.a2a_agent_id") or overrides.get("a2a_agent_id")
+                     or s.get("a2a_agent_id") for s in steps or []
+                     if isinstance(s, dict) and s.get("type") == "deploy_agent"} - {None})
+    task_id = data.get("id", "task") if isinstance(data, dict) else "task"
+    return f"{task_id} · {', '.join(agents)}" if agents else str(task_id)
+
+
+@flow(name="agent-task", flow_run_name=_agent_task_run_name, persist_result=False, log_prints=True,
       validate_parameters=True)
 async def agent_task(
     task: TaskDocument,

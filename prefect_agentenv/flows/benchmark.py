@@ -29,6 +29,7 @@ from prefect.artifacts import (
 from prefect.context import FlowRunContext
 from prefect.deployments import run_deployment
 from prefect.states import Completed, Failed, State
+import yaml
 from pydantic import Field
 
 from prefect_agentenv.artifacts import ArtifactBackend, ArtifactNotFoundError, get_artifact_store
@@ -73,9 +74,20 @@ def _flow_run_name() -> str:
     params = FlowRunContext.get().flow_run.parameters if FlowRunContext.get() else {}  # type: ignore[union-attr]
     bench = params.get("benchmark") or {}
     slug = bench.get("slug") if isinstance(bench, dict) else getattr(bench, "slug", None)
+    if not slug and params.get("path"):
+        slug = _slug_of(Path(str(params["path"])))
     name = slug or Path(str(params.get("path") or "benchmark")).stem
     agent = (params.get("overrides") or {}).get("a2a_agent_id")
     return f"{name}" + (f" · {agent}" if agent else "")
+
+
+def _slug_of(path: Path) -> str | None:
+    """The slug a benchmark file declares (for the run's name only; errors are reported by the run)."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return None
+    return data.get("slug") if isinstance(data, dict) else None
 
 
 @flow(name="benchmark", flow_run_name=_flow_run_name, persist_result=False, log_prints=True)

@@ -64,3 +64,13 @@ async def test_the_run_publishes_a_summary_and_a_steps_table() -> None:
     assert kinds == {"agentenv-artifacts-task-summary": "markdown", "agentenv-artifacts-task-steps": "table"}
     summary = next(a for a in artifacts if a.type == "markdown")
     assert "artifacts-task" in str(summary.data) and "UNSCORED" in str(summary.data)
+
+
+async def test_the_flow_run_is_named_after_the_task_and_the_agents_under_test() -> None:
+    steps = [{"id": "agent", "type": "deploy_agent", "a2a_agent_id": "no-such-agent", "agent_name": "assistant",
+              "depends_on": []}]
+    state = await agent_task(doc(steps, "named-run"), overrides={"a2a_agent_id": "also-missing"}, return_state=True)
+    assert state.is_failed() and "also-missing" in (state.message or "")
+    async with get_client() as client:
+        flow_run = await client.read_flow_run(state.state_details.flow_run_id)
+    assert flow_run.name == "named-run · also-missing"
