@@ -88,7 +88,7 @@ def test_dry_run_prints_the_steps_in_parallel_waves(tmp_path: Path) -> None:
 
 @pytest.fixture
 def cli_env(prefect_harness: None, agentenv_home: Path) -> dict[str, str]:
-    """Environment for a CLI subprocess talking to this session's Prefect API."""
+    """Environment for a CLI subprocess talking to the test run's Prefect API."""
     from prefect.settings import PREFECT_API_URL
 
     return {**os.environ, "PREFECT_API_URL": str(PREFECT_API_URL.value()), "PREFECT_AGENTENV_HOME": str(agentenv_home)}
