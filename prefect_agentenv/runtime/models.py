@@ -15,12 +15,12 @@ import logging
 from typing import Literal
 
 import httpx
-from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, SecretStr
 
 from prefect_agentenv.blocks.model_endpoint import ModelEndpoint
 from prefect_agentenv.exceptions import ConfigurationError
 from prefect_agentenv.protocols.openai import OpenAIClient
-from prefect_agentenv.runtime.resolve import is_block_name, prefect_api_configured
+from prefect_agentenv.runtime.resolve import is_block_name, load_block, prefect_api_configured
 from prefect_agentenv.settings import get_settings
 
 logger = logging.getLogger(__name__)
@@ -30,7 +30,6 @@ MOCK_MODEL = "mock"
 """The model name the built-in mock model answers with."""
 DEFAULT_OPENAI_MODEL = "gpt-4.1-mini"
 """Used with ``OPENAI_BASE_URL`` when the caller names no model (settings hold no model name)."""
-_NOT_FOUND = "Unable to find block document named"
 
 ModelSource = Literal["block", "settings", "mock"]
 
@@ -76,17 +75,7 @@ async def load_model_endpoint_block(name: str = DEFAULT_MODEL_BLOCK) -> ModelEnd
     if not is_block_name(name):
         raise ConfigurationError(f"{name!r} cannot name a ModelEndpoint block: use lowercase letters, "
                                  "digits and dashes")
-    try:
-        return await ModelEndpoint.aload(name)
-    except ValidationError as exc:
-        raise ConfigurationError(f"the ModelEndpoint block {name!r} is invalid: {exc}") from exc
-    except ValueError as exc:
-        if str(exc).startswith(_NOT_FOUND):
-            return None
-        raise ConfigurationError(f"the ModelEndpoint block {name!r} could not be loaded: {exc}") from exc
-    except (httpx.HTTPError, OSError, RuntimeError) as exc:
-        raise ConfigurationError(
-            f"the Prefect API did not answer while loading the ModelEndpoint block {name!r}: {exc}") from exc
+    return await load_block(ModelEndpoint, name)
 
 
 async def resolve_model_endpoint(

@@ -8,9 +8,9 @@ endpoint is configured the built-in mock model is started for the run and labell
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Any
 
-from prefect_agentenv.agents.catalog import REFERENCE_AGENTS
 from prefect_agentenv.context import DeployedAgent, DeployedEnv, RunContext
 from prefect_agentenv.exceptions import DeployError, NotInContextError, ProtocolError, StepError
 from prefect_agentenv.protocols.a2a import A2AClient
@@ -67,7 +67,7 @@ async def model_for(run: RunResources, role: str, model: str | None = None) -> R
 
 
 async def _start_mock_model(run: RunResources) -> str:
-    spec = LaunchSpec(command=[_python(), "-m", MOCK_MODEL_MODULE, "--host", "{host}", "--port", "{port}"],
+    spec = LaunchSpec(command=[sys.executable, "-m", MOCK_MODEL_MODULE, "--host", "{host}", "--port", "{port}"],
                       ready_path="/health", startup_timeout_seconds=60)
     launcher = launchers(run).for_spec(spec)
     instance = await launcher.start(spec, name="mock-model", workdir=run.workdir / "models")
@@ -75,10 +75,6 @@ async def _start_mock_model(run: RunResources) -> str:
     url = run.services["mock_model_url"] = f"{instance.base_url}/v1"
     logger.info("no model endpoint configured: the built-in mock model serves at %s (output labelled mock)", url)
     return url
-
-
-def _python() -> str:
-    return REFERENCE_AGENTS["scripted"].command()[0]
 
 
 def effective_agent_id(run: RunResources, agent_name: str, a2a_agent_id: str) -> str:
