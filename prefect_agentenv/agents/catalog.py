@@ -2,26 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-from dataclasses import dataclass
+from prefect_agentenv.reference import ReferenceServer
 
-
-@dataclass(frozen=True)
-class ReferenceAgent:
-    """A reference agent: an A2A server module started as ``python -m <module> --host H --port P``.
-
-    Start it with its sandbox as working folder: absolute sandbox paths (``/app/artifact``)
-    map under ``$AGENTENV_SANDBOX_ROOT``, which defaults to that folder.
-    """
-
-    agent_id: str
-    version: str
-    module: str
-    description: str
-
-    def command(self) -> list[str]:
-        """argv template; ``{host}`` and ``{port}`` are filled by the launcher."""
-        return [sys.executable, "-m", self.module, "--host", "{host}", "--port", "{port}"]
+ReferenceAgent = ReferenceServer
+"""A reference agent. Start it with its sandbox as working folder: absolute sandbox paths
+(``/app/artifact``) map under ``$AGENTENV_SANDBOX_ROOT``, which defaults to that folder."""
 
 
 REFERENCE_AGENTS: dict[str, ReferenceAgent] = {

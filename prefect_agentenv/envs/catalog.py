@@ -2,22 +2,10 @@
 
 from __future__ import annotations
 
-import sys
-from dataclasses import dataclass
+from prefect_agentenv.reference import ReferenceServer
 
-
-@dataclass(frozen=True)
-class ReferenceEnv:
-    """A reference env: a server module started as ``python -m <module> --host H --port P``."""
-
-    env_id: str
-    version: str
-    module: str
-    description: str
-
-    def command(self) -> list[str]:
-        """argv template; ``{host}`` and ``{port}`` are filled by the launcher."""
-        return [sys.executable, "-m", self.module, "--host", "{host}", "--port", "{port}"]
+ReferenceEnv = ReferenceServer
+"""A reference env: started with its own loopback port, ready when its card answers."""
 
 
 REFERENCE_ENVS: dict[str, ReferenceEnv] = {

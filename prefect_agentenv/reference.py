@@ -1,0 +1,21 @@
+"""Reference servers shipped in the package (envs and agents): a module run as
+``python -m <module> --host H --port P``, resolved when no block names the id."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ReferenceServer:
+    """A reference env or agent."""
+
+    id: str
+    version: str
+    module: str
+    description: str
+
+    def command(self) -> list[str]:
+        """argv template; ``{host}`` and ``{port}`` are filled by the launcher."""
+        return [sys.executable, "-m", self.module, "--host", "{host}", "--port", "{port}"]
