@@ -3,9 +3,14 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+# Genuine third-party peers (the AgentEnv framework's SDKs) pin a2a-sdk 0.3 and mcp 1.x, which
+# cannot share a venv with ours; they get their own, and tests start them as separate processes.
+PEERS := .venv-peers
+PEERS_STAMP := $(PEERS)/.installed-stamp
+PEER_PACKAGES := agentenv-framework==0.9.1364 agentenv-framework-protocol==0.1.379
 export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 
-.PHONY: install demo test bench clean
+.PHONY: install peers demo test bench clean
 
 $(STAMP): pyproject.toml tests/plugin/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -13,16 +18,24 @@ $(STAMP): pyproject.toml tests/plugin/pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[test]' -e tests/plugin
 	touch $(STAMP)
 
+$(PEERS_STAMP): Makefile
+	$(PYTHON) -m venv $(PEERS)
+	$(PEERS)/bin/python -m pip install -q --upgrade pip
+	$(PEERS)/bin/python -m pip install -q $(PEER_PACKAGES)
+	touch $(PEERS_STAMP)
+
 install: $(STAMP)
+
+peers: $(PEERS_STAMP)
 
 demo: install
 	$(BIN)/python -m prefect_agentenv.demo
 
-test: install
+test: install peers
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 bench: install
 	$(BIN)/python benchmarks/engine_overhead.py
 
 clean:
-	rm -rf $(VENV) .agentenv reports
+	rm -rf $(VENV) $(PEERS) .agentenv reports
