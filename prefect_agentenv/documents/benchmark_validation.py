@@ -32,9 +32,11 @@ from prefect_agentenv.documents.compile import (
     Expansion,
     duplicate_task_ids,
     expand_task,
+    linked_of,
     model_problem,
     select_tasks,
 )
+from prefect_agentenv.documents.linked import Linked
 from prefect_agentenv.documents.loading import ParseError, read_document
 from prefect_agentenv.documents.problems import Problem
 from prefect_agentenv.documents.seeds import load_seed_rows
@@ -97,7 +99,7 @@ def validate_benchmark_data(data: Any, base_dir: str | Path) -> BenchmarkValidat
     rows, seed_problems = load_seed_rows(seeds, Path(base_dir))
     problems += seed_problems
     expansion = Expansion()
-    ctx = ExpandContext(defaults, Path(base_dir), rows)
+    ctx = ExpandContext(defaults, Path(base_dir), rows, linked_of(header) if header else Linked())
     for i, task in tasks:
         expansion.extend(expand_task(task, i, ctx))
     selected, tag_problems = select_tasks(expansion.tasks, tag_filter, {t for _, task in tasks for t in task.tags})
