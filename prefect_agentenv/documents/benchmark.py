@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -71,6 +71,9 @@ class BenchmarkDefaults(_Strict):
     """Run overrides for every task (as ``prefect-agentenv run --override KEY=VALUE``)."""
     timeout_seconds: float = Field(default=1800, gt=0)
     """Time limit of one task run, unless the task sets its own."""
+    skip_policy: Literal["zero", "exclude"] | None = None
+    """How skipped verifiers count in every task's score (``zero`` or ``exclude``), unless the task
+    or its document says; ``zero`` when nobody does."""
 
 
 class TagFilter(_Strict):
@@ -136,6 +139,8 @@ class StepDocumentTask(_Strict):
     """Time limit of one run of this task; the benchmark default when omitted."""
     weight: float = Field(default=1.0, ge=0)
     """Weight of this task in the benchmark's mean score."""
+    skip_policy: Literal["zero", "exclude"] | None = None
+    """How skipped verifiers count in this task's score; the document's, else the benchmark's."""
 
     @model_validator(mode="after")
     def _one_source(self) -> StepDocumentTask:
@@ -383,6 +388,8 @@ class VerialTask(_Strict):
     """Several envs (give env or envs, or neither to use the benchmark's)."""
     agent: TaskAgent = Field(default_factory=TaskAgent)
     criteria: list[TaskCriterion] = Field(min_length=1)
+    skip_policy: Literal["zero", "exclude"] | None = None
+    """How skipped verifiers count in this task's score; the benchmark's when omitted."""
 
     @model_validator(mode="after")
     def _one_env_form(self) -> VerialTask:

@@ -223,7 +223,10 @@ def _document_expander(task: StepDocumentTask, raw: Any, path: str, ctx: ExpandC
             return out
         doc = result.document
         tags = list(dict.fromkeys([*task.tags, *doc.tags]))
-        doc = doc.model_copy(update={"id": task_id, "tags": tags, "description": task.description or doc.description})
+        policy = task.skip_policy or ("skip_policy" in doc.model_fields_set and doc.skip_policy) \
+            or ctx.defaults.skip_policy or doc.skip_policy
+        doc = doc.model_copy(update={"id": task_id, "tags": tags, "description": task.description or doc.description,
+                                     "skip_policy": policy})
         out.tasks.append(ExpandedTask(task_id=task_id, base_id=base_id, document=doc, tags=tags,
                                       timeout_seconds=task.timeout_seconds or ctx.defaults.timeout_seconds,
                                       seed_row=row, seed_index=seed_index, weight=task.weight, source=task.path))
@@ -252,7 +255,9 @@ def _validated_compiled(compiled: CompiledTask, task: VerialTask, task_id: str, 
     out = Expansion(problems=[compiled.repath(p) for p in result.problems],
                     warnings=compiled.warnings + [compiled.repath(p) for p in result.warnings])
     if result.document is not None:
-        out.tasks.append(ExpandedTask(task_id=task_id, base_id=base_id, document=result.document,
+        policy = task.skip_policy or ctx.defaults.skip_policy or result.document.skip_policy
+        document = result.document.model_copy(update={"skip_policy": policy})
+        out.tasks.append(ExpandedTask(task_id=task_id, base_id=base_id, document=document,
                                       tags=list(result.document.tags),
                                       timeout_seconds=task.timeout or ctx.defaults.timeout_seconds,
                                       seed_row=row, seed_index=seed_index, weight=task.weight,

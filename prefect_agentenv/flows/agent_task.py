@@ -138,6 +138,7 @@ async def run_task_document(
             error=error,
             timed_out=timed_out,
             secrets=run.redact,
+            skip_policy=document.skip_policy,
         )
         write_report(report, run.workdir / "report.json")
         await _upload_report(report, run_id)
