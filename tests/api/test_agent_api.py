@@ -174,7 +174,7 @@ async def test_a_truncated_run_is_not_scored_when_skip_on_truncated_and_its_rewa
 
 
 async def test_a_run_past_its_deadline_is_a_timeout_and_skip_on_timeout_skips_scoring() -> None:
-    config = AgentConfig(agent="scripted", agent_config={"plan": {"sleep_seconds": 20}}, timeout_seconds=1.5,
+    config = AgentConfig(agent="scripted", agent_config={"plan": {"sleep_seconds": 4}}, timeout_seconds=1.5,
                          scoring=ScoringConfig(skip_on_timeout=True))
     async with make_agent(config) as agent:
         trace = await agent.run(Task(TaskData(prompt="Take your time.", verifiers=[REPLY])))
