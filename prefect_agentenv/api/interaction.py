@@ -106,8 +106,11 @@ class Interaction:
             receipt.status = "delivered"
             return receipt
         self._pending.append((receipt, message))
-        if not self._busy and (self._woken is None or self._woken.done()):
-            self._woken = asyncio.create_task(self._exchange([]))
+        if not self._busy:
+            # Wake: the turn takes what is queued now; later messages wait for the turn after it.
+            self._busy = True
+            queued, self._pending = self._take_pending(), []
+            self._woken = asyncio.create_task(self._exchange([], queued))
         return receipt
 
     def _refusal(self) -> str | None:
@@ -131,14 +134,19 @@ class Interaction:
         extensions = (card.raw.get("capabilities") or {}).get("extensions") or []
         return any("steer" in str(e.get("uri", "")) for e in extensions if isinstance(e, dict))
 
-    async def _exchange(self, messages: list[str]) -> Segment:
+    def _take_pending(self) -> list[str]:
+        """The queued messages, in order, marked delivered (they go out with the next turn)."""
+        for receipt, _ in self._pending:
+            receipt.status = "delivered"
+        return [text for _, text in self._pending]
+
+    async def _exchange(self, messages: list[str], queued: list[str] | None = None) -> Segment:
         """Deliver the queued messages and these, wait for the agent's answer, record the segment."""
         self._busy = True
         try:
-            queued, self._pending = self._pending, []
-            for receipt, _ in queued:
-                receipt.status = "delivered"
-            delivered = [text for _, text in queued] + messages
+            if queued is None:
+                queued, self._pending = self._take_pending(), []
+            delivered = queued + messages
             segment = await self._ask("\n\n".join(delivered), delivered)
         finally:
             self._busy = False

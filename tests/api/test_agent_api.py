@@ -188,3 +188,18 @@ async def test_a_task_without_a_prompt_cannot_run_in_one_shot_and_a_bad_verifier
             await agent.run(Task(TaskData(prompt=None)))
         with pytest.raises(ConfigurationError, match=r"verifiers\[0\]"):
             await agent.run(Task(TaskData(prompt="Hi", verifiers=[{"type": "env_state_verifier"}])))
+
+
+async def test_send_wakes_an_idle_interaction_and_leaving_the_block_cancels_what_is_still_queued() -> None:
+    config = AgentConfig(agent="scripted", agent_config={"plan": {"reply": "got: {prompt}", "sleep_seconds": 0.8}})
+    async with make_agent(config) as agent:
+        async with agent.interaction(Task(TaskData(prompt=None))) as chat:
+            await chat.turn("hi")
+            woke = await chat.send("first", mode="queue")          # idle: starts a turn now
+            woken = await chat.turn()                               # the turn send started
+            late = await chat.send("second", mode="queue")          # wakes another turn…
+            left = await chat.send("third", mode="queue")           # …and this one waits for the next
+        trace = chat.trace
+    assert woke.status == "delivered" and woken.messages == ["first"] and woken.last_reply == "got: first"
+    assert late.status == "delivered" and (left.accepted, left.status) == (True, "cancelled")
+    assert trace is not None and [s.messages for s in trace.turns][:2] == [["hi"], ["first"]]
