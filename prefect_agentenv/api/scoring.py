@@ -13,6 +13,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
+
 from prefect_agentenv.api.config import ScoringConfig, TaskData
 from prefect_agentenv.context import DeployedAgent, PromptResponse, RunContext
 from prefect_agentenv.documents.loading import resolve_env_vars
@@ -83,8 +85,9 @@ def verifier_steps(task: TaskData, agent_name: str, scoring_env: dict[str, str] 
             data["scoring_env"] = {**scoring_env, **data.get("scoring_env", {})}
         try:
             steps.append(model.model_validate(data))
-        except ValueError as exc:
-            raise ConfigurationError(f"verifiers[{i}] ({data['type']} '{data['id']}'): {exc}") from None
+        except ValidationError as exc:
+            raise ConfigurationError(f"verifiers[{i}] ({data['type']} '{data['id']}'): " + "; ".join(
+                f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from None
     return steps
 
 
@@ -132,6 +135,8 @@ async def score(session_run: RunResources, ctx: RunContext, task: TaskData, scor
     """Run the verifiers where the config says; the reward follows the skip policy."""
     env = scoring_env(scoring, session_run.redact)
     steps = verifier_steps(task, agent_name, env)
+    for env_id in ctx.deployed_envs if scoring.mode == "isolated" else ():
+        runtime_step(env_id, None, scoring)  # a bad runtime field fails before any attempt
     info: dict[str, Any] = {"mode": scoring.mode, "env": sorted(scoring.env),
                             "network": scoring.network.mode if scoring.network else None}
     if scoring.mode == "shared":
@@ -205,8 +210,7 @@ async def _restore(run: RunResources, ctx: RunContext, scoring: ScoringConfig, s
     """Fresh envs loaded with the captured states, a fresh sandbox with the captured files."""
     fresh = RunContext(prompt_responses={PROMPT_ID: submission.response})
     for env_id, deployed in ctx.deployed_envs.items():
-        fields = {"version": deployed.version, **scoring.runtime}
-        step = deploy_env.DeployEnvStep.model_validate({"id": f"scoring-{env_id}", "env_id": env_id, **fields})
+        step = runtime_step(env_id, deployed.version, scoring)
         fresh = await deploy_env.run(step, fresh)
         client = env_client(fresh, env_id, step)
         await client.data_reset()
@@ -215,6 +219,20 @@ async def _restore(run: RunResources, ctx: RunContext, scoring: ScoringConfig, s
     if agent is not None:
         fresh.deployed_agents[agent_name] = _restored_agent(run, agent, submission)
     return fresh
+
+
+def runtime_step(env_id: str, version: str | None, scoring: ScoringConfig) -> deploy_env.DeployEnvStep:
+    """The deploy_env step of a fresh scoring env: the agent's env, with ``scoring.runtime`` over it.
+
+    Raises:
+        ConfigurationError: ``scoring.runtime`` holds a field deploy_env does not take.
+    """
+    try:
+        return deploy_env.DeployEnvStep.model_validate(
+            {"id": f"scoring-{env_id}", "env_id": env_id, "version": version, **scoring.runtime})
+    except ValidationError as exc:
+        raise ConfigurationError("scoring.runtime: " + "; ".join(
+            f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from None
 
 
 def _restored_agent(run: RunResources, agent: DeployedAgent, submission: Submission) -> DeployedAgent:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from prefect_agentenv import AgentConfig, ScoringConfig, Task, TaskData, load_agent_config, make_agent
-from prefect_agentenv.api.scoring import scoring_env, verifier_steps
+from prefect_agentenv.api.scoring import runtime_step, scoring_env, verifier_steps
 from prefect_agentenv.documents.benchmark import Benchmark
 from prefect_agentenv.documents.compile import expand_tasks
 from prefect_agentenv.exceptions import ConfigurationError
@@ -104,3 +104,10 @@ def test_the_skip_policy_comes_from_the_task_then_its_document_then_the_benchmar
     assert policies == {"plain": "exclude", "own": "zero"}
     unset = Benchmark.model_validate({"name": "b", "slug": "b", "tasks": [{"id": "plain", "steps": STEPS}]})
     assert expand_tasks(unset, ".")[0].document.skip_policy == "zero"
+
+
+def test_scoring_runtime_overrides_the_fresh_envs_deploy_fields_and_a_wrong_one_is_named() -> None:
+    step = runtime_step("records", "1.0.0", ScoringConfig(runtime={"startup_timeout_seconds": 90}))
+    assert (step.env_id, step.version, step.startup_timeout_seconds) == ("records", "1.0.0", 90)
+    with pytest.raises(ConfigurationError, match="scoring.runtime: .*startup_timeout"):
+        runtime_step("records", None, ScoringConfig(runtime={"startup_timeout": 90}))
