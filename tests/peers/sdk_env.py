@@ -2,17 +2,19 @@
 
 Run with the peers' interpreter: ``.venv-peers/bin/python tests/peers/sdk_env.py``. The SDK reads
 ``MCP_HOST`` and ``MCP_PORT``; its card, data plane and MCP server are the SDK's own, not ours.
-Seed data is a data part ``{"notes": [{"id", "text"}]}``; the ``add_note`` and ``list_notes`` tools
-work on it, and ``urn:example:note-stats/v1`` is a REST extension the SDK advertises on the card.
+Seed data is ``{"notes": [{"id", "text"}]}`` in a data part or a JSON file part; the ``add_note`` and
+``list_notes`` tools work on it; ``urn:example:note-stats/v1`` is a REST extension the SDK advertises.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Annotated, Any
 
-from agentenv_protocol import AgentEnvEnvironment, DataPart, add_data, environment_card, extension, get_data
+from agentenv_protocol import AgentEnvEnvironment, DataPart, FilePart, add_data, environment_card, extension, get_data
 from agentenv_protocol import reset_data, tool
+from agentenv_protocol.types import FileWithBytes
 from pydantic import Field
 
 
@@ -30,6 +32,8 @@ class NotesEnv(AgentEnvEnvironment):
         for part in parts:
             if isinstance(part, DataPart):
                 self.notes.extend(part.data.get("notes", []))
+            elif isinstance(part, FilePart) and isinstance(part.file, FileWithBytes):
+                self.notes.extend(json.loads(base64.b64decode(part.file.bytes)).get("notes", []))
 
     @get_data
     def get(self) -> list[DataPart]:

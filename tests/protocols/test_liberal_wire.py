@@ -17,7 +17,7 @@ import pytest
 from prefect_agentenv.exceptions import ProtocolError
 from prefect_agentenv.protocols.a2a import A2ACard
 from prefect_agentenv.protocols.a2a_reply import reply_from_result
-from prefect_agentenv.protocols.agentenv_ext import AgentEnvExtensions
+from prefect_agentenv.protocols.agentenv_ext import MCP_CONFIG_EXTENSION, TRAJECTORY_EXTENSION, AgentEnvExtensions
 from prefect_agentenv.protocols.env import DataPart, EnvCard, EnvClient, TextPart, parse_parts
 
 RECORDED = Path(__file__).parents[1] / "peers" / "recorded"
@@ -96,6 +96,19 @@ def test_an_agent_card_in_snake_case_with_nulls_is_read() -> None:
     assert card.interface() == ("http://agent.test/rpc", "1.0")
     assert card.extensions == []
     assert AgentEnvExtensions(card, httpx.AsyncClient()).extensions == {}
+
+
+def test_recorded_agent_cards_are_read_with_their_extensions() -> None:
+    sdk = recorded("sdk_agent_card.json")
+    card = A2ACard.from_raw(sdk, base_url="http://agent.test/", card_url="http://agent.test/.well-known/agent-card.json")
+    extensions = AgentEnvExtensions(card, httpx.AsyncClient())
+
+    assert card.interface() == ("http://agent.test/a2a", "0.3")
+    assert extensions.has(MCP_CONFIG_EXTENSION, "add") and extensions.has(TRAJECTORY_EXTENSION, "get")
+    assert "urn:agentenv:staging/v1" in extensions.extensions
+    plain = A2ACard.from_raw(recorded("plain_agent_card.json"), base_url="http://agent.test/",
+                             card_url="http://agent.test/.well-known/agent-card.json")
+    assert plain.interface()[1] == "1.0" and plain.extensions == []
 
 
 def test_a_reply_in_snake_case_is_read() -> None:
