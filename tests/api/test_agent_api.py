@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -92,11 +93,17 @@ async def test_run_returns_a_scored_trace_and_shared_scoring_is_not_retried(tmp_
 async def test_isolated_scoring_restores_the_submission_into_a_fresh_env_and_retries_with_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAIL_FIRST", "1")
-    config = AgentConfig(agent="scripted", agent_config={"plan": SUBMIT},
+    plan = {**SUBMIT, "files": [{"path": "summary.txt", "content": "REQ-0001 submitted"}]}
+    config = AgentConfig(agent="scripted", agent_config={"plan": plan},
                          scoring=ScoringConfig(mode="isolated", env={"SCORING_TOKEN": "${LATE_TOKEN:-early}"},
                                                network="loopback"))
+    task = records_task(tmp_path)
+    fresh = "import os, sys; sys.exit(0 if os.sep + 'scoring-' in os.getcwd() else 1)"
+    task.data.verifiers.append({"type": "verify_sandbox", "verifier_id": "files", "checks": [
+        {"id": "summary", "kind": "file_contains", "path": "summary.txt", "text": "REQ-0001 submitted"},
+        {"id": "fresh", "kind": "command_succeeds", "command": [sys.executable, "-c", fresh]}]})
     async with make_agent(config) as agent:
-        async with agent.interaction(records_task(tmp_path)) as chat:
+        async with agent.interaction(task) as chat:
             with pytest.raises(ValueError, match="opening turn"):
                 await chat.turn("not yet")
             early = await chat.send("too early", mode="queue")
@@ -107,7 +114,8 @@ async def test_isolated_scoring_restores_the_submission_into_a_fresh_env_and_ret
     assert segment.messages == ["Submit the prior auth for P1."] and segment.last_reply == "Submitted REQ-0001."
     assert trace is not None and trace.info["scoring"]["mode"] == "isolated"
     assert trace.info["scoring"]["attempts"] == 2 and trace.info["scoring"]["network"] == "loopback"
-    assert trace.rewards == {"state": 1.0, "reply": 1.0, "checks": 1.0}  # the agent's request, restored
+    # the agent's request and file, restored into a fresh env and a fresh sandbox
+    assert trace.rewards == {"state": 1.0, "reply": 1.0, "checks": 1.0, "files": 1.0}
     urls = [p.read_text() for p in sorted(tmp_path.glob("attempt-*"))]
     assert len(urls) == 2 and urls[0] != urls[1]  # each attempt in a fresh env
 
