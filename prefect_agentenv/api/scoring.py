@@ -60,7 +60,9 @@ class Scored:
 
 
 def verifier_steps(task: TaskData, agent_name: str, scoring_env: dict[str, str] | None = None) -> list[StepModel]:
-    """The task's verifier steps, with the fields a rollout implies filled in.
+    """The task's verifier steps, with the fields a rollout implies filled in: ``prompt_id``, the
+    graded agent's name where a step needs one (a rubric's optional ``agent_name`` names a judge
+    and stays unset), the env when there is one, and ids.
 
     Raises:
         ConfigurationError: a verifier is not a valid step (its index and the problem are named).
@@ -76,9 +78,10 @@ def verifier_steps(task: TaskData, agent_name: str, scoring_env: dict[str, str] 
         fields = model.model_fields
         data.setdefault("verifier_id", data.get("id") or f"{data['type']}-{i + 1}")
         data.setdefault("id", data["verifier_id"])
-        for name, value in (("prompt_id", PROMPT_ID), ("agent_name", agent_name)):
-            if name in fields:
-                data.setdefault(name, value)
+        if "prompt_id" in fields:
+            data.setdefault("prompt_id", PROMPT_ID)
+        if "agent_name" in fields and fields["agent_name"].is_required():  # the graded agent, not a judge
+            data.setdefault("agent_name", agent_name)
         if "env_id" in fields and len(env_ids) == 1:
             data.setdefault("env_id", env_ids[0])
         if scoring_env is not None and "scoring_env" in fields:

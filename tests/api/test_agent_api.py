@@ -102,6 +102,8 @@ async def test_isolated_scoring_restores_the_submission_into_a_fresh_env_and_ret
     task.data.verifiers.append({"type": "verify_sandbox", "verifier_id": "files", "checks": [
         {"id": "summary", "kind": "file_contains", "path": "summary.txt", "text": "REQ-0001 submitted"},
         {"id": "fresh", "kind": "command_succeeds", "command": [sys.executable, "-c", fresh]}]})
+    task.data.verifiers.append({"type": "rubrics_verifier", "verifier_id": "judge", "judge_mode": "model",
+                                "criteria": [{"id": "named", "criterion": "The reply names the request."}]})
     async with make_agent(config) as agent:
         async with agent.interaction(task) as chat:
             with pytest.raises(ValueError, match="opening turn"):
@@ -115,7 +117,10 @@ async def test_isolated_scoring_restores_the_submission_into_a_fresh_env_and_ret
     assert trace is not None and trace.info["scoring"]["mode"] == "isolated"
     assert trace.info["scoring"]["attempts"] == 2 and trace.info["scoring"]["network"] == "loopback"
     # the agent's request and file, restored into a fresh env and a fresh sandbox
-    assert trace.rewards == {"state": 1.0, "reply": 1.0, "checks": 1.0, "files": 1.0}
+    # and judged there (by the built-in mock model, which passes every criterion: labelled mock)
+    assert trace.rewards == {"state": 1.0, "reply": 1.0, "checks": 1.0, "files": 1.0, "judge": 1.0}
+    judge = trace.verifications["judge"]
+    assert judge["results"][0]["id"] == "named" and (judge["judge"]["mode"], judge["judge"]["mock"]) == ("model", True)
     urls = [p.read_text() for p in sorted(tmp_path.glob("attempt-*"))]
     assert len(urls) == 2 and urls[0] != urls[1]  # each attempt in a fresh env
 

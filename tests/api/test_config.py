@@ -52,6 +52,7 @@ def test_verifiers_get_the_prompt_agent_and_single_env_filled_in() -> None:
     state, rubric = verifier_steps(task, "agent", {"K": "v"})
     assert (state.id, state.env_id, state.scoring_env) == ("env_state_verifier-1", "records", {"K": "v"})  # type: ignore[attr-defined]
     assert (rubric.prompt_id, rubric.verifier_id) == ("prompt", "rubrics_verifier-2")  # type: ignore[attr-defined]
+    assert rubric.agent_name is None  # type: ignore[attr-defined]  # a judge, not the graded agent
 
 
 TOML = """
