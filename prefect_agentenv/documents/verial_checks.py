@@ -20,7 +20,8 @@ from prefect_agentenv.documents.benchmark import (
 from prefect_agentenv.documents.entities import entity_field, find_entity, unknown_entity
 from prefect_agentenv.documents.problems import Problem
 
-REFERENCE_TRIGGER_ACTIONS = {"records": ("drop_file_inbox", "drop_inbox_document", "leave_voicemail"),
+REFERENCE_TRIGGER_ACTIONS = {"records": ("drop_file_inbox", "drop_inbox_document", "leave_voicemail",
+                                         "post_hl7_message"),
                              "email": ("deliver_email",)}
 """Trigger actions of the reference envs, so a misspelt action is flagged before anything runs
 (an env registered under another id is only checked when its triggers are registered)."""

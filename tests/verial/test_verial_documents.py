@@ -202,7 +202,8 @@ def test_a_fax_keeps_its_attachments_and_fax_criteria_read_them() -> None:
 def test_the_records_env_names_its_new_trigger_actions() -> None:
     from prefect_agentenv.envs.records.env import RecordsEnv
 
-    assert {"drop_file_inbox", "leave_voicemail"} <= set(RecordsEnv(VirtualClock()).trigger_actions())
+    actions = set(RecordsEnv(VirtualClock()).trigger_actions())
+    assert {"drop_file_inbox", "leave_voicemail", "post_hl7_message"} <= actions
     records = records_with({})
     records.leave_voicemail({"from": "+1 555 0100", "message": "Call me about Ana's MRI"},
                             datetime(2026, 1, 5, tzinfo=timezone.utc))
@@ -210,3 +211,12 @@ def test_the_records_env_names_its_new_trigger_actions() -> None:
     assert (call["direction"], call["status"], call["transcript"][0]["text"]) == \
         ("inbound", "voicemail", "Call me about Ana's MRI")
 
+
+
+def test_a_posted_hl7_result_is_filed_with_its_patient_and_observations() -> None:
+    records = records_with({})
+    message = ("MSH|^~\\&|LAB|CLINIC|EHR|CLINIC|202601050900||ORU^R01|MSG1|P|2.5\r"
+               "PID|1||P1^^^CLINIC||Diaz^Ana\r"
+               "OBX|1|NM|2345-7^Glucose||182|mg/dL|70-99|H")
+    doc = records.post_hl7({"message": message}, datetime(2026, 1, 5, 9, tzinfo=timezone.utc))
+    assert (doc.kind, doc.title, doc.patient_id, doc.content) == ("hl7", "HL7 ORU^R01", "P1", "Glucose = 182 mg/dL")

@@ -61,7 +61,9 @@ file: ``data`` is the record it is about plus ``inbound_path`` (default ``inbox/
 ``file_name``, ``title``, ``content``, ``kind``; the document's ``path`` is
 ``<inbound_path>/<file_name or document_id.txt>`` and its text lists the record's fields unless
 ``content`` is given. ``leave_voicemail`` (``from``, ``message``, ``patient_id``) logs an
-inbound call with status ``voicemail``.
+inbound call with status ``voicemail``. ``post_hl7_message`` (``message``: HL7 v2 text, e.g. an
+ORU^R01 result) files an inbox document of kind ``hl7`` whose patient comes from PID-3 and whose
+content lists the OBX observations.
 """
 
 from prefect_agentenv.envs.records.env import RecordsEnv

@@ -110,3 +110,23 @@ def voicemail(data: dict[str, Any], call_id: str, at: datetime) -> Call:
     return Call.model_validate({**extra, "call_id": data.get("call_id") or call_id, "number": number,
                                 "direction": "inbound", "status": "voicemail", "started_at": at,
                                 "transcript": [{"speaker": "caller", "text": message}]})
+
+
+def hl7_document(data: dict[str, Any], document_id: str, at: datetime) -> dict[str, Any]:
+    """An inbox document for a posted HL7 v2 message (``post_hl7_message``), e.g. an ORU^R01 result.
+
+    ``data`` is ``{message, patient_id?}``; the message type (MSH-9), the patient (PID-3, unless
+    ``patient_id`` is given) and the observations (OBX-3 = OBX-5 OBX-6) are read from its segments.
+    """
+    message = str(data.get("message") or "")
+    segments = [line.split("|") for line in message.replace("\r", "\n").splitlines() if line.strip()]
+    fields = {seg[0]: seg for seg in segments}
+    kind = fields.get("MSH", [])[8] if len(fields.get("MSH", [])) > 8 else "HL7"
+    pid = fields.get("PID", [])
+    patient = data.get("patient_id") or (pid[3].split("^")[0] if len(pid) > 3 and pid[3] else None)
+    results = [f"{s[3].split('^')[-1] or s[3]} = {s[5]} {s[6] if len(s) > 6 else ''}".strip()
+               for s in segments if s[0] == "OBX" and len(s) > 5]
+    extra = {k: v for k, v in data.items() if k not in ("message", "patient_id")}
+    return {**extra, "document_id": data.get("document_id") or document_id, "kind": "hl7",
+            "title": f"HL7 {kind}", "sender": data.get("sender"), "patient_id": patient,
+            "content": "\n".join(results) or message, "hl7": message, "received_at": at}

@@ -16,6 +16,7 @@ from prefect_agentenv.envs.records.comms import (
     OutboundFax,
     PhoneLine,
     file_document,
+    hl7_document,
     line_transcript,
     voicemail,
 )
@@ -226,6 +227,10 @@ class Records:
     def drop_file(self, data: dict[str, Any], at: datetime) -> InboxDocument:
         """File a dropped inbound file as an inbox document (trigger action ``drop_file_inbox``)."""
         return self.drop_document(file_document(data, self.inbox.new_key(), at), at)
+
+    def post_hl7(self, data: dict[str, Any], at: datetime) -> InboxDocument:
+        """File a posted HL7 message (an ORU^R01 result, say) in the inbox (trigger ``post_hl7_message``)."""
+        return self.drop_document(hl7_document(data, self.inbox.new_key(), at), at)
 
     def leave_voicemail(self, data: dict[str, Any], at: datetime) -> Call:
         """Log a voicemail left on the clinic's line (trigger action ``leave_voicemail``)."""
