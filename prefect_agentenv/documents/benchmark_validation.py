@@ -110,7 +110,7 @@ def validate_benchmark_data(data: Any, base_dir: str | Path, *,
         expansion.extend(expand_task(task, i, ctx))
     selected, tag_problems = select_tasks(expansion.tasks, tag_filter, {t for _, task in tasks for t in task.tags})
     complete = not (task_problems or expansion.problems)
-    problems += expansion.problems + duplicate_task_ids(tasks)
+    problems += list(dict.fromkeys(expansion.problems)) + duplicate_task_ids(tasks)  # a shared dataset: once
     if complete:  # a task that failed to load may have the tag the filter names
         problems += tag_problems
     if problems:

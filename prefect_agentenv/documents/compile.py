@@ -137,6 +137,7 @@ def expand_benchmark(benchmark: Benchmark, base_dir: str | Path) -> Expansion:
     out = Expansion(problems=seed_problems)
     for i, task in enumerate(benchmark.tasks):
         out.extend(expand_task(task, i, ctx))
+    out.problems = list(dict.fromkeys(out.problems))  # a problem of a shared dataset is listed once
     out.problems += duplicate_task_ids([(i, t) for i, t in enumerate(benchmark.tasks)])
     selected, tag_problems = select_tasks(out.tasks, benchmark.tags, _entry_tags(benchmark.tasks))
     out.tasks, out.problems = selected, out.problems + tag_problems

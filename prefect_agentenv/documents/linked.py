@@ -63,7 +63,8 @@ def link(task: VerialTask, linked: Linked, path: str) -> tuple[Bound | None, lis
         dataset = linked.read(ref)
     except (DatasetError, AgentEnvError) as exc:
         return None, [Problem(f"dataset '{ref.artifact_id}' cannot be read: {exc}", path=where,
-                              hint="publish it: prefect-agentenv artifact put ID records.json --environment ENV")]
+                              hint=f"publish it: prefect-agentenv artifact put {ref.artifact_id} RECORDS.json "
+                                   f"--environment {task.all_envs()[0].env_id}")]
     return _bind(task, dataset, ref, env_id)
 
 
