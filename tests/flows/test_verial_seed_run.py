@@ -7,6 +7,8 @@ task_item. The benchmark lends them its env and a dataset artifact their entitie
 
 from __future__ import annotations
 
+import asyncio
+import os
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.documents import expand_tasks, load_benchmark
 from prefect_agentenv.flows.agent_task import run_task_document
 from prefect_agentenv.flows.report import TaskReport
+from prefect_agentenv.settings import get_settings
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 BENCHMARK = EXAMPLES / "verial" / "benchmark.yaml"
@@ -24,11 +27,6 @@ BENCHMARK = EXAMPLES / "verial" / "benchmark.yaml"
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, TaskReport]:
     """Every task of the benchmark, run once against the reference records env."""
-    import asyncio
-    import os
-
-    from prefect_agentenv.settings import get_settings
-
     old = os.environ.get("PREFECT_AGENTENV_HOME")
     os.environ["PREFECT_AGENTENV_HOME"] = str(tmp_path_factory.mktemp("agentenv-home"))
     get_settings.cache_clear()
