@@ -19,6 +19,7 @@ from prefect_agentenv.api.scoring import PROMPT_ID, Scored, capture, score, skip
 from prefect_agentenv.api.trace import Trace
 from prefect_agentenv.context import PromptResponse
 from prefect_agentenv.exceptions import AgentEnvError
+from prefect_agentenv.flows.report import redact
 from prefect_agentenv.protocols.agentenv_ext import AgentEnvExtensions
 from prefect_agentenv.session import AgentSession
 from prefect_agentenv.steps.agent_support import a2a_client
@@ -80,7 +81,9 @@ class Agent:
                     yield interaction
                 finally:
                     await interaction.close()
-                    interaction.trace = await self._finish(session, interaction)
+                    trace = await self._finish(session, interaction)
+                    # Scoring env values (tokens) never leave in clear, whatever a verifier echoed.
+                    interaction.trace = Trace.model_validate(redact(trace.model_dump(), session.run.redact))
         finally:
             self._open.remove(session)
 
@@ -105,7 +108,7 @@ class Agent:
             submission = await capture(session.run, session.ctx, AGENT_NAME, response, scoring)
             scored = await score(session.run, session.ctx, interaction.task.data, scoring, submission, AGENT_NAME)
         except AgentEnvError as exc:
-            logger.warning("scoring failed: %s", exc)
+            logger.warning("scoring failed: %s", redact(str(exc), session.run.redact))
             trace.info["error"] = f"scoring failed: {exc}"
             scored = Scored(reward=0.0, info={"mode": scoring.mode})
         trace.verifications, trace.rewards, trace.reward = scored.verifications, scored.rewards, scored.reward

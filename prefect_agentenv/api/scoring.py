@@ -19,6 +19,7 @@ from prefect_agentenv.api.config import ScoringConfig, TaskData
 from prefect_agentenv.context import DeployedAgent, PromptResponse, RunContext
 from prefect_agentenv.documents.loading import resolve_env_vars
 from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError
+from prefect_agentenv.flows.report import redact
 from prefect_agentenv.grading.outcome import task_score
 from prefect_agentenv.protocols.env import DataPart
 from prefect_agentenv.runtime.run import RunResources, bind_run, unbind_run
@@ -194,7 +195,8 @@ async def _isolated(session_run: RunResources, ctx: RunContext, scoring: Scoring
             unbind_run(token)
         if not errors:
             return verifications, attempt
-        logger.warning("isolated scoring attempt %d of %d failed: %s", attempt, attempts, "; ".join(errors))
+        logger.warning("isolated scoring attempt %d of %d failed: %s", attempt, attempts,
+                       redact("; ".join(errors), run.redact))
     return verifications, attempts
 
 

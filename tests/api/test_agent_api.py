@@ -32,7 +32,8 @@ async def verify(mcp_url, run=None):
     (folder / f"attempt-{n}").write_text(mcp_url)
     if n == 0 and os.environ.get("FAIL_FIRST") == "1":
         raise RuntimeError("the first attempt fails")
-    return [{"id": "token", "result": os.environ.get("SCORING_TOKEN") == "late-value"},
+    token = os.environ.get("SCORING_TOKEN")
+    return [{"id": "token", "result": token == "late-value", "justification": f"saw {token}"},
             {"id": "proxy", "result": os.environ.get("HTTPS_PROXY") == "http://127.0.0.1:9"}]
 '''
 SUBMIT = {"tool_calls": [{"tool": "create_request", "arguments": {"patient_id": "P1", "cpt_code": "72148",
@@ -121,6 +122,8 @@ async def test_isolated_scoring_restores_the_submission_into_a_fresh_env_and_ret
     assert trace.rewards == {"state": 1.0, "reply": 1.0, "checks": 1.0, "files": 1.0, "judge": 1.0}
     judge = trace.verifications["judge"]
     assert judge["results"][0]["id"] == "named" and (judge["judge"]["mode"], judge["judge"]["mock"]) == ("model", True)
+    assert trace.verifications["checks"]["results"][0]["justification"] == "saw ***"  # redacted
+    assert "late-value" not in trace.model_dump_json()
     urls = [p.read_text() for p in sorted(tmp_path.glob("attempt-*"))]
     assert len(urls) == 2 and urls[0] != urls[1]  # each attempt in a fresh env
 
