@@ -14,6 +14,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from prefect_agentenv.documents.models import TaskDocument, dump_step
+from prefect_agentenv.documents.validation import validate_file
+from prefect_agentenv.exceptions import ConfigurationError
+from prefect_agentenv.steps.base import StepModel, VerifierStep
+
 SkipPolicy = Literal["zero", "exclude"]
 """How a skipped scoring counts: ``zero`` (reward 0, the default) or ``exclude`` (no reward)."""
 
@@ -144,10 +149,18 @@ class TaskData(_Config):
 
 
 class Task:
-    """A task to run: ``Task(TaskData(prompt=...))``."""
+    """A task to run: ``Task(TaskData(prompt=...))``, or ``Task.from_document(task_document)``."""
 
     def __init__(self, data: TaskData | None = None, **fields: Any) -> None:
         self.data = data if data is not None else TaskData(**fields)
+
+    @classmethod
+    def from_document(cls, document: TaskDocument | str | Path) -> Task:
+        """A task document (a validated one, or its file) as a Task; see :func:`task_from_document`."""
+        if not isinstance(document, TaskDocument):
+            from_file = validate_file(document)
+            document = from_file.raise_for_problems()
+        return task_from_document(document)
 
     @property
     def prompt(self) -> str | None:
@@ -171,3 +184,50 @@ def load_agent_config(source: str | Path) -> AgentConfig:
     if not isinstance(table, dict):
         raise ValueError("the TOML has no [env.agent] table")
     return AgentConfig.model_validate(table)
+
+
+def task_from_document(document: TaskDocument) -> Task:
+    """A task document as a Task: its envs and their artifacts, its one prompt, its verifiers.
+
+    The document's agent is not carried over (the AgentConfig says which agent runs), and its
+    ``skip_policy`` becomes the task's scoring default. A verifier's ``prompt_id`` pointing at the
+    document's prompt becomes the rollout's, and an ``agent_name`` naming the prompted agent is
+    dropped (filled with the agent under test).
+
+    Raises:
+        ConfigurationError: the document has several prompts, or steps a rollout has no place
+            for (scenario triggers, clock moves, collections…), named with their ids.
+    """
+    envs: dict[str, str | None] = {}
+    prompts = [s for s in document.steps if s.type == "prompt_agent"]
+    if len(prompts) > 1:
+        raise ConfigurationError(f"task '{document.id}' prompts {len(prompts)} times "
+                                 f"({', '.join(s.id for s in prompts)}): a rollout has one opening prompt")
+    prompt = prompts[0] if prompts else None
+    verifiers: list[dict[str, Any]] = []
+    foreign: list[str] = []
+    for step in document.steps:
+        data = dump_step(step)
+        if step.type == "deploy_env":
+            envs.setdefault(data["env_id"], None)
+        elif step.type == "load_artifact" and data.get("env_id") and data.get("artifact_id"):
+            envs[data["env_id"]] = data["artifact_id"]
+        elif isinstance(step, VerifierStep):
+            verifiers.append(_as_rollout_verifier(data, prompt))
+        elif step.type not in ("deploy_agent", "prompt_agent"):
+            foreign.append(f"{step.id} ({step.type})")
+    if foreign:
+        raise ConfigurationError(f"task '{document.id}' has steps an agent-API rollout cannot run: "
+                                 f"{', '.join(foreign)}; run it as a task document instead")
+    text = getattr(prompt, "prompt", None)
+    return Task(TaskData(id=document.id, prompt=text, envs=envs, verifiers=verifiers,
+                         scoring=ScoringConfig(skip_policy=document.skip_policy)))
+
+
+def _as_rollout_verifier(data: dict[str, Any], prompt: StepModel | None) -> dict[str, Any]:
+    data.pop("depends_on", None)
+    if prompt is not None and data.get("prompt_id") == getattr(prompt, "prompt_id", None):
+        data["prompt_id"] = "prompt"
+    if prompt is not None and data.get("agent_name") == getattr(prompt, "agent_name", None):
+        data.pop("agent_name")
+    return data

@@ -3,6 +3,7 @@ and the skip policy in task and benchmark documents (no server is started here).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -112,3 +113,20 @@ def test_scoring_runtime_overrides_the_fresh_envs_deploy_fields_and_a_wrong_one_
     assert (step.env_id, step.version, step.startup_timeout_seconds) == ("records", "1.0.0", 90)
     with pytest.raises(ConfigurationError, match="scoring.runtime: .*startup_timeout"):
         runtime_step("records", None, ScoringConfig(runtime={"startup_timeout": 90}))
+
+
+def test_a_task_document_becomes_a_task_with_its_envs_prompt_verifiers_and_skip_policy(tmp_path: Any) -> None:
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    task = Task.from_document(examples / "tasks" / "reply-to-dana-scripted.json")
+    assert (task.prompt, task.data.envs) == ("Reply to Dana.", {"email": "inbox"})
+    assert [v["verifier_id"] for v in task.data.verifiers] == ["sent", "tone"]
+    assert task.data.verifiers[1]["prompt_id"] == "prompt" and "depends_on" not in task.data.verifiers[1]
+    assert [s.id for s in verifier_steps(task.data, "agent")] == ["sent", "tone"]
+    doc = tmp_path / "t.yaml"
+    doc.write_text("id: t\nskip_policy: exclude\nsteps:\n"
+                   "  - {id: email, type: deploy_env, env_id: email}\n"
+                   "  - {id: later, type: sync_env_clock, env_id: email, advance_seconds: 60}\n")
+    with pytest.raises(ConfigurationError, match=r"later \(sync_env_clock\)"):
+        Task.from_document(doc)
+    doc.write_text("id: t\nskip_policy: exclude\nsteps:\n  - {id: email, type: deploy_env, env_id: email}\n")
+    assert Task.from_document(doc).data.scoring.skip_policy == "exclude"
