@@ -72,7 +72,7 @@ class Interaction:
             segment = await woken
             if message is None and not self._pending:
                 return segment
-        if self.terminated:
+        if self.terminated or self.trace is not None:  # over: nothing is sent, nothing consumed
             return Segment(index=len(self.segments), terminated=True, stop_reason=self._stop)
         if self._opening_due:
             if message is not None:
@@ -199,3 +199,4 @@ class Interaction:
                 await self._woken
             except (asyncio.CancelledError, AgentEnvError):
                 pass
+        self._woken = None

@@ -216,6 +216,7 @@ async def test_send_wakes_an_idle_interaction_and_leaving_the_block_cancels_what
             late = await chat.send("second", mode="queue")          # wakes another turn…
             left = await chat.send("third", mode="queue")           # …and this one waits for the next
         trace = chat.trace
+    assert (await chat.turn("after the block")).terminated  # the rollout is over: nothing is sent
     assert woke.status == "delivered" and woken.messages == ["first"] and woken.last_reply == "got: first"
     assert late.status == "delivered" and (left.accepted, left.status) == (True, "cancelled")
     assert trace is not None and [s.messages for s in trace.turns][:2] == [["hi"], ["first"]]
