@@ -13,7 +13,7 @@ import asyncio
 import uuid
 from typing import TYPE_CHECKING, Literal
 
-from prefect_agentenv.api.trace import Receipt, Segment, StopReason
+from prefect_agentenv.api.trace import Receipt, Segment, StopReason, Trace
 from prefect_agentenv.exceptions import AgentEnvError
 from prefect_agentenv.protocols.a2a import A2AClient, PromptTimeoutError
 from prefect_agentenv.protocols.a2a_reply import AgentReply
@@ -33,7 +33,7 @@ class Interaction:
         self.config = config
         self.segments: list[Segment] = []
         self.receipts: list[Receipt] = []
-        self.trace = None
+        self.trace: Trace | None = None
         """The scored Trace, set when the ``async with`` block is left."""
         self.context_id: str | None = None
         self._opening_due = task.prompt is not None

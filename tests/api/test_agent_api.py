@@ -7,6 +7,7 @@ the mock model (labelled: the only mock) are started by the rollouts themselves.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 from collections.abc import Iterator
@@ -16,9 +17,11 @@ from typing import Any
 import httpx
 import pytest
 from servers import mock_model
+from typer.testing import CliRunner
 
 from prefect_agentenv import AgentConfig, ScoringConfig, Task, TaskData, make_agent
 from prefect_agentenv.artifacts import get_artifact_store
+from prefect_agentenv.cli import app
 from prefect_agentenv.exceptions import ConfigurationError
 from prefect_agentenv.settings import get_settings
 
@@ -220,3 +223,25 @@ async def test_send_wakes_an_idle_interaction_and_leaving_the_block_cancels_what
     assert woke.status == "delivered" and woken.messages == ["first"] and woken.last_reply == "got: first"
     assert late.status == "delivered" and (left.accepted, left.status) == (True, "cancelled")
     assert trace is not None and [s.messages for s in trace.turns][:2] == [["hi"], ["first"]]
+
+
+def test_the_rollout_command_runs_a_task_document_with_a_toml_agent_config(tmp_path: Path) -> None:
+    (tmp_path / "task.yaml").write_text(json.dumps({"id": "submit", "steps": [
+        {"id": "records", "type": "deploy_env", "env_id": "records"},
+        {"id": "seed", "type": "load_artifact", "env_id": "records", "artifact_id": "clinic"},
+        {"id": "agent", "type": "deploy_agent", "a2a_agent_id": "scripted", "agent_name": "assistant"},
+        {"id": "ask", "type": "prompt_agent", "agent_name": "assistant", "prompt_id": "ask",
+         "prompt": "Submit the prior auth for P1."},
+        {**STATE, "id": "state", "env_id": "records"}, {**REPLY, "id": "reply", "prompt_id": "ask"}]}))
+    (tmp_path / "agent.toml").write_text(
+        '[env.agent]\nagent = "scripted"\nmax_turns = 2\n\n[env.agent.agent_config.plan]\n'
+        f'reply = "{SUBMIT["reply"]}"\ntool_calls = [{{tool = "create_request", arguments = '
+        '{patient_id = "P1", cpt_code = "72148", status = "submitted"}}]\n\n'
+        '[env.agent.scoring]\nskip_on_truncated = true\nskip_policy = "exclude"\n')
+    result = CliRunner().invoke(app, ["rollout", str(tmp_path / "task.yaml"), "--agent-config",
+                                      str(tmp_path / "agent.toml"), "--json", str(tmp_path / "trace.json")])
+    assert result.exit_code == 0, result.output
+    assert "task submit: reward 1.0" in result.output and "reply: Submitted REQ-0001." in result.output
+    assert json.loads((tmp_path / "trace.json").read_text())["rewards"] == {"state": 1.0, "reply": 1.0}
+    bad = CliRunner().invoke(app, ["rollout", str(tmp_path / "task.yaml"), "--agent-config", str(tmp_path)])
+    assert bad.exit_code == 2 and "error:" in bad.output
