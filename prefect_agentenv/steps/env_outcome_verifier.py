@@ -37,6 +37,8 @@ class EnvOutcomeVerifierStep(VerifierStep):
     """The script's process is killed after this long."""
     score_aggregator: Aggregator = "all_pass"
 
+    reference_aliases = {"file_artifact_id": "script_artifact_id", "file_artifact_version": "version"}
+
 
 async def run(step: EnvOutcomeVerifierStep, ctx: RunContext) -> RunContext:
     """Fetch the script, run it against the env's MCP endpoint in a child process, score its rows."""
