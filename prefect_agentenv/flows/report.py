@@ -65,7 +65,7 @@ def build_report(
         context=context.model_dump(mode="json"),
         steps=[r.to_dict() for r in result.records.values()] if result else [],
         teardown=teardown,
-        warnings=warnings,
+        warnings=warnings + _unsupported_config_warnings(context),
         error=error,
     )
     return TaskReport.model_validate(redact(report.model_dump(mode="json"), secrets or set()))
@@ -157,3 +157,9 @@ async def publish_artifacts(report: TaskReport) -> None:
     if rows:
         await acreate_table_artifact(table=rows, key=f"{key}-verifications"[:100],
                                      description=f"Verifications of task {report.task_id}")
+
+
+def _unsupported_config_warnings(context: RunContext) -> list[str]:
+    """One warning per thing the document asked to give an agent that its card could not take."""
+    return [f"step '{r.step_id}': agent '{r.agent_name}' cannot take {r.field} ({r.extension}: {r.reason}); "
+            "it was not sent" for r in context.metadata.unsupported_agent_config]
