@@ -113,7 +113,7 @@ class StepModel(_Strict):
             data = cls.reference_forms(_apply_aliases(cls, data), notices)
             if isinstance(data.get("version"), int) and not isinstance(data["version"], bool):
                 data["version"] = str(data["version"])  # AgentEnv numbers versions
-            hosted = [k for k in cls.hosted_only if k in data]
+            hosted = [k for k in data if k in cls.hosted_only]
             if hosted:
                 notices.append(f"{', '.join(hosted)}: for AgentEnv's hosted sandboxes; accepted, no effect here "
                                "(this runner's sandboxes are local folders and processes)")
