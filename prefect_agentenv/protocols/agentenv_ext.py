@@ -39,6 +39,7 @@ AGENT_CONFIG_EXTENSION = "urn:agentenv:agent-config/v1"
 SKILL_CONFIG_EXTENSION = "urn:agentenv:skill-config/v1"
 TRAJECTORY_EXTENSION = "urn:agentenv:trajectory/v1"
 PEER_AGENTS_EXTENSION = "urn:agentenv:peer-agents/v1"
+AGENT_TRIGGERS_EXTENSION = "urn:agentenv:triggers/v1"
 
 _STANDARD: dict[str, tuple[str, dict[str, str]]] = {
     MCP_CONFIG_EXTENSION: ("/ext/mcp-config", {"add": "POST", "list": "GET"}),
@@ -46,6 +47,7 @@ _STANDARD: dict[str, tuple[str, dict[str, str]]] = {
     SKILL_CONFIG_EXTENSION: ("/ext/skill-config", {"add": "POST", "list": "GET"}),
     TRAJECTORY_EXTENSION: ("/ext/trajectory", {"get": "POST"}),
     PEER_AGENTS_EXTENSION: ("/ext/peer-agents", {"set": "POST", "list": "GET"}),
+    AGENT_TRIGGERS_EXTENSION: ("/ext/triggers", {"register": "POST", "state": "GET"}),
 }
 """Each extension's usual endpoint and its operations' HTTP methods, used where a card is silent."""
 
@@ -272,6 +274,13 @@ class AgentEnvExtensions:
         operation = self.operation(PEER_AGENTS_EXTENSION, "list", purpose="list its peer agents")
         answer = _as_dict(await self._call(operation, None, "peer-agents list"))
         return [p for p in answer.get("peers") or [] if isinstance(p, dict)]
+
+    # triggers
+
+    async def register_triggers(self, triggers: list[dict[str, Any]]) -> dict[str, Any]:
+        """Register triggers with the agent; it answers with what it ``added``."""
+        operation = self.operation(AGENT_TRIGGERS_EXTENSION, "register", purpose="register triggers with it")
+        return _as_dict(await self._call(operation, {"triggers": triggers}, "triggers register"))
 
     # trajectory
 

@@ -1,7 +1,7 @@
-"""peer_agents against the AgentEnv agent SDK's own peer-agents extension: a real delegation over A2A.
+"""peer_agents and register_agent_triggers against the AgentEnv agent SDK's own extensions.
 
 ``sdk-delegator`` (``tests/peers/sdk_delegating_agent.py``) is written with the AgentEnv agent
-SDK and declares ``urn:agentenv:peer-agents/v1``; its peer is ``sdk-tool-caller``, another SDK
+SDK and declares ``urn:agentenv:peer-agents/v1`` and ``urn:agentenv:triggers/v1``; its peer is ``sdk-tool-caller``, another SDK
 agent. After peer_agents gives the delegator its peer, the SDK's own ``peer_send_message`` tool
 carries the prompt over A2A. (The SDK's peer tools speak A2A 0.3 — ``message/send`` — so an
 A2A 1.0-only peer such as ``plain-a2a`` cannot be reached through them.)
@@ -54,3 +54,32 @@ async def test_peering_an_agent_without_the_extension_names_what_it_lacks(delega
 
     assert states(report)["peer"] == "failed"
     assert "does not declare the urn:agentenv:peer-agents/v1 extension" in (report.error or "")
+
+
+async def test_triggers_are_registered_with_the_sdks_own_trigger_engine(delegator: None, agentenv_home: Path) -> None:
+    nudge = {"id": "nudge", "when": {"type": "step", "turn": 1}, "actions": [{"type": "say", "text": "Any news?"}]}
+    report = await run_doc([
+        {"id": "lead", "type": "deploy_agent", "a2a_agent_id": "sdk-delegator", "agent_name": "lead"},
+        {"id": "triggers", "type": "register_agent_triggers", "agent_name": "lead", "triggers": [nudge]},
+        {"id": "again", "type": "register_agent_triggers", "agent_name": "lead",
+         "triggers": [{**nudge, "actions": [{"type": "say", "text": "Changed"}]}], "fail_task_on_error": False},
+    ], task_id="agent-triggers")
+
+    assert states(report)["triggers"] == "completed", report.error
+    assert report.context["metadata"]["agent_trigger_registrations"] == [
+        {"step_id": "triggers", "agent_name": "lead", "added": ["nudge"]}]
+    # the SDK refuses a second spec under one id: its answer reaches the report, naming the agent
+    [failed] = report.context["metadata"]["failed_steps"]
+    assert failed["step_id"] == "again" and "already registered with a different spec" in failed["error"]
+
+
+async def test_triggers_for_an_agent_without_the_extension_name_what_it_lacks(delegator: None,
+                                                                             agentenv_home: Path) -> None:
+    report = await run_doc([
+        {"id": "plain", "type": "deploy_agent", "a2a_agent_id": "plain-a2a", "agent_name": "plain"},
+        {"id": "triggers", "type": "register_agent_triggers", "agent_name": "plain",
+         "triggers": [{"id": "t", "when": {"type": "step"}, "actions": [{"type": "say", "text": "hi"}]}]},
+    ], task_id="agent-triggers-refused")
+
+    assert states(report)["triggers"] == "failed"
+    assert "does not declare the urn:agentenv:triggers/v1 extension" in (report.error or "")
