@@ -9,7 +9,10 @@ client, so they run on the peers' interpreter too (``PREFECT_AGENTENV_VERIFY_PYT
 
 None of the three runnable bundles (hello, echo-mcp, mail-mcp) deploys an agent, so no model is
 involved. The six agent smoke tasks name hosted coding agents (claude-code, codex, …) that only
-AgentEnv's hosted sandboxes provide: they are validated here, not run.
+AgentEnv's hosted sandboxes install and that need a hosted model: they all validate, and one runs
+unchanged with a per-run override putting our scripted agent (with a one-line plan) in place of
+the hosted agent — the document's own deploy (no agent_name), prompt (no agent named) and
+criteria-form verifier are what is exercised, not a coding agent.
 """
 
 from __future__ import annotations
@@ -95,3 +98,18 @@ async def test_a_runnable_example_bundle_passes_unchanged(example_bundles: None,
             httpx.get(env["base_url"], timeout=2.0)
     for sandbox in report.context["deployed_sandboxes"].values():
         assert not Path(sandbox["sandbox"]).exists(), "the bare sandbox was removed at teardown"
+
+
+async def test_an_agent_smoke_task_runs_unchanged_with_the_scripted_agent_in_place_of_the_hosted_one(
+        example_bundles: None) -> None:
+    assert PACKAGE is not None
+    document = PACKAGE / "agents" / "tasks" / "claude-code-smoke.json"
+    task = validate_file(document).raise_for_problems(str(document))
+    # Stand-in, said plainly: the scripted agent answers from its plan; it runs no shell command.
+    overrides = {"a2a_agent_id": "scripted", "agent_config": json.dumps({"plan": {"reply": "42"}})}
+
+    report = await run_task_document(task, overrides=overrides, execute_in_prefect=False, publish=False)
+
+    assert report.outcome == "PASSED", (report.error, report.steps)
+    assert report.context["deployed_agents"]["default-agent"]["a2a_agent_id"] == "scripted"
+    assert report.context["prompt_responses"]["ask"]["response"] == "42"
