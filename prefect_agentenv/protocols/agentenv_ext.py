@@ -210,7 +210,7 @@ class AgentEnvExtensions:
         """The MCP servers the agent holds, as it lists them."""
         operation = self.operation(MCP_CONFIG_EXTENSION, "list", purpose="list its MCP servers")
         answer = _as_dict(await self._call(operation, None, "mcp-config list"))
-        return [s for s in answer.get("mcp_servers") or [] if isinstance(s, dict)]
+        return _entries(answer.get("mcp_servers"))
 
     # agent-config
 
@@ -260,7 +260,7 @@ class AgentEnvExtensions:
         """The skills the agent holds, as it lists them."""
         operation = self.operation(SKILL_CONFIG_EXTENSION, "list", purpose="list its skills")
         answer = _as_dict(await self._call(operation, None, "skill-config list"))
-        return [s for s in answer.get("skills") or [] if isinstance(s, dict)]
+        return _entries(answer.get("skills"))
 
     # peer-agents
 
@@ -326,6 +326,13 @@ class AgentEnvExtensions:
 def _obj(value: Any) -> dict[str, Any]:
     """``value`` when it is a JSON object, else an empty one: cards omit or garble members."""
     return value if isinstance(value, dict) else {}
+
+
+def _entries(value: Any) -> list[dict[str, Any]]:
+    """A listing as a list of objects: ``[{name, ...}]``, or ``{name: {...}}`` (the AgentEnv SDK's form)."""
+    if isinstance(value, dict):
+        return [{"name": name, **entry} for name, entry in value.items() if isinstance(entry, dict)]
+    return [entry for entry in value or [] if isinstance(entry, dict)] if isinstance(value, list) else []
 
 
 def _as_dict(value: Any) -> dict[str, Any]:

@@ -106,6 +106,8 @@ def test_recorded_agent_cards_are_read_with_their_extensions() -> None:
     assert card.interface() == ("http://agent.test/a2a", "0.3")
     assert extensions.has(MCP_CONFIG_EXTENSION, "add") and extensions.has(TRAJECTORY_EXTENSION, "get")
     assert "urn:agentenv:staging/v1" in extensions.extensions
+    assert extensions.filter_agent_config({"temperature": 0.5, "system_prompt": "x"}) == ({"temperature": 0.5},
+                                                                                          ["system_prompt"])
     plain = A2ACard.from_raw(recorded("plain_agent_card.json"), base_url="http://agent.test/",
                              card_url="http://agent.test/.well-known/agent-card.json")
     assert plain.interface()[1] == "1.0" and plain.extensions == []
