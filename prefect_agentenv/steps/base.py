@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, PrivateAttr, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, GetJsonSchemaHandler, PrivateAttr, model_validator
 from pydantic.json_schema import JsonSchemaValue
 
 NameKind = Literal["env", "agent", "prompt", "verifier", "collect", "sandbox"]
@@ -64,8 +64,8 @@ class DependsOnRef(_Strict):
 class RetryConfig(_Strict):
     """How a failing step is retried before it fails the task."""
 
-    retry_from_step_id: str
-    """Re-run from this step (the failing step itself or one of its ancestors)."""
+    retry_from_step_id: str = Field(validation_alias=AliasChoices("retry_from_step_id", "go_to_step_id"))
+    """Re-run from this step (the failing step itself or one of its ancestors); AgentEnv also reads go_to_step_id."""
     max_retries: int = Field(default=1, ge=0, le=20)
     """How many times the span is re-run before the failure counts."""
 

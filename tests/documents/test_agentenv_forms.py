@@ -163,3 +163,9 @@ def test_validate_explain_prints_the_canonical_form(tmp_path: Path) -> None:
     assert canonical["steps"][1] == {"id": "echoes", "type": "env_outcome_verifier", "env_id": "email",
                                      "script_artifact_id": "check_echo", "verifier_id": "echoes"}
     assert "notice: step 'env'" in result.stderr
+
+
+def test_a_retry_config_may_name_its_start_with_agentenvs_go_to_step_id() -> None:
+    step = steps_of([{**ENV, "retry_config": {"go_to_step_id": "env", "max_retries": 2}}])[0]
+
+    assert (step.retry_config.retry_from_step_id, step.retry_config.max_retries) == ("env", 2)
