@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -41,6 +41,27 @@ class LoadArtifactStep(StepModel):
 
     accepted_but_ignored = ("env_step_id", "container_name", "snapshot_after_load")
     reference_aliases = {"artifact_version": "version"}
+
+    @classmethod
+    def reference_forms(cls, data: dict[str, Any], notices: list[str]) -> dict[str, Any]:
+        """AgentEnv's ``artifacts: [{id, version}]`` with one entry; its ``urls`` downloads are refused."""
+        if data.get("urls"):
+            raise ValueError("urls (downloads at run time) are not supported: publish the files as an artifact "
+                             "(prefect-agentenv artifact put) and name it with artifact_id")
+        data.pop("urls", None)
+        artifacts = data.pop("artifacts", None)
+        if artifacts is None:
+            return data
+        if not (isinstance(artifacts, list) and len(artifacts) == 1 and isinstance(artifacts[0], dict)):
+            raise ValueError("artifacts: one {id, version} entry per load_artifact step (or publish a universe "
+                             "holding them all and load that)")
+        entry = artifacts[0]
+        if "artifact_id" in data:
+            raise ValueError("give artifact_id or artifacts, not both")
+        data["artifact_id"] = entry.get("id")
+        if entry.get("version") is not None:
+            data.setdefault("version", str(entry["version"]))
+        return data
 
     @model_validator(mode="after")
     def _one_source_one_target(self) -> LoadArtifactStep:

@@ -169,3 +169,14 @@ def test_a_retry_config_may_name_its_start_with_agentenvs_go_to_step_id() -> Non
     step = steps_of([{**ENV, "retry_config": {"go_to_step_id": "env", "max_retries": 2}}])[0]
 
     assert (step.retry_config.retry_from_step_id, step.retry_config.max_retries) == ("env", 2)
+
+
+def test_load_artifact_reads_a_one_entry_artifacts_list_and_refuses_urls() -> None:
+    box = {"id": "box", "type": "deploy_sandbox", "sandbox_name": "box", "sandbox_mode": "vm"}
+    step = steps_of([box, {"id": "load", "type": "load_artifact", "sandbox_name": "box",
+                           "artifacts": [{"id": "greeting", "version": 2}]}])[1]
+    assert (step.artifact_id, step.version) == ("greeting", "2")
+
+    result = validate_data([box, {"id": "load", "type": "load_artifact", "sandbox_name": "box",
+                                  "urls": ["https://example.com/data.csv"]}])
+    assert "urls (downloads at run time) are not supported" in result.problems[0].message
