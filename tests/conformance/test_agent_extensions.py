@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from conformance.conftest import PEERS, PEERS_PYTHON, cli
+from conformance.test_genuine_peers import assert_nothing_left_running
 from steps.helpers import run_doc, states
 
 pytestmark = pytest.mark.usefixtures("genuine_peers")
@@ -42,6 +43,7 @@ async def test_a_peered_sdk_agent_delegates_to_its_peer_through_the_sdks_own_too
 
     assert report.outcome == "PASSED", (report.error, states(report), report.context["prompt_responses"])
     assert report.context["metadata"]["agent_peerings"] == [{"source_agent_name": "lead", "peer_agent_names": ["helper"]}]
+    assert_nothing_left_running(report)
 
 
 async def test_triggers_are_registered_with_the_sdks_own_trigger_engine(delegator: None, agentenv_home: Path) -> None:

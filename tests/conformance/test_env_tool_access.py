@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conformance.conftest import PEERS, PEERS_PYTHON, cli
+from conformance.test_genuine_peers import assert_nothing_left_running
 from steps.helpers import run_doc, states
 
 pytestmark = pytest.mark.usefixtures("genuine_peers")
@@ -37,6 +38,7 @@ async def test_tools_are_switched_off_and_on_for_a_role(desk: None, agentenv_hom
         ("off", {"disabled": ["issue_refund"], "allowed": ["lookup_order"]}),
         ("on", {"disabled": [], "allowed": ["lookup_order", "issue_refund"]}),
     ]
+    assert_nothing_left_running(report)
 
 
 async def test_an_env_without_the_extension_is_a_clear_error(desk: None, agentenv_home: Path) -> None:
