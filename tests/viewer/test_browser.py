@@ -82,7 +82,7 @@ def test_the_table_filters_by_tag_and_outcome_and_sorts_by_score(page: Any, benc
 
 def test_a_drill_down_link_opens_the_task_runs_transcript_and_leads_back(page: Any, bench_runs: dict[str, Any]) -> None:
     page.goto(bench_runs["index"].as_uri())
-    page.click("#runs tr:has(td:text-is('beta')) a.drill")
+    page.click("#runs tr[data-task=beta] a.drill")
     assert page.inner_text("h1") == "beta · seed 0 · epoch 0"
     assert page.locator("svg[data-chart=timeline] .mark").count() == 2
     assert page.inner_text("#verifier-score td.r-fail") == "fail"
