@@ -70,7 +70,7 @@ def build_report(
         context=context.model_dump(mode="json"),
         steps=[r.to_dict() for r in result.records.values()] if result else [],
         teardown=teardown,
-        warnings=warnings,
+        warnings=warnings + _unsupported_config_warnings(context),
         error=error,
         transcript=transcript,
     )
@@ -171,3 +171,9 @@ async def publish_artifacts(report: TaskReport) -> None:
 def transcript_key(report: TaskReport) -> str:
     """The transcript artifact's key: stable per task, so the UI keeps each task's history."""
     return f"{artifact_key('agentenv', report.task_id)[:89]}-transcript"
+
+
+def _unsupported_config_warnings(context: RunContext) -> list[str]:
+    """One warning per thing the document asked to give an agent that its card could not take."""
+    return [f"step '{r.step_id}': agent '{r.agent_name}' cannot take {r.field} ({r.extension}: {r.reason}); "
+            "it was not sent" for r in context.metadata.unsupported_agent_config]
