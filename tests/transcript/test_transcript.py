@@ -6,6 +6,7 @@ import json
 
 from prefect_agentenv.artifacts.local import LocalArtifactBackend
 from prefect_agentenv.context import PromptResponse, RunContext
+from prefect_agentenv.flows.report import build_report
 from prefect_agentenv.transcript import build_transcript, transcript_markdown
 from prefect_agentenv.transcript.build import tokens, tool_calls
 from prefect_agentenv.transcript.diff import diff_states
@@ -99,3 +100,20 @@ def test_a_missing_trajectory_leaves_a_note_instead_of_an_error(tmp_path) -> Non
     context = RunContext(prompt_responses={"p": PromptResponse(prompt_id="p", prompt="x", trajectory=gone)})
     (prompt,) = build_transcript(task_id="t", run_id="run1", context=context, steps=[], store=store).prompts
     assert prompt.tool_calls == [] and "the agent's trajectory could not be read" in prompt.notes[0]
+
+
+def test_the_runs_error_and_each_failed_steps_come_first_and_the_report_redacts_them() -> None:
+    steps = [{"id": "deploy", "type": "deploy_agent", "state": "failed", "started_at": "2026-01-01T00:00:02+00:00",
+              "duration_s": 1.5, "attempts": 2, "error": "agent exited: token s3cret-value rejected"},
+             {"id": "env", "type": "deploy_env", "state": "completed", "started_at": "2026-01-01T00:00:01+00:00",
+              "duration_s": 0.5, "attempts": 1, "error_type": None}]
+    t = build_transcript(task_id="t", run_id="r", context=RunContext(), steps=steps, error="step 'deploy' failed")
+    assert [s.id for s in t.steps] == ["env", "deploy"]
+    assert t.errors == ["step 'deploy' failed", "step 'deploy': agent exited: token s3cret-value rejected"]
+    report = build_report(task_id="t", flow_run_id=None, result=None, started_at="2026-01-01T00:00:00+00:00",
+                          duration_s=2.0, teardown=[], warnings=[], error="step 'deploy' failed",
+                          secrets={"s3cret-value"}, transcript=t)
+    assert report.transcript is not None and "s3cret-value" not in report.model_dump_json()
+    assert report.transcript.errors[1].endswith("token *** rejected")
+    md = transcript_markdown(report.transcript)
+    assert md.index("**Errors**") < md.index("## Steps") and "| 2 | deploy | deploy_agent | failed |" in md
