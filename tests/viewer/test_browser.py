@@ -21,7 +21,7 @@ from prefect_agentenv.viewer.serve import report_server
 
 from .browser import ConsoleErrors, chromium, requires_browser
 
-pytestmark = requires_browser
+pytestmark = [requires_browser, pytest.mark.slow]
 SHOTS = os.environ.get("AGENTENV_SCREENSHOTS")
 
 
