@@ -52,6 +52,7 @@ _LAZY = {
     "agent_task": "prefect_agentenv.flows.agent_task",
     "run_task_document": "prefect_agentenv.flows.agent_task",
     "TaskReport": "prefect_agentenv.flows.report",
+    "Transcript": "prefect_agentenv.transcript",
 }
 
 __all__ = [
@@ -87,6 +88,7 @@ __all__ = [
     "TaskDocumentError",
     "TaskReport",
     "Trace",
+    "Transcript",
     "agent_task",
     "load_agent_config",
     "load_task",
