@@ -36,6 +36,8 @@ logger = logging.getLogger("prefect_agentenv.api")
 
 PROMPT_ID = "prompt"
 """The prompt id the rollout's replies are stored under, for the verifiers that read them."""
+NAMES_A_JUDGE = frozenset({"rubrics_verifier"})
+"""Verifier types whose ``agent_name`` is the agent that judges, not the graded one."""
 
 
 @dataclass
@@ -62,8 +64,8 @@ class Scored:
 
 def verifier_steps(task: TaskData, agent_name: str, scoring_env: dict[str, str] | None = None) -> list[StepModel]:
     """The task's verifier steps, with the fields a rollout implies filled in: ``prompt_id``, the
-    graded agent's name where a step needs one (a rubric's optional ``agent_name`` names a judge
-    and stays unset), the env when there is one, and ids.
+    graded agent's name (not for a rubric, whose ``agent_name`` names a judge, nor for a step
+    given a ``sandbox_name``), the env when there is one, and ids.
 
     Raises:
         ConfigurationError: a verifier is not a valid step (its index and the problem are named).
@@ -81,7 +83,7 @@ def verifier_steps(task: TaskData, agent_name: str, scoring_env: dict[str, str] 
         data.setdefault("id", data["verifier_id"])
         if "prompt_id" in fields:
             data.setdefault("prompt_id", PROMPT_ID)
-        if "agent_name" in fields and fields["agent_name"].is_required():  # the graded agent, not a judge
+        if "agent_name" in fields and data["type"] not in NAMES_A_JUDGE and not data.get("sandbox_name"):
             data.setdefault("agent_name", agent_name)
         if "env_id" in fields and len(env_ids) == 1:
             data.setdefault("env_id", env_ids[0])
