@@ -91,6 +91,8 @@ class StepModel(_Strict):
     """Fields that size or time AgentEnv's hosted sandboxes; accepted with a notice, no effect here."""
     reference_aliases: ClassVar[dict[str, str]] = {}
     """AgentEnv field names read as this model's fields: ``{reference name: field name}``."""
+    reference_fields: ClassVar[dict[str, str]] = {}
+    """AgentEnv fields that :meth:`reference_forms` rewrites, with how (for the JSON Schema)."""
 
     _ignored_present: list[str] = PrivateAttr(default_factory=list)
     _notices: list[str] = PrivateAttr(default_factory=list)
@@ -136,6 +138,8 @@ class StepModel(_Strict):
             props.setdefault(name, {"description": "Sizes or times an AgentEnv hosted sandbox; accepted, no effect."})
         for name, target_name in cls.reference_aliases.items():
             props.setdefault(name, {"description": f"AgentEnv's name for {target_name}."})
+        for name, how in cls.reference_fields.items():
+            props.setdefault(name, {"description": how})
         if "type" in props and "type" not in target.get("required", []):
             target.setdefault("required", []).insert(0, "type")
         return schema
