@@ -30,7 +30,6 @@ app = typer.Typer(
 app.add_typer(agent_app, name="agent")
 app.add_typer(artifact_app, name="artifact")
 app.add_typer(env_app, name="env")
-app.command(name="view")(view_command)
 
 
 @app.command()
@@ -217,6 +216,9 @@ def serve_command(
         typer.echo(f"error: {benchmark_file} does not exist", err=True)
         raise typer.Exit(2)
     serve_all(benchmark_file, cron=None if no_schedule else cron, limit=limit)
+
+
+app.command(name="view")(view_command)
 
 
 def main() -> None:

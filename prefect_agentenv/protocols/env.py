@@ -408,7 +408,7 @@ class EnvClient:
             error = answer.error
             raise EnvRpcError(f"{method} failed on {url}: [{error.code}] {error.message}",
                               url=url, code=error.code, data=error.data, method=method)
-        if answer.id != body["id"]:
+        if answer.id is not None and str(answer.id) != str(body["id"]):  # some peers echo ids as strings
             raise ProtocolError(f"{url} answered {method} with id {answer.id!r}, expected {body['id']!r}", url=url)
         return answer.result
 

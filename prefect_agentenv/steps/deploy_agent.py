@@ -10,7 +10,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 from prefect_agentenv.context import DeployedAgent, DeployedEnv, RunContext
 from prefect_agentenv.exceptions import StepError
 from prefect_agentenv.runtime.run import RunResources, current_run
-from prefect_agentenv.steps.agent_configuration import ConfigRequest, deliver, record
+from prefect_agentenv.steps.agent_configuration import ConfigRequest, deliver, record, takes_config
 from prefect_agentenv.steps.agent_support import a2a_client, effective_agent_id, start_agent
 from prefect_agentenv.steps.base import DEFAULT_AGENT_NAME, EnvRef, Provides, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
@@ -88,12 +88,16 @@ async def run(step: DeployAgentStep, ctx: RunContext) -> RunContext:
                                  a2a_agent_id=effective_agent_id(run_, step.agent_name,
                                                                  step.a2a_agent_id or DEFAULT_AGENT_ID),
                                  model=model, version=step.version, extra_env=step.env_vars or None)
-    rows = await deliver(step, agent, a2a_client(run_, agent), _config_request(run_, step, envs, agent))
+    client = a2a_client(run_, agent)
+    rows = await deliver(step, agent, client, _config_request(run_, step, envs, agent))
+    if not await takes_config(client, "model"):
+        # Nobody told this agent which model to use: the report must not name one for it.
+        agent = agent.model_copy(update={"model": None})
     ctx.deployed_agents[step.agent_name] = agent
     record(ctx, rows)
     extra = ctx.metadata.model_extra
     assert extra is not None
-    if step.model is None:
+    if step.model is None and agent.model is not None:
         # Only the endpoint's default is shared: parallel agents with their own model must not clash.
         extra.setdefault("default_agent_model", agent.model)
     return ctx
