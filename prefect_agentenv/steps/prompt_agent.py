@@ -75,6 +75,7 @@ class PromptAgentStep(StepModel):
     )
 
     reference_fields = {"parts": "AgentEnv's A2A parts; text parts are read as the prompt."}
+    schema_optional = ("prompt_id", "prompt")
 
     @classmethod
     def reference_forms(cls, data: dict[str, Any], notices: list[str]) -> dict[str, Any]:

@@ -83,6 +83,7 @@ class VerifySandboxStep(VerifierStep):
 
     reference_fields = {"criteria": "AgentEnv's probe criteria, read as checks.",
                         "shell_timeout_seconds": "AgentEnv's per-probe timeout, read as each check's timeout_seconds."}
+    reference_alternatives = {"criteria": "checks"}
 
     @classmethod
     def reference_forms(cls, data: dict[str, Any], notices: list[str]) -> dict[str, Any]:
