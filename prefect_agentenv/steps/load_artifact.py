@@ -48,6 +48,8 @@ class LoadArtifactStep(StepModel):
     accepted_but_ignored = ("env_step_id", "container_name", "snapshot_after_load")
     reference_aliases = {"artifact_version": "version"}
 
+    reference_fields = {"artifacts": "AgentEnv's [{id, version}] with one entry, read as artifact_id and version."}
+
     @classmethod
     def reference_forms(cls, data: dict[str, Any], notices: list[str]) -> dict[str, Any]:
         """AgentEnv's ``artifacts: [{id, version}]`` with one entry; its ``urls`` downloads are refused."""
