@@ -8,6 +8,7 @@ from prefect.blocks.core import Block
 from pydantic import ConfigDict, Field, SecretStr, model_validator
 
 from prefect_agentenv.runtime.launch import LaunchSpec, source_problem
+from prefect_agentenv.blocks.documentation import DOCUMENTATION_URL
 
 A2A_CARD_PATH = "/.well-known/agent-card.json"
 """Where A2A servers publish their card; the default readiness path of an agent."""
@@ -40,6 +41,7 @@ class A2AAgent(Block):
 
     _block_type_name: ClassVar[str] = "AgentEnv A2A Agent"
     _block_type_slug: ClassVar[str] = "agentenv-a2a-agent"
+    _documentation_url: ClassVar[str] = DOCUMENTATION_URL
     _description: ClassVar[str] = (
         "How to launch an agent under evaluation (an A2A server): a command, a docker image "
         "or a live URL, with its version, env vars and secrets."

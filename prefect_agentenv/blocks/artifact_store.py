@@ -14,6 +14,7 @@ from prefect_agentenv.artifacts import (
     LocalArtifactBackend,
     S3ArtifactBackend,
 )
+from prefect_agentenv.blocks.documentation import DOCUMENTATION_URL
 from prefect_agentenv.artifacts.keys import check_prefix
 from prefect_agentenv.settings import get_settings
 
@@ -39,6 +40,7 @@ class ArtifactStore(Block):
 
     _block_type_name = "AgentEnv Artifact Store"
     _block_type_slug = ARTIFACT_STORE_BLOCK_SLUG
+    _documentation_url = DOCUMENTATION_URL
 
     kind: Literal["local", "s3"] = "local"
     """Where artifacts live: "local" (a folder on this machine) or "s3" (a bucket)."""

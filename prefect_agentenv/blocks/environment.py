@@ -8,6 +8,7 @@ from pydantic import ConfigDict, Field, SecretStr, model_validator
 from prefect.blocks.core import Block
 
 from prefect_agentenv.runtime.launch import DEFAULT_MCP_PATH, DEFAULT_READY_PATH, LaunchSpec, source_problem
+from prefect_agentenv.blocks.documentation import DOCUMENTATION_URL
 
 
 class AgentEnvironment(Block):
@@ -36,6 +37,7 @@ class AgentEnvironment(Block):
 
     _block_type_name: ClassVar[str] = "AgentEnv Environment"
     _block_type_slug: ClassVar[str] = "agentenv-environment"
+    _documentation_url: ClassVar[str] = DOCUMENTATION_URL
     _description: ClassVar[str] = (
         "How to launch an agent-evaluation environment (an MCP tool server): a command, "
         "a docker image or a live URL, with its version, env vars and secrets."

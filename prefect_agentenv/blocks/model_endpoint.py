@@ -7,6 +7,8 @@ from typing import ClassVar
 from prefect.blocks.core import Block
 from pydantic import ConfigDict, Field, SecretStr
 
+from prefect_agentenv.blocks.documentation import DOCUMENTATION_URL
+
 MODEL_ENDPOINT_BLOCK_SLUG = "agentenv-model-endpoint"
 
 
@@ -38,6 +40,7 @@ class ModelEndpoint(Block):
 
     _block_type_name: ClassVar[str] = "AgentEnv Model Endpoint"
     _block_type_slug: ClassVar[str] = MODEL_ENDPOINT_BLOCK_SLUG
+    _documentation_url: ClassVar[str] = DOCUMENTATION_URL
     _description: ClassVar[str] = (
         "An OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, LiteLLM, Ollama…) and the "
         "model used for each role: the agent under test, the judge and the simulated user."

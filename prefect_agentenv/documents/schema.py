@@ -12,19 +12,6 @@ from prefect_agentenv.documents.models import TaskDocument
 _DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
 
-def task_document_schema() -> dict[str, Any]:
-    """JSON Schema accepting both forms: ``{id, steps}`` and a bare list of steps."""
-    doc = TaskDocument.model_json_schema(ref_template="#/$defs/{model}")
-    defs = doc.pop("$defs", {})
-    defs["TaskDocument"] = doc
-    return {
-        "$schema": _DRAFT,
-        "title": "prefect-agentenv task document",
-        "anyOf": [{"$ref": "#/$defs/TaskDocument"}, doc["properties"]["steps"]],
-        "$defs": defs,
-    }
-
-
 def document_schema() -> dict[str, Any]:
     """JSON Schema of every document ``prefect-agentenv validate`` accepts.
 
@@ -45,8 +32,3 @@ def document_schema() -> dict[str, Any]:
         "$defs": defs,
     }
 
-
-def benchmark_document_schema() -> dict[str, Any]:
-    """JSON Schema of benchmark documents alone."""
-    schema = document_schema()
-    return {**schema, "title": "prefect-agentenv benchmark document", "anyOf": [{"$ref": "#/$defs/Benchmark"}]}

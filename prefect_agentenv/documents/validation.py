@@ -130,16 +130,11 @@ def _validate_step(raw: Any, path: str) -> tuple[StepModel | None, list[Problem]
     if step_type not in known:
         return None, [Problem(unknown_type_message(step_type, list(known)), path=f"{path}.type", step_id=step_id)]
     definition = known[step_type]
-    problems: list[Problem] = []
-    if not definition.implemented:
-        problems.append(Problem(f"step type '{step_type}' is not implemented yet", path=f"{path}.type",
-                                step_id=step_id, hint="this runner accepts the document but cannot run this step yet"))
     try:
         step = definition.model.model_validate(raw)
     except ValidationError as exc:
-        return None, problems + [_from_pydantic(e, path, step_id, definition.model) for e in exc.errors()]
-    problems += _duplicate_item_ids(step, path)
-    return step, problems
+        return None, [_from_pydantic(e, path, step_id, definition.model) for e in exc.errors()]
+    return step, _duplicate_item_ids(step, path)
 
 
 def _from_pydantic(err: Any, path: str, step_id: str | None, model: type[BaseModel]) -> Problem:

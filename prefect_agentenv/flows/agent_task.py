@@ -40,8 +40,6 @@ logger = logging.getLogger("prefect_agentenv.flow")
 async def _run_step(step: StepModel, inputs: list[RunContext]) -> RunContext:
     """Body of every step's Prefect task: merge the inputs, resolve ${VAR}s, run the step."""
     definition = get_step(step.type)
-    if definition.run is None:
-        raise StepError(f"step type '{step.type}' is not implemented yet", step_id=step.id, step_type=step.type)
     ctx = RunContext.merge(inputs)
     run = current_run()
     try:

@@ -101,11 +101,6 @@ def canonical_json(document: Any) -> bytes:
                       allow_nan=False).encode()
 
 
-def document_sha256(document: Any) -> str:
-    """Hex sha256 of :func:`canonical_json` of the document."""
-    return hashlib.sha256(canonical_json(document)).hexdigest()
-
-
 def now_iso() -> str:
     return datetime.now(UTC).isoformat()
 

@@ -24,18 +24,14 @@ RunFunction = Callable[[Any, RunContext], Awaitable[RunContext]]
 
 @dataclass(frozen=True)
 class StepDefinition:
-    """A step type: its fields model and, once implemented, its run function."""
+    """A step type: its fields model and its run function."""
 
     model: type[StepModel]
-    run: RunFunction | None = None
+    run: RunFunction
 
     @property
     def type(self) -> str:
         return self.model.model_fields["type"].default  # type: ignore[no-any-return]
-
-    @property
-    def implemented(self) -> bool:
-        return self.run is not None
 
 
 _registry: dict[str, StepDefinition] = {}
@@ -49,11 +45,6 @@ def register(definition: StepDefinition, *, replace: bool = False) -> StepDefini
         raise ConfigurationError(f"step type '{key}' is already registered")
     _registry[key] = definition
     return definition
-
-
-def unregister(step_type: str) -> None:
-    """Remove a step type (for tests)."""
-    _registry.pop(step_type, None)
 
 
 def _load_entry_points() -> None:

@@ -8,8 +8,6 @@ from collections.abc import Iterator
 from typing import cast
 
 import pytest
-from prefect.blocks.core import Block
-from prefect.testing.standard_test_suites.blocks import BlockStandardTestSuite
 from pydantic import SecretStr, ValidationError
 from servers import free_port
 
@@ -37,18 +35,6 @@ def no_openai_settings(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.Monke
     get_settings.cache_clear()
     yield monkeypatch
     get_settings.cache_clear()
-
-
-class TestModelEndpointFollowsThePrefectBlockStandard(BlockStandardTestSuite):
-    @pytest.fixture
-    def block(self) -> type[ModelEndpoint]:
-        return ModelEndpoint
-
-    def test_has_a_documentation_url(self, block: type[Block]) -> None:
-        pytest.skip("the project has no published documentation site yet")
-
-    def test_has_a_valid_image(self, block: type[Block]) -> None:
-        pytest.skip("no logo yet, and checking one needs the network")
 
 
 def test_the_block_has_a_stable_slug() -> None:

@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 
 from prefect_agentenv.documents import (
-    Problem,
     TaskDocument,
     fill_placeholders,
     load_task,
@@ -19,7 +18,6 @@ from prefect_agentenv.documents import (
 from prefect_agentenv.documents.graph import resolve_dependencies
 from prefect_agentenv.documents.loading import env_var_names
 from prefect_agentenv.exceptions import TaskDocumentError
-from prefect_agentenv.steps.registry import all_steps
 
 VALID = Path(__file__).parent / "valid"
 
@@ -30,11 +28,6 @@ REPLY = {"id": "reply", "type": "prompt_agent", "agent_name": "assistant", "prom
          "prompt": "Reply to Dana.", "depends_on": [{"task_step_id": "assistant"}]}
 
 
-def errors(problems: list[Problem]) -> list[Problem]:
-    """Problems other than "step type 'x' is not implemented yet"."""
-    return [p for p in problems if not p.message.endswith("is not implemented yet")]
-
-
 def dependencies(doc: TaskDocument) -> dict[str, list[str]]:
     return resolve_dependencies([s.id for s in doc.steps], [s.dependency_ids() for s in doc.steps])
 
@@ -42,14 +35,13 @@ def dependencies(doc: TaskDocument) -> dict[str, list[str]]:
 # --- the reference example ---------------------------------------------------------------------
 
 
-def test_the_reference_example_has_no_problem_but_unimplemented_step_types() -> None:
+def test_the_reference_example_has_no_problem_and_no_warning() -> None:
     result = validate_file(VALID / "reply-to-dana.json")
 
-    assert errors(result.problems) == []
+    assert result.problems == []
     assert result.warnings == []
 
 
-@pytest.mark.usefixtures("every_step_implemented")
 def test_the_reference_example_validates_to_a_document_named_after_its_file() -> None:
     doc = load_task(VALID / "reply-to-dana.json")
 
@@ -60,7 +52,6 @@ def test_the_reference_example_validates_to_a_document_named_after_its_file() ->
     ]
 
 
-@pytest.mark.usefixtures("every_step_implemented")
 def test_yaml_and_json_give_the_same_document() -> None:
     from_json = load_task(VALID / "reply-to-dana.json")
     from_yaml = load_task(VALID / "reply-to-dana.yaml")
@@ -68,27 +59,9 @@ def test_yaml_and_json_give_the_same_document() -> None:
     assert from_yaml.model_dump(mode="json") == from_json.model_dump(mode="json")
 
 
-def test_every_step_type_without_a_run_function_is_reported_as_not_implemented_yet() -> None:
-    """The one test that looks at the not-implemented notice: it shrinks as steps get implemented."""
-    result = validate_file(VALID / "reply-to-dana.json")
-    doc_steps = [("email", "deploy_env"), ("inbox", "load_artifact"), ("assistant", "deploy_agent"),
-                 ("reply", "prompt_agent"), ("tone", "rubrics_verifier"), ("collect", "collect_artifacts")]
-
-    notices = {(p.step_id, p.path): p for p in result.problems if p.message.endswith("is not implemented yet")}
-    for i, (step_id, step_type) in enumerate(doc_steps):
-        notice = notices.get((step_id, f"$[{i}].type"))
-        if all_steps()[step_type].implemented:
-            assert notice is None
-        else:
-            assert notice is not None, f"no notice for {step_type}"
-            assert notice.message == f"step type '{step_type}' is not implemented yet"
-    assert result.ok == all(all_steps()[t].implemented for _, t in doc_steps)
-
-
 # --- depends_on --------------------------------------------------------------------------------
 
 
-@pytest.mark.usefixtures("every_step_implemented")
 def test_depends_on_accepts_a_step_id_or_an_object_naming_one() -> None:
     result = validate_data([EMAIL, ASSISTANT, REPLY])
 
@@ -97,7 +70,6 @@ def test_depends_on_accepts_a_step_id_or_an_object_naming_one() -> None:
     assert dependencies(result.document) == {"email": [], "assistant": ["email"], "reply": ["assistant"]}
 
 
-@pytest.mark.usefixtures("every_step_implemented")
 @pytest.mark.parametrize("omitted", [True, False], ids=["omitted", "null"])
 def test_depends_on_omitted_or_null_means_after_every_earlier_step(omitted: bool) -> None:
     reply = {k: v for k, v in REPLY.items() if k != "depends_on"}
@@ -111,7 +83,6 @@ def test_depends_on_omitted_or_null_means_after_every_earlier_step(omitted: bool
     assert dependencies(result.document)["reply"] == ["email", "assistant"]
 
 
-@pytest.mark.usefixtures("every_step_implemented")
 def test_depends_on_omitted_on_the_first_step_means_no_dependencies() -> None:
     email = {k: v for k, v in EMAIL.items() if k != "depends_on"}
     result = validate_data([email])
@@ -120,7 +91,6 @@ def test_depends_on_omitted_on_the_first_step_means_no_dependencies() -> None:
     assert dependencies(result.document) == {"email": []}
 
 
-@pytest.mark.usefixtures("every_step_implemented")
 def test_an_empty_depends_on_list_means_no_dependencies() -> None:
     second_env = {"id": "calendar", "type": "deploy_env", "env_id": "calendar", "depends_on": []}
     result = validate_data([EMAIL, second_env])
@@ -132,14 +102,13 @@ def test_an_empty_depends_on_list_means_no_dependencies() -> None:
 def test_an_empty_depends_on_list_cuts_the_step_off_from_earlier_providers() -> None:
     result = validate_data([EMAIL, {**ASSISTANT, "depends_on": []}])
 
-    [problem] = errors(result.problems)
+    [problem] = result.problems
     assert (problem.step_id, problem.path) == ("assistant", "$[1].env_ids[0]")
 
 
 # --- defaults ----------------------------------------------------------------------------------
 
 
-@pytest.mark.usefixtures("every_step_implemented")
 def test_a_step_fails_the_task_on_error_unless_told_otherwise() -> None:
     result = validate_data([EMAIL, ASSISTANT, {**REPLY, "fail_task_on_error": False}])
 
@@ -147,7 +116,6 @@ def test_a_step_fails_the_task_on_error_unless_told_otherwise() -> None:
     assert [s.fail_task_on_error for s in result.document.steps] == [True, True, False]
 
 
-@pytest.mark.usefixtures("every_step_implemented")
 def test_retry_config_retries_once_by_default_and_none_without_it() -> None:
     reply = {**REPLY, "retry_config": {"retry_from_step_id": "assistant"}}
     result = validate_data([EMAIL, ASSISTANT, reply])
@@ -159,7 +127,6 @@ def test_retry_config_retries_once_by_default_and_none_without_it() -> None:
     assert result.document.step("assistant").retry_config is None
 
 
-@pytest.mark.usefixtures("every_step_implemented")
 def test_a_step_may_retry_from_itself() -> None:
     reply = {**REPLY, "retry_config": {"retry_from_step_id": "reply", "max_retries": 3}}
     result = validate_data([EMAIL, ASSISTANT, reply])
@@ -170,7 +137,6 @@ def test_a_step_may_retry_from_itself() -> None:
 # --- object form -------------------------------------------------------------------------------
 
 
-@pytest.mark.usefixtures("every_step_implemented")
 def test_the_object_form_keeps_its_own_id_description_and_tags() -> None:
     data = {"id": "reply-to-dana", "description": "Reply to Dana.", "tags": ["email"],
             "steps": [EMAIL, ASSISTANT, REPLY]}
@@ -182,7 +148,6 @@ def test_the_object_form_keeps_its_own_id_description_and_tags() -> None:
     )
 
 
-@pytest.mark.usefixtures("every_step_implemented")
 def test_the_object_form_without_an_id_takes_the_default_id() -> None:
     result = validate_data({"steps": [EMAIL]}, default_id="from-the-file-name")
 
@@ -196,14 +161,13 @@ def test_the_object_form_without_an_id_takes_the_default_id() -> None:
 def test_a_field_the_runner_does_not_act_on_is_a_warning_that_names_it_not_an_error() -> None:
     result = validate_data([{**EMAIL, "priority": 5, "metadata": {"owner": "evals"}}, ASSISTANT])
 
-    assert errors(result.problems) == []
+    assert result.problems == []
     [warning] = result.warnings
     assert warning.severity == "warning"
     assert (warning.step_id, warning.path) == ("email", "$[0]")
     assert "priority" in warning.message and "metadata" in warning.message
 
 
-@pytest.mark.usefixtures("every_step_implemented")
 def test_an_ignored_field_is_left_out_of_the_validated_step() -> None:
     result = validate_data([{**EMAIL, "priority": 5}])
 
@@ -220,7 +184,7 @@ def test_ignored_fields_are_reported_for_each_step_that_has_them() -> None:
         {**REPLY, "effort": "high"},
     ])
 
-    assert errors(result.problems) == []
+    assert result.problems == []
     assert {(w.step_id, w.message.split(": ")[-1]) for w in result.warnings} == {
         ("email", "env_state_type"), ("assistant", "agent_description"), ("reply", "effort"),
     }
@@ -238,7 +202,6 @@ HANDOFF_TASK: list[dict[str, Any]] = [
 ]
 
 
-@pytest.mark.usefixtures("every_step_implemented")
 def test_collected_artifacts_step_id_is_the_older_name_of_artifact_from_step_id() -> None:
     result = validate_data(HANDOFF_TASK)
 
@@ -251,12 +214,11 @@ def test_collected_artifacts_step_id_naming_a_non_ancestor_is_reported() -> None
     handoff = {**HANDOFF_TASK[3], "depends_on": ["judge"]}
     result = validate_data([*HANDOFF_TASK[:3], handoff])
 
-    problems = errors(result.problems)
+    problems = result.problems
     assert problems
     assert all(p.step_id == "handoff" and "collect 'collect'" in p.message for p in problems)
 
 
-@pytest.mark.usefixtures("every_step_implemented")
 @pytest.mark.parametrize("name", ["reply-to-dana.json"])
 def test_a_validated_document_survives_a_round_trip_through_json(name: str) -> None:
     """Prefect passes the document to the flow as a JSON parameter."""
@@ -266,11 +228,12 @@ def test_a_validated_document_survives_a_round_trip_through_json(name: str) -> N
     assert again.model_dump(mode="json") == doc.model_dump(mode="json")
 
 
-@pytest.mark.usefixtures("every_step_implemented")
 def test_a_document_using_the_older_collect_field_name_survives_a_round_trip_through_json() -> None:
     doc = validate_data(HANDOFF_TASK).raise_for_problems()
 
-    TaskDocument.model_validate(doc.model_dump(mode="json"))
+    again = TaskDocument.model_validate(doc.model_dump(mode="json"))
+    assert again.step("handoff").artifact_from_step_id == "collect"  # type: ignore[attr-defined]
+    assert again.model_dump(mode="json") == doc.model_dump(mode="json")
 
 
 # --- problems raise --------------------------------------------------------------------------
@@ -284,7 +247,7 @@ def test_load_task_raises_with_every_problem_listed(tmp_path: Path) -> None:
     with pytest.raises(TaskDocumentError) as raised:
         load_task(path)
 
-    paths = {p.path for p in errors(raised.value.problems)}
+    paths = {p.path for p in raised.value.problems}
     assert {"$[0].timeout_seconds", "$[0].agnt_name"} <= paths
     assert str(path) in str(raised.value)
 
@@ -292,7 +255,6 @@ def test_load_task_raises_with_every_problem_listed(tmp_path: Path) -> None:
 # --- <name> placeholders -----------------------------------------------------------------------
 
 
-@pytest.mark.usefixtures("every_step_implemented")
 def test_placeholders_are_filled_from_the_seeds_before_validation() -> None:
     reply = {**REPLY, "prompt": "Reply to <recipient> about the <quarter> numbers."}
     result = validate_data([{**EMAIL, "env_id": "<env>"}, {**ASSISTANT, "env_ids": ["<env>"]}, reply],
@@ -312,8 +274,8 @@ def test_placeholders_are_filled_when_validating_a_file(tmp_path: Path) -> None:
     unseeded = validate_file(path)
     seeded = validate_file(path, seeds={"env": "email"})
 
-    assert errors(unseeded.problems) != []  # both steps deploy '<env>'
-    assert [p.message for p in errors(seeded.problems)] == ["Env 'email' is already deployed"]
+    assert unseeded.problems != []  # both steps deploy '<env>'
+    assert [p.message for p in seeded.problems] == ["Env 'email' is already deployed"]
 
 
 def test_unknown_placeholders_are_left_as_they_are() -> None:
@@ -378,7 +340,6 @@ def test_env_var_names_lists_only_references_without_a_default() -> None:
     assert env_var_names(value) == {"TOKEN", "USER_ID"}
 
 
-@pytest.mark.usefixtures("every_step_implemented")
 def test_validation_leaves_env_var_references_for_run_time() -> None:
     step = {"id": "tone", "type": "rubrics_verifier", "prompt_id": "reply", "verifier_id": "tone",
             "criteria": [{"id": "polite", "criterion": "Polite."}], "scoring_env": {"JUDGE_KEY": "${JUDGE_KEY}"}}

@@ -36,11 +36,7 @@ def prompt(**extra: Any) -> dict[str, Any]:
 
 
 async def test_reply_to_dana_runs_end_to_end_with_the_scripted_agent_in_place_of_claude_code() -> None:
-    result = validate_file(EXAMPLES / "reply-to-dana.json")
-    doc = result.document
-    assert doc is not None or all("not implemented yet" in p.message for p in result.problems)
-    if doc is None:
-        pytest.skip("rubrics_verifier is not implemented in this build")
+    doc = validate_file(EXAMPLES / "reply-to-dana.json").raise_for_problems()
     report = await run_task_document(
         doc, overrides={"a2a_agent_id": "scripted", "assistant.agent_config": json.dumps({"plan": PLAN})},
         execute_in_prefect=False, publish=False)
