@@ -63,7 +63,7 @@ def main() -> None:
     lines = [f"report_rendering — {platform.python_version()}, {platform.machine()}, median of runs", ""]
     for calls in (10, 100):
         t = transcript("t", calls)
-        seconds = timed(lambda: transcript_markdown(t), 20)
+        seconds = timed(lambda t=t: transcript_markdown(t), 20)
         lines.append(f"transcript markdown, {calls:>3} tool calls: {seconds * 1000:8.2f} ms, "
                      f"{len(transcript_markdown(t)):>8,} characters")
     for runs in (10, 200):
@@ -73,7 +73,7 @@ def main() -> None:
                    for r in rows]
         view = ReportView(kind="benchmark", title="bench", generated_at="2026-01-01T00:00:00+00:00", headline="h",
                           summary=summarize(results), rows=rows)
-        seconds = timed(lambda: render(view), 3)
+        seconds = timed(lambda view=view: render(view), 3)
         size = sum(len(p) for p in render(view).values())
         lines.append(f"HTML report, {runs:>3} task runs (20 tool calls each): {seconds * 1000:8.1f} ms, "
                      f"{size / 1e6:6.1f} MB of pages")

@@ -41,7 +41,7 @@ class A2AAgent(Block):
 
     _block_type_name: ClassVar[str] = "AgentEnv A2A Agent"
     _block_type_slug: ClassVar[str] = "agentenv-a2a-agent"
-    _documentation_url: ClassVar[str] = DOCUMENTATION_URL
+    _documentation_url = DOCUMENTATION_URL
     _description: ClassVar[str] = (
         "How to launch an agent under evaluation (an A2A server): a command, a docker image "
         "or a live URL, with its version, env vars and secrets."

@@ -4,4 +4,6 @@ The README, as published with the package, documents every block (fields, code e
 runs find them); the project metadata's Documentation URL names the same page.
 """
 
-DOCUMENTATION_URL = "https://pypi.org/project/prefect-agentenv/#description"
+from pydantic import HttpUrl
+
+DOCUMENTATION_URL = HttpUrl("https://pypi.org/project/prefect-agentenv/#description")

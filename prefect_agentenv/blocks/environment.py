@@ -37,7 +37,7 @@ class AgentEnvironment(Block):
 
     _block_type_name: ClassVar[str] = "AgentEnv Environment"
     _block_type_slug: ClassVar[str] = "agentenv-environment"
-    _documentation_url: ClassVar[str] = DOCUMENTATION_URL
+    _documentation_url = DOCUMENTATION_URL
     _description: ClassVar[str] = (
         "How to launch an agent-evaluation environment (an MCP tool server): a command, "
         "a docker image or a live URL, with its version, env vars and secrets."

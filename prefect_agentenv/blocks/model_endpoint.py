@@ -40,7 +40,7 @@ class ModelEndpoint(Block):
 
     _block_type_name: ClassVar[str] = "AgentEnv Model Endpoint"
     _block_type_slug: ClassVar[str] = MODEL_ENDPOINT_BLOCK_SLUG
-    _documentation_url: ClassVar[str] = DOCUMENTATION_URL
+    _documentation_url = DOCUMENTATION_URL
     _description: ClassVar[str] = (
         "An OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, LiteLLM, Ollama…) and the "
         "model used for each role: the agent under test, the judge and the simulated user."

@@ -33,13 +33,21 @@ def assert_kind(value: Any) -> str | None:
     if isinstance(value, BaseModel):
         return getattr(value, "assert_", None)
     if isinstance(value, dict):
-        return canonical_assert(value.get("assert"))  # type: ignore[no-any-return]
+        return canonical_assert(value.get("assert"))
     return None
 
 
+CANONICAL_ASSERT = BeforeValidator(canonical_assert)
+"""On an assertion model's ``assert`` field: every spelling of its kind is accepted."""
+
+
 def kind_literal(name: str) -> Any:
-    """The ``assert`` field of an assertion model, accepting every spelling of its kind."""
-    return Annotated[Literal[name], BeforeValidator(canonical_assert)]  # type: ignore[valid-type]
+    """The ``assert`` field of an assertion model, accepting every spelling of its kind.
+
+    Built at run time, so a type checker cannot read it; models in this package spell the
+    annotation out as ``Annotated[Literal["kind"], CANONICAL_ASSERT]``.
+    """
+    return Annotated[Literal[name], CANONICAL_ASSERT]
 
 
 class _Strict(BaseModel):
@@ -77,7 +85,7 @@ class _Labelled(_Strict):
 
 
 class StateMatch(_Labelled):
-    assert_: kind_literal("state_match") = Field(alias="assert")
+    assert_: Annotated[Literal["state_match"], CANONICAL_ASSERT] = Field(alias="assert")
     id: str
     correlate_by: CorrelateBy
     assertions: list[PathAssertion] = Field(min_length=1)
@@ -85,7 +93,7 @@ class StateMatch(_Labelled):
 
 
 class RecordCount(_Labelled):
-    assert_: kind_literal("record_count") = Field(alias="assert")
+    assert_: Annotated[Literal["record_count"], CANONICAL_ASSERT] = Field(alias="assert")
     id: str
     resource: str
     where: dict[str, Any] = Field(default_factory=dict)
@@ -97,7 +105,7 @@ class RecordCount(_Labelled):
 
 
 class FilePresent(_Labelled):
-    assert_: kind_literal("file_present") = Field(alias="assert")
+    assert_: Annotated[Literal["file_present"], CANONICAL_ASSERT] = Field(alias="assert")
     id: str
     resource: str = "files"
     name: str
@@ -109,7 +117,7 @@ class FilePresent(_Labelled):
 class VoiceTranscript(_Labelled):
     """A phone call's transcript says every phrase (voice interface outcomes)."""
 
-    assert_: kind_literal("voice_transcript") = Field(alias="assert")
+    assert_: Annotated[Literal["voice_transcript"], CANONICAL_ASSERT] = Field(alias="assert")
     id: str
     phrases: list[str] = Field(min_length=1)
     """Phrases that must all be said in one call (case and spacing forgiven)."""
@@ -126,7 +134,7 @@ class VoiceTranscript(_Labelled):
 class FaxContent(_Labelled):
     """An outbound fax carries every phrase (fax interface outcomes)."""
 
-    assert_: kind_literal("fax_content") = Field(alias="assert")
+    assert_: Annotated[Literal["fax_content"], CANONICAL_ASSERT] = Field(alias="assert")
     id: str
     contains: list[str] = Field(min_length=1)
     """Phrases that must all appear in one fax (its title, cover text or attached documents)."""

@@ -31,7 +31,7 @@ class StepDefinition:
 
     @property
     def type(self) -> str:
-        return self.model.model_fields["type"].default  # type: ignore[no-any-return]
+        return self.model.model_fields["type"].default
 
 
 _registry: dict[str, StepDefinition] = {}

@@ -31,10 +31,11 @@ def render(view: ReportView) -> dict[str, str]:
 
 def write(view: ReportView, folder: Path, attachments: dict[str, bytes] | None = None) -> Path:
     """Write the pages (and the copied records) under ``folder``; return the index page's path."""
-    for rel, content in {**render(view), **(attachments or {})}.items():
+    files: dict[str, bytes] = {rel: html.encode() for rel, html in render(view).items()}
+    for rel, content in {**files, **(attachments or {})}.items():
         target = folder / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(content.encode() if isinstance(content, str) else content)
+        target.write_bytes(content)
     return folder / "index.html"
 
 

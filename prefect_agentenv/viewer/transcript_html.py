@@ -67,7 +67,7 @@ def _prompt(p: PromptTranscript, link: Link) -> str:
                 out.append(f"<li><b>agent</b> got: {said}<br>replied: {reply}{err}</li>")
         out.append("</ol>")
     if p.tool_calls:
-        out.append(f'<h3>Tool calls</h3><ol class="tool-calls">')
+        out.append('<h3>Tool calls</h3><ol class="tool-calls">')
         for call in p.tool_calls:
             where = f" on <code>{escape(call.server)}</code>" if call.server else ""
             flag = ' <span class="r-fail">error</span>' if call.is_error else ""

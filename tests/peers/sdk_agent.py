@@ -12,7 +12,6 @@ with the names of the tools it can see.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from agentenv_protocol.a2a_agent import (
     MCP_CONFIG_V1,

@@ -196,10 +196,12 @@ class Records:
                 self.requests.put(_stamped(request, now))
             for document in seed.inbox:
                 self.inbox.put(document.model_copy(update={"received_at": document.received_at or now}))
-            for table, rows in ((self.phone_lines, seed.phone_lines), (self.calls, seed.calls),
-                                (self.outbound_faxes, seed.outbound_faxes)):
-                for row in rows:
-                    table.put(row)
+            for line in seed.phone_lines:
+                self.phone_lines.put(line)
+            for call in seed.calls:
+                self.calls.put(call)
+            for fax in seed.outbound_faxes:
+                self.outbound_faxes.put(fax)
 
     def export(self) -> dict[str, Any]:
         """Every resource, and ``prior_auth_requests`` (the prior-auth requests) — the shape ``load`` accepts."""
