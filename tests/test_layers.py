@@ -1,0 +1,144 @@
+"""Imports between the package's parts point down the layers.
+
+The picture: cli/commands → flows → documents + steps → resolution of ids → blocks → the
+reference servers → protocols / runtime / artifacts / grading → context → settings and
+exceptions. A module may import its own part, a part of its own layer, or any lower layer. The
+imports that point up today are listed in ``KNOWN_UPWARD`` so that no new one can land; each
+entry goes when its import is turned around.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import prefect_agentenv
+
+PACKAGE = Path(prefect_agentenv.__file__).parent
+
+# Lowest first. Keys are module-name prefixes below ``prefect_agentenv``; the longest match wins.
+LAYERS: list[tuple[str, ...]] = [
+    ("exceptions", "settings", "redaction", "reference"),
+    ("context",),
+    ("protocols", "artifacts"),
+    ("grading", "runtime", "transcript"),
+    # The reference envs and agents are servers built on the wire clients and the judges.
+    ("agents", "envs", "viewer"),
+    ("blocks",),
+    # Resolution of env, agent and model ids to blocks or reference servers; these two modules
+    # still live under runtime/ until they get their own package.
+    ("runtime.resolve", "runtime.models"),
+    ("documents", "steps"),
+    ("flows", "session", "tasks"),
+    ("api", "deployments"),
+    ("cli", "cli_run", "cli_progress", "commands", "demo", "__init__"),
+]
+
+# (importing module, imported module): upward imports that exist today. Do not add to this list.
+KNOWN_UPWARD: set[tuple[str, str]] = {
+    # ValidationError's problems are documents.problems.Problem; the exception tree should own
+    # its problem type (or take a protocol) so that it needs nothing from documents/.
+    ("exceptions", "documents.problems"),
+    # The sandbox root variable is defined by the reference agents' state helpers, which also
+    # map sandbox paths with their own rules; one mapping belongs in runtime/sandbox.
+    ("runtime.sandbox", "agents.state"),
+}
+
+RANK = {prefix: rank for rank, layer in enumerate(LAYERS) for prefix in layer}
+
+
+def part(module: str) -> str:
+    """The longest ``LAYERS`` prefix of a module name (without ``prefect_agentenv.``)."""
+    pieces = module.split(".")
+    for n in range(len(pieces), 0, -1):
+        prefix = ".".join(pieces[:n])
+        if prefix in RANK:
+            return prefix
+    raise LookupError(module)
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(PACKAGE).with_suffix("")
+    pieces = list(rel.parts)
+    if pieces[-1] == "__init__":
+        pieces = pieces[:-1] or ["__init__"]
+    return ".".join(pieces)
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every ``prefect_agentenv`` module the file imports, at top level or inside a function."""
+    name = module_name(path)
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                targets = [".".join(["prefect_agentenv", *base, *([node.module] if node.module else [])])]
+            else:
+                targets = [node.module or ""]
+            # `from prefect_agentenv.x import y` may name a module y.
+            targets += [f"{targets[0]}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            if target.startswith("prefect_agentenv."):
+                found.add(_existing(target.removeprefix("prefect_agentenv.")))
+    return found
+
+
+def _existing(module: str) -> str:
+    """The longest prefix of a dotted name that is a module of the package."""
+    pieces = module.split(".")
+    for n in range(len(pieces), 0, -1):
+        candidate = PACKAGE.joinpath(*pieces[:n])
+        if candidate.with_suffix(".py").is_file() or (candidate / "__init__.py").is_file():
+            return ".".join(pieces[:n])
+    return module
+
+
+def upward_imports() -> set[tuple[str, str]]:
+    edges: set[tuple[str, str]] = set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        source = module_name(path)
+        for target in imported_modules(path):
+            if RANK[part(target)] > RANK[part(source)]:
+                edges.add((source, target))
+    return edges
+
+
+def test_every_module_of_the_package_has_a_layer() -> None:
+    unplaced = []
+    for path in PACKAGE.rglob("*.py"):
+        try:
+            part(module_name(path))
+        except LookupError:
+            unplaced.append(module_name(path))
+    assert not unplaced, f"add these to LAYERS in {Path(__file__).name}: {sorted(unplaced)}"
+
+
+def test_no_import_points_up_a_layer() -> None:
+    new = upward_imports() - KNOWN_UPWARD
+    assert not new, "imports pointing up the layers:\n" + "\n".join(
+        f"  {src} imports {dst} ({part(src)} is below {part(dst)})" for src, dst in sorted(new))
+
+
+def test_every_known_upward_import_still_exists() -> None:
+    """An entry whose import was turned around is removed, so the list only shrinks."""
+    gone = KNOWN_UPWARD - upward_imports()
+    assert not gone, f"remove from KNOWN_UPWARD: {sorted(gone)}"
+
+
+@pytest.mark.parametrize(("source", "target", "upward"), [
+    ("steps.deploy_env", "runtime.resolve", False),
+    ("runtime.resolve", "blocks.agent", False),
+    ("blocks.agent", "runtime.launch", False),
+    ("runtime.launch", "runtime.resolve", True),
+    ("grading.judge", "flows.report", True),
+])
+def test_the_layer_order_reads_as_the_picture(source: str, target: str, upward: bool) -> None:
+    assert (RANK[part(target)] > RANK[part(source)]) is upward
