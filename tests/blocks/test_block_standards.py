@@ -23,7 +23,7 @@ def test_every_exported_block_is_checked() -> None:
 class TestEveryBlockFollowsThePrefectBlockStandard(BlockStandardTestSuite):
     @pytest.fixture(params=BLOCKS, ids=lambda b: b.__name__)
     def block(self, request: pytest.FixtureRequest) -> type[Block]:
-        return request.param  # type: ignore[no-any-return]
+        return request.param
 
     # The standard's logo check downloads the image; tests use no network and the blocks have no
     # logo, so it is not collected here.
