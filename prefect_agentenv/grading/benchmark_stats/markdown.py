@@ -1,0 +1,140 @@
+"""The benchmark's markdown artifact: headline with intervals, counts, breakdowns, comparison, tasks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from prefect_agentenv.grading.benchmark_stats.results import TaskResult
+from prefect_agentenv.grading.benchmark_stats.summary import BenchmarkSummary, latest_per_run_key
+
+if TYPE_CHECKING:
+    from prefect_agentenv.grading.benchmark_stats.compare import Comparison
+
+
+def summary_markdown(summary: BenchmarkSummary, comparison: Comparison | None = None,
+                     results: Sequence[TaskResult] = (), *, title: str = "Benchmark") -> str:
+    """The benchmark's markdown artifact: headline with intervals, counts, breakdowns, tasks.
+
+    Args:
+        summary: from :func:`summarize`.
+        comparison: from :func:`compare`, when there is a previous run.
+        results: the run's results, for the per-task table (the last result of each run key).
+        title: the heading (the benchmark's name).
+    """
+    lines = [f"# {title}", ""] + _headline_lines(summary) + [""] + _count_lines(summary)
+    if summary.by_tag:
+        lines += ["", "## By tag", "", "| tag | n | mean score | pass rate | unscored |", "|---|---|---|---|---|"]
+        lines += [f"| {_cell(tag)} | {b.n} | {_num(b.mean)} | {percentage(b.pass_rate)} | {b.unscored} |"
+                  for tag, b in summary.by_tag.items()]
+    if summary.by_axis:
+        lines += ["", "## By axis", "", "| axis | n | mean score |", "|---|---|---|"]
+        lines += [f"| {_cell(axis)} | {b.n} | {_num(b.mean)} |" for axis, b in summary.by_axis.items()]
+    if comparison is not None:
+        lines += ["", comparison.markdown()]
+    if results:
+        lines += ["", "## Tasks", ""] + _task_table(latest_per_run_key(results))
+    return "\n".join(lines)
+
+
+def comparison_markdown(comparison: Comparison) -> str:
+    """The "Compared with" section of the summary artifact."""
+    previous = f"run `{comparison.previous_run_id}`" if comparison.previous_run_id else "the previous run"
+    lines = [
+        f"## Compared with {previous}", "",
+        "| | previous | current | change |", "|---|---|---|---|",
+        f"| mean score | {_num(comparison.previous_mean)} | {_num(comparison.current_mean)} | "
+        f"{_delta(comparison.mean_score_delta)} |",
+        f"| pass rate | {percentage(comparison.previous_pass_rate)} | {percentage(comparison.current_pass_rate)} | "
+        f"{_delta(comparison.pass_rate_delta, percent=True)} |",
+        "",
+    ]
+    regressions = comparison.regressions
+    if regressions:
+        lines += [f"**{len(regressions)} regression(s) flagged:**", ""] + [f"- {r}" for r in regressions] + [""]
+    else:
+        lines += ["No regression flagged.", ""]
+    counts = ", ".join(f"{len(comparison.of_kind(k))} {k}" for k in ("improved", "regressed", "new", "missing"))
+    lines.append(f"Tasks: {counts} (threshold {comparison.threshold:g}).")
+    changed = [c for c in comparison.changes if c.kind != "unchanged"]
+    if changed:
+        lines += ["", "| task | seed | change | previous score | current score | previous pass rate | "
+                      "current pass rate | why |", "|---|---|---|---|---|---|---|---|"]
+        for c in changed:
+            lines.append(f"| {_cell(c.task_id)} | {c.seed_index} | {c.kind} | {_num(c.previous_score)} | "
+                         f"{_num(c.current_score)} | {percentage(c.previous_pass_rate)} | {percentage(c.current_pass_rate)} | "
+                         f"{_cell('; '.join(c.reasons))} |")
+    return "\n".join(lines)
+
+
+def _headline_lines(summary: BenchmarkSummary) -> list[str]:
+    mean = _num(summary.mean_score)
+    if summary.mean_score_ci:
+        ci = summary.mean_score_ci
+        mean += f" ({percentage(ci.confidence)} CI {ci.low:.3f}–{ci.high:.3f}, Student t)"
+    rate = percentage(summary.pass_rate)
+    if summary.pass_rate_ci:
+        ci = summary.pass_rate_ci
+        rate += f" ({percentage(ci.confidence)} CI {percentage(ci.low)}–{percentage(ci.high)}, Wilson)"
+    fraction = f"{summary.counts.passed}/{summary.counts.denominator}"
+    lines = [f"**Mean score:** {mean}", "", f"**Pass rate:** {rate} ({fraction})"]
+    if summary.k is not None:
+        lines += ["", f"**pass@{summary.k}:** {_num(summary.pass_at_k)} · **pass^{summary.k}:** "
+                      f"{_num(summary.pass_hat_k)} (over {summary.pass_k_tasks} of {summary.tasks} tasks, "
+                      f"{summary.epochs} epoch(s))"]
+    return lines
+
+
+def _count_lines(summary: BenchmarkSummary) -> list[str]:
+    c = summary.counts
+    return [
+        "| outcome | runs |", "|---|---|",
+        f"| PASSED | {c.passed} |",
+        f"| BELOW_ONE (failed to pass) | {c.below_one} |",
+        f"| FAILED (errored, scored 0) | {c.failed} |",
+        f"| TIMED_OUT (errored, scored 0) | {c.timed_out} |",
+        f"| UNSCORED (not counted) | {c.unscored} |",
+        f"| **denominator** | **{c.denominator}** of {c.total} |",
+        "",
+        f"*{summary.denominator_policy}*",
+    ]
+
+
+def _task_table(runs: Sequence[TaskResult]) -> list[str]:
+    lines = ["| task | seed | epoch | score | outcome | duration (s) | links |", "|---|---|---|---|---|---|---|"]
+    for run in sorted(runs, key=lambda r: r.run_key):
+        seed = _cell(", ".join(f"{k}={v}" for k, v in run.seed.items())) or str(run.seed_index)
+        lines.append(f"| {_cell(run.task_id)} | {seed} | {run.epoch} | {_num(run.score)} | {run.outcome.value} | "
+                     f"{run.duration_s:.1f} | {_links(run)} |")
+    return lines
+
+
+def _links(run: TaskResult) -> str:
+    links = [f"[report]({run.report_url})"] if run.report_url else []
+    links += [f"[{_cell(name)}]({url})" for name, url in sorted(run.files.items())]
+    return " ".join(links)
+
+
+def task_label(task_id: str, seed_index: int) -> str:
+    """How a task ``(task_id, seed_index)`` is named in tables and regression sentences."""
+    return f"{task_id} [seed {seed_index}]"
+
+
+def _cell(text: str) -> str:
+    """Text safe inside a markdown table cell."""
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _num(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+def percentage(value: float | None) -> str:
+    """A share as a percentage with one decimal ("—" when undefined)."""
+    return "—" if value is None else f"{value * 100:.1f}%".replace(".0%", "%")
+
+
+def _delta(value: float | None, *, percent: bool = False) -> str:
+    if value is None:
+        return "—"
+    return f"{value * 100:+.1f} pt" if percent else f"{value:+.3f}"

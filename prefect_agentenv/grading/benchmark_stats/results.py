@@ -1,0 +1,179 @@
+"""Benchmark results: one row per task run, its run key, and the denominator policy.
+
+**Denominator policy** (docs/scoring.md): ``PASSED``, ``BELOW_ONE``, ``FAILED`` and
+``TIMED_OUT`` runs count in the mean score and the pass rate, FAILED and TIMED_OUT with score 0
+(a crash or a timeout must not make a run look better); ``UNSCORED`` runs are counted
+separately and left out of both, since there was nothing to grade.
+
+**Run keys.** A benchmark runs each task with each seed for each epoch; ``(task_id,
+seed_index, epoch)`` identifies one run. A resumed benchmark may hold several results for one
+key (the errored attempt, then the rerun): the last one wins everywhere in this package.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Mapping
+from typing import Any, Literal, NamedTuple
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+from prefect_agentenv.grading.outcome import Outcome
+
+DENOMINATOR_OUTCOMES = frozenset({Outcome.PASSED, Outcome.BELOW_ONE, Outcome.FAILED, Outcome.TIMED_OUT})
+"""Outcomes that count in the mean score and the pass rate."""
+ERRORED_OUTCOMES = frozenset({Outcome.FAILED, Outcome.TIMED_OUT})
+"""Outcomes of runs that did not finish normally; they score 0 and are rerun on resume."""
+DENOMINATOR_POLICY = (
+    "PASSED, BELOW_ONE, FAILED and TIMED_OUT runs count in the mean score and the pass rate "
+    "(FAILED and TIMED_OUT score 0); UNSCORED runs are reported separately and left out of both."
+)
+
+
+class StatsModel(BaseModel):
+    """Base of the statistics models: attribute docstrings become field descriptions."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+
+class RunKey(NamedTuple):
+    """Identity of one task run in a benchmark: the task, which of its seeds, which epoch."""
+
+    task_id: str
+    seed_index: int = 0
+    epoch: int = 0
+
+    def label(self) -> str:
+        return f"{self.task_id} [seed {self.seed_index}, epoch {self.epoch}]"
+
+
+TaskKey = tuple[str, int]
+"""``(task_id, seed_index)``: one problem of the benchmark, attempted once per epoch."""
+
+RunStatus = Literal["completed", "failed", "crashed"]
+"""``completed`` / ``failed`` as in the task report; ``crashed``: the flow run ended without one."""
+
+
+class TaskSnapshot(StatsModel):
+    """Where the frozen copy of the task document a run used is stored, and its content hash."""
+
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """Hex sha256 of the canonical JSON of the document (sorted keys, no spaces, UTF-8)."""
+    url: str
+    """Object URL of the stored snapshot."""
+
+
+class TaskResult(StatsModel):
+    """One task run of a benchmark, as appended to the run's ``results.jsonl``.
+
+    Readers of older files must keep working, so unknown members are ignored and every
+    member added later needs a default.
+    """
+
+    task_id: str
+    seed_index: int = 0
+    """Position of the seed in the benchmark's seed list (0 when it has none)."""
+    seed: dict[str, Any] = Field(default_factory=dict)
+    """The seed's values, as substituted into the task document."""
+    epoch: int = 0
+    """Which repetition of the task and seed this is (0-based)."""
+    tags: list[str] = Field(default_factory=list)
+    status: RunStatus
+    outcome: Outcome
+    score: float | None = None
+    """The task score; 0 for FAILED and TIMED_OUT, ``None`` when UNSCORED."""
+    duration_s: float = 0.0
+    error: str | None = None
+    report_url: str | None = None
+    """Where the run's report.json is stored."""
+    flow_run_id: str | None = None
+    snapshot: TaskSnapshot | None = None
+    axis_scores: dict[str, float] = Field(default_factory=dict)
+    """Score per axis (``correctness``, ``safety``…): see :func:`axis_scores`."""
+    files: dict[str, str] = Field(default_factory=dict)
+    """Files collected from the agent's sandbox: name → object URL."""
+    started_at: str | None = None
+    finished_at: str | None = None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def run_key(self) -> RunKey:
+        return RunKey(self.task_id, self.seed_index, self.epoch)
+
+    @property
+    def task_key(self) -> TaskKey:
+        return (self.task_id, self.seed_index)
+
+    @property
+    def counted(self) -> bool:
+        """Whether the run counts in the mean score and the pass rate (not UNSCORED)."""
+        return self.outcome in DENOMINATOR_OUTCOMES
+
+    @property
+    def errored(self) -> bool:
+        """Whether the run did not finish normally (FAILED, TIMED_OUT, or no report at all)."""
+        return self.outcome in ERRORED_OUTCOMES or self.status == "crashed"
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome is Outcome.PASSED
+
+    @property
+    def counted_score(self) -> float:
+        """The score as the mean counts it: errored runs (and a missing score) count 0."""
+        return 0.0 if self.errored or self.score is None else float(self.score)
+
+
+# -- axis scores --------------------------------------------------------------------------------
+
+
+def axis_scores(verifications: Mapping[str, Mapping[str, Any]]) -> dict[str, float]:
+    """Score per axis from the verification rows that carry an ``axis`` member.
+
+    Only verifiers that count in the task score contribute: not skipped, with a weight above 0
+    (the verifiers an ``aggregate_verifiers`` step folds have weight 0, so their rows are not
+    counted twice). Each row's effective weight is ``w = row weight × verifier weight`` (both
+    1 by default), and per axis, with the weighted_average formula of
+    :func:`prefect_agentenv.grading.aggregate.aggregate`::
+
+        P = rows of the axis with w > 0,  N = rows of the axis with w < 0 (penalties)
+        axis score = clamp((Σ_P w·s − Σ_N |w|·s) / Σ_P w, 0, 1)     (clamp(1 − Σ_N |w|·s) when P is empty)
+
+    Rows without a numeric ``score`` or with weight 0 are ignored; an axis with no counted row
+    is left out.
+    """
+    gains: dict[str, float] = defaultdict(float)
+    totals: dict[str, float] = defaultdict(float)
+    losses: dict[str, float] = defaultdict(float)
+    seen: set[str] = set()
+    for verification in verifications.values():
+        verifier_weight = _number(verification.get("weight"), 1.0)
+        if verification.get("skipped") or verifier_weight <= 0:
+            continue
+        for row in verification.get("results") or []:
+            axis, score = row.get("axis"), row.get("score")
+            if not isinstance(axis, str) or not axis or not _is_number(score):
+                continue
+            weight = _number(row.get("weight"), 1.0) * verifier_weight
+            if weight > 0:
+                gains[axis] += weight * float(score)
+                totals[axis] += weight
+            elif weight < 0:
+                losses[axis] += -weight * float(score)
+            else:
+                continue
+            seen.add(axis)
+    scores = {}
+    for axis in sorted(seen):
+        raw = (gains[axis] - losses[axis]) / totals[axis] if totals[axis] > 0 else 1.0 - losses[axis]
+        scores[axis] = min(1.0, max(0.0, raw))
+    return scores
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _number(value: Any, default: float) -> float:
+    return float(value) if _is_number(value) else default

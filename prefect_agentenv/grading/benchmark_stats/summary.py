@@ -1,0 +1,234 @@
+"""A benchmark run's summary: outcome counts, mean score and pass rate with their intervals,
+pass@k and pass^k, and breakdowns by tag and by axis.
+
+**A "task"** in per-task statistics (pass@k, comparisons) is a ``(task_id, seed_index)`` pair:
+a seed can change the instruction or the data, so two seeds are two problems; epochs are
+repeated attempts at the same problem.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from statistics import fmean
+
+from pydantic import Field
+
+from prefect_agentenv.grading.benchmark_stats.intervals import (
+    DEFAULT_CONFIDENCE,
+    Interval,
+    mean_interval,
+    pass_at_k,
+    pass_hat_k,
+    wilson_interval,
+)
+from prefect_agentenv.grading.benchmark_stats.results import (
+    DENOMINATOR_POLICY,
+    RunKey,
+    StatsModel,
+    TaskKey,
+    TaskResult,
+)
+from prefect_agentenv.grading.outcome import Outcome
+
+
+class OutcomeCounts(StatsModel):
+    """How many runs ended with each outcome."""
+
+    passed: int = 0
+    below_one: int = 0
+    unscored: int = 0
+    failed: int = 0
+    timed_out: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.passed + self.below_one + self.unscored + self.failed + self.timed_out
+
+    @property
+    def denominator(self) -> int:
+        """Runs counted in the mean score and the pass rate: every outcome but UNSCORED."""
+        return self.total - self.unscored
+
+    @property
+    def errored(self) -> int:
+        """Runs that did not finish normally (FAILED, TIMED_OUT); they count as score 0."""
+        return self.failed + self.timed_out
+
+    @property
+    def failed_to_pass(self) -> int:
+        """Runs that finished and were graded below 1 (BELOW_ONE)."""
+        return self.below_one
+
+    def add(self, outcome: Outcome) -> None:
+        name = outcome.value.lower()
+        setattr(self, name, getattr(self, name) + 1)
+
+
+class Breakdown(StatsModel):
+    """Mean score and pass rate of a subset of runs (one tag, one axis), by the same policy."""
+
+    n: int
+    """Runs counted (UNSCORED left out)."""
+    mean: float | None = None
+    pass_rate: float | None = None
+    """For tags: the share of counted runs that passed; not defined for axes."""
+    unscored: int = 0
+
+
+class Headline(StatsModel):
+    """The few numbers a runs index keeps of each run, for listing and comparing."""
+
+    total: int
+    denominator: int
+    passed: int
+    unscored: int
+    errored: int
+    mean_score: float | None = None
+    pass_rate: float | None = None
+
+
+class BenchmarkSummary(StatsModel):
+    """Aggregate statistics of one benchmark run (see the module docstring for the policy)."""
+
+    counts: OutcomeCounts
+    tasks: int
+    """Distinct ``(task_id, seed_index)`` problems."""
+    epochs: int
+    """Distinct epochs among the results."""
+    mean_score: float | None = None
+    """Mean of the counted scores over the denominator (errored runs as 0)."""
+    mean_score_ci: Interval | None = None
+    """Student-t interval of the mean score (needs two counted runs)."""
+    pass_rate: float | None = None
+    """PASSED runs / denominator."""
+    pass_rate_ci: Interval | None = None
+    """Wilson interval of the pass rate."""
+    by_tag: dict[str, Breakdown] = Field(default_factory=dict)
+    by_axis: dict[str, Breakdown] = Field(default_factory=dict)
+    k: int | None = None
+    """The k of pass@k and pass^k."""
+    pass_at_k: float | None = None
+    """Mean over tasks of the unbiased pass@k estimate."""
+    pass_hat_k: float | None = None
+    """Mean over tasks of pass^k (all k attempts pass)."""
+    pass_k_tasks: int = 0
+    """Tasks in the pass@k average: those with at least k counted runs."""
+    denominator_policy: str = DENOMINATOR_POLICY
+
+    @property
+    def headline(self) -> Headline:
+        return Headline(total=self.counts.total, denominator=self.counts.denominator, passed=self.counts.passed,
+                        unscored=self.counts.unscored, errored=self.counts.errored, mean_score=self.mean_score,
+                        pass_rate=self.pass_rate)
+
+
+def latest_per_run_key(results: Iterable[TaskResult]) -> list[TaskResult]:
+    """One result per run key, the last one given (a resumed run appends reruns after errors)."""
+    latest: dict[RunKey, TaskResult] = {}
+    for result in results:
+        latest.pop(result.run_key, None)  # keep the order of the last attempts
+        latest[result.run_key] = result
+    return list(latest.values())
+
+
+def summarize(results: Iterable[TaskResult], *, k: int | None = None,
+              confidence: float = DEFAULT_CONFIDENCE) -> BenchmarkSummary:
+    """Summarize a benchmark run's results (the last result of each run key).
+
+    * ``mean_score = Σ counted_score / denominator`` where the denominator is every run but
+      UNSCORED ones and errored runs count 0; its interval is :func:`mean_interval` (Student t).
+    * ``pass_rate = PASSED / denominator`` with the :func:`wilson_interval`.
+    * pass@k and pass^k: per task ``(task_id, seed_index)``, ``n`` = its counted runs (one per
+      epoch), ``c`` = its PASSED runs; :func:`pass_at_k` and :func:`pass_hat_k` averaged over
+      the tasks with ``n ≥ k`` (the estimators are undefined below that; ``pass_k_tasks`` says
+      how many were averaged). ``k`` defaults to the number of epochs among the results.
+
+    Args:
+        results: the run's results, in the order they were appended.
+        k: attempts for pass@k / pass^k.
+        confidence: level of both intervals.
+
+    Raises:
+        ValueError: ``k`` is below 1.
+    """
+    if k is not None and k < 1:
+        raise ValueError(f"k must be at least 1, not {k}")
+    runs = latest_per_run_key(results)
+    counts = OutcomeCounts()
+    for run in runs:
+        counts.add(run.outcome)
+    scores = [run.counted_score for run in runs if run.counted]
+    epochs = len({run.epoch for run in runs})
+    k_used = k if k is not None else (epochs or None)
+    pass_k = _pass_k(runs, k_used) if k_used else None
+    return BenchmarkSummary(
+        counts=counts,
+        tasks=len({run.task_key for run in runs}),
+        epochs=epochs,
+        mean_score=fmean(scores) if scores else None,
+        mean_score_ci=mean_interval(scores, confidence),
+        pass_rate=counts.passed / counts.denominator if counts.denominator else None,
+        pass_rate_ci=wilson_interval(counts.passed, counts.denominator, confidence),
+        by_tag=_by_tag(runs),
+        by_axis=_by_axis(runs),
+        k=k_used,
+        pass_at_k=pass_k[0] if pass_k else None,
+        pass_hat_k=pass_k[1] if pass_k else None,
+        pass_k_tasks=pass_k[2] if pass_k else 0,
+    )
+
+
+def _pass_k(runs: Sequence[TaskResult], k: int) -> tuple[float, float, int] | None:
+    """Mean pass@k, mean pass^k and the number of tasks averaged (``None`` when none has k runs)."""
+    tallies: dict[TaskKey, list[int]] = defaultdict(lambda: [0, 0])
+    for run in runs:
+        if run.counted:
+            tally = tallies[run.task_key]
+            tally[0] += 1
+            tally[1] += run.passed
+    eligible = [(n, c) for n, c in tallies.values() if n >= k]
+    if not eligible:
+        return None
+    return (fmean(pass_at_k(n, c, k) for n, c in eligible),
+            fmean(pass_hat_k(n, c, k) for n, c in eligible), len(eligible))
+
+
+def breakdown(runs: Sequence[TaskResult]) -> Breakdown:
+    """Mean counted score and pass rate of some runs (a tag's, a task's), by the denominator policy."""
+    counted = [run for run in runs if run.counted]
+    return Breakdown(
+        n=len(counted),
+        mean=fmean(run.counted_score for run in counted) if counted else None,
+        pass_rate=sum(run.passed for run in counted) / len(counted) if counted else None,
+        unscored=len(runs) - len(counted),
+    )
+
+
+def _by_tag(runs: Sequence[TaskResult]) -> dict[str, Breakdown]:
+    """Per tag, the runs of the tasks carrying it, by the same denominator policy."""
+    tagged: dict[str, list[TaskResult]] = defaultdict(list)
+    for run in runs:
+        for tag in dict.fromkeys(run.tags):
+            tagged[tag].append(run)
+    return {tag: breakdown(tagged[tag]) for tag in sorted(tagged)}
+
+
+def _by_axis(runs: Sequence[TaskResult]) -> dict[str, Breakdown]:
+    """Per axis, the mean axis score over the runs that scored it, errored runs counting 0.
+
+    An errored run rarely reaches its verifiers, so it counts 0 on every axis that any run of
+    the same ``task_id`` scored: a crash must not lift an axis mean by leaving the average.
+    """
+    task_axes: dict[str, set[str]] = defaultdict(set)
+    for run in runs:
+        task_axes[run.task_id].update(run.axis_scores)
+    values: dict[str, list[float]] = defaultdict(list)
+    for run in runs:
+        if run.errored:
+            for axis in task_axes[run.task_id]:
+                values[axis].append(0.0)
+        elif run.counted:
+            for axis, score in run.axis_scores.items():
+                values[axis].append(score)
+    return {axis: Breakdown(n=len(v), mean=fmean(v)) for axis, v in sorted(values.items())}
