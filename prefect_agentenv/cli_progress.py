@@ -62,7 +62,7 @@ def run_benchmark_with_progress(path: Path, *, run_id: str | None, overrides: di
         state = await benchmark(path=str(path), run_id=run_id, overrides=overrides, epochs=epochs,
                                 concurrency=concurrency, report_dir=str(report_dir) if report_dir else None,
                                 return_state=True)
-        return state, await state.result(raise_on_failure=False)
+        return state, await state.aresult(raise_on_failure=False)
 
     try:
         with Live(board.render(), console=console, refresh_per_second=4, transient=False) as live:

@@ -116,11 +116,11 @@ class AgentSession:
         for env_id, artifact in self.envs.items():
             self.ctx = await deploy_env.run(deploy_env.DeployEnvStep(id=f"env-{env_id}", env_id=env_id), self.ctx)
             if artifact:
-                step = load_artifact.LoadArtifactStep(id=f"load-{env_id}", env_id=env_id, artifact_id=artifact)
-                self.ctx = await load_artifact.run(step, self.ctx)
-        step = deploy_agent.DeployAgentStep(id="agent", a2a_agent_id=self.agent_id, agent_name=self.agent_name,
-                                            env_ids=list(self.envs), agent_config=self.agent_config)
-        self.ctx = await deploy_agent.run(step, self.ctx)
+                load = load_artifact.LoadArtifactStep(id=f"load-{env_id}", env_id=env_id, artifact_id=artifact)
+                self.ctx = await load_artifact.run(load, self.ctx)
+        agent = deploy_agent.DeployAgentStep(id="agent", a2a_agent_id=self.agent_id, agent_name=self.agent_name,
+                                             env_ids=list(self.envs), agent_config=self.agent_config)
+        self.ctx = await deploy_agent.run(agent, self.ctx)
 
     async def prompt(self, text: str, *, timeout_seconds: float = 600, **options: Any) -> PromptResponse:
         """One prompt, as a prompt_agent step would send it; returns its PromptResponse.
