@@ -278,6 +278,8 @@ class EnvClient:
         self._http = http
         self._timeout: Any = httpx.USE_CLIENT_DEFAULT if timeout is None else timeout
         self._card: EnvCard | None = None
+        self.card_json: Any = None
+        """The card as served (JSON), once :meth:`card` has read it."""
 
     # card
 
@@ -287,8 +289,12 @@ class EnvClient:
             url = urljoin(self.base_url, CARD_PATH)
             response = await self._send("GET", url, what="the card")
             try:
-                self._card = EnvCard.model_validate_json(response.content).resolved(self.base_url)
-            except ValidationError as exc:
+                self.card_json = response.json()
+                self._card = EnvCard.model_validate(self.card_json).resolved(self.base_url)
+            except ValueError as exc:  # pydantic's ValidationError is one, and so is a body that is not JSON
+                if not isinstance(exc, ValidationError):
+                    raise ProtocolError(f"{self.peer} at {url} answered its card with something other than JSON",
+                                        url=url) from exc
                 raise unusable_reply(self.peer, url, "an env card", exc) from exc
         return self._card
 
