@@ -412,7 +412,9 @@ class EnvClient:
                                 url=url) from exc
         if answer.error is not None:
             error = answer.error
-            raise EnvRpcError(f"{method} failed on {url}: [{error.code}] {error.message}",
+            named = error.data.get("code") if isinstance(error.data, dict) else None
+            detail = " ".join(p for p in (error.message, f"({named})" if named else "") if p)
+            raise EnvRpcError(f"{self.peer}: {method} failed on {url}: [{error.code}] {detail}",
                               url=url, code=error.code, data=error.data, method=method)
         if answer.id is not None and str(answer.id) != str(body["id"]):  # some peers echo ids as strings
             raise ProtocolError(f"{url} answered {method} with id {answer.id!r}, expected {body['id']!r}", url=url)

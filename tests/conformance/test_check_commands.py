@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from .conftest import PEERS, cli
+from .conftest import ENVS, PEERS, cli
 
 pytestmark = pytest.mark.usefixtures("genuine_peers")
 RECORDED = PEERS / "recorded"
@@ -75,6 +75,20 @@ def test_a_peer_that_is_not_an_env_fails_the_env_check_with_exit_1() -> None:
 
     assert code == 1, out
     assert "could not be checked" in out and "did not become ready" in out and "stopped (clean)" in out
+
+
+def test_an_env_whose_declared_data_get_fails_fails_the_check_with_exit_1() -> None:
+    command = ENVS["notes-sdk"][0]
+    code, out = cli("env", "register", "notes-broken", "--command", command, "--env", "MCP_HOST={host}",
+                    "--env", "MCP_PORT={port}", "--env", "NOTES_BROKEN_EXPORT=1", "--overwrite")
+    assert code == 0, out
+
+    code, out = cli("env", "check", "notes-broken", "--json")
+
+    assert code == 1, out
+    found = statuses(out)
+    assert found["data/get"] == "failed" and found["card"] == "ok" and found["mcp tools"] == "ok"
+    assert "broken on purpose" in next(c["detail"] for c in json.loads(out)["checks"] if c["check"] == "data/get")
 
 
 def test_checking_an_unknown_name_exits_2() -> None:
