@@ -293,9 +293,6 @@ async def _publish(slug: str, markdown: str, results: list[TaskResult], rows: li
     if FlowRunContext.get() is None:
         return
     key = artifact_key("bench", slug)
-    if html_url:
-        await acreate_link_artifact(link=html_url, link_text="HTML report: charts, trend, transcripts",
-                                    key=f"{key}-report"[:100], description=f"Benchmark {slug}: the HTML report")
     await acreate_markdown_artifact(markdown=markdown, key=f"{key}-summary"[:100], description=f"Benchmark {slug}")
     await acreate_table_artifact(
         table=[{"task": r.task_id, "seed": r.seed_index, "epoch": r.epoch, "outcome": r.outcome.value,
@@ -305,3 +302,6 @@ async def _publish(slug: str, markdown: str, results: list[TaskResult], rows: li
     if rows:
         await acreate_table_artifact(table=rows, key=f"{key}-verifications"[:100],
                                      description=f"Every verification row of benchmark {slug}")
+    if html_url:
+        await acreate_link_artifact(link=html_url, link_text="HTML report: charts, trend, transcripts",
+                                    key=f"{key}-report"[:100], description=f"Benchmark {slug}: the HTML report")

@@ -59,8 +59,8 @@ async def test_every_task_and_epoch_runs_as_an_agent_task_subflow_with_results_a
     assert all("benchmark:unit-bench" in c.tags for c in children)
     kinds = {a.type for a in artifacts}
     assert {"markdown", "table", "progress"} <= kinds
-    assert "bench-unit-bench-verifications" in {a.key for a in artifacts}
-    summary = next(a for a in artifacts if a.type == "markdown")
+    assert {"bench-unit-bench-verifications", "bench-unit-bench-report"} <= {a.key for a in artifacts}
+    summary = next(a for a in artifacts if a.key == "bench-unit-bench-summary")
     assert "Mean score" in str(summary.data) and "alpha" in str(summary.data)
 
 
