@@ -25,7 +25,8 @@ from prefect_agentenv.context import RunContext
 from prefect_agentenv.documents.loading import fill_placeholders, resolve_env_vars
 from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError, StepError
-from prefect_agentenv.flows.report import TaskReport, build_report, publish_artifacts, write_report
+from prefect_agentenv.flows.redaction import redacting_logs
+from prefect_agentenv.flows.report import TaskReport, build_report, publish_artifacts, redact, write_report
 from prefect_agentenv.flows.scheduler import DagScheduler, ScheduleResult
 from prefect_agentenv.runtime.run import RunResources, bind_run, current_run, unbind_run
 from prefect_agentenv.runtime.teardown import TeardownRegistry
@@ -55,11 +56,16 @@ async def _run_step(step: StepModel, inputs: list[RunContext]) -> RunContext:
 
 async def _step_task_body(step: StepModel, inputs: list[RunContext]) -> RunContext | State:
     """Expected failures (our own errors) end the task run as Failed with their message and
-    no traceback; anything else is a bug and propagates with its traceback."""
+    no traceback; anything else is a bug and propagates with its traceback, unless its message
+    holds a secret value (then it fails like an expected one, redacted)."""
     try:
         return await _run_step(step, inputs)
-    except AgentEnvError as exc:
-        return Failed(message=str(exc), data=exc)
+    except Exception as exc:
+        # A state message is stored by the Prefect API: it never carries a secret in clear.
+        message = redact(str(exc), current_run().redact)
+        if isinstance(exc, AgentEnvError) or message != str(exc):
+            return Failed(message=message or type(exc).__name__, data=exc)
+        raise
 
 
 _step_task = task(_step_task_body, cache_policy=NO_CACHE, persist_result=False, log_prints=True)
@@ -110,42 +116,43 @@ async def run_task_document(
     result: ScheduleResult | None = None
     error: str | None = None
     timed_out = False
-    try:
-        with _cancel_on_sigterm():
-            scheduler = DagScheduler(
-                document,
-                _execute_as_prefect_task if execute_in_prefect else _run_step,
-                before_retry=lambda span: run.teardown.stop_owned_by(set(span)),
+    with redacting_logs(run.redact):  # secrets resolved by any step stay out of every log line
+        try:
+            with _cancel_on_sigterm():
+                scheduler = DagScheduler(
+                    document,
+                    _execute_as_prefect_task if execute_in_prefect else _run_step,
+                    before_retry=lambda span: run.teardown.stop_owned_by(set(span)),
+                )
+                result = await scheduler.run()
+        except asyncio.CancelledError:
+            error = "the run was cancelled"
+            raise
+        except TimeoutError:
+            timed_out, error = True, "the run timed out"
+            raise
+        finally:
+            teardown = await asyncio.shield(run.teardown.stop_all(settings.teardown_timeout_seconds))
+            unbind_run(token)
+            report = build_report(
+                task_id=document.id,
+                flow_run_id=_flow_run_id(),
+                result=result,
+                started_at=started_at,
+                duration_s=time.monotonic() - t0,
+                teardown=[r.to_dict() for r in teardown],
+                warnings=warnings,
+                error=error,
+                timed_out=timed_out,
+                secrets=run.redact,
             )
-            result = await scheduler.run()
-    except asyncio.CancelledError:
-        error = "the run was cancelled"
-        raise
-    except TimeoutError:
-        timed_out, error = True, "the run timed out"
-        raise
-    finally:
-        teardown = await asyncio.shield(run.teardown.stop_all(settings.teardown_timeout_seconds))
-        unbind_run(token)
-        report = build_report(
-            task_id=document.id,
-            flow_run_id=_flow_run_id(),
-            result=result,
-            started_at=started_at,
-            duration_s=time.monotonic() - t0,
-            teardown=[r.to_dict() for r in teardown],
-            warnings=warnings,
-            error=error,
-            timed_out=timed_out,
-            secrets=run.redact,
-        )
-        write_report(report, run.workdir / "report.json")
-        await _upload_report(report, run_id)
-        if publish and _flow_run_id():
-            try:
-                await publish_artifacts(report)
-            except Exception as exc:  # artifacts are a view; a failed upload must not hide the report
-                logger.warning("could not publish Prefect artifacts: %s", exc)
+            write_report(report, run.workdir / "report.json")
+            await _upload_report(report, run_id)
+            if publish and _flow_run_id():
+                try:
+                    await publish_artifacts(report)
+                except Exception as exc:  # artifacts are a view; a failed upload must not hide the report
+                    logger.warning("could not publish Prefect artifacts: %s", exc)
     return report
 
 
