@@ -1,7 +1,8 @@
 """Deployments of the two flows: ``agent-task`` (one task document) and ``benchmark/nightly``.
 
 ``prefect-agentenv serve`` serves both from one process for local use; ``prefect.yaml`` at the
-repository root declares the same deployments for work pools (``prefect deploy --all``).
+repository root declares the same deployments for work pools (``prefect deploy --all``). Both
+load the flows by module path (``prefect_agentenv.flows...``), never by a file in a checkout.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefect import serve
-from prefect.deployments.runner import RunnerDeployment
+from prefect.deployments.runner import EntrypointType, RunnerDeployment
 from prefect.schedules import Cron
 
 from prefect_agentenv.flows.agent_task import agent_task
@@ -27,10 +28,11 @@ def build_deployments(benchmark_path: str | Path = "examples/benchmark.yaml", *,
     path = str(Path(benchmark_path).resolve())
     return [
         agent_task.to_deployment(
-            name="agent-task", tags=["agentenv"],
+            name="agent-task", tags=["agentenv"], entrypoint_type=EntrypointType.MODULE_PATH,
             description="Run one agent-evaluation task document (paste it into the Run form's task field)."),
         benchmark.to_deployment(
             name="nightly", tags=["agentenv", "benchmark"], parameters={"path": path},
+            entrypoint_type=EntrypointType.MODULE_PATH,
             schedules=[Cron(cron, timezone=timezone)] if cron else None,
             description=f"The benchmark at {path}, every night; trigger it any time with Run."),
     ]

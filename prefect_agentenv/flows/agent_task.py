@@ -12,22 +12,21 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Annotated
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.context import FlowRunContext
 from prefect.states import Completed, Failed, State
-from pydantic import Field
 
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.documents.loading import fill_placeholders, resolve_env_vars
 from prefect_agentenv.documents.models import TaskDocument
-from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError, StepError
+from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError, StepError, TaskDocumentError
 from prefect_agentenv.flows.redaction import redacting_logs
 from prefect_agentenv.flows.report import TaskReport, build_report, publish_artifacts, redact, write_report
 from prefect_agentenv.flows.scheduler import DagScheduler, ScheduleResult
+from prefect_agentenv.flows.task_parameter import TaskParameter, resolve_task_parameter
 from prefect_agentenv.runtime.run import RunResources, bind_run, current_run, unbind_run
 from prefect_agentenv.runtime.teardown import TeardownRegistry
 from prefect_agentenv.settings import get_settings
@@ -201,6 +200,10 @@ def _agent_task_run_name() -> str:
     ctx = FlowRunContext.get()
     params = ctx.flow_run.parameters if ctx and ctx.flow_run else {}
     task = params.get("task")
+    if isinstance(task, str):  # a path or an artifact id: its name is the best we have before loading it
+        return Path(task).stem or task
+    if isinstance(task, list):
+        task = {"steps": task}
     data = task.model_dump() if isinstance(task, TaskDocument) else task if isinstance(task, dict) else {}
     steps = data.get("steps", data) if isinstance(data, dict) else data
     overrides = params.get("overrides") or {}
@@ -214,16 +217,29 @@ def _agent_task_run_name() -> str:
 @flow(name="agent-task", flow_run_name=_agent_task_run_name, persist_result=False, log_prints=True,
       validate_parameters=True)
 async def agent_task(
-    task: TaskDocument,
-    seeds: Annotated[dict[str, str] | None, Field(description="Values for <name> placeholders.")] = None,
-    overrides: Annotated[
-        dict[str, str] | None, Field(description="Per-run overrides, e.g. a2a_agent_id=scripted, judge_model=...")
-    ] = None,
-    keep: Annotated[bool, Field(description="Keep agent sandboxes after the run.")] = False,
-    report_path: Annotated[str | None, Field(description="Also write the JSON report to this path.")] = None,
+    task: TaskParameter,
+    seeds: dict[str, str] | None = None,
+    overrides: dict[str, str] | None = None,
+    keep: bool = False,
+    report_path: str | None = None,
 ) -> State:
-    """Run one agent-evaluation task: deploy, prompt, grade, collect, tear down, report."""
-    report = await run_task_document(task, seeds=seeds, overrides=overrides, keep=keep)
+    """Run one agent-evaluation task: deploy, prompt, grade, collect, tear down, report.
+
+    Args:
+        task: The task document: `{"id": ..., "tags": [...], "steps": [...]}`, a bare list of steps, the path
+            of a document on the worker, or the id (`ID` or `ID@VERSION`) of a file artifact holding one.
+        seeds: Values for `<name>` placeholders in the document, e.g. `{"customer": "Dana"}`.
+        overrides: Per-run overrides, e.g. `{"a2a_agent_id": "scripted"}`, `{"judge_model": "gpt-4.1-mini"}`
+            or `{"assistant.agent_config": "{...}"}`.
+        keep: Keep the agents' sandboxes after the run (to inspect the files they wrote).
+        report_path: Also write the JSON report to this path on the worker.
+    """
+    try:
+        document = resolve_task_parameter(task)
+    except TaskDocumentError as exc:  # a user mistake: every problem listed, no traceback
+        get_run_logger().error("%s", exc)
+        return Failed(message=str(exc))
+    report = await run_task_document(document, seeds=seeds, overrides=overrides, keep=keep)
     if report_path:
         write_report(report, Path(report_path))
     get_run_logger().info("task %s: %s (score %s)", report.task_id, report.outcome.value, report.score)
