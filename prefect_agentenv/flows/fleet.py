@@ -34,9 +34,10 @@ async def cancel_flow_run(flow_run_id: UUID) -> None:
             if flow_run.state is not None and flow_run.state.is_final():
                 return
             message = "the benchmark stopped waiting for it (task timeout or benchmark cancelled)"
-            # A running flow run is stopped by its worker (Cancelling); one not yet started never starts.
-            state = Cancelling(message=message) if flow_run.state and flow_run.state.is_running() else Cancelled(
-                message=message)
+            # A run no worker has picked up yet never starts (Cancelled); one a worker has (Pending,
+            # Running) is stopped by that worker, which watches for Cancelling.
+            waiting = flow_run.state is not None and flow_run.state.is_scheduled()
+            state = Cancelled(message=message) if waiting else Cancelling(message=message)
             await client.set_flow_run_state(flow_run_id, state, force=True)
     except Exception as exc:  # the benchmark's own result must not depend on this courtesy
         logger.warning("could not cancel flow run %s: %s", flow_run_id, exc)

@@ -35,10 +35,12 @@ def resolve_task_parameter(task: TaskDocument | list[AnyStep] | str) -> TaskDocu
     Raises:
         TaskDocumentError: the document is invalid, or the string names neither a file nor an artifact.
     """
-    if isinstance(task, TaskDocument):
-        return task
     if isinstance(task, list):
-        return TaskDocument(steps=task)
+        task = TaskDocument(steps=task)
+    if isinstance(task, TaskDocument):
+        # The model checks each step; the graph (dependencies, names an ancestor provides) is checked here.
+        data = task.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return validate_data(data, default_id=task.id).raise_for_problems(task.id)
     text = task.strip()
     if Path(text).is_file():
         return validate_file(text).raise_for_problems(text)
