@@ -26,6 +26,8 @@ class AgentEnvSettings(PrefectBaseSettings):
     tag_task_runs: bool = True
     """Tag each step's task run with its step type (lets Prefect tag concurrency limits cap a step
     type; on a busy SQLite-backed server the per-tag limit lookups can stall runs, see benchmarks/)."""
+    retry_delay_seconds: float = Field(default=1.0, ge=0)
+    """Wait before each retry of a step whose retry_config retries only itself (Prefect task retries)."""
     teardown_timeout_seconds: float = 30.0
     """Upper bound for stopping everything a run started."""
     step_teardown_timeout_seconds: float = 10.0

@@ -8,6 +8,7 @@ import signal
 import threading
 import time
 import uuid
+from uuid import UUID
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -15,16 +16,21 @@ from pathlib import Path
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
-from prefect.context import FlowRunContext
+from prefect.context import FlowRunContext, TaskRunContext
+from prefect.client.schemas.objects import RunInput, TaskRunResult
 from prefect.states import Completed, Failed, State
+from prefect.task_engine import run_task_async
 
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.context import RunContext
+from prefect_agentenv.documents.graph import resolve_dependencies
 from prefect_agentenv.documents.loading import fill_placeholders, resolve_env_vars
 from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError, StepError, TaskDocumentError
 from prefect_agentenv.flows.redaction import redacting_logs
 from prefect_agentenv.flows.report import TaskReport, build_report, publish_artifacts, redact, write_report
+from prefect_agentenv.flows.run_tags import add_flow_run_tags
+from prefect_agentenv.flows.step_log import describe_step, send_package_logs_to_prefect
 from prefect_agentenv.flows.scheduler import DagScheduler, ScheduleResult
 from prefect_agentenv.flows.task_parameter import TaskParameter, resolve_task_parameter
 from prefect_agentenv.runtime.run import RunResources, bind_run, current_run, unbind_run
@@ -57,29 +63,67 @@ async def _step_task_body(step: StepModel, inputs: list[RunContext]) -> RunConte
     """Expected failures (our own errors) end the task run as Failed with their message and
     no traceback; anything else is a bug and propagates with its traceback, unless its message
     holds a secret value (then it fails like an expected one, redacted)."""
+    log = get_run_logger()
+    task_run = TaskRunContext.get()
+    if task_run is not None and task_run.task_run.run_count > 1:  # a Prefect retry: start clean
+        await current_run().teardown.stop_owned_by({step.id})
     try:
-        return await _run_step(step, inputs)
+        out = await _run_step(step, inputs)
     except Exception as exc:
         # A state message is stored by the Prefect API: it never carries a secret in clear.
         message = redact(str(exc), current_run().redact)
         if isinstance(exc, AgentEnvError) or message != str(exc):
+            log.error("%s (%s) failed: %s", step.id, step.type, message or type(exc).__name__)
             return Failed(message=message or type(exc).__name__, data=exc)
         raise
+    for line in describe_step(inputs, out):
+        log.info("%s", line)
+    return out
 
 
 _step_task = task(_step_task_body, cache_policy=NO_CACHE, persist_result=False, log_prints=True)
 
 
+class _PrefectSteps:
+    """The step graph as Prefect draws it: each step's latest task run, and whose output it used.
+
+    Edges come from the dependencies the document declares, not from which objects reached a
+    task, so a step after a tolerated failure (or after a retried span) still shows its upstream.
+    """
+
+    def __init__(self, document: TaskDocument) -> None:
+        self.deps = resolve_dependencies([s.id for s in document.steps],
+                                         [s.dependency_ids() for s in document.steps])
+        self.task_runs: dict[str, UUID] = {}
+
+    def upstream(self, step_id: str) -> dict[str, set[RunInput]]:
+        return {"inputs": {TaskRunResult(id=self.task_runs[d]) for d in self.deps.get(step_id, [])
+                           if d in self.task_runs}}
+
+
 async def _execute_as_prefect_task(step: StepModel, inputs: list[RunContext]) -> RunContext:
-    tags = {step.type} if get_settings().tag_task_runs else set()
+    settings = get_settings()
+    tags = {step.type} if settings.tag_task_runs else set()
     runnable = _step_task.with_options(name=step.id, task_run_name=step.id, tags=tags)
-    state = await runnable(step, inputs, return_state=True)
+    retry = step.retry_config
+    own_retries = bool(retry and retry.max_retries > 0 and retry.retry_from_step_id == step.id)
+    if own_retries:
+        assert retry is not None
+        # Retrying only itself is what Prefect's task retries do: the UI shows one task run with its
+        # attempts (run_count) and the delay as AwaitingRetry.
+        delay = settings.retry_delay_seconds if retry.retry_delay_seconds is None else retry.retry_delay_seconds
+        runnable = runnable.with_options(retries=retry.max_retries, retry_delay_seconds=delay)
+    graph: _PrefectSteps | None = current_run().services.get("prefect_steps")
+    state = await run_task_async(runnable, parameters={"step": step, "inputs": inputs}, return_type="state",
+                                 dependencies=graph.upstream(step.id) if graph else None)
+    if graph is not None and state.state_details.task_run_id is not None:
+        graph.task_runs[step.id] = state.state_details.task_run_id
     result = await state.result(raise_on_failure=False)
-    if isinstance(result, BaseException):
-        raise result
     if not state.is_completed():
-        raise StepError(state.message or f"step ended in state {state.type.value}", step_id=step.id,
-                        step_type=step.type)
+        error = result if isinstance(result, BaseException) else StepError(
+            state.message or f"step ended in state {state.type.value}", step_id=step.id, step_type=step.type)
+        error.retries_exhausted = own_retries  # type: ignore[union-attr]  # the scheduler must not retry again
+        raise error
     return result
 
 
@@ -107,6 +151,8 @@ async def run_task_document(
         overrides=dict(overrides or {}),
     )
     run.workdir.mkdir(parents=True, exist_ok=True)
+    if execute_in_prefect:
+        run.services["prefect_steps"] = _PrefectSteps(document)
     warnings = [f"step '{s.id}': accepted but not acted on: {', '.join(s.ignored_fields)}"
                 for s in document.steps if s.ignored_fields]
     started_at = datetime.now(timezone.utc).isoformat()
@@ -239,6 +285,8 @@ async def agent_task(
     except TaskDocumentError as exc:  # a user mistake: every problem listed, no traceback
         get_run_logger().error("%s", exc)
         return Failed(message=str(exc))
+    send_package_logs_to_prefect()
+    await add_flow_run_tags(document.tags)
     report = await run_task_document(document, seeds=seeds, overrides=overrides, keep=keep)
     if report_path:
         write_report(report, Path(report_path))
