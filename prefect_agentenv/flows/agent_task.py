@@ -71,10 +71,10 @@ async def _step_task_body(step: StepModel, inputs: list[RunContext]) -> RunConte
         out = await _run_step(step, inputs)
     except Exception as exc:
         # A state message is stored by the Prefect API: it never carries a secret in clear.
-        message = redact(str(exc), current_run().redact)
+        message = redact(str(exc), current_run().redact) or type(exc).__name__
+        log.error("%s (%s) failed: %s", step.id, step.type, message)
         if isinstance(exc, AgentEnvError) or message != str(exc):
-            log.error("%s (%s) failed: %s", step.id, step.type, message or type(exc).__name__)
-            return Failed(message=message or type(exc).__name__, data=exc)
+            return Failed(message=message, data=exc)
         raise
     for line in describe_step(inputs, out):
         log.info("%s", line)
