@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -24,3 +25,18 @@ def test_the_package_declares_classifiers_and_project_urls() -> None:
     assert "Typing :: Typed" in PYPROJECT["classifiers"]
     assert any(c.startswith("Programming Language :: Python :: 3.") for c in PYPROJECT["classifiers"])
     assert PYPROJECT["urls"]["Homepage"].startswith("https://")
+
+
+def dry_run(target: str, tmp_path: Path) -> str:
+    """The commands `make TARGET` would run on a fresh clone (nothing is executed)."""
+    repo = Path(__file__).resolve().parents[1]
+    done = subprocess.run(["make", "-n", "-C", str(repo), target, f"VENV={tmp_path / 'venv'}",
+                           f"PEERS={tmp_path / 'peers'}"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_make_demo_never_installs_the_test_only_step_types_but_make_test_does(tmp_path: Path) -> None:
+    demo, test = dry_run("demo", tmp_path), dry_run("test", tmp_path)
+    assert "tests/plugin" not in demo and "uninstall -q -y agentenv-teststeps" in demo
+    assert "-e tests/plugin" in test and "pytest" in test
