@@ -195,7 +195,7 @@ async def run_task_document(
             await _upload_report(report, run_id)
             if publish and _flow_run_id():
                 try:
-                    await publish_artifacts(report)
+                    await publish_artifacts(report, run.redact)
                 except Exception as exc:  # artifacts are a view; a failed upload must not hide the report
                     logger.warning("could not publish Prefect artifacts: %s", exc)
     return report

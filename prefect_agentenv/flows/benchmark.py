@@ -40,6 +40,7 @@ from prefect_agentenv.exceptions import ArtifactError, TaskDocumentError
 from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.flows.agent_task import agent_task, report_key
 from prefect_agentenv.flows.fleet import cancel_flow_run, wait_for_flow_run
+from prefect_agentenv.flows.links import flow_run_url
 from prefect_agentenv.flows.report import TaskReport, artifact_key, verification_rows
 from prefect_agentenv.flows.results import ResultsStore, crashed_result, read_results, result_from_report, task_key
 from prefect_agentenv.grading.benchmark_stats import RunKey, TaskResult, compare, summarize, summary_markdown
@@ -264,7 +265,7 @@ class _Runner:
                                  previous_run_id=previous.run_id)
         await asyncio.to_thread(self.results.record_finished, summary)
         markdown = summary_markdown(summary, comparison, results, title=f"{self.bench.name} — run {self.run_id}")
-        await _publish(self.bench.slug, markdown, results, self.verification_rows)
+        await _publish(self.store, self.bench.slug, markdown, results, self.verification_rows)
         out = {"run_id": self.run_id, "slug": self.bench.slug, "headline": headline_text(summary),
                "summary": summary.model_dump(mode="json"), "counts": summary.counts.model_dump(mode="json"),
                "regressions": comparison.regressions if comparison else [],
@@ -294,14 +295,21 @@ async def _progress(slug: str, done: int, total: int) -> Any:
                                            "progress"), description=f"Benchmark {slug}: share of task runs done")
 
 
-async def _publish(slug: str, markdown: str, results: list[TaskResult], rows: list[dict[str, Any]]) -> None:
+async def _publish(store: ArtifactBackend, slug: str, markdown: str, results: list[TaskResult],
+                   rows: list[dict[str, Any]]) -> None:
     if FlowRunContext.get() is None:
         return
     key = artifact_key("bench", slug)
+    links = [f"- [{r.task_id} · epoch {r.epoch}]({url}): {r.outcome.value}" for r in results
+             if (url := flow_run_url(r.flow_run_id))]
+    if links:
+        markdown += "\n\n## Task runs\n\n" + "\n".join(links)
     await acreate_markdown_artifact(markdown=markdown, key=f"{key}-summary"[:100], description=f"Benchmark {slug}")
     await acreate_table_artifact(
         table=[{"task": r.task_id, "seed": r.seed_index, "epoch": r.epoch, "outcome": r.outcome.value,
-                "score": r.score, "duration_s": r.duration_s, "report": r.report_url, "error": (r.error or "")[:200]}
+                "score": r.score, "duration_s": r.duration_s, "flow_run": flow_run_url(r.flow_run_id),
+                "report": store.browser_url(r.report_url or "") or flow_run_url(r.flow_run_id) or r.report_url,
+                "error": (r.error or "")[:200]}
                for r in results],
         key=f"{key}-tasks"[:100], description=f"Task runs of benchmark {slug}")
     if rows:

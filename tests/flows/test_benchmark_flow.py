@@ -62,6 +62,11 @@ async def test_every_task_and_epoch_runs_as_an_agent_task_subflow_with_results_a
     assert "bench-unit-bench-verifications" in {a.key for a in artifacts}
     summary = next(a for a in artifacts if a.type == "markdown")
     assert "Mean score" in str(summary.data) and "alpha" in str(summary.data)
+    table = next(a for a in artifacts if a.key == "bench-unit-bench-tasks")
+    child_pages = {f"/runs/flow-run/{c.id}" for c in children}
+    rows = json.loads(table.data) if isinstance(table.data, str) else table.data
+    assert {row["flow_run"][row["flow_run"].index("/runs/"):] for row in rows} == child_pages
+    assert all(f"/runs/flow-run/{c.id})" in str(summary.data) for c in children)
 
 
 async def test_a_resumed_run_reruns_only_missing_or_errored_tasks(tmp_path: Path,
