@@ -13,6 +13,7 @@ from prefect_agentenv.runtime.launch import Instance, LaunchSpec
 from prefect_agentenv.runtime.resolve import resolve_env
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.steps.base import Provides, StepModel
+from prefect_agentenv.steps.concurrency_slots import hold_slot
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.services import http_client, launchers
 
@@ -52,6 +53,7 @@ async def run(step: DeployEnvStep, ctx: RunContext) -> RunContext:
 async def _start(step: DeployEnvStep, spec: LaunchSpec) -> Instance:
     run = current_run()
     run.redact.update(spec.secret_values().values())  # a failing env may echo its environment
+    await hold_slot(run, "env", step.env_id, owner_step=step.id)
     launcher = launchers(run).for_spec(spec)
     try:
         instance = await launcher.start(spec, name=step.env_id, workdir=run.workdir / "envs")
