@@ -39,6 +39,7 @@ from prefect_agentenv.documents.compile import ExpandedTask
 from prefect_agentenv.exceptions import ArtifactError, TaskDocumentError
 from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.flows.agent_task import agent_task, report_key
+from prefect_agentenv.flows.events import finished_events, task_result_event
 from prefect_agentenv.flows.fleet import cancel_flow_run, wait_for_flow_run
 from prefect_agentenv.flows.links import flow_run_url
 from prefect_agentenv.flows.report import TaskReport, artifact_key, verification_rows
@@ -174,6 +175,7 @@ class _Runner:
             async with gate:
                 result = await self._run_one(key)
             await self.results.append_async(result)
+            task_result_event(self.bench.slug, self.run_id, result)
             self.done += 1
             _emit("result", result.model_dump(mode="json"))
             if self.progress_id is not None:
@@ -266,6 +268,7 @@ class _Runner:
         await asyncio.to_thread(self.results.record_finished, summary)
         markdown = summary_markdown(summary, comparison, results, title=f"{self.bench.name} — run {self.run_id}")
         await _publish(self.store, self.bench.slug, markdown, results, self.verification_rows)
+        finished_events(self.bench.slug, self.run_id, summary, comparison)
         out = {"run_id": self.run_id, "slug": self.bench.slug, "headline": headline_text(summary),
                "summary": summary.model_dump(mode="json"), "counts": summary.counts.model_dump(mode="json"),
                "regressions": comparison.regressions if comparison else [],
