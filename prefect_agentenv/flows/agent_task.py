@@ -8,7 +8,6 @@ import signal
 import threading
 import time
 import uuid
-from uuid import UUID
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -17,7 +16,7 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.context import FlowRunContext, TaskRunContext
-from prefect.client.schemas.objects import RunInput, TaskRunResult
+from prefect.client.schemas.objects import RunInput, TaskRun, TaskRunResult
 from prefect.states import Completed, Failed, State
 from prefect.task_engine import run_task_async
 
@@ -65,6 +64,9 @@ async def _step_task_body(step: StepModel, inputs: list[RunContext]) -> RunConte
     holds a secret value (then it fails like an expected one, redacted)."""
     log = get_run_logger()
     task_run = TaskRunContext.get()
+    graph: _PrefectSteps | None = current_run().services.get("prefect_steps")
+    if task_run is not None and graph is not None:
+        graph.task_runs[step.id] = task_run.task_run
     if task_run is not None and task_run.task_run.run_count > 1:  # a Prefect retry: start clean
         await current_run().teardown.stop_owned_by({step.id})
     try:
@@ -94,10 +96,11 @@ class _PrefectSteps:
     def __init__(self, document: TaskDocument) -> None:
         self.deps = resolve_dependencies([s.id for s in document.steps],
                                          [s.dependency_ids() for s in document.steps])
-        self.task_runs: dict[str, UUID] = {}
+        self.task_runs: dict[str, TaskRun] = {}
+        """Each step's task run as its engine left it; a span retry runs the step again in it."""
 
     def upstream(self, step_id: str) -> dict[str, set[RunInput]]:
-        return {"inputs": {TaskRunResult(id=self.task_runs[d]) for d in self.deps.get(step_id, [])
+        return {"inputs": {TaskRunResult(id=self.task_runs[d].id) for d in self.deps.get(step_id, [])
                            if d in self.task_runs}}
 
 
@@ -114,10 +117,11 @@ async def _execute_as_prefect_task(step: StepModel, inputs: list[RunContext]) ->
         delay = settings.retry_delay_seconds if retry.retry_delay_seconds is None else retry.retry_delay_seconds
         runnable = runnable.with_options(retries=retry.max_retries, retry_delay_seconds=delay)
     graph: _PrefectSteps | None = current_run().services.get("prefect_steps")
+    # A step run again by a span retry continues its own task run: the UI shows one step with
+    # several attempts (run_count) instead of unrelated task runs.
     state = await run_task_async(runnable, parameters={"step": step, "inputs": inputs}, return_type="state",
+                                 task_run=graph.task_runs.get(step.id) if graph else None,
                                  dependencies=graph.upstream(step.id) if graph else None)
-    if graph is not None and state.state_details.task_run_id is not None:
-        graph.task_runs[step.id] = state.state_details.task_run_id
     result = await state.result(raise_on_failure=False)
     if not state.is_completed():
         error = result if isinstance(result, BaseException) else StepError(

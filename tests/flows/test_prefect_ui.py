@@ -85,6 +85,18 @@ async def test_a_step_that_retries_itself_is_one_task_run_with_several_attempts(
     assert runs["flaky"].run_count == 2 and runs["flaky"].state.is_completed()
 
 
+async def test_a_retried_span_shows_as_second_attempts_of_the_same_task_runs() -> None:
+    state = await agent_task(doc([
+        {"id": "setup", "type": "test_noop", "depends_on": []},
+        {"id": "flaky", "type": "test_fail", "fail_times": 1,
+         "retry_config": {"retry_from_step_id": "setup", "max_retries": 1}}]), return_state=True)
+    assert state.is_completed(), state.message
+    runs = await task_runs_of(state.state_details.flow_run_id)
+    assert sorted(runs) == ["flaky", "setup"]
+    assert runs["setup"].run_count == 2 and runs["flaky"].run_count == 2
+    assert runs["flaky"].state.is_completed()
+
+
 def test_every_parameter_of_both_deployments_has_a_description_and_each_deployment_an_example() -> None:
     for deployment in build_deployments(cron=None):
         properties = deployment._parameter_openapi_schema.properties
