@@ -49,11 +49,12 @@ class S3ArtifactBackend(ArtifactBackend):
         aws_access_key_id: SecretStr | str | None = None,
         aws_secret_access_key: SecretStr | str | None = None,
         client: BaseClient | None = None,
+        owns_client: bool | None = None,
     ) -> None:
         self.bucket = bucket
         self.prefix = check_prefix(prefix)
         self.endpoint_url = endpoint_url
-        self._owns_client = client is None
+        self._owns_client = client is None if owns_client is None else owns_client
         try:
             self._client = client or _make_client(endpoint_url, region_name, aws_access_key_id, aws_secret_access_key)
         except (BotoCoreError, ValueError) as exc:
