@@ -10,7 +10,7 @@ PEERS_STAMP := $(PEERS)/.installed-stamp
 PEER_PACKAGES := agentenv-framework==0.9.1364 agentenv-framework-protocol==0.1.379
 export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 
-.PHONY: install install-test peers demo test bench clean
+.PHONY: install install-test peers demo test browser screenshots bench clean
 
 # The package alone (what `make demo` runs); the test extras and the test-only step types
 # (tests/plugin, registered through the entry-point group) only for `make test`.
@@ -46,6 +46,15 @@ demo: install
 
 test: install-test peers
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+# The browser tests use the system's Chromium (Playwright never downloads one); without it they
+# are skipped and say so. CI runs this before `make test`.
+browser:
+	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+
+# The screenshots of docs/reading-results.md, taken by the browser tests.
+screenshots: install-test browser
+	AGENTENV_SCREENSHOTS=$(CURDIR)/docs/images $(BIN)/python -m pytest -q -p no:cacheprovider tests/viewer/test_browser.py
 
 bench: install
 	$(BIN)/python benchmarks/engine_overhead.py

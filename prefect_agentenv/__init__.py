@@ -39,6 +39,7 @@ _LAZY = {
     "agent_task": "prefect_agentenv.flows.agent_task",
     "run_task_document": "prefect_agentenv.flows.agent_task",
     "TaskReport": "prefect_agentenv.flows.report",
+    "Transcript": "prefect_agentenv.transcript",
 }
 
 __all__ = [
@@ -63,6 +64,7 @@ __all__ = [
     "TaskDocument",
     "TaskDocumentError",
     "TaskReport",
+    "Transcript",
     "agent_task",
     "load_task",
     "register",

@@ -34,6 +34,16 @@ def dump_step(step: StepModel) -> dict[str, Any]:
     return data
 
 
+def explain_step(step: StepModel) -> dict[str, Any]:
+    """The canonical form of a step as ``validate --explain`` shows it: what was written, in this
+    runner's field names, plus the names the step gives or needs even when they were defaults."""
+    data = dump_step(step)
+    for _, _, loc in [*step.provided(), *step.required()]:
+        if loc and loc[0] != "id" and loc[0] not in data:
+            data[str(loc[0])] = getattr(step, str(loc[0]))
+    return data
+
+
 class _AnyStepAnnotation:
     """Pydantic type for "a step of any registered type" (plugins included)."""
 

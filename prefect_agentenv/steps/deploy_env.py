@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated, Literal
 
 from pydantic import Field
@@ -17,6 +18,8 @@ from prefect_agentenv.steps.concurrency_slots import hold_slot
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.services import http_client, launchers
 
+logger = logging.getLogger("prefect_agentenv.envs")
+
 
 class DeployEnvStep(StepModel):
     """Deploys a registered env as a new instance; later steps find it by env_id."""
@@ -27,7 +30,10 @@ class DeployEnvStep(StepModel):
     startup_timeout_seconds: float | None = Field(default=None, gt=0)
     """How long the instance may take to answer its card; the env's registered value when omitted."""
 
-    accepted_but_ignored = ("env_state_type", "env_state_instance_id", "priority", "metadata")
+    accepted_but_ignored = ("env_state_type", "env_state_instance_id", "priority", "metadata", "artifact_id",
+                            "artifact_version")
+    hosted_only = ("ttl_seconds", "disk_size_gb", "gateway_mode", "cpu", "memory_mb", "sandbox_type")
+    reference_aliases = {"env_version": "version"}
 
 
 async def run(step: DeployEnvStep, ctx: RunContext) -> RunContext:
@@ -68,8 +74,10 @@ async def _start(step: DeployEnvStep, spec: LaunchSpec) -> Instance:
 async def _mcp_url(step: DeployEnvStep, instance: Instance) -> str:
     """The card's MCP interface when it declares one, else the launcher's default path."""
     try:
-        card = await EnvClient(instance.base_url, http_client(current_run())).card()
-    except ProtocolError:  # an MCP-only server may have no card at all
+        card = await EnvClient(instance.base_url, http_client(current_run()), name=step.env_id).card()
+    except ProtocolError as exc:
+        if exc.code != 404:  # no card at all is an MCP-only server; anything else is worth saying
+            logger.warning("deploy_env %s: %s; its MCP endpoint is taken as %s", step.id, exc, instance.mcp_url)
         return instance.mcp_url
     return card.mcp_url or instance.mcp_url
 
