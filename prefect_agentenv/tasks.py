@@ -45,7 +45,9 @@ __all__ = [
     "agentenv_run", "step_task", "deploy_env", "load_artifact", "deploy_agent", "prompt_agent",
     "rubrics_verifier", "collect_artifacts", "env_outcome_verifier", "env_state_verifier", "reset_env",
     "sync_env_clock", "register_env_triggers", "snapshot_env", "agent_prompt_response_verifier",
-    "aggregate_verifiers", "verify_sandbox", "teardown_sandboxes",
+    "aggregate_verifiers", "verify_sandbox", "teardown_sandboxes", "deploy_sandbox", "review", "run_code",
+    "deploy_human_agent", "peer_agents", "modify_env_tool_access", "register_agent_triggers",
+    "snapshot_agent_state", "run_container_unit_tests_verifier", "verify_env_card", "verify_a2a_core_protocol",
 ]
 
 
@@ -110,3 +112,14 @@ agent_prompt_response_verifier = step_task("agent_prompt_response_verifier")
 aggregate_verifiers = step_task("aggregate_verifiers")
 verify_sandbox = step_task("verify_sandbox")
 teardown_sandboxes = step_task("teardown_sandboxes")
+deploy_sandbox = step_task("deploy_sandbox")
+review = step_task("review")
+run_code = step_task("run_code")
+deploy_human_agent = step_task("deploy_human_agent")
+peer_agents = step_task("peer_agents")
+modify_env_tool_access = step_task("modify_env_tool_access")
+register_agent_triggers = step_task("register_agent_triggers")
+snapshot_agent_state = step_task("snapshot_agent_state")
+run_container_unit_tests_verifier = step_task("run_container_unit_tests_verifier")
+verify_env_card = step_task("verify_env_card")
+verify_a2a_core_protocol = step_task("verify_a2a_core_protocol")

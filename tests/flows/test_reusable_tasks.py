@@ -54,3 +54,14 @@ async def test_a_misspelt_field_names_itself() -> None:
 
     with pytest.raises(TaskDocumentError, match="env_idd"):
         await typo()
+
+
+def test_every_built_in_step_type_is_a_task() -> None:
+    from importlib.metadata import entry_points
+
+    import prefect_agentenv.tasks as tasks
+
+    built_in = {ep.name for ep in entry_points(group="prefect_agentenv.steps")
+                if ep.dist is not None and ep.dist.name == "prefect-agentenv"}
+    assert built_in and built_in <= set(tasks.__all__)
+    assert all(getattr(tasks, name).name == name for name in built_in)
