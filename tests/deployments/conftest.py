@@ -18,5 +18,5 @@ def server_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, s
            "PREFECT_AGENTENV_HOME": str(tmp_path_factory.mktemp("agentenv-home")),
            "PREFECT_RUNNER_POLL_FREQUENCY": "1", "PREFECT_LOGGING_LEVEL": "WARNING"}
     with Server([str(BIN / "prefect"), "server", "start", "--host", LOOPBACK, "--port", PORT], ready="/api/health",
-                log=home / "server.log", env=env, name="prefect server", timeout=90, stop_timeout=20) as server:
+                log=home / "server.log", env=env, name="prefect server", timeout=180, stop_timeout=20) as server:
         yield server.environ
