@@ -14,6 +14,8 @@ import typer
 from prefect_agentenv.commands.agent import agent_app
 from prefect_agentenv.commands.artifact import artifact_app
 from prefect_agentenv.commands.env import env_app
+from prefect_agentenv.commands.rollout import rollout_command
+from prefect_agentenv.commands.review import review_command
 from prefect_agentenv.commands.view import view_command
 from prefect_agentenv.documents import BenchmarkValidationResult, TaskDocument, validate_any_file, validate_file
 from prefect_agentenv.documents.graph import resolve_dependencies
@@ -231,6 +233,8 @@ def upgrade_blocks_command() -> None:
 
 
 app.command(name="view")(view_command)
+app.command(name="rollout")(rollout_command)
+app.command(name="review")(review_command)
 
 
 def main() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Union
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler
 from pydantic_core import PydanticCustomError, core_schema
@@ -73,6 +73,9 @@ class TaskDocument(BaseModel):
     """Labels shown on the flow run."""
     steps: list[AnyStep] = Field(min_length=1)
     """The steps; see each step type's fields."""
+    skip_policy: Literal["zero", "exclude"] = "zero"
+    """How a skipped verifier (skip_on_truncated / skip_on_timeout) counts in the task score:
+    as 0 (``zero``) or not at all (``exclude``)."""
 
     def step(self, step_id: str) -> StepModel:
         for s in self.steps:

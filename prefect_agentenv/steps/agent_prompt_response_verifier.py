@@ -38,6 +38,9 @@ class AgentPromptResponseVerifierStep(VerifierStep):
     response_regex_present: list[RegexCheck] = Field(default_factory=list)
     score_aggregator: Aggregator = "all_pass"
 
+    reference_fields = {"criteria": "AgentEnv's criteria list (response_contains needles, response_regex_present "
+                                    "patterns), read as response_contains and response_regex_present."}
+
     @classmethod
     def reference_forms(cls, data: dict[str, Any], notices: list[str]) -> dict[str, Any]:
         """AgentEnv's ``criteria: [{type: response_contains, needles}, {type: response_regex_present, pattern}]``.

@@ -93,6 +93,12 @@ class StepModel(_Strict):
     """Fields that size or time AgentEnv's hosted sandboxes; accepted with a notice, no effect here."""
     reference_aliases: ClassVar[dict[str, str]] = {}
     """AgentEnv field names read as this model's fields: ``{reference name: field name}``."""
+    reference_fields: ClassVar[dict[str, str]] = {}
+    """AgentEnv fields that :meth:`reference_forms` rewrites, with how (for the JSON Schema)."""
+    reference_alternatives: ClassVar[dict[str, str]] = {}
+    """AgentEnv fields that stand in for a required field in another form (``{"criteria": "checks"}``)."""
+    schema_optional: ClassVar[tuple[str, ...]] = ()
+    """Required fields that :meth:`reference_forms` fills when omitted (the schema does not require them)."""
 
     _ignored_present: list[str] = PrivateAttr(default_factory=list)
     _notices: list[str] = PrivateAttr(default_factory=list)
@@ -138,6 +144,9 @@ class StepModel(_Strict):
             props.setdefault(name, {"description": "Sizes or times an AgentEnv hosted sandbox; accepted, no effect."})
         for name, target_name in cls.reference_aliases.items():
             props.setdefault(name, {"description": f"AgentEnv's name for {target_name}."})
+        for name, how in cls.reference_fields.items():
+            props.setdefault(name, {"description": how})
+        _alias_requirements(target, {**cls.reference_aliases, **cls.reference_alternatives}, cls.schema_optional)
         if "type" in props and "type" not in target.get("required", []):
             target.setdefault("required", []).insert(0, "type")
         return schema
@@ -181,6 +190,19 @@ class StepModel(_Strict):
                         yield kinds[0], item, (field_name, i)
 
 
+def _alias_requirements(schema: dict[str, Any], aliases: dict[str, str], optional: tuple[str, ...]) -> None:
+    """A required field with an AgentEnv name may be given under either; one filled at load under neither."""
+    required = [r for r in schema.get("required", []) if r not in optional]
+    either = []
+    for ref_name, name in aliases.items():
+        if name in required:
+            required.remove(name)
+            either.append({"anyOf": [{"required": [name]}, {"required": [ref_name]}]})
+    schema["required"] = required
+    if either:
+        schema.setdefault("allOf", []).extend(either)
+
+
 def _apply_aliases(cls: type[StepModel], data: dict[str, Any]) -> dict[str, Any]:
     """Rename AgentEnv field names to this model's; both names at once is an error."""
     if not cls.reference_aliases:
@@ -211,6 +233,8 @@ def _markers(annotation: Any, metadata: list[Any]) -> list[Any]:
 
 class VerifierStep(StepModel):
     """Fields shared by the steps that write metadata.verifications."""
+
+    schema_optional = ("verifier_id",)
 
     verifier_id: Annotated[str, Provides("verifier")]
     """Key of this verifier's results in metadata.verifications."""

@@ -53,7 +53,7 @@ async def run(step: EnvOutcomeVerifierStep, ctx: RunContext) -> RunContext:
     if response is not None and response.error:
         verifications[step.verifier_id] = prompt_error(response, weight=step.weight, fmt="outcome")
         return ctx
-    folder = current_run().workdir / "verifiers" / step.id
+    folder = current_run().step_folder("verifiers", step.id)
     script = await _fetch_script(step, folder)
     run_file = None
     if response is not None:

@@ -12,7 +12,8 @@ import mimetypes
 from prefect_agentenv.artifacts import ArtifactMetadata
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import AgentEnvError, StepError
-from prefect_agentenv.protocols.env import FilePart
+from prefect_agentenv.artifacts.datasets import DatasetError, read_dataset
+from prefect_agentenv.protocols.env import DataPart, FilePart, Part
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.steps.base import AgentRef, CollectRef, EnvRef, SandboxRef, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
@@ -38,9 +39,16 @@ class LoadArtifactStep(StepModel):
     """Older name of artifact_from_step_id."""
     destination_path: str = "/tmp/file_artifacts"
     """Folder in the sandbox the files are copied to."""
+    reset: bool = True
+    """data/reset the env before data/add; false adds to what is already loaded."""
+    entity_ids: list[str] | None = None
+    """Load only these entities' rows of a dataset artifact, and the rows sharing their ids
+    (see docs/benchmarks.md, "Datasets"); the whole artifact when omitted."""
 
     accepted_but_ignored = ("env_step_id", "container_name", "snapshot_after_load")
     reference_aliases = {"artifact_version": "version"}
+
+    reference_fields = {"artifacts": "AgentEnv's [{id, version}] with one entry, read as artifact_id and version."}
 
     @classmethod
     def reference_forms(cls, data: dict[str, Any], notices: list[str]) -> dict[str, Any]:
@@ -78,6 +86,8 @@ class LoadArtifactStep(StepModel):
         if self.artifact_from_step_id and self.env_id:
             raise ValueError("artifact_from_step_id loads files into a sandbox: use agent_name or sandbox_name, "
                              "not env_id")
+        if self.entity_ids is not None and self.env_id is None:
+            raise ValueError("entity_ids scopes a dataset loaded into an env: use env_id")
         return self
 
 
@@ -142,9 +152,16 @@ async def load_into_env(step: LoadArtifactStep, ctx: RunContext, env_id: str) ->
     try:
         meta = await asyncio.to_thread(store.get_metadata, step.artifact_id, step.version or "latest")
         _check_environment(step, meta, env_id, (await client.card()).name)
-        parts = [await _file_part(store, meta, f.name) for f in meta.files]
-        await client.data_reset()
+        if step.entity_ids is not None:
+            dataset = await asyncio.to_thread(read_dataset, store, meta.id, meta.version)
+            parts: list[Part] = [DataPart(data=dataset.scoped(step.entity_ids))]
+        else:
+            parts = [await _file_part(store, meta, f.name) for f in meta.files]
+        if step.reset:
+            await client.data_reset()
         await client.data_add(parts)
+    except DatasetError as exc:
+        raise StepError(f"artifact '{step.artifact_id}': {exc}", step_id=step.id, step_type=step.type) from None
     except AgentEnvError as exc:
         if isinstance(exc, StepError):
             raise

@@ -74,6 +74,9 @@ class PromptAgentStep(StepModel):
         "user_agent_timeout_seconds",
     )
 
+    reference_fields = {"parts": "AgentEnv's A2A parts; text parts are read as the prompt."}
+    schema_optional = ("prompt_id", "prompt")
+
     @classmethod
     def reference_forms(cls, data: dict[str, Any], notices: list[str]) -> dict[str, Any]:
         """AgentEnv defaults: prompt_id, agent_name, a user named human_agent; ``parts`` as the prompt."""

@@ -72,6 +72,8 @@ class RubricsVerifierStep(VerifierStep):
     )
     reference_aliases = {"default_model": "judge_model", "judge_a2a_agent_id": "judge_agent_id"}
 
+    reference_fields = {"use_agent_judge": "AgentEnv's judge choice, read as judge_mode (agent or model)."}
+
     @classmethod
     def reference_forms(cls, data: dict[str, Any], notices: list[str]) -> dict[str, Any]:
         """AgentEnv's ``use_agent_judge`` flag is judge_mode; nulls mean the defaults."""

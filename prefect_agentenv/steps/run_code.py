@@ -16,7 +16,7 @@ from pydantic import Field, model_validator
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import AgentEnvError, AgentTimeoutError, StepError
 from prefect_agentenv.runtime import script_runner
-from prefect_agentenv.runtime.run import current_run
+from prefect_agentenv.runtime.run import current_run, safe_segment
 from prefect_agentenv.steps.base import DEFAULT_AGENT_NAME, AgentRef, EnvRef, SandboxRef, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.sandbox_support import sandbox_target
@@ -88,12 +88,12 @@ def _target(step: RunCodeStep, ctx: RunContext) -> tuple[Path, Path, dict[str, s
     """The staging folder, the working folder, extra env vars and target-specific input."""
     if step.env_id is not None:
         env = deployed_env(ctx, step.env_id, step)
-        folder = current_run().workdir / "run_code" / step.id
+        folder = current_run().step_folder("run_code", step.id)
         info = {"id": env.env_id, "url": env.base_url or env.mcp_url.rsplit("/", 1)[0], "mcp_url": env.mcp_url}
         return folder, folder, {}, {"env": info}
     sandbox, extra_env, _ = sandbox_target(ctx, step, agent_name=step.agent_name, sandbox_name=step.sandbox_name)
     try:
-        folder = sandbox.path(f"{RUN_FOLDER}/{step.id}")
+        folder = sandbox.path(f"{RUN_FOLDER}/{safe_segment(step.id)}")
     except (AgentEnvError, ValueError) as exc:
         raise StepError(f"staging folder for step id {step.id!r}: {exc}", step_id=step.id, step_type=step.type) from None
     return folder, sandbox.root, {**sandbox.env(), **extra_env}, {"sandbox_root": str(sandbox.root)}

@@ -50,7 +50,7 @@ async def run(step: SnapshotAgentStateStep, ctx: RunContext) -> RunContext:
     if step.prompt_id not in ctx.prompt_responses:
         raise NotInContextError(f"Prompt '{step.prompt_id}' not found in context.prompt_responses",
                                 step_id=step.id, step_type=step.type)
-    folder = run_.workdir / "snapshots" / step.id
+    folder = run_.step_folder("snapshots", step.id)
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     files = await _records(run_, step, ctx, folder)

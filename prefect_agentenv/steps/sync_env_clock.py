@@ -30,6 +30,8 @@ class SyncEnvClockStep(StepModel):
     accepted_but_ignored = ("tolerate_missing_sync_time", "timeout_seconds")
     reference_aliases = {"virtual_time": "time"}
 
+    reference_fields = {"virtual_seconds_per_real_second": "AgentEnv's clock speed: 0 is frozen, 1 real time."}
+
     @classmethod
     def reference_forms(cls, data: dict[str, Any], notices: list[str]) -> dict[str, Any]:
         """AgentEnv's clock speed: 0 is a frozen clock, 1 real time; other speeds run at real time."""

@@ -81,6 +81,10 @@ class VerifySandboxStep(VerifierStep):
     checks: list[SandboxCheck] = Field(min_length=1)
     score_aggregator: Aggregator = "all_pass"
 
+    reference_fields = {"criteria": "AgentEnv's probe criteria, read as checks.",
+                        "shell_timeout_seconds": "AgentEnv's per-probe timeout, read as each check's timeout_seconds."}
+    reference_alternatives = {"criteria": "checks"}
+
     @classmethod
     def reference_forms(cls, data: dict[str, Any], notices: list[str]) -> dict[str, Any]:
         """AgentEnv's probe ``criteria`` (base_dir defaults to /app there) become checks."""

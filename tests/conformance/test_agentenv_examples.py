@@ -26,6 +26,7 @@ import pytest
 from conformance.conftest import PEERS_PYTHON, ROOT, cli
 
 from prefect_agentenv.documents import validate_file
+from prefect_agentenv.documents.schema import document_schema
 from prefect_agentenv.flows.agent_task import run_task_document
 from prefect_agentenv.settings import get_settings
 
@@ -113,3 +114,11 @@ async def test_an_agent_smoke_task_runs_unchanged_with_the_scripted_agent_in_pla
     assert report.outcome == "PASSED", (report.error, report.steps)
     assert report.context["deployed_agents"]["default-agent"]["a2a_agent_id"] == "scripted"
     assert report.context["prompt_responses"]["ask"]["response"] == "42"
+
+
+@needs_package
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: f"{p.parent.parent.name}/{p.name}")
+def test_every_example_task_document_is_valid_against_the_json_schema(document: Path) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+
+    jsonschema.validate({"id": document.stem, "steps": json.loads(document.read_text())}, document_schema())

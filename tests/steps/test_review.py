@@ -11,7 +11,9 @@ from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
 from prefect.flow_runs import aresume_flow_run
 from steps.helpers import run_doc, states
+from typer.testing import CliRunner
 
+from prefect_agentenv.cli import app
 from prefect_agentenv.documents import validate_data
 from prefect_agentenv.flows.agent_task import agent_task
 
@@ -55,18 +57,24 @@ async def test_an_approved_review_lets_the_task_go_on_and_keeps_the_note() -> No
         "label": "Is the work right?", "approved": True, "note": "numbers check out"}
 
 
-async def test_a_rejected_review_fails_the_task_with_the_reviewers_note() -> None:
+async def test_a_review_rejected_from_the_terminal_fails_the_task_with_the_reviewers_note() -> None:
     run = asyncio.create_task(agent_task(gated("review-rejected"), return_state=True))
     flow_run_id = await paused_run("review-rejected")
 
-    await aresume_flow_run(flow_run_id, run_input={"approve": False, "note": "wrong quarter"})
+    answer = await asyncio.to_thread(CliRunner().invoke, app, ["review", str(flow_run_id), "--reject",
+                                                                "--note", "wrong quarter"])
     state = await asyncio.wait_for(run, 60)
+
+    assert answer.exit_code == 0 and "rejected (wrong quarter)" in answer.output, answer.output
 
     assert state.is_failed()
     report = await state.result(raise_on_failure=False)
     assert {s["id"]: s["state"] for s in report["steps"]}["gate"] == "failed"
     assert "review 'Is the work right?' was rejected: wrong quarter" in (state.message or "")
     assert report["context"]["metadata"]["reviews"]["gate"]["approved"] is False
+
+    again = await asyncio.to_thread(CliRunner().invoke, app, ["review", str(flow_run_id), "--approve"])
+    assert again.exit_code == 1 and "cannot be resumed" in again.output
 
 
 async def test_a_review_outside_a_flow_run_is_a_clear_error() -> None:
