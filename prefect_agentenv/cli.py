@@ -220,6 +220,18 @@ def serve_command(
     serve_all(benchmark_file, cron=None if no_schedule else cron, limit=limit)
 
 
+@app.command(name="upgrade-blocks")
+def upgrade_blocks_command() -> None:
+    """Save env, agent, model and store blocks again under their current schema (masks secret_env values
+    of blocks saved by earlier versions)."""
+    from prefect_agentenv.blocks.upgrade import upgrade_blocks
+
+    upgraded = asyncio.run(upgrade_blocks())
+    for name in upgraded:
+        typer.echo(f"upgraded {name}")
+    typer.echo(f"{len(upgraded)} block(s) upgraded" if upgraded else "every block is up to date")
+
+
 app.command(name="view")(view_command)
 app.command(name="rollout")(rollout_command)
 app.command(name="review")(review_command)

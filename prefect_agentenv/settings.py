@@ -26,6 +26,11 @@ class AgentEnvSettings(PrefectBaseSettings):
     tag_task_runs: bool = True
     """Tag each step's task run with its step type (lets Prefect tag concurrency limits cap a step
     type; on a busy SQLite-backed server the per-tag limit lookups can stall runs, see benchmarks/)."""
+    retry_delay_seconds: float = Field(default=1.0, ge=0)
+    """Wait before each retry of a step whose retry_config retries only itself (Prefect task retries)."""
+    concurrency_lease_seconds: float = Field(default=6 * 3600, ge=60, le=86400)
+    """How long a slot of an ``env:<id>``/``agent:<id>`` concurrency limit is held at most (a lease, so
+    a killed run cannot keep it); longer than any run."""
     teardown_timeout_seconds: float = 30.0
     """Upper bound for stopping everything a run started."""
     step_teardown_timeout_seconds: float = 10.0
