@@ -1,0 +1,417 @@
+#!/usr/bin/env python
+"""What one real task costs on top of its wire work: ``run`` and ``bench`` against bare asyncio.
+
+One task on real local servers — start the env, load its seed, start the agent beside it, one
+prompt (the agent sends one email over MCP), check the env's state, stop everything — run three
+ways, interleaved, in one invocation, against one real ``prefect server start`` on a free loopback
+port:
+
+* ``bare``  -- ``benchmarks/_bare.py``: the same servers driven by a small asyncio program (httpx
+               only; blocking A2A send; no engine, no report). The floor.
+* ``run``   -- ``prefect-agentenv run TASK --report R`` from a fresh process, CLI start included.
+* ``bench`` -- ``prefect-agentenv bench B --epochs N --concurrency C`` (and ``bare`` with N runs
+               at concurrency C for its floor).
+
+Every mode is a child process whose CPU (the whole tree it reaped: the servers it started
+included) is read with ``wait4``; the Prefect server's CPU is read from ``/proc`` for its process
+group, after it went idle again. Then a **per-phase breakdown of one task**: ``_phases.py``
+runs the same CLI ``run`` with timers wrapped around the package's phases (imports, flow start,
+each step's Prefect task and body, launch, ready, data plane, config, prompt, verify, teardown,
+report, Prefect artifacts) and the median run's timeline is printed.
+
+Usage::
+
+    python benchmarks/task_overhead.py [--reps 3] [--bench-runs 8] [--concurrency 4] [--json OUT]
+
+Pairs: ``reference`` (the email env + the scripted agent shipped in the package).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+PY = sys.executable
+CLI = str(Path(PY).parent / "prefect-agentenv")
+
+PLAN = {"tool_calls": [{"tool": "send", "arguments": {
+    "to": "dana@northwind.example", "subject": "Re: Q3 numbers", "in_reply_to": "m1",
+    "body": "Hi Dana,\n\nThe September total double-counted two invoices; it is corrected.\n\nBest regards,\nSam"}}],
+    "reply": "I replied to Dana."}
+
+
+def reference_pair() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The reference env + scripted agent: the bare driver's description and the task's steps."""
+    pair = {
+        "env_command": [PY, "-m", "prefect_agentenv.envs.email", "--host", "{host}", "--port", "{port}"],
+        "env_ready_path": "/.well-known/agent-env.json", "env_name": "email",
+        "agent_command": [PY, "-m", "prefect_agentenv.agents.scripted", "--host", "{host}", "--port", "{port}"],
+        "agent_ready_path": "/.well-known/agent-card.json",
+        "mcp_config_path": "/ext/mcp-config", "agent_config_path": "/ext/agent-config",
+        "seed_file": str(ROOT / "examples/artifacts/inbox.json"),
+        "agent_config": {"plan": PLAN}, "prompt": "Reply to Dana.", "check": {"resource": "sent", "count": 1},
+    }
+    steps = [
+        {"id": "email", "type": "deploy_env", "env_id": "email", "depends_on": []},
+        {"id": "inbox", "type": "load_artifact", "env_id": "email", "artifact_id": "inbox", "depends_on": ["email"]},
+        {"id": "assistant", "type": "deploy_agent", "a2a_agent_id": "scripted", "agent_name": "assistant",
+         "env_ids": ["email"], "agent_config": {"plan": PLAN}, "depends_on": ["email"]},
+        {"id": "reply", "type": "prompt_agent", "agent_name": "assistant", "prompt_id": "reply",
+         "prompt": "Reply to Dana.", "depends_on": ["inbox", "assistant"]},
+        {"id": "sent", "type": "env_state_verifier", "env_id": "email", "verifier_id": "sent", "depends_on": ["reply"],
+         "assertions": [{"assert": "record_count", "id": "one_email_sent", "resource": "sent", "equals": 1}]},
+    ]
+    return pair, steps
+
+
+# --------------------------------------------------------------------------- processes and CPU
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def group_cpu_s(pgid: int) -> float:
+    """CPU seconds of every live process in a process group (plus what they reaped)."""
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid:
+            total += sum(int(x) for x in fields[11:15])
+    return total / _TICK
+
+
+@dataclass
+class Measure:
+    mode: str
+    wall_s: float
+    client_cpu_s: float
+    server_cpu_s: float
+    ok: bool
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+class PrefectServer:
+    """A real ``prefect server start`` on a free loopback port, in its own process group."""
+
+    def __init__(self, home: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/api"
+        self.env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+                    "PREFECT_UI_ENABLED": "false", "PREFECT_API_URL": ""}
+        home.mkdir(parents=True, exist_ok=True)
+        self.log = (home / "server.log").open("wb")
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> float:
+        t0 = time.monotonic()
+        self.proc = subprocess.Popen([str(Path(PY).parent / "prefect"), "server", "start", "--host", "127.0.0.1",
+                                      "--port", str(self.port), "--no-ui"], env=self.env, stdout=self.log,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        import httpx
+
+        while time.monotonic() - t0 < 120:
+            try:
+                if httpx.get(self.url + "/health", timeout=1).status_code == 200:
+                    return time.monotonic() - t0
+            except httpx.HTTPError:
+                pass
+            if self.proc.poll() is not None:
+                raise SystemExit(f"prefect server exited with {self.proc.returncode}")
+            time.sleep(0.2)
+        raise SystemExit("prefect server did not become healthy in 120 s")
+
+    def cpu_s(self) -> float:
+        return group_cpu_s(self.proc.pid) if self.proc else 0.0
+
+    def settle(self, max_s: float = 30.0) -> float:
+        """Wait until the server used ≤ 10 % of a core over two 0.25 s windows in a row."""
+        t0, quiet, last = time.monotonic(), 0, self.cpu_s()
+        while time.monotonic() - t0 < max_s and quiet < 2:
+            time.sleep(0.25)
+            now = self.cpu_s()
+            quiet = quiet + 1 if now - last <= 0.025 else 0
+            last = now
+        return time.monotonic() - t0
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+
+def run_child(argv: list[str], env: dict[str, str], server: PrefectServer, cwd: Path) -> tuple[float, float, float, int, str]:
+    """Run one child to completion: wall, CPU of its reaped tree, server CPU, exit code, stdout."""
+    server.settle()
+    s0 = server.cpu_s()
+    out = tempfile.TemporaryFile()
+    if "BENCH_SPANS" in env:  # the instrumented child measures its phases from its spawn
+        env = {**env, "BENCH_T0": repr(time.time())}
+    t0 = time.monotonic()
+    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.monotonic() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    server.settle()
+    out.seek(0)
+    return wall, usage.ru_utime + usage.ru_stime, server.cpu_s() - s0, proc.returncode, out.read().decode(errors="replace")
+
+
+# --------------------------------------------------------------------------- the modes
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace, tmp: Path, server: PrefectServer) -> None:
+        self.args, self.tmp, self.server = args, tmp, server
+        self.env = {**os.environ, "PREFECT_API_URL": server.url, "PREFECT_HOME": str(tmp / "client-prefect"),
+                    "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_AGENTENV_HOME": str(tmp / "agentenv")}
+        pair, steps = reference_pair()
+        self.pair_file = tmp / "pair.json"
+        self.pair_file.write_text(json.dumps(pair))
+        self.task_file = tmp / "task.json"
+        self.task_file.write_text(json.dumps({"id": "send-one-email", "steps": steps}, indent=1))
+        self.bench_file = tmp / "bench.json"
+        self.bench_file.write_text(json.dumps({"name": "task overhead", "slug": "task-overhead", "version": 1,
+                                               "tasks": [{"id": "send-one-email", "path": "task.json"}],
+                                               "epochs": 1, "concurrency": 1}))
+        self.n = 0
+
+    def publish_seed(self) -> None:
+        code = ("import sys; from pathlib import Path; from prefect_agentenv.artifacts import get_artifact_store\n"
+                "with get_artifact_store() as s: s.publish_environment('inbox', 'email', 'inbox.json', Path(sys.argv[1]))")
+        subprocess.run([PY, "-c", code, str(ROOT / "examples/artifacts/inbox.json")], env=self.env, check=True)
+
+    def bare(self, runs: int, concurrency: int) -> Measure:
+        wall, cpu, scpu, code, out = run_child([PY, str(HERE / "_bare.py"), str(self.pair_file), "--runs", str(runs),
+                                                "--concurrency", str(concurrency)], self.env, self.server, self.tmp)
+        return Measure("bare" if runs == 1 else "bare-bench", wall, cpu, scpu, code == 0, _last_json(out))
+
+    def run(self) -> Measure:
+        self.n += 1
+        report = self.tmp / "reports" / f"run-{self.n}.json"
+        wall, cpu, scpu, code, out = run_child([CLI, "run", str(self.task_file), "--report", str(report)], self.env,
+                                               self.server, self.tmp)
+        ok, detail = _report_ok(report)
+        return Measure("run", wall, cpu, scpu, code == 0 and ok, detail or {"output": out[-2000:]})
+
+    def bench(self, runs: int, concurrency: int) -> Measure:
+        self.n += 1
+        rdir = self.tmp / "reports" / f"bench-{self.n}"
+        wall, cpu, scpu, code, out = run_child([CLI, "bench", str(self.bench_file), "--epochs", str(runs),
+                                                "--concurrency", str(concurrency), "--report-dir", str(rdir)],
+                                               self.env, self.server, self.tmp)
+        reports = [json.loads(p.read_text()) for p in rdir.glob("*-epoch*.json")] if rdir.exists() else []
+        passed = sum(1 for r in reports if r.get("outcome") == "PASSED")
+        return Measure("bench", wall, cpu, scpu, code == 0 and passed == runs,
+                       {"passed": passed, "runs": runs, **({} if passed == runs else {"output": out[-2000:]})})
+
+    def phases(self) -> tuple[Measure, dict[str, Any]]:
+        self.n += 1
+        report, spans = self.tmp / "reports" / f"phases-{self.n}.json", self.tmp / f"spans-{self.n}.json"
+        env = {**self.env, "BENCH_SPANS": str(spans)}
+        wall, cpu, scpu, code, out = run_child([PY, str(HERE / "_phases.py"), "run", str(self.task_file), "--report",
+                                                str(report)], env, self.server, self.tmp)
+        ok, detail = _report_ok(report)
+        data = json.loads(spans.read_text()) if spans.exists() else {"marks": {}, "spans": []}
+        data["report_steps"] = json.loads(report.read_text()).get("steps", []) if report.exists() else []
+        return Measure("phases", wall, cpu, scpu, code == 0 and ok, detail or {"output": out[-2000:]}), data
+
+
+def _last_json(out: str) -> dict[str, Any]:
+    for line in reversed(out.strip().splitlines()):
+        try:
+            return dict(json.loads(line))
+        except ValueError:
+            continue
+    return {"output": out[-2000:]}
+
+
+def _report_ok(path: Path) -> tuple[bool, dict[str, Any] | None]:
+    if not path.exists():
+        return False, None
+    data = json.loads(path.read_text())
+    return data.get("outcome") == "PASSED", {"outcome": data.get("outcome"), "duration_s": data.get("duration_s")}
+
+
+# --------------------------------------------------------------------------- the breakdown
+
+
+def breakdown(data: dict[str, Any], wall: float) -> list[tuple[str, float, float, str]]:
+    """(what, start, duration, step) rows of one instrumented run, in time order."""
+    marks, spans = data.get("marks", {}), data.get("spans", [])
+    rows: list[tuple[str, float, float, str]] = []
+    entered = marks.get("entered", 0.0)
+    rows.append(("interpreter start", 0.0, entered, ""))
+    if "cli imported" in marks:
+        rows.append(("import the CLI", entered, marks["cli imported"] - entered, ""))
+    if "flow imported" in marks:
+        rows.append(("import the flow and steps", marks["cli imported"], marks["flow imported"] - marks["cli imported"], ""))
+    first = {s["label"]: s for s in reversed(spans)}
+    run_flow, body = first.get("run command: flow call"), first.get("flow body")
+    if run_flow and "flow imported" in marks:
+        rows.append(("validate + argument parsing", marks["flow imported"], run_flow["start"] - marks["flow imported"], ""))
+    if run_flow and body:
+        rows.append(("flow start (flow run created, engine entered)", run_flow["start"], body["start"] - run_flow["start"], ""))
+    tasks = {s["step"]: s for s in spans if s["label"] == "step: prefect task"}
+    bodies = {s["step"]: s for s in spans if s["label"] == "step: body"}
+    for step, t in sorted(tasks.items(), key=lambda kv: kv[1]["start"]):
+        b = bodies.get(step)
+        if b:
+            rows.append((f"Prefect task run overhead", t["start"], (t["end"] - t["start"]) - (b["end"] - b["start"]), step))
+            rows.append(("step body", b["start"], b["end"] - b["start"], step))
+    inner = [s for s in spans if not s["label"].startswith("step:") and s["label"] not in ("run command: flow call", "flow body")]
+    for s in inner:
+        rows.append((s["label"], s["start"], s["end"] - s["start"], s.get("step") or ""))
+    if body and run_flow:
+        rows.append(("flow end (final state, engine exit)", body["end"], run_flow["end"] - body["end"], ""))
+    if run_flow:
+        rows.append(("after the flow: summary, process exit", run_flow["end"], wall - run_flow["end"], ""))
+    rows.sort(key=lambda r: (r[1], -r[2]))
+    return rows
+
+
+def print_breakdown(rows: list[tuple[str, float, float, str]], wall: float) -> None:
+    print(f"\nPer-phase breakdown of one `run` (instrumented; total {wall:.2f} s from spawn to exit)")
+    print(f"| {'phase':<48} | {'step':<10} | {'start s':>7} | {'took s':>7} |")
+    print(f"|{'-' * 50}|{'-' * 12}|{'-' * 9}|{'-' * 9}|")
+    for what, start, took, step in rows:
+        print(f"| {what:<48} | {step:<10} | {start:7.3f} | {took:7.3f} |")
+
+
+# --------------------------------------------------------------------------- main
+
+
+def med(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")
+
+
+def summarize(measures: list[Measure], args: argparse.Namespace) -> dict[str, Any]:
+    by: dict[str, list[Measure]] = {}
+    for m in measures:
+        by.setdefault(m.mode, []).append(m)
+    out: dict[str, Any] = {}
+    for mode, ms in by.items():
+        out[mode] = {"n": len(ms), "ok": sum(m.ok for m in ms),
+                     "wall_s": med([m.wall_s for m in ms]), "wall_min_s": min(m.wall_s for m in ms),
+                     "wall_max_s": max(m.wall_s for m in ms),
+                     "client_cpu_s": med([m.client_cpu_s for m in ms]), "server_cpu_s": med([m.server_cpu_s for m in ms])}
+    if "bare" in out and "run" in out:
+        out["run_over_bare"] = out["run"]["wall_s"] / out["bare"]["wall_s"]
+    if "bare-bench" in out and "bench" in out:
+        out["bench_throughput_vs_bare"] = out["bare-bench"]["wall_s"] / out["bench"]["wall_s"]
+    return out
+
+
+def print_summary(s: dict[str, Any], args: argparse.Namespace) -> None:
+    print(f"\n| mode | what | wall median (min–max) | client CPU | Prefect server CPU | ok |")
+    print("|---|---|---|---|---|---|")
+    label = {"bare": "bare asyncio, one task", "run": "`prefect-agentenv run`, one task",
+             "bare-bench": f"bare asyncio, {args.bench_runs} runs at concurrency {args.concurrency}",
+             "bench": f"`prefect-agentenv bench`, {args.bench_runs} runs at concurrency {args.concurrency}",
+             "phases": "`run`, instrumented (not in the ratios)"}
+    for mode in ("bare", "run", "bare-bench", "bench", "phases"):
+        if mode in s:
+            m = s[mode]
+            print(f"| {mode} | {label[mode]} | {m['wall_s']:.2f} s ({m['wall_min_s']:.2f}–{m['wall_max_s']:.2f}) | "
+                  f"{m['client_cpu_s']:.2f} s | {m['server_cpu_s']:.2f} s | {m['ok']}/{m['n']} |")
+    if "run_over_bare" in s:
+        print(f"\none task via `run` / bare: {s['run_over_bare']:.2f}×   (target ≤ 2.0×)")
+    if "bench_throughput_vs_bare" in s:
+        print(f"bench throughput / bare throughput: {s['bench_throughput_vs_bare']:.2f}   (target ≥ 0.8)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=3, help="measured rounds (default 3)")
+    parser.add_argument("--warmup", type=int, default=1, help="unmeasured rounds first (default 1)")
+    parser.add_argument("--bench-runs", type=int, default=8, help="task runs per bench (default 8)")
+    parser.add_argument("--concurrency", type=int, default=4, help="bench concurrency (default 4)")
+    parser.add_argument("--modes", default="bare,run,bench,phases", help="comma-separated subset")
+    parser.add_argument("--json", type=Path, help="write every measurement here")
+    parser.add_argument("--label", default="", help="a note stored with the results (e.g. before/after)")
+    args = parser.parse_args()
+    modes = set(args.modes.split(","))
+    tmp = Path(tempfile.mkdtemp(prefix="task-overhead-"))
+    server = PrefectServer(tmp / "server-prefect")
+    load_before = os.getloadavg()
+    try:
+        print(f"starting prefect server on {server.url} ...", flush=True)
+        print(f"  healthy after {server.start():.1f} s", flush=True)
+        bench = Bench(args, tmp, server)
+        bench.publish_seed()
+        measures: list[Measure] = []
+        phase_runs: list[tuple[Measure, dict[str, Any]]] = []
+        for rnd in range(args.warmup + args.reps):
+            counted = rnd >= args.warmup
+            round_ms: list[Measure] = []
+            if "bare" in modes:
+                round_ms.append(bench.bare(1, 1))
+            if "run" in modes:
+                round_ms.append(bench.run())
+            if "bench" in modes:
+                round_ms.append(bench.bare(args.bench_runs, args.concurrency))
+                round_ms.append(bench.bench(args.bench_runs, args.concurrency))
+            if "phases" in modes:
+                m, data = bench.phases()
+                round_ms.append(m)
+                if counted:
+                    phase_runs.append((m, data))
+            for m in round_ms:
+                print(f"  round {rnd}{'' if counted else ' (warm-up)'}: {m.mode:<10} {m.wall_s:6.2f} s  cpu {m.client_cpu_s:5.2f} s"
+                      f"  server {m.server_cpu_s:5.2f} s  {'ok' if m.ok else 'NOT OK ' + json.dumps(m.detail)[:300]}", flush=True)
+            if counted:
+                measures += round_ms
+        summary = summarize(measures, args)
+        print_summary(summary, args)
+        rows: list[Any] = []
+        if phase_runs:
+            phase_runs.sort(key=lambda p: p[0].wall_s)
+            m, data = phase_runs[len(phase_runs) // 2]
+            rows = breakdown(data, m.wall_s)
+            print_breakdown(rows, m.wall_s)
+        if args.json:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps({
+                "label": args.label, "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "load_before": load_before},
+                "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+                "summary": summary, "measures": [m.__dict__ for m in measures],
+                "breakdown": [{"phase": r[0], "start_s": round(r[1], 4), "took_s": round(r[2], 4), "step": r[3]}
+                              for r in rows],
+                "phase_runs": [d for _, d in phase_runs],
+            }, indent=1) + "\n")
+            print(f"\nwritten: {args.json}")
+    finally:
+        server.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
