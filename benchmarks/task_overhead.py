@@ -167,9 +167,11 @@ class PrefectServer:
                 self.proc.wait()
 
 
-def run_child(argv: list[str], env: dict[str, str], server: PrefectServer, cwd: Path) -> tuple[float, float, float, int, str]:
+def run_child(argv: list[str], env: dict[str, str], server: PrefectServer, cwd: Path,
+              settle: bool = True) -> tuple[float, float, float, int, str]:
     """Run one child to completion: wall, CPU of its reaped tree, server CPU, exit code, stdout."""
-    server.settle()
+    if settle:
+        server.settle()
     s0 = server.cpu_s()
     out = tempfile.TemporaryFile()
     if "BENCH_SPANS" in env:  # the instrumented child measures its phases from its spawn
@@ -179,7 +181,8 @@ def run_child(argv: list[str], env: dict[str, str], server: PrefectServer, cwd: 
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.monotonic() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
-    server.settle()
+    if settle:
+        server.settle()
     out.seek(0)
     return wall, usage.ru_utime + usage.ru_stime, server.cpu_s() - s0, proc.returncode, out.read().decode(errors="replace")
 
@@ -190,7 +193,8 @@ def run_child(argv: list[str], env: dict[str, str], server: PrefectServer, cwd: 
 class Bench:
     def __init__(self, args: argparse.Namespace, tmp: Path, server: PrefectServer) -> None:
         self.args, self.tmp, self.server = args, tmp, server
-        self.env = {**os.environ, "PREFECT_API_URL": server.url, "PREFECT_HOME": str(tmp / "client-prefect"),
+        self.env = {**os.environ, **({"PYTHONPATH": str(args.code.resolve())} if args.code else {}),
+                    "PREFECT_API_URL": server.url, "PREFECT_HOME": str(tmp / "client-prefect"),
                     "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_AGENTENV_HOME": str(tmp / "agentenv")}
         pair, steps = reference_pair()
         self.pair_file = tmp / "pair.json"
@@ -231,6 +235,15 @@ class Bench:
         passed = sum(1 for r in reports if r.get("outcome") == "PASSED")
         return Measure("bench", wall, cpu, scpu, code == 0 and passed == runs,
                        {"passed": passed, "runs": runs, **({} if passed == runs else {"output": out[-2000:]})})
+
+    def cli(self) -> list[Measure]:
+        """The light commands, each from a fresh process: ``--help``, ``validate TASK``, ``schema``."""
+        out = []
+        for name, argv in (("cli --help", ["--help"]), ("cli validate", ["validate", str(self.task_file)]),
+                           ("cli schema", ["schema"])):
+            wall, cpu, scpu, code, _ = run_child([CLI, *argv], self.env, self.server, self.tmp, settle=False)
+            out.append(Measure(name, wall, cpu, scpu, code == 0))
+        return out
 
     def phases(self) -> tuple[Measure, dict[str, Any]]:
         self.n += 1
@@ -336,7 +349,9 @@ def print_summary(s: dict[str, Any], args: argparse.Namespace) -> None:
              "bare-bench": f"bare asyncio, {args.bench_runs} runs at concurrency {args.concurrency}",
              "bench": f"`prefect-agentenv bench`, {args.bench_runs} runs at concurrency {args.concurrency}",
              "phases": "`run`, instrumented (not in the ratios)"}
-    for mode in ("bare", "run", "bare-bench", "bench", "phases"):
+    label.update({"cli --help": "`prefect-agentenv --help`", "cli validate": "`prefect-agentenv validate TASK`",
+                  "cli schema": "`prefect-agentenv schema`"})
+    for mode in ("cli --help", "cli validate", "cli schema", "bare", "run", "bare-bench", "bench", "phases"):
         if mode in s:
             m = s[mode]
             print(f"| {mode} | {label[mode]} | {m['wall_s']:.2f} s ({m['wall_min_s']:.2f}–{m['wall_max_s']:.2f}) | "
@@ -353,7 +368,9 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=1, help="unmeasured rounds first (default 1)")
     parser.add_argument("--bench-runs", type=int, default=8, help="task runs per bench (default 8)")
     parser.add_argument("--concurrency", type=int, default=4, help="bench concurrency (default 4)")
-    parser.add_argument("--modes", default="bare,run,bench,phases", help="comma-separated subset")
+    parser.add_argument("--modes", default="cli,bare,run,bench,phases", help="comma-separated subset")
+    parser.add_argument("--code", type=Path, help="run the package from this source tree instead (PYTHONPATH), "
+                        "e.g. a `git archive` of an older commit, to compare before and after in one invocation")
     parser.add_argument("--json", type=Path, help="write every measurement here")
     parser.add_argument("--label", default="", help="a note stored with the results (e.g. before/after)")
     args = parser.parse_args()
@@ -371,6 +388,8 @@ def main() -> None:
         for rnd in range(args.warmup + args.reps):
             counted = rnd >= args.warmup
             round_ms: list[Measure] = []
+            if "cli" in modes:
+                round_ms += bench.cli()
             if "bare" in modes:
                 round_ms.append(bench.bare(1, 1))
             if "run" in modes:

@@ -6,15 +6,12 @@ Use :func:`get_artifact_store` for the configured store: the ArtifactStore block
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
-
-import httpx
-from prefect.blocks.core import Block
+import importlib
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from prefect_agentenv.artifacts.keys import LATEST, UnsafeKeyError
 from prefect_agentenv.artifacts.local import LocalArtifactBackend
 from prefect_agentenv.artifacts.models import ArtifactFile, ArtifactKind, ArtifactMetadata, ArtifactRef
-from prefect_agentenv.artifacts.s3 import S3ArtifactBackend
 from prefect_agentenv.artifacts.store import (
     ArtifactBackend,
     ArtifactConflictError,
@@ -24,7 +21,9 @@ from prefect_agentenv.artifacts.store import (
     FileSource,
 )
 from prefect_agentenv.exceptions import ArtifactError, ConfigurationError
-from prefect_agentenv.settings import get_settings
+
+if TYPE_CHECKING:
+    from prefect_agentenv.artifacts.s3 import S3ArtifactBackend
 
 __all__ = [
     "LATEST",
@@ -48,6 +47,13 @@ __all__ = [
 ARTIFACT_STORE_BLOCK_SLUG = "agentenv-artifact-store"
 
 
+def __getattr__(name: str) -> Any:
+    # boto3 costs a noticeable share of a CLI start; only S3 users pay for it.
+    if name == "S3ArtifactBackend":
+        return importlib.import_module("prefect_agentenv.artifacts.s3").S3ArtifactBackend
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 @runtime_checkable
 class _BuildsBackend(Protocol):
     def build_backend(self) -> ArtifactBackend: ...
@@ -63,10 +69,17 @@ def get_artifact_store() -> ArtifactBackend:
     Raises:
         ConfigurationError: the named block does not exist or cannot be loaded.
     """
+    # Settings sit on Prefect's settings base: read on use, so importing this package stays light.
+    from prefect_agentenv.settings import get_settings
+
     settings = get_settings()
     name = settings.artifact_store_block
     if not name:
         return LocalArtifactBackend(settings.artifacts_dir)
+    # Imported here: the local store, and documents that only name artifacts, never need Prefect.
+    import httpx
+    from prefect.blocks.core import Block
+
     slug_name = name if "/" in name else f"{ARTIFACT_STORE_BLOCK_SLUG}/{name}"
     try:
         block = Block.load(slug_name, _sync=True)  # type: ignore[call-arg]  # async_dispatch's switch
