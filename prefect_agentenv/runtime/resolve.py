@@ -82,6 +82,8 @@ class ResolvedAgent(BaseModel):
     """Where it came from: a registered block or a reference agent shipped in the package."""
     description: str | None = None
     """What the agent is."""
+    uses_model: bool = True
+    """False for a reference agent that calls no model (no mock model is started for it)."""
 
 
 def is_block_name(name: str) -> bool:
@@ -130,6 +132,7 @@ class _Found(NamedTuple):
     spec: LaunchSpec
     source: Literal["block", "reference"]
     description: str | None
+    uses_model: bool = True
 
 
 async def _find(block_type: type[AgentEnvironment] | type[A2AAgent], name: str,
@@ -144,7 +147,7 @@ async def _find(block_type: type[AgentEnvironment] | type[A2AAgent], name: str,
     if reference is None:
         return None
     spec = LaunchSpec(command=reference.command(), ready_path=reference_ready_path)
-    return _Found(reference.version, spec, "reference", reference.description)
+    return _Found(reference.version, spec, "reference", reference.description, reference.uses_model)
 
 
 async def resolve_env(env_id: str, *, use_blocks: bool | None = None) -> ResolvedEnv:
@@ -163,7 +166,8 @@ async def resolve_env(env_id: str, *, use_blocks: bool | None = None) -> Resolve
                         reference_ready_path=DEFAULT_READY_PATH)
     if found is None:
         raise ConfigurationError(not_found_message(env_id, consulted_blocks=consult_blocks))
-    return ResolvedEnv(env_id=env_id, **found._asdict())
+    return ResolvedEnv(env_id=env_id, version=found.version, spec=found.spec, source=found.source,
+                       description=found.description)
 
 
 def not_found_message(env_id: str, *, consulted_blocks: bool) -> str:

@@ -55,10 +55,12 @@ def sandbox_of(run: RunResources, agent: DeployedAgent) -> Sandbox:
     return sandboxes[agent.instance_id]
 
 
-async def model_for(run: RunResources, role: str, model: str | None = None) -> ResolvedModel:
-    """The model endpoint for a role; starts the run's mock model when nothing is configured."""
+async def model_for(run: RunResources, role: str, model: str | None = None, *,
+                    start_mock: bool = True) -> ResolvedModel:
+    """The model endpoint for a role; starts the run's mock model when nothing is configured
+    (unless ``start_mock`` is False: the caller only needs the model's name)."""
     resolved = await resolve_model_endpoint(role, model=model, mock_base_url=run.services.get("mock_model_url"))
-    if resolved.is_mock and resolved.base_url is None:
+    if resolved.is_mock and resolved.base_url is None and start_mock:
         url = await _start_mock_model(run)
         resolved = await resolve_model_endpoint(role, model=model, mock_base_url=url)
     if resolved.api_key is not None:
@@ -88,7 +90,8 @@ async def start_agent(step: StepModel, *, agent_name: str, a2a_agent_id: str, ro
     """Resolve, sandbox and start an agent; register its teardown; return it once its card answers."""
     run = current_run()
     resolved = await resolve_agent(a2a_agent_id)
-    endpoint = await model_for(run, _ROLE_OF.get(a2a_agent_id, role), model)
+    # An agent known to call no model (the scripted one) does not wait for a mock model to start.
+    endpoint = await model_for(run, _ROLE_OF.get(a2a_agent_id, role), model, start_mock=resolved.uses_model)
     sandbox = create_sandbox(run.workdir, agent_name)
     if not run.keep:
         run.teardown.add(f"sandbox of {agent_name}", _remover(sandbox), owner_step=step.id, kind="sandbox")
