@@ -27,6 +27,7 @@ from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError, StepError
 from prefect_agentenv.flows.report import TaskReport, build_report, publish_artifacts, write_report
 from prefect_agentenv.flows.scheduler import DagScheduler, ScheduleResult
+from prefect_agentenv.flows.task_tags import only_tags, step_task_tags
 from prefect_agentenv.runtime.run import RunResources, bind_run, current_run, unbind_run
 from prefect_agentenv.runtime.teardown import TeardownRegistry
 from prefect_agentenv.settings import get_settings
@@ -66,9 +67,11 @@ _step_task = task(_step_task_body, cache_policy=NO_CACHE, persist_result=False, 
 
 
 async def _execute_as_prefect_task(step: StepModel, inputs: list[RunContext]) -> RunContext:
-    tags = {step.type} if get_settings().tag_task_runs else set()
-    runnable = _step_task.with_options(name=step.id, task_run_name=step.id, tags=tags)
-    state = await runnable(step, inputs, return_state=True)
+    chosen = await step_task_tags(step.type)
+    runnable = _step_task.with_options(name=step.id, task_run_name=step.id,
+                                       tags={step.type} if chosen is None else chosen)
+    with only_tags(chosen):
+        state = await runnable(step, inputs, return_state=True)
     result = await state.result(raise_on_failure=False)
     if isinstance(result, BaseException):
         raise result
