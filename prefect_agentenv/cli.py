@@ -14,6 +14,8 @@ import click
 import typer
 from typer.core import TyperGroup
 
+from prefect_agentenv.commands.view import view_command
+
 if TYPE_CHECKING:
     from prefect_agentenv.documents import TaskDocument
 
@@ -69,6 +71,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     cls=_LazyGroup,
 )
+app.command(name="view")(view_command)
 
 
 @app.command()

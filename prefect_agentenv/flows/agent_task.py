@@ -33,6 +33,7 @@ from prefect_agentenv.runtime.teardown import TeardownRegistry
 from prefect_agentenv.settings import get_settings
 from prefect_agentenv.steps.base import StepModel
 from prefect_agentenv.steps.registry import get_step
+from prefect_agentenv.transcript import Transcript, build_transcript
 
 logger = logging.getLogger("prefect_agentenv.flow")
 
@@ -130,6 +131,7 @@ async def run_task_document(
     finally:
         teardown = await asyncio.shield(run.teardown.stop_all(settings.teardown_timeout_seconds))
         unbind_run(token)
+        transcript = await _transcript(document, run_id, result, error)
         report = build_report(
             task_id=document.id,
             flow_run_id=_flow_run_id(),
@@ -141,6 +143,7 @@ async def run_task_document(
             error=error,
             timed_out=timed_out,
             secrets=run.redact,
+            transcript=transcript,
         )
         write_report(report, run.workdir / "report.json")
         await _upload_report(report, run_id)
@@ -150,6 +153,26 @@ async def run_task_document(
             except Exception as exc:  # artifacts are a view; a failed upload must not hide the report
                 logger.warning("could not publish Prefect artifacts: %s", exc)
     return report
+
+
+async def _transcript(document: TaskDocument, run_id: str, result: ScheduleResult | None,
+                      error: str | None) -> Transcript | None:
+    """The run's transcript, read back from its stored records (redacted with the report)."""
+    context = result.context if result else RunContext()
+    steps = [r.to_dict() for r in result.records.values()] if result else []
+    fields = {s.id: s.model_dump(mode="json", include={"type", "prompt_id", "verifier_id", "agent_name"})
+              for s in document.steps}
+
+    def build() -> Transcript:
+        with get_artifact_store() as store:
+            return build_transcript(task_id=document.id, run_id=run_id, context=context, steps=steps,
+                                    step_fields=fields, error=error, store=store)
+
+    try:
+        return await asyncio.shield(asyncio.to_thread(build))
+    except Exception as exc:  # a view of the run: its failure must not cost the report
+        logger.warning("could not build the transcript: %s", exc)
+        return None
 
 
 async def _upload_report(report: TaskReport, run_id: str) -> None:
