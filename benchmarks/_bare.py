@@ -32,6 +32,7 @@ import time
 import uuid
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin
 
 import httpx
 
@@ -48,8 +49,13 @@ async def start(argv: list[str], *, ready_path: str, client: httpx.AsyncClient, 
                 env: dict[str, str] | None = None, timeout: float = 60.0) -> tuple[subprocess.Popen[bytes], str]:
     """Start a server on a free port; return once ``ready_path`` answers 200."""
     port = free_port()
-    filled = [a.replace("{host}", HOST).replace("{port}", str(port)) for a in argv]
-    proc = subprocess.Popen(filled, cwd=cwd, env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL,
+
+    def fill(value: str) -> str:
+        return value.replace("{host}", HOST).replace("{port}", str(port))
+
+    filled = [fill(a) for a in argv]
+    proc = subprocess.Popen(filled, cwd=cwd, env={**os.environ, **{k: fill(v) for k, v in (env or {}).items()}},
+                            stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     base = f"http://{HOST}:{port}"
     delay, deadline = 0.02, time.monotonic() + timeout
@@ -102,7 +108,8 @@ async def one_task(pair: dict[str, Any], client: httpx.AsyncClient) -> bool:
     procs: list[subprocess.Popen[bytes]] = []
     sandbox = tempfile.mkdtemp(prefix="bare-sandbox-")
     try:
-        env_proc, env_base = await start(pair["env_command"], ready_path=pair["env_ready_path"], client=client)
+        env_proc, env_base = await start(pair["env_command"], ready_path=pair["env_ready_path"], client=client,
+                                         env=pair.get("env_env"))
         procs.append(env_proc)
         card = (await client.get(env_base + pair["env_ready_path"])).json()
         data_url = env_base + card.get("url", "/agentenv")
@@ -110,7 +117,7 @@ async def one_task(pair: dict[str, Any], client: httpx.AsyncClient) -> bool:
                                   "/mcp")
 
         async def load() -> None:
-            seed = Path(pair["seed_file"]).read_bytes()
+            seed = Path(pair["seed_file"]).read_bytes()  # as a file part, like load_artifact sends it
             part = {"kind": "file", "file": {"bytes": base64.b64encode(seed).decode(), "name": Path(pair["seed_file"]).name,
                                              "mimeType": "application/json"}}
             await rpc(client, data_url, "data/reset", {})
@@ -126,18 +133,26 @@ async def one_task(pair: dict[str, Any], client: httpx.AsyncClient) -> bool:
             await client.post(base + pair["mcp_config_path"], json={"url": mcp_url, "name": pair["env_name"]})
             if pair.get("agent_config"):
                 await client.post(base + pair["agent_config_path"], json=pair["agent_config"])
-            return base
+            return rpc_url(base, (await client.get(base + pair["agent_ready_path"])).json())
 
-        _, agent_base = await asyncio.gather(load(), agent())
+        _, agent_rpc = await asyncio.gather(load(), agent())
         message = {"kind": "message", "messageId": uuid.uuid4().hex, "role": "user",
                    "parts": [{"kind": "text", "text": pair["prompt"]}]}
-        await rpc(client, agent_base + "/", "message/send", {"message": message, "configuration": {"blocking": True}},
+        await rpc(client, agent_rpc, "message/send", {"message": message, "configuration": {"blocking": True}},
                   headers={"A2A-Version": "0.3"})
         state = await rpc(client, data_url, "data/get", {})
         return check(state, pair["check"])
     finally:
         await asyncio.gather(*(stop(p) for p in procs))
         shutil.rmtree(sandbox, ignore_errors=True)
+
+
+def rpc_url(base: str, card: dict[str, Any]) -> str:
+    """The agent's A2A 0.3 JSON-RPC endpoint, from its card (0.3 ``url``, or a 1.0 card's 0.3 interface)."""
+    for interface in card.get("supportedInterfaces") or []:
+        if str(interface.get("protocolVersion", "")).startswith("0.3"):
+            return urljoin(base + "/", interface["url"])
+    return urljoin(base + "/", card.get("url") or "/")
 
 
 def check(state: dict[str, Any], spec: dict[str, Any]) -> bool:

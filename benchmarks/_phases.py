@@ -36,6 +36,7 @@ TARGETS: list[tuple[str, str, str]] = [
     ("prefect_agentenv.flows.agent_task", "run_task_document", "flow body"),
     ("prefect_agentenv.flows.agent_task", "_execute_as_prefect_task", "step: prefect task"),
     ("prefect_agentenv.flows.agent_task", "_run_step", "step: body"),
+    ("prefect.concurrency._asyncio", "aacquire_concurrency_slots_with_lease", "Prefect: tag concurrency lease"),
     ("prefect_agentenv.runtime.resolve", "resolve_env", "resolve env (block lookup)"),
     ("prefect_agentenv.runtime.resolve", "resolve_agent", "resolve agent (block lookup)"),
     ("prefect_agentenv.runtime.models", "resolve_model_endpoint", "model endpoint (block lookup)"),

@@ -23,7 +23,9 @@ Usage::
 
     python benchmarks/task_overhead.py [--reps 3] [--bench-runs 8] [--concurrency 4] [--json OUT]
 
-Pairs: ``reference`` (the email env + the scripted agent shipped in the package).
+Pairs (``--pairs``): ``reference`` (the email env + the scripted agent shipped in the package) and
+``sdk`` (an env and an agent written with the AgentEnv framework's SDKs, ``tests/peers/``, run on
+the peers' interpreter from ``make peers`` and registered as blocks).
 """
 
 from __future__ import annotations
@@ -55,9 +57,22 @@ PLAN = {"tool_calls": [{"tool": "send", "arguments": {
     "reply": "I replied to Dana."}
 
 
-def reference_pair() -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The reference env + scripted agent: the bare driver's description and the task's steps."""
-    pair = {
+@dataclass
+class Pair:
+    """One env + agent pair: how the bare driver runs it, and the same task as a document."""
+
+    name: str
+    bare: dict[str, Any]
+    steps: list[dict[str, Any]]
+    seed: tuple[str, str, Path]
+    """(artifact id, environment name, file) published to the store before the rounds."""
+    register: list[list[str]] = field(default_factory=list)
+    """CLI arguments that register the pair's blocks (none for reference servers)."""
+
+
+def reference_pair() -> Pair:
+    """The reference email env + the scripted agent (it sends one email over MCP)."""
+    bare = {
         "env_command": [PY, "-m", "prefect_agentenv.envs.email", "--host", "{host}", "--port", "{port}"],
         "env_ready_path": "/.well-known/agent-env.json", "env_name": "email",
         "agent_command": [PY, "-m", "prefect_agentenv.agents.scripted", "--host", "{host}", "--port", "{port}"],
@@ -76,7 +91,43 @@ def reference_pair() -> tuple[dict[str, Any], list[dict[str, Any]]]:
         {"id": "sent", "type": "env_state_verifier", "env_id": "email", "verifier_id": "sent", "depends_on": ["reply"],
          "assertions": [{"assert": "record_count", "id": "one_email_sent", "resource": "sent", "equals": 1}]},
     ]
-    return pair, steps
+    return Pair("reference", bare, steps, ("inbox", "email", ROOT / "examples/artifacts/inbox.json"))
+
+
+PEERS_PY = ROOT / ".venv-peers" / "bin" / "python"
+PEERS = ROOT / "tests" / "peers"
+
+
+def sdk_pair(tmp: Path) -> Pair:
+    """The AgentEnv-SDK notes env + the AgentEnv-SDK tool-calling agent (tests/peers), on their own
+    interpreter, registered as blocks the way a user registers them."""
+    seed = tmp / "notes.json"
+    seed.write_text(json.dumps({"notes": [{"id": "n-1", "text": "call Dana"}]}))
+    bare = {
+        "env_command": [str(PEERS_PY), str(PEERS / "sdk_env.py")], "env_env": {"MCP_HOST": "{host}", "MCP_PORT": "{port}"},
+        "env_ready_path": "/.well-known/agent-env.json", "env_name": "notes-sdk",
+        "agent_command": [str(PEERS_PY), str(PEERS / "sdk_agent.py")],
+        "agent_env": {"A2A_HOST": "{host}", "A2A_PORT": "{port}"},
+        "agent_ready_path": "/.well-known/agent-card.json", "mcp_config_path": "/ext/mcp-config",
+        "seed_file": str(seed), "prompt": 'add_note {"text": "buy milk"}', "check": {"resource": "notes", "count": 2},
+    }
+    steps = [
+        {"id": "env", "type": "deploy_env", "env_id": "notes-sdk", "depends_on": []},
+        {"id": "seed", "type": "load_artifact", "env_id": "notes-sdk", "artifact_id": "notes-seed", "depends_on": ["env"]},
+        {"id": "agent", "type": "deploy_agent", "a2a_agent_id": "sdk-tool-caller", "agent_name": "caller",
+         "env_ids": ["notes-sdk"], "depends_on": ["env"]},
+        {"id": "ask", "type": "prompt_agent", "agent_name": "caller", "prompt_id": "ask",
+         "prompt": 'add_note {"text": "buy milk"}', "depends_on": ["seed", "agent"]},
+        {"id": "state", "type": "env_state_verifier", "env_id": "notes-sdk", "verifier_id": "state", "depends_on": ["ask"],
+         "assertions": [{"assert": "record_count", "id": "two_notes", "resource": "notes", "equals": 2}]},
+    ]
+    register = [
+        ["env", "register", "notes-sdk", "--command", f"{PEERS_PY} {PEERS / 'sdk_env.py'}", "--env", "MCP_HOST={host}",
+         "--env", "MCP_PORT={port}", "--startup-timeout", "60", "--overwrite"],
+        ["agent", "register", "sdk-tool-caller", "--command", f"{PEERS_PY} {PEERS / 'sdk_agent.py'}",
+         "--env", "A2A_HOST={host}", "--env", "A2A_PORT={port}", "--startup-timeout", "60", "--overwrite"],
+    ]
+    return Pair("sdk", bare, steps, ("notes-seed", "notes-sdk", seed), register)
 
 
 # --------------------------------------------------------------------------- processes and CPU
@@ -112,6 +163,7 @@ class Measure:
     server_cpu_s: float
     ok: bool
     detail: dict[str, Any] = field(default_factory=dict)
+    pair: str = "reference"
 
 
 class PrefectServer:
@@ -191,26 +243,34 @@ def run_child(argv: list[str], env: dict[str, str], server: PrefectServer, cwd: 
 
 
 class Bench:
-    def __init__(self, args: argparse.Namespace, tmp: Path, server: PrefectServer) -> None:
-        self.args, self.tmp, self.server = args, tmp, server
+    """The modes for one pair, in its own folder, against the shared Prefect server."""
+
+    def __init__(self, args: argparse.Namespace, tmp: Path, server: PrefectServer, pair: Pair) -> None:
+        self.args, self.server, self.pair = args, server, pair
+        self.tmp = tmp / pair.name
+        self.tmp.mkdir(parents=True, exist_ok=True)
         self.env = {**os.environ, **({"PYTHONPATH": str(args.code.resolve())} if args.code else {}),
                     "PREFECT_API_URL": server.url, "PREFECT_HOME": str(tmp / "client-prefect"),
                     "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_AGENTENV_HOME": str(tmp / "agentenv")}
-        pair, steps = reference_pair()
-        self.pair_file = tmp / "pair.json"
-        self.pair_file.write_text(json.dumps(pair))
-        self.task_file = tmp / "task.json"
-        self.task_file.write_text(json.dumps({"id": "send-one-email", "steps": steps}, indent=1))
-        self.bench_file = tmp / "bench.json"
-        self.bench_file.write_text(json.dumps({"name": "task overhead", "slug": "task-overhead", "version": 1,
-                                               "tasks": [{"id": "send-one-email", "path": "task.json"}],
+        self.pair_file = self.tmp / "pair.json"
+        self.pair_file.write_text(json.dumps(pair.bare))
+        self.task_file = self.tmp / "task.json"
+        self.task_file.write_text(json.dumps({"id": f"{pair.name}-task", "steps": pair.steps}, indent=1))
+        self.bench_file = self.tmp / "bench.json"
+        self.bench_file.write_text(json.dumps({"name": "task overhead", "slug": f"task-overhead-{pair.name}", "version": 1,
+                                               "tasks": [{"id": f"{pair.name}-task", "path": "task.json"}],
                                                "epochs": 1, "concurrency": 1}))
         self.n = 0
 
-    def publish_seed(self) -> None:
+    def prepare(self) -> None:
+        """Publish the seed and register the pair's blocks."""
+        artifact_id, env_name, path = self.pair.seed
         code = ("import sys; from pathlib import Path; from prefect_agentenv.artifacts import get_artifact_store\n"
-                "with get_artifact_store() as s: s.publish_environment('inbox', 'email', 'inbox.json', Path(sys.argv[1]))")
-        subprocess.run([PY, "-c", code, str(ROOT / "examples/artifacts/inbox.json")], env=self.env, check=True)
+                "with get_artifact_store() as s: s.publish_environment(sys.argv[1], sys.argv[2], Path(sys.argv[3]).name, "
+                "Path(sys.argv[3]))")
+        subprocess.run([PY, "-c", code, artifact_id, env_name, str(path)], env=self.env, check=True)
+        for argv in self.pair.register:
+            subprocess.run([CLI, *argv], env=self.env, check=True, stdout=subprocess.DEVNULL)
 
     def bare(self, runs: int, concurrency: int) -> Measure:
         wall, cpu, scpu, code, out = run_child([PY, str(HERE / "_bare.py"), str(self.pair_file), "--runs", str(runs),
@@ -325,41 +385,46 @@ def med(xs: list[float]) -> float:
     return statistics.median(xs) if xs else float("nan")
 
 
-def summarize(measures: list[Measure], args: argparse.Namespace) -> dict[str, Any]:
-    by: dict[str, list[Measure]] = {}
+def summarize(measures: list[Measure]) -> dict[str, Any]:
+    """Per pair: medians per mode, and the two ratios the targets are about."""
+    by: dict[str, dict[str, list[Measure]]] = {}
     for m in measures:
-        by.setdefault(m.mode, []).append(m)
+        by.setdefault(m.pair, {}).setdefault(m.mode, []).append(m)
     out: dict[str, Any] = {}
-    for mode, ms in by.items():
-        out[mode] = {"n": len(ms), "ok": sum(m.ok for m in ms),
-                     "wall_s": med([m.wall_s for m in ms]), "wall_min_s": min(m.wall_s for m in ms),
-                     "wall_max_s": max(m.wall_s for m in ms),
-                     "client_cpu_s": med([m.client_cpu_s for m in ms]), "server_cpu_s": med([m.server_cpu_s for m in ms])}
-    if "bare" in out and "run" in out:
-        out["run_over_bare"] = out["run"]["wall_s"] / out["bare"]["wall_s"]
-    if "bare-bench" in out and "bench" in out:
-        out["bench_throughput_vs_bare"] = out["bare-bench"]["wall_s"] / out["bench"]["wall_s"]
+    for pair, modes in by.items():
+        res: dict[str, Any] = {}
+        for mode, ms in modes.items():
+            res[mode] = {"n": len(ms), "ok": sum(m.ok for m in ms), "wall_s": med([m.wall_s for m in ms]),
+                         "wall_min_s": min(m.wall_s for m in ms), "wall_max_s": max(m.wall_s for m in ms),
+                         "client_cpu_s": med([m.client_cpu_s for m in ms]),
+                         "server_cpu_s": med([m.server_cpu_s for m in ms])}
+        if "bare" in res and "run" in res:
+            res["run_over_bare"] = res["run"]["wall_s"] / res["bare"]["wall_s"]
+        if "bare-bench" in res and "bench" in res:
+            res["bench_throughput_vs_bare"] = res["bare-bench"]["wall_s"] / res["bench"]["wall_s"]
+        out[pair] = res
     return out
 
 
 def print_summary(s: dict[str, Any], args: argparse.Namespace) -> None:
-    print(f"\n| mode | what | wall median (min–max) | client CPU | Prefect server CPU | ok |")
-    print("|---|---|---|---|---|---|")
     label = {"bare": "bare asyncio, one task", "run": "`prefect-agentenv run`, one task",
              "bare-bench": f"bare asyncio, {args.bench_runs} runs at concurrency {args.concurrency}",
              "bench": f"`prefect-agentenv bench`, {args.bench_runs} runs at concurrency {args.concurrency}",
-             "phases": "`run`, instrumented (not in the ratios)"}
-    label.update({"cli --help": "`prefect-agentenv --help`", "cli validate": "`prefect-agentenv validate TASK`",
-                  "cli schema": "`prefect-agentenv schema`"})
-    for mode in ("cli --help", "cli validate", "cli schema", "bare", "run", "bare-bench", "bench", "phases"):
-        if mode in s:
-            m = s[mode]
-            print(f"| {mode} | {label[mode]} | {m['wall_s']:.2f} s ({m['wall_min_s']:.2f}–{m['wall_max_s']:.2f}) | "
-                  f"{m['client_cpu_s']:.2f} s | {m['server_cpu_s']:.2f} s | {m['ok']}/{m['n']} |")
-    if "run_over_bare" in s:
-        print(f"\none task via `run` / bare: {s['run_over_bare']:.2f}×   (target ≤ 2.0×)")
-    if "bench_throughput_vs_bare" in s:
-        print(f"bench throughput / bare throughput: {s['bench_throughput_vs_bare']:.2f}   (target ≥ 0.8)")
+             "phases": "`run`, instrumented (not in the ratios)", "cli --help": "`prefect-agentenv --help`",
+             "cli validate": "`prefect-agentenv validate TASK`", "cli schema": "`prefect-agentenv schema`"}
+    print("\n| pair | mode | wall median (min–max) | client CPU | Prefect server CPU | ok |")
+    print("|---|---|---|---|---|---|")
+    for pair, res in s.items():
+        for mode in ("cli --help", "cli validate", "cli schema", "bare", "run", "bare-bench", "bench", "phases"):
+            if mode in res:
+                m = res[mode]
+                print(f"| {pair} | {label[mode]} | {m['wall_s']:.2f} s ({m['wall_min_s']:.2f}–{m['wall_max_s']:.2f}) | "
+                      f"{m['client_cpu_s']:.2f} s | {m['server_cpu_s']:.2f} s | {m['ok']}/{m['n']} |")
+    for pair, res in s.items():
+        if "run_over_bare" in res:
+            print(f"{pair}: one task via `run` / bare: {res['run_over_bare']:.2f}×   (target ≤ 2.0×)")
+        if "bench_throughput_vs_bare" in res:
+            print(f"{pair}: bench throughput / bare throughput: {res['bench_throughput_vs_bare']:.2f}   (target ≥ 0.8)")
 
 
 def main() -> None:
@@ -371,6 +436,7 @@ def main() -> None:
     parser.add_argument("--modes", default="cli,bare,run,bench,phases", help="comma-separated subset")
     parser.add_argument("--code", type=Path, help="run the package from this source tree instead (PYTHONPATH), "
                         "e.g. a `git archive` of an older commit, to compare before and after in one invocation")
+    parser.add_argument("--pairs", default="reference", help="reference, sdk or reference,sdk (default reference)")
     parser.add_argument("--json", type=Path, help="write every measurement here")
     parser.add_argument("--label", default="", help="a note stored with the results (e.g. before/after)")
     args = parser.parse_args()
@@ -381,33 +447,40 @@ def main() -> None:
     try:
         print(f"starting prefect server on {server.url} ...", flush=True)
         print(f"  healthy after {server.start():.1f} s", flush=True)
-        bench = Bench(args, tmp, server)
-        bench.publish_seed()
+        pairs = [reference_pair() if name == "reference" else sdk_pair(tmp) for name in args.pairs.split(",")]
+        if any(p.name == "sdk" for p in pairs) and not PEERS_PY.exists():
+            raise SystemExit("the sdk pair needs the peers' venv: run `make peers`")
+        benches = [Bench(args, tmp, server, p) for p in pairs]
+        for b in benches:
+            b.prepare()
         measures: list[Measure] = []
         phase_runs: list[tuple[Measure, dict[str, Any]]] = []
         for rnd in range(args.warmup + args.reps):
             counted = rnd >= args.warmup
-            round_ms: list[Measure] = []
-            if "cli" in modes:
-                round_ms += bench.cli()
-            if "bare" in modes:
-                round_ms.append(bench.bare(1, 1))
-            if "run" in modes:
-                round_ms.append(bench.run())
-            if "bench" in modes:
-                round_ms.append(bench.bare(args.bench_runs, args.concurrency))
-                round_ms.append(bench.bench(args.bench_runs, args.concurrency))
-            if "phases" in modes:
-                m, data = bench.phases()
-                round_ms.append(m)
+            for bench in benches:
+                round_ms: list[Measure] = []
+                if "cli" in modes and bench is benches[0]:
+                    round_ms += bench.cli()
+                if "bare" in modes:
+                    round_ms.append(bench.bare(1, 1))
+                if "run" in modes:
+                    round_ms.append(bench.run())
+                if "bench" in modes:
+                    round_ms.append(bench.bare(args.bench_runs, args.concurrency))
+                    round_ms.append(bench.bench(args.bench_runs, args.concurrency))
+                if "phases" in modes:
+                    m, data = bench.phases()
+                    round_ms.append(m)
+                    if counted and bench is benches[0]:
+                        phase_runs.append((m, data))
+                for m in round_ms:
+                    m.pair = bench.pair.name
+                    print(f"  round {rnd}{'' if counted else ' (warm-up)'}: {m.pair:<9} {m.mode:<12} {m.wall_s:6.2f} s  "
+                          f"cpu {m.client_cpu_s:5.2f} s  server {m.server_cpu_s:5.2f} s  "
+                          f"{'ok' if m.ok else 'NOT OK ' + json.dumps(m.detail)[:300]}", flush=True)
                 if counted:
-                    phase_runs.append((m, data))
-            for m in round_ms:
-                print(f"  round {rnd}{'' if counted else ' (warm-up)'}: {m.mode:<10} {m.wall_s:6.2f} s  cpu {m.client_cpu_s:5.2f} s"
-                      f"  server {m.server_cpu_s:5.2f} s  {'ok' if m.ok else 'NOT OK ' + json.dumps(m.detail)[:300]}", flush=True)
-            if counted:
-                measures += round_ms
-        summary = summarize(measures, args)
+                    measures += round_ms
+        summary = summarize(measures)
         print_summary(summary, args)
         rows: list[Any] = []
         if phase_runs:
