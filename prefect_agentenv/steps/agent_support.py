@@ -14,13 +14,14 @@ from typing import Any
 from prefect_agentenv.context import DeployedAgent, DeployedEnv, RunContext
 from prefect_agentenv.exceptions import DeployError, NotInContextError, StepError
 from prefect_agentenv.protocols.a2a import A2AClient
-from prefect_agentenv.runtime.launch import LaunchSpec
+from prefect_agentenv.runtime.launch import Instance, LaunchSpec
 from prefect_agentenv.runtime.models import ResolvedModel, resolve_model_endpoint
 from prefect_agentenv.runtime.resolve import resolve_agent
 from prefect_agentenv.runtime.run import RunResources, current_run
 from prefect_agentenv.runtime.sandbox import Sandbox, create_sandbox
 from prefect_agentenv.steps.agent_configuration import ConfigRequest, deliver
 from prefect_agentenv.steps.base import StepModel
+from prefect_agentenv.steps.pooling import pooled_agent
 from prefect_agentenv.steps.services import http_client, launchers
 
 logger = logging.getLogger("prefect_agentenv.agents")
@@ -92,24 +93,33 @@ async def start_agent(step: StepModel, *, agent_name: str, a2a_agent_id: str, ro
     resolved = await resolve_agent(a2a_agent_id)
     # An agent known to call no model (the scripted one) does not wait for a mock model to start.
     endpoint = await model_for(run, _ROLE_OF.get(a2a_agent_id, role), model, start_mock=resolved.uses_model)
-    sandbox = create_sandbox(run.workdir, agent_name)
-    if not run.keep:
-        run.teardown.add(f"sandbox of {agent_name}", _remover(sandbox), owner_step=step.id, kind="sandbox")
-    extra_env = {**sandbox.env(), **_model_env(endpoint), **(extra_env or {})}
-    launcher = launchers(run).for_spec(resolved.spec)
-    try:
-        instance = await launcher.start(resolved.spec, name=agent_name, workdir=run.workdir / "agents",
-                                        cwd=sandbox.root, extra_env=extra_env)
-    except DeployError as exc:
-        exc.step_id, exc.step_type = step.id, step.type
-        raise
-    run.teardown.add(f"agent {agent_name} ({instance.instance_id})", lambda: launcher.stop(instance),
-                     owner_step=step.id, kind="agent", key=agent_name)
+    env = {**_model_env(endpoint), **(extra_env or {})}
+    pooled = await pooled_agent(step, agent_name=agent_name, a2a_agent_id=a2a_agent_id, spec=resolved.spec, env=env,
+                                per_run_model=endpoint.is_mock and endpoint.base_url is not None)
+    instance, sandbox = pooled or await _start_own(step, run, resolved.spec, agent_name, env)
     run.services.setdefault("sandboxes", {})[instance.instance_id] = sandbox
     agent = DeployedAgent(agent_name=agent_name, a2a_url=instance.base_url, sandbox=str(sandbox.root),
                           instance_id=instance.instance_id, a2a_agent_id=a2a_agent_id,
                           model=endpoint.model)
     return agent, sandbox
+
+
+async def _start_own(step: StepModel, run: RunResources, spec: LaunchSpec, agent_name: str,
+                     env: dict[str, str]) -> tuple[Instance, Sandbox]:
+    """Start the agent for this run alone, in a new sandbox; both go at the run's teardown."""
+    sandbox = create_sandbox(run.workdir, agent_name)
+    if not run.keep:
+        run.teardown.add(f"sandbox of {agent_name}", _remover(sandbox), owner_step=step.id, kind="sandbox")
+    launcher = launchers(run).for_spec(spec)
+    try:
+        instance = await launcher.start(spec, name=agent_name, workdir=run.workdir / "agents",
+                                        cwd=sandbox.root, extra_env={**sandbox.env(), **env})
+    except DeployError as exc:
+        exc.step_id, exc.step_type = step.id, step.type
+        raise
+    run.teardown.add(f"agent {agent_name} ({instance.instance_id})", lambda: launcher.stop(instance),
+                     owner_step=step.id, kind="agent", key=agent_name)
+    return instance, sandbox
 
 
 def _remover(sandbox: Sandbox) -> Any:

@@ -14,6 +14,7 @@ from prefect_agentenv.runtime.launch import Instance
 from prefect_agentenv.runtime.resolve import resolve_env
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.steps.base import Provides, StepModel
+from prefect_agentenv.steps.pooling import pooled_env
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.services import http_client, launchers
 
@@ -53,6 +54,9 @@ async def run(step: DeployEnvStep, ctx: RunContext) -> RunContext:
 
 
 async def _start(step: DeployEnvStep, spec: object) -> Instance:
+    pooled = await pooled_env(step, step.env_id, spec)  # type: ignore[arg-type]
+    if pooled is not None:
+        return pooled
     run = current_run()
     launcher = launchers(run).for_spec(spec)  # type: ignore[arg-type]
     try:
