@@ -8,7 +8,11 @@ and the standard library: no engine, no Prefect, no report. The A2A prompt uses 
 
 Usage (the benchmark starts it as a child process, like the CLI)::
 
-    python benchmarks/_bare.py PAIR.json [--runs N] [--concurrency C]
+    python benchmarks/_bare.py PAIR.json [--runs N] [--concurrency C] [--pool]
+
+With ``--pool`` the env and agent processes are started once per concurrent slot and reused: each
+task run resets and reloads the env, empties the agent's folder, configures it again and prompts
+it in a new context (the floor for the engine's warm pools).
 
 ``PAIR.json`` describes the env and agent commands, the seed file, the agent's config, the
 prompt and the check (written by ``task_overhead.py``). Exit 0 when every task run passed the
@@ -30,6 +34,7 @@ import sys
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin
@@ -103,48 +108,98 @@ async def rpc(client: httpx.AsyncClient, url: str, method: str, params: dict[str
     return answer["result"]
 
 
+@dataclass
+class Slot:
+    """One env and one agent, with where to reach them."""
+
+    sandbox: str
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    data_url: str = ""
+    mcp_url: str = ""
+    agent_base: str = ""
+    agent_rpc: str = ""
+
+
+async def start_env(pair: dict[str, Any], client: httpx.AsyncClient, slot: Slot) -> None:
+    proc, base = await start(pair["env_command"], ready_path=pair["env_ready_path"], client=client,
+                             env=pair.get("env_env"))
+    slot.procs.append(proc)
+    card = (await client.get(base + pair["env_ready_path"])).json()
+    slot.data_url = base + card.get("url", "/agentenv")
+    slot.mcp_url = base + next((i["url"] for i in card.get("additionalInterfaces", []) if i.get("transport") == "mcp"),
+                               "/mcp")
+
+
+async def start_agent(pair: dict[str, Any], client: httpx.AsyncClient, slot: Slot) -> None:
+    home = Path(slot.sandbox) / "home"
+    home.mkdir(exist_ok=True)
+    proc, slot.agent_base = await start(pair["agent_command"], ready_path=pair["agent_ready_path"], client=client,
+                                        cwd=slot.sandbox, env={"HOME": str(home), "AGENTENV_SANDBOX_ROOT": slot.sandbox,
+                                                               **pair.get("agent_env", {})})
+    slot.procs.append(proc)
+    slot.agent_rpc = rpc_url(slot.agent_base, (await client.get(slot.agent_base + pair["agent_ready_path"])).json())
+
+
+async def load(pair: dict[str, Any], client: httpx.AsyncClient, slot: Slot) -> None:
+    seed = Path(pair["seed_file"]).read_bytes()  # as a file part, like load_artifact sends it
+    part = {"kind": "file", "file": {"bytes": base64.b64encode(seed).decode(), "name": Path(pair["seed_file"]).name,
+                                     "mimeType": "application/json"}}
+    await rpc(client, slot.data_url, "data/reset", {})
+    await rpc(client, slot.data_url, "data/add", {"parts": [part]})
+
+
+async def configure(pair: dict[str, Any], client: httpx.AsyncClient, slot: Slot) -> None:
+    await client.post(slot.agent_base + pair["mcp_config_path"], json={"url": slot.mcp_url, "name": pair["env_name"]})
+    if pair.get("agent_config"):
+        await client.post(slot.agent_base + pair["agent_config_path"], json=pair["agent_config"])
+
+
+async def prompt_and_check(pair: dict[str, Any], client: httpx.AsyncClient, slot: Slot) -> bool:
+    message = {"kind": "message", "messageId": uuid.uuid4().hex, "role": "user",
+               "parts": [{"kind": "text", "text": pair["prompt"]}]}
+    await rpc(client, slot.agent_rpc, "message/send", {"message": message, "configuration": {"blocking": True}},
+              headers={"A2A-Version": "0.3"})
+    return check(await rpc(client, slot.data_url, "data/get", {}), pair["check"])
+
+
+async def stop_slot(slot: Slot) -> None:
+    await asyncio.gather(*(stop(p) for p in slot.procs))
+    shutil.rmtree(slot.sandbox, ignore_errors=True)
+
+
 async def one_task(pair: dict[str, Any], client: httpx.AsyncClient) -> bool:
     """One task run; True when the check passed. Everything it started is stopped."""
-    procs: list[subprocess.Popen[bytes]] = []
-    sandbox = tempfile.mkdtemp(prefix="bare-sandbox-")
+    slot = Slot(tempfile.mkdtemp(prefix="bare-sandbox-"))
     try:
-        env_proc, env_base = await start(pair["env_command"], ready_path=pair["env_ready_path"], client=client,
-                                         env=pair.get("env_env"))
-        procs.append(env_proc)
-        card = (await client.get(env_base + pair["env_ready_path"])).json()
-        data_url = env_base + card.get("url", "/agentenv")
-        mcp_url = env_base + next((i["url"] for i in card.get("additionalInterfaces", []) if i.get("transport") == "mcp"),
-                                  "/mcp")
+        await start_env(pair, client, slot)
 
-        async def load() -> None:
-            seed = Path(pair["seed_file"]).read_bytes()  # as a file part, like load_artifact sends it
-            part = {"kind": "file", "file": {"bytes": base64.b64encode(seed).decode(), "name": Path(pair["seed_file"]).name,
-                                             "mimeType": "application/json"}}
-            await rpc(client, data_url, "data/reset", {})
-            await rpc(client, data_url, "data/add", {"parts": [part]})
+        async def agent() -> None:
+            await start_agent(pair, client, slot)
+            await configure(pair, client, slot)
 
-        async def agent() -> str:
-            home = Path(sandbox) / "home"
-            home.mkdir()
-            proc, base = await start(pair["agent_command"], ready_path=pair["agent_ready_path"], client=client,
-                                     cwd=sandbox, env={"HOME": str(home), "AGENTENV_SANDBOX_ROOT": sandbox,
-                                                       **pair.get("agent_env", {})})
-            procs.append(proc)
-            await client.post(base + pair["mcp_config_path"], json={"url": mcp_url, "name": pair["env_name"]})
-            if pair.get("agent_config"):
-                await client.post(base + pair["agent_config_path"], json=pair["agent_config"])
-            return rpc_url(base, (await client.get(base + pair["agent_ready_path"])).json())
-
-        _, agent_rpc = await asyncio.gather(load(), agent())
-        message = {"kind": "message", "messageId": uuid.uuid4().hex, "role": "user",
-                   "parts": [{"kind": "text", "text": pair["prompt"]}]}
-        await rpc(client, agent_rpc, "message/send", {"message": message, "configuration": {"blocking": True}},
-                  headers={"A2A-Version": "0.3"})
-        state = await rpc(client, data_url, "data/get", {})
-        return check(state, pair["check"])
+        await asyncio.gather(load(pair, client, slot), agent())
+        return await prompt_and_check(pair, client, slot)
     finally:
-        await asyncio.gather(*(stop(p) for p in procs))
-        shutil.rmtree(sandbox, ignore_errors=True)
+        await stop_slot(slot)
+
+
+async def pooled_task(pair: dict[str, Any], client: httpx.AsyncClient, idle: list[Slot], everything: list[Slot]) -> bool:
+    """One task run on a warm env + agent (started on first need): reset and reload the env, empty
+    the sandbox, configure the agent again, prompt in a new context, check."""
+    if idle:
+        slot = idle.pop()
+        for child in Path(slot.sandbox).iterdir():
+            shutil.rmtree(child) if child.is_dir() else child.unlink()
+    else:
+        slot = Slot(tempfile.mkdtemp(prefix="bare-sandbox-"))
+        everything.append(slot)
+        await start_env(pair, client, slot)
+        await start_agent(pair, client, slot)
+    try:
+        await asyncio.gather(load(pair, client, slot), configure(pair, client, slot))
+        return await prompt_and_check(pair, client, slot)
+    finally:
+        idle.append(slot)
 
 
 def rpc_url(base: str, card: dict[str, Any]) -> str:
@@ -165,15 +220,20 @@ def check(state: dict[str, Any], spec: dict[str, Any]) -> bool:
     return len(records) == spec["count"]
 
 
-async def main_async(pair: dict[str, Any], runs: int, concurrency: int) -> dict[str, Any]:
+async def main_async(pair: dict[str, Any], runs: int, concurrency: int, pool: bool = False) -> dict[str, Any]:
     gate = asyncio.Semaphore(concurrency)
+    idle: list[Slot] = []
+    everything: list[Slot] = []
     t0 = time.monotonic()
     async with httpx.AsyncClient(trust_env=False, timeout=30) as client:
         async def guarded() -> bool:
             async with gate:
-                return await one_task(pair, client)
+                return await (pooled_task(pair, client, idle, everything) if pool else one_task(pair, client))
 
-        results = await asyncio.gather(*(guarded() for _ in range(runs)), return_exceptions=True)
+        try:
+            results = await asyncio.gather(*(guarded() for _ in range(runs)), return_exceptions=True)
+        finally:
+            await asyncio.gather(*(stop_slot(s) for s in everything))
     errors = [repr(r) for r in results if isinstance(r, BaseException)]
     return {"runs": runs, "passed": sum(1 for r in results if r is True), "wall_s": round(time.monotonic() - t0, 3),
             "errors": errors[:3]}
@@ -184,8 +244,9 @@ def main() -> None:
     parser.add_argument("pair", type=Path)
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--concurrency", type=int, default=1)
+    parser.add_argument("--pool", action="store_true", help="keep env and agent processes across task runs")
     args = parser.parse_args()
-    out = asyncio.run(main_async(json.loads(args.pair.read_text()), args.runs, args.concurrency))
+    out = asyncio.run(main_async(json.loads(args.pair.read_text()), args.runs, args.concurrency, args.pool))
     print(json.dumps(out))
     sys.exit(0 if out["passed"] == out["runs"] else 1)
 

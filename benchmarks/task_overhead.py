@@ -41,6 +41,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -219,6 +220,34 @@ class PrefectServer:
                 self.proc.wait()
 
 
+LAST_PEAK_RSS_MB = [0.0]
+"""Peak resident memory of the last child process itself (not its own children), in MB."""
+
+
+class PeakRss:
+    """Samples a process's peak RSS (``VmHWM``) from ``/proc`` until it exits."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid, self.peak_kb, self._done = pid, 0, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._done.is_set():
+            try:
+                for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+                    if line.startswith("VmHWM:"):
+                        self.peak_kb = max(self.peak_kb, int(line.split()[1]))
+            except (OSError, ValueError):
+                pass
+            self._done.wait(0.2)
+
+    def stop(self) -> float:
+        self._done.set()
+        self._thread.join()
+        return round(self.peak_kb / 1024, 1)
+
+
 def run_child(argv: list[str], env: dict[str, str], server: PrefectServer, cwd: Path,
               settle: bool = True) -> tuple[float, float, float, int, str]:
     """Run one child to completion: wall, CPU of its reaped tree, server CPU, exit code, stdout."""
@@ -230,8 +259,10 @@ def run_child(argv: list[str], env: dict[str, str], server: PrefectServer, cwd: 
         env = {**env, "BENCH_T0": repr(time.time())}
     t0 = time.monotonic()
     proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+    sampler = PeakRss(proc.pid)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.monotonic() - t0
+    LAST_PEAK_RSS_MB[0] = sampler.stop()
     proc.returncode = os.waitstatus_to_exitcode(status)
     if settle:
         server.settle()
@@ -260,6 +291,8 @@ class Bench:
         self.bench_file.write_text(json.dumps({"name": "task overhead", "slug": f"task-overhead-{pair.name}", "version": 1,
                                                "tasks": [{"id": f"{pair.name}-task", "path": "task.json"}],
                                                "epochs": 1, "concurrency": 1}))
+        self.bench_pool_file = self.tmp / "bench-pool.json"
+        self.bench_pool_file.write_text(json.dumps({**json.loads(self.bench_file.read_text()), "pool": True}))
         self.n = 0
 
     def prepare(self) -> None:
@@ -272,10 +305,12 @@ class Bench:
         for argv in self.pair.register:
             subprocess.run([CLI, *argv], env=self.env, check=True, stdout=subprocess.DEVNULL)
 
-    def bare(self, runs: int, concurrency: int) -> Measure:
+    def bare(self, runs: int, concurrency: int, *, pool: bool = False) -> Measure:
         wall, cpu, scpu, code, out = run_child([PY, str(HERE / "_bare.py"), str(self.pair_file), "--runs", str(runs),
-                                                "--concurrency", str(concurrency)], self.env, self.server, self.tmp)
-        return Measure("bare" if runs == 1 else "bare-bench", wall, cpu, scpu, code == 0, _last_json(out))
+                                                "--concurrency", str(concurrency), *(["--pool"] if pool else [])],
+                                               self.env, self.server, self.tmp)
+        mode = "bare-pool" if pool else "bare" if runs == 1 else "bare-bench"
+        return Measure(mode, wall, cpu, scpu, code == 0, _last_json(out))
 
     def run(self) -> Measure:
         self.n += 1
@@ -285,16 +320,19 @@ class Bench:
         ok, detail = _report_ok(report)
         return Measure("run", wall, cpu, scpu, code == 0 and ok, detail or {"output": out[-2000:]})
 
-    def bench(self, runs: int, concurrency: int) -> Measure:
+    def bench(self, runs: int, concurrency: int, *, pool: bool = False, mode: str = "bench") -> Measure:
         self.n += 1
         rdir = self.tmp / "reports" / f"bench-{self.n}"
-        wall, cpu, scpu, code, out = run_child([CLI, "bench", str(self.bench_file), "--epochs", str(runs),
+        wall, cpu, scpu, code, out = run_child([CLI, "bench", str(self.bench_pool_file if pool else self.bench_file),
+                                                "--epochs", str(runs),
                                                 "--concurrency", str(concurrency), "--report-dir", str(rdir)],
                                                self.env, self.server, self.tmp)
         reports = [json.loads(p.read_text()) for p in rdir.glob("*-epoch*.json")] if rdir.exists() else []
         passed = sum(1 for r in reports if r.get("outcome") == "PASSED")
-        return Measure("bench", wall, cpu, scpu, code == 0 and passed == runs,
-                       {"passed": passed, "runs": runs, **({} if passed == runs else {"output": out[-2000:]})})
+        return Measure(mode, wall, cpu, scpu, code == 0 and passed == runs,
+                       {"passed": passed, "runs": runs, "concurrency": concurrency,
+                        "flow_process_peak_rss_mb": LAST_PEAK_RSS_MB[0],
+                        **({} if passed == runs else {"output": out[-2000:]})})
 
     def cli(self) -> list[Measure]:
         """The light commands, each from a fresh process: ``--help``, ``validate TASK``, ``schema``."""
@@ -402,6 +440,17 @@ def summarize(measures: list[Measure]) -> dict[str, Any]:
             res["run_over_bare"] = res["run"]["wall_s"] / res["bare"]["wall_s"]
         if "bare-bench" in res and "bench" in res:
             res["bench_throughput_vs_bare"] = res["bare-bench"]["wall_s"] / res["bench"]["wall_s"]
+        if all(k in res for k in ("bare-pool", "bare-pool-1", "bench-pool", "bench-pool-1")):
+            # The marginal task run (fixed costs such as process starts and imports cancel out).
+            extra = (modes["bench-pool"][0].detail.get("runs") or 2) - 1
+            bench_marginal = (res["bench-pool"]["wall_s"] - res["bench-pool-1"]["wall_s"]) / extra
+            bare_marginal = (res["bare-pool"]["wall_s"] - res["bare-pool-1"]["wall_s"]) / extra
+            res["pooled_marginal_task_s"] = {"bench": bench_marginal, "bare": bare_marginal}
+            res["pooled_overhead_per_task_s"] = bench_marginal - bare_marginal
+        for mode, ms in modes.items():
+            rss = [m.detail.get("flow_process_peak_rss_mb") for m in ms if m.detail.get("flow_process_peak_rss_mb")]
+            if rss:
+                res[mode]["flow_process_peak_rss_mb"] = med(rss)
         out[pair] = res
     return out
 
@@ -411,11 +460,18 @@ def print_summary(s: dict[str, Any], args: argparse.Namespace) -> None:
              "bare-bench": f"bare asyncio, {args.bench_runs} runs at concurrency {args.concurrency}",
              "bench": f"`prefect-agentenv bench`, {args.bench_runs} runs at concurrency {args.concurrency}",
              "phases": "`run`, instrumented (not in the ratios)", "cli --help": "`prefect-agentenv --help`",
-             "cli validate": "`prefect-agentenv validate TASK`", "cli schema": "`prefect-agentenv schema`"}
+             "cli validate": "`prefect-agentenv validate TASK`", "cli schema": "`prefect-agentenv schema`",
+             "bare-pool-1": "bare asyncio, warm processes, 1 run",
+             "bare-pool": f"bare asyncio, warm processes, {1 + args.bench_runs} runs one at a time",
+             "bench-pool-1": "`bench` with `pool: true`, 1 run",
+             "bench-pool": f"`bench` with `pool: true`, {1 + args.bench_runs} runs one at a time"}
+    for n in args.scale_sizes.split(","):
+        label[f"scale {n}"] = f"`bench`, {n} runs at concurrency {min(int(n), args.scale_concurrency)}"
     print("\n| pair | mode | wall median (min–max) | client CPU | Prefect server CPU | ok |")
     print("|---|---|---|---|---|---|")
     for pair, res in s.items():
-        for mode in ("cli --help", "cli validate", "cli schema", "bare", "run", "bare-bench", "bench", "phases"):
+        for mode in ("cli --help", "cli validate", "cli schema", "bare", "run", "bare-bench", "bench", "bare-pool-1",
+                     "bare-pool", "bench-pool-1", "bench-pool", *(f"scale {n}" for n in args.scale_sizes.split(",")), "phases"):
             if mode in res:
                 m = res[mode]
                 print(f"| {pair} | {label[mode]} | {m['wall_s']:.2f} s ({m['wall_min_s']:.2f}–{m['wall_max_s']:.2f}) | "
@@ -425,6 +481,14 @@ def print_summary(s: dict[str, Any], args: argparse.Namespace) -> None:
             print(f"{pair}: one task via `run` / bare: {res['run_over_bare']:.2f}×   (target ≤ 2.0×)")
         if "bench_throughput_vs_bare" in res:
             print(f"{pair}: bench throughput / bare throughput: {res['bench_throughput_vs_bare']:.2f}   (target ≥ 0.8)")
+        if "pooled_overhead_per_task_s" in res:
+            marg = res["pooled_marginal_task_s"]
+            print(f"{pair}: pooled, one more task run costs {marg['bench']:.3f} s in `bench` and {marg['bare']:.3f} s "
+                  f"bare: overhead {res['pooled_overhead_per_task_s']:.3f} s per task   (target ≤ 0.3 s)")
+        for mode, m in res.items():
+            if isinstance(m, dict) and "flow_process_peak_rss_mb" in m:
+                print(f"{pair}: {mode}: flow process peak RSS {m['flow_process_peak_rss_mb']:.0f} MB, "
+                      f"wall {m['wall_s']:.1f} s")
 
 
 def main() -> None:
@@ -433,9 +497,12 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=1, help="unmeasured rounds first (default 1)")
     parser.add_argument("--bench-runs", type=int, default=8, help="task runs per bench (default 8)")
     parser.add_argument("--concurrency", type=int, default=4, help="bench concurrency (default 4)")
-    parser.add_argument("--modes", default="cli,bare,run,bench,phases", help="comma-separated subset")
+    parser.add_argument("--modes", default="cli,bare,run,bench,pool,phases",
+                        help="comma-separated subset of cli,bare,run,bench,pool,scale,phases")
     parser.add_argument("--code", type=Path, help="run the package from this source tree instead (PYTHONPATH), "
                         "e.g. a `git archive` of an older commit, to compare before and after in one invocation")
+    parser.add_argument("--scale-sizes", default="8,64", help="task runs per bench in the scale mode")
+    parser.add_argument("--scale-concurrency", type=int, default=16, help="concurrency of the scale mode")
     parser.add_argument("--pairs", default="reference", help="reference, sdk or reference,sdk (default reference)")
     parser.add_argument("--json", type=Path, help="write every measurement here")
     parser.add_argument("--label", default="", help="a note stored with the results (e.g. before/after)")
@@ -468,6 +535,14 @@ def main() -> None:
                 if "bench" in modes:
                     round_ms.append(bench.bare(args.bench_runs, args.concurrency))
                     round_ms.append(bench.bench(args.bench_runs, args.concurrency))
+                if "pool" in modes:  # warm processes, one task run at a time: 1 run, then 1 + N runs
+                    for runs, suffix in ((1, "-1"), (1 + args.bench_runs, "")):
+                        bare = bench.bare(runs, 1, pool=True)
+                        bare.mode += suffix
+                        round_ms += [bare, bench.bench(runs, 1, pool=True, mode=f"bench-pool{suffix}")]
+                if "scale" in modes and bench is benches[0]:
+                    for n in (int(x) for x in args.scale_sizes.split(",")):
+                        round_ms.append(bench.bench(n, min(n, args.scale_concurrency), mode=f"scale {n}"))
                 if "phases" in modes:
                     m, data = bench.phases()
                     round_ms.append(m)
