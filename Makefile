@@ -10,7 +10,7 @@ PEERS_STAMP := $(PEERS)/.installed-stamp
 PEER_PACKAGES := agentenv-framework==0.9.1364 agentenv-framework-protocol==0.1.379
 export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 
-.PHONY: install peers demo test bench clean
+.PHONY: install peers demo test browser screenshots bench clean
 
 $(STAMP): pyproject.toml tests/plugin/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,15 @@ demo: install
 
 test: install peers
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+# The browser tests use the system's Chromium (Playwright never downloads one); without it they
+# are skipped and say so. CI runs this before `make test`.
+browser:
+	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+
+# The screenshots of docs/reading-results.md, taken by the browser tests.
+screenshots: install browser
+	AGENTENV_SCREENSHOTS=$(CURDIR)/docs/images $(BIN)/python -m pytest -q -p no:cacheprovider tests/viewer/test_browser.py
 
 bench: install
 	$(BIN)/python benchmarks/engine_overhead.py

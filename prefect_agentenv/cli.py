@@ -14,6 +14,8 @@ import click
 import typer
 from typer.core import TyperGroup
 
+from prefect_agentenv.commands.review import review_command
+from prefect_agentenv.commands.rollout import rollout_command
 from prefect_agentenv.commands.view import view_command
 
 if TYPE_CHECKING:
@@ -71,25 +73,33 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     cls=_LazyGroup,
 )
-app.command(name="view")(view_command)
 
 
 @app.command()
-def validate(files: Annotated[list[Path], typer.Argument(help="Task or benchmark documents (JSON or YAML).")]) -> None:
+def validate(
+    files: Annotated[list[Path], typer.Argument(help="Task or benchmark documents (JSON or YAML).")],
+    explain: Annotated[bool, typer.Option("--explain", help="Print each valid task document in its canonical form "
+                                          "(AgentEnv field names and forms read as this runner's).")] = False,
+) -> None:
     """Check task and benchmark documents; list every problem. Exit 0 when all are valid, 2 otherwise."""
     from prefect_agentenv.documents import BenchmarkValidationResult, validate_any_file
+    from prefect_agentenv.documents.models import explain_step
 
     failed = False
     for path in files:
         result = validate_any_file(path)
         for w in result.warnings:
-            typer.echo(f"{path}: warning: {w.render()}", err=True)
+            typer.echo(f"{path}: {w.severity}: {w.render()}", err=True)
         if result.ok and isinstance(result, BenchmarkValidationResult):
             tasks = len({t.base_id for t in result.tasks})
             typer.echo(f"{path}: ok (benchmark: {tasks} tasks, {len(result.tasks)} runs per epoch)")
             continue
         if result.ok:
             typer.echo(f"{path}: ok ({len(result.document.steps) if result.document else 0} steps)")
+            if explain and result.document is not None:
+                doc = result.document
+                canonical = {"id": doc.id, "steps": [explain_step(s) for s in doc.steps]}
+                typer.echo(json.dumps(canonical, indent=2))
             continue
         failed = True
         typer.echo(f"{path}: {len(result.problems)} problem(s)")
@@ -258,6 +268,11 @@ def serve_command(
         typer.echo(f"error: {benchmark_file} does not exist", err=True)
         raise typer.Exit(2)
     serve_all(benchmark_file, cron=None if no_schedule else cron, limit=limit)
+
+
+app.command(name="view")(view_command)
+app.command(name="rollout")(rollout_command)
+app.command(name="review")(review_command)
 
 
 def main() -> None:

@@ -33,6 +33,9 @@ class AgentEnvSettings(PrefectBaseSettings):
     """Upper bound for stopping everything a run started."""
     step_teardown_timeout_seconds: float = 10.0
     """Upper bound for stopping one instance."""
+    verify_python: str | None = None
+    """Python interpreter that runs env_outcome_verifier scripts (this one when unset). Scripts written
+    for another runtime (AgentEnv's examples use the mcp 1.x client) need an interpreter that has it."""
     # Named model_* because Prefect's settings source drops variables whose name equals a field
     # name: a field called openai_base_url would silently ignore OPENAI_BASE_URL.
     model_base_url: str | None = Field(

@@ -143,6 +143,7 @@ async def run_task_document(
             error=error,
             timed_out=timed_out,
             secrets=run.redact,
+            skip_policy=document.skip_policy,
             transcript=transcript,
         )
         write_report(report, run.workdir / "report.json")

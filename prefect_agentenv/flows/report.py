@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.flows.scheduler import ScheduleResult
-from prefect_agentenv.grading.outcome import Outcome, task_outcome
+from prefect_agentenv.grading.outcome import Outcome, SkipPolicy, task_outcome
 from prefect_agentenv.transcript import Transcript, transcript_markdown
 
 REDACTED = "***"
@@ -52,6 +52,7 @@ def build_report(
     error: str | None = None,
     timed_out: bool = False,
     secrets: set[str] | None = None,
+    skip_policy: SkipPolicy = "zero",
     transcript: Transcript | None = None,
 ) -> TaskReport:
     """Assemble the report of a run, with every secret value redacted."""
@@ -59,7 +60,8 @@ def build_report(
     failed = error is not None or timed_out or (result is not None and result.fatal is not None)
     if result and result.fatal and not error:
         error = f"step '{result.fatal.id}' failed: {result.fatal.error}"
-    outcome, score = task_outcome(context.metadata.verifications, failed=failed, timed_out=timed_out)
+    outcome, score = task_outcome(context.metadata.verifications, failed=failed, timed_out=timed_out,
+                                  skip_policy=skip_policy)
     report = TaskReport(
         task_id=task_id,
         flow_run_id=flow_run_id,

@@ -33,6 +33,8 @@ ENV_PROTOCOL_VERSION = "1.0"
 DATA_OPERATIONS = ("data/reset", "data/add", "data/get")
 CLOCK_EXTENSION = "urn:agentenv:clock/v1"
 TRIGGERS_EXTENSION = "urn:agentenv:triggers/v1"
+DISABLE_TOOL_EXTENSION = "urn:agentenv:disable-tool/v1"
+ENABLE_TOOL_EXTENSION = "urn:agentenv:enable-tool/v1"
 CLOCK_METHODS = ("clock/get", "clock/set", "clock/advance")
 TRIGGER_METHODS = ("triggers/register", "triggers/list")
 
@@ -361,6 +363,15 @@ class EnvClient:
         result = await self._extension_call(CLOCK_EXTENSION, "clock/advance", {"seconds": seconds})
         return _clock_of(result, self.peer, self.base_url)
 
+    async def set_tool_access(self, action: str, role: str, tools: Sequence[str]) -> dict[str, Any]:
+        """Disable or enable tools for a role (``urn:agentenv:disable-tool/v1`` / ``enable-tool/v1``).
+
+        The env answers with the role's state after the change, ``{disabled, allowed}`` as it says it.
+        """
+        uri = DISABLE_TOOL_EXTENSION if action == "disable" else ENABLE_TOOL_EXTENSION
+        result = await self._extension_call(uri, action, {"role": role, "tools": list(tools)})
+        return result if isinstance(result, dict) else {"result": result}
+
     async def register_triggers(self, triggers: Sequence[Trigger | Mapping[str, Any]]) -> list[Trigger]:
         """Register timed events; the env answers with them as stored (ids, status)."""
         try:
@@ -397,7 +408,7 @@ class EnvClient:
             error = answer.error
             raise EnvRpcError(f"{method} failed on {url}: [{error.code}] {error.message}",
                               url=url, code=error.code, data=error.data, method=method)
-        if answer.id != body["id"]:
+        if answer.id is not None and str(answer.id) != str(body["id"]):  # some peers echo ids as strings
             raise ProtocolError(f"{url} answered {method} with id {answer.id!r}, expected {body['id']!r}", url=url)
         return answer.result
 
@@ -432,12 +443,30 @@ class EnvClient:
                 f"env {card.name!r} cannot do {method}: its card does not declare {uri}", url=card.url, operation=uri
             )
         methods = extension.params.get("methods")
-        if isinstance(methods, list) and method not in methods:
+        if isinstance(methods, list | dict) and method not in methods:
             raise UnsupportedOperationError(
                 f"env {card.name!r} declares {uri} without {method}", url=card.url, operation=method
             )
         endpoint = extension.params.get("endpoint")
+        if isinstance(methods, dict):
+            # The AgentEnv SDK's shape: each method is a REST route, {method: verb, endpoint?}.
+            spec = methods[method] if isinstance(methods[method], dict) else {}
+            route = spec.get("endpoint") or endpoint
+            if not isinstance(route, str) or not route:
+                raise ProtocolError(f"env {card.name!r} declares {uri} {method} without an endpoint", url=card.url)
+            return await self._rest_call(str(spec.get("method") or "POST").upper(), route, params, what=method)
         return await self.call(method, params, endpoint=endpoint if isinstance(endpoint, str) else card.url)
+
+    async def _rest_call(self, verb: str, route: str, params: dict[str, Any], *, what: str) -> Any:
+        """One REST extension call: the params as the JSON body (the query string for GET)."""
+        url = urljoin(self.base_url.rstrip("/") + "/", route.lstrip("/")) if not route.startswith("http") else route
+        if verb == "GET":
+            url = str(httpx.URL(url, params={k: str(v) for k, v in params.items()}))
+        response = await self._send(verb, url, what=what, json=None if verb == "GET" else params)
+        try:
+            return response.json() if response.content else {}
+        except ValueError as exc:
+            raise ProtocolError(f"{url} answered {what} with something other than JSON", url=url) from exc
 
     async def _send(self, verb: str, url: str, *, what: str, json: Any = None) -> httpx.Response:
         """One HTTP exchange; transport failures and non-200 answers become ``ProtocolError``."""

@@ -30,7 +30,10 @@ class DeployEnvStep(StepModel):
     startup_timeout_seconds: float | None = Field(default=None, gt=0)
     """How long the instance may take to answer its card; the env's registered value when omitted."""
 
-    accepted_but_ignored = ("env_state_type", "env_state_instance_id", "priority", "metadata")
+    accepted_but_ignored = ("env_state_type", "env_state_instance_id", "priority", "metadata", "artifact_id",
+                            "artifact_version")
+    hosted_only = ("ttl_seconds", "disk_size_gb", "gateway_mode", "cpu", "memory_mb", "sandbox_type")
+    reference_aliases = {"env_version": "version"}
 
 
 async def run(step: DeployEnvStep, ctx: RunContext) -> RunContext:

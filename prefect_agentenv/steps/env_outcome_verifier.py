@@ -37,6 +37,8 @@ class EnvOutcomeVerifierStep(VerifierStep):
     """The script's process is killed after this long."""
     score_aggregator: Aggregator = "all_pass"
 
+    reference_aliases = {"file_artifact_id": "script_artifact_id", "file_artifact_version": "version"}
+
 
 async def run(step: EnvOutcomeVerifierStep, ctx: RunContext) -> RunContext:
     """Fetch the script, run it against the env's MCP endpoint in a child process, score its rows."""
@@ -50,7 +52,7 @@ async def run(step: EnvOutcomeVerifierStep, ctx: RunContext) -> RunContext:
     if response is not None and response.error:
         verifications[step.verifier_id] = prompt_error(response, weight=step.weight, fmt="outcome")
         return ctx
-    folder = current_run().workdir / "verifiers" / step.id
+    folder = current_run().step_folder("verifiers", step.id)
     script = await _fetch_script(step, folder)
     run_file = None
     if response is not None:
@@ -92,14 +94,18 @@ async def _fetch_script(step: EnvOutcomeVerifierStep, folder: Path) -> Path:
 async def _run_script(step: EnvOutcomeVerifierStep, script: Path, mcp_url: str, run_file: Path | None,
                       folder: Path) -> list[object]:
     """Run the script in its own process group so a hang or crash costs only this step."""
-    argv = [sys.executable, "-m", outcome_script.__name__, str(script), mcp_url]
+    argv = [*_interpreter(), str(script), mcp_url]
     if run_file:
         argv.append(str(run_file))
     # scoring_env reaches only the script's process; its values were resolved when the step started
     # and are redacted from every report.
     env = {**os.environ, **step.scoring_env}
-    proc = await asyncio.create_subprocess_exec(*argv, cwd=folder, env=env, stdout=asyncio.subprocess.PIPE,
-                                                stderr=asyncio.subprocess.PIPE, start_new_session=True)
+    try:
+        proc = await asyncio.create_subprocess_exec(*argv, cwd=folder, env=env, stdout=asyncio.subprocess.PIPE,
+                                                    stderr=asyncio.subprocess.PIPE, start_new_session=True)
+    except OSError as exc:
+        raise StepError(f"cannot start the verify script's interpreter {argv[0]!r} (verify_python): {exc}",
+                        step_id=step.id, step_type=step.type) from None
     try:
         out, err = await asyncio.wait_for(proc.communicate(), step.timeout_seconds)
     except (asyncio.TimeoutError, asyncio.CancelledError) as exc:
@@ -115,6 +121,19 @@ async def _run_script(step: EnvOutcomeVerifierStep, script: Path, mcp_url: str, 
             _kill_group(proc.pid)
     (folder / "stderr.txt").write_bytes(err)
     return _rows_from(step, proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"))
+
+
+def _interpreter() -> list[str]:
+    """This Python, or the configured one (``--override verify_python=`` first, then the
+    ``PREFECT_AGENTENV_VERIFY_PYTHON`` setting), which may not have this package: the runner file,
+    which needs only the standard library, is then run by path (``-P``: its folder stays off sys.path)."""
+    # Settings sit on Prefect's settings base: read on use, so validating documents stays light.
+    from prefect_agentenv.settings import get_settings
+
+    python = current_run().overrides.get("verify_python") or get_settings().verify_python
+    if not python:
+        return [sys.executable, "-m", outcome_script.__name__]
+    return [python, "-P", outcome_script.__file__]
 
 
 def _rows_from(step: EnvOutcomeVerifierStep, code: int | None, out: str, err: str) -> list[object]:

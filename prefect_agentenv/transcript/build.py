@@ -105,7 +105,7 @@ def _prompt(response: PromptResponse, run_id: str, fields: Mapping[str, Mapping[
 def _turn(index: int, raw: Mapping[str, Any]) -> Turn:
     role = "user" if raw.get("role") == "user" else "agent"
     message = raw.get("message") if role == "user" else raw.get("prompt")
-    return Turn(index=index, role=role, message=_clip(message), reply=_clip(raw.get("reply")),
+    return Turn(index=_int(raw.get("turn")) or index, role=role, message=_clip(message), reply=_clip(raw.get("reply")),
                 state=_str(raw.get("state")), tool_call_count=_int(raw.get("tool_call_count")),
                 done=raw.get("done") if isinstance(raw.get("done"), bool) else None, error=_str(raw.get("error")))
 

@@ -56,7 +56,7 @@ def test_agent_check_of_the_sdk_agent_probes_its_declared_extensions() -> None:
     found = statuses(out)
     assert found["message/send + tasks/get"] == "ok" and found["urn:agentenv:mcp-config/v1"] == "ok"
     assert found["urn:agentenv:staging/v1"] == "declared"
-    assert found["urn:agentenv:agent-config/v1"] == "missing"
+    assert found["urn:agentenv:agent-config/v1"] == "ok"
     # A task that made no tool call has no trajectory in this SDK: a warning, not a failure.
     assert found["urn:agentenv:trajectory/v1"] in ("ok", "warning")
     recorded = json.loads((RECORDED / "sdk_agent_card.json").read_text())
