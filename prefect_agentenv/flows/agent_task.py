@@ -32,6 +32,7 @@ from prefect_agentenv.flows.run_tags import add_flow_run_tags
 from prefect_agentenv.flows.step_log import describe_step, send_package_logs_to_prefect
 from prefect_agentenv.flows.scheduler import DagScheduler, ScheduleResult
 from prefect_agentenv.flows.task_parameter import TaskParameter, resolve_task_parameter
+from prefect_agentenv.flows.task_tags import only_tags, step_task_tags
 from prefect_agentenv.runtime.run import RunResources, bind_run, current_run, unbind_run
 from prefect_agentenv.runtime.teardown import TeardownRegistry
 from prefect_agentenv.settings import get_settings
@@ -107,8 +108,9 @@ class _PrefectSteps:
 
 async def _execute_as_prefect_task(step: StepModel, inputs: list[RunContext]) -> RunContext:
     settings = get_settings()
-    tags = {step.type} if settings.tag_task_runs else set()
-    runnable = _step_task.with_options(name=step.id, task_run_name=step.id, tags=tags)
+    chosen = await step_task_tags(step.type)
+    runnable = _step_task.with_options(name=step.id, task_run_name=step.id,
+                                       tags={step.type} if chosen is None else chosen)
     retry = step.retry_config
     own_retries = bool(retry and retry.max_retries > 0 and retry.retry_from_step_id == step.id)
     if own_retries:
@@ -120,9 +122,10 @@ async def _execute_as_prefect_task(step: StepModel, inputs: list[RunContext]) ->
     graph: _PrefectSteps | None = current_run().services.get("prefect_steps")
     # A step run again by a span retry continues its own task run: the UI shows one step with
     # several attempts (run_count) instead of unrelated task runs.
-    state = await run_task_async(runnable, parameters={"step": step, "inputs": inputs}, return_type="state",
-                                 task_run=graph.task_runs.get(step.id) if graph else None,
-                                 dependencies=graph.upstream(step.id) if graph else None)
+    with only_tags(chosen):
+        state = await run_task_async(runnable, parameters={"step": step, "inputs": inputs}, return_type="state",
+                                     task_run=graph.task_runs.get(step.id) if graph else None,
+                                     dependencies=graph.upstream(step.id) if graph else None)
     result = await state.result(raise_on_failure=False)
     if not state.is_completed():
         error = result if isinstance(result, BaseException) else StepError(
