@@ -16,6 +16,9 @@ from typing import Any
 
 from servers import LOOPBACK, PORT, Server
 
+from prefect_agentenv.artifacts.local import LocalArtifactBackend
+from prefect_agentenv.settings import AgentEnvSettings
+
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 SECRET = "hunter2-transcript-secret"
@@ -67,8 +70,8 @@ def run_task(server: Server, folder: Path) -> RealRun:
     env = {**server.environ, "PREFECT_AGENTENV_HOME": str(folder / "agentenv"), "TRANSCRIPT_SECRET": SECRET}
     doc, report = folder / "task.json", folder / "report.json"
     doc.write_text(json.dumps({"id": TASK_ID, "steps": steps()}))
-    subprocess.run([sys.executable, "-c", "from prefect_agentenv.demo import publish_example_artifacts as p; "
-                    f"p(__import__('pathlib').Path({str(REPO / 'examples')!r}))"], env=env, check=True, timeout=120)
+    store = LocalArtifactBackend(AgentEnvSettings(home=folder / "agentenv").artifacts_dir)
+    store.publish_environment("inbox", "email", "inbox.json", REPO / "examples" / "artifacts" / "inbox.json")
     done = subprocess.run([str(BIN / "prefect-agentenv"), "run", str(doc), "--report", str(report)], env=env,
                           capture_output=True, text=True, timeout=300, cwd=folder)
     assert done.returncode == 0, done.stdout + done.stderr

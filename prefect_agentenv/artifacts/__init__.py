@@ -6,15 +6,12 @@ Use :func:`get_artifact_store` for the configured store: the ArtifactStore block
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
-
-import httpx
-from prefect.blocks.core import Block
+import importlib
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from prefect_agentenv.artifacts.keys import LATEST, UnsafeKeyError
 from prefect_agentenv.artifacts.local import LocalArtifactBackend
 from prefect_agentenv.artifacts.models import ArtifactFile, ArtifactKind, ArtifactMetadata, ArtifactRef
-from prefect_agentenv.artifacts.s3 import S3ArtifactBackend
 from prefect_agentenv.artifacts.store import (
     ArtifactBackend,
     ArtifactConflictError,
@@ -24,7 +21,9 @@ from prefect_agentenv.artifacts.store import (
     FileSource,
 )
 from prefect_agentenv.exceptions import ArtifactError, ConfigurationError
-from prefect_agentenv.settings import get_settings
+
+if TYPE_CHECKING:
+    from prefect_agentenv.artifacts.s3 import S3ArtifactBackend
 
 __all__ = [
     "LATEST",
@@ -48,6 +47,13 @@ __all__ = [
 ARTIFACT_STORE_BLOCK_SLUG = "agentenv-artifact-store"
 
 
+def __getattr__(name: str) -> Any:
+    # boto3 costs a noticeable share of a CLI start; only S3 users pay for it.
+    if name == "S3ArtifactBackend":
+        return importlib.import_module("prefect_agentenv.artifacts.s3").S3ArtifactBackend
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 @runtime_checkable
 class _BuildsBackend(Protocol):
     def build_backend(self) -> ArtifactBackend: ...
@@ -56,17 +62,28 @@ class _BuildsBackend(Protocol):
 def get_artifact_store() -> ArtifactBackend:
     """The store this process is configured to use; the caller owns it (``close()`` when done).
 
-    The block is loaded by slug through Prefect's registry (the ``prefect.collections`` entry
-    point registers it), so this layer does not import ``blocks``, which imports it. Loading
+    ``PREFECT_AGENTENV_ARTIFACT_STORE_BLOCK`` names an ArtifactStore block (``NAME``) or a
+    prefect-aws S3Bucket block (``s3-bucket/NAME``). The block is loaded by slug through Prefect's
+    registry (the ``prefect.collections`` entry point registers it), so this layer does not import ``blocks``, which imports it. Loading
     a block calls the Prefect API: from async code, run this in ``asyncio.to_thread``.
 
     Raises:
         ConfigurationError: the named block does not exist or cannot be loaded.
     """
+    # Settings sit on Prefect's settings base: read on use, so importing this package stays light.
+    from prefect_agentenv.settings import get_settings
+
     settings = get_settings()
     name = settings.artifact_store_block
     if not name:
         return LocalArtifactBackend(settings.artifacts_dir)
+    # Imported here: the local store, and documents that only name artifacts, never need Prefect.
+    import httpx
+    from prefect.blocks.core import Block
+    from prefect_aws import S3Bucket
+
+    from prefect_agentenv.artifacts.s3_bucket import backend_from_s3_bucket
+
     slug_name = name if "/" in name else f"{ARTIFACT_STORE_BLOCK_SLUG}/{name}"
     try:
         block = Block.load(slug_name, _sync=True)  # type: ignore[call-arg]  # async_dispatch's switch
@@ -76,6 +93,9 @@ def get_artifact_store() -> ArtifactBackend:
             "PREFECT_AGENTENV_ARTIFACT_STORE_BLOCK to use the local folder") from exc
     except (httpx.HTTPError, OSError) as exc:
         raise ConfigurationError(f"cannot load ArtifactStore block {name!r} from the Prefect API: {exc}") from exc
+    if isinstance(block, S3Bucket):
+        return backend_from_s3_bucket(block)
     if not isinstance(block, _BuildsBackend):
-        raise ConfigurationError(f"block {slug_name!r} is a {type(block).__name__}, not an ArtifactStore")
+        raise ConfigurationError(f"block {slug_name!r} is a {type(block).__name__}, not an ArtifactStore "
+                                 "or an S3Bucket")
     return block.build_backend()

@@ -12,21 +12,27 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Annotated
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
-from prefect.context import FlowRunContext
+from prefect.context import FlowRunContext, TaskRunContext
+from prefect.client.schemas.objects import RunInput, TaskRun, TaskRunResult
 from prefect.states import Completed, Failed, State
-from pydantic import Field
+from prefect.task_engine import run_task_async
 
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.context import RunContext
+from prefect_agentenv.documents.graph import resolve_dependencies
 from prefect_agentenv.documents.loading import fill_placeholders, resolve_env_vars
 from prefect_agentenv.documents.models import TaskDocument
-from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError, StepError
-from prefect_agentenv.flows.report import TaskReport, build_report, publish_artifacts, write_report
+from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError, StepError, TaskDocumentError
+from prefect_agentenv.flows.redaction import redacting_logs
+from prefect_agentenv.flows.report import TaskReport, build_report, publish_artifacts, redact, write_report
+from prefect_agentenv.flows.run_tags import add_flow_run_tags
+from prefect_agentenv.flows.step_log import describe_step, send_package_logs_to_prefect
 from prefect_agentenv.flows.scheduler import DagScheduler, ScheduleResult
+from prefect_agentenv.flows.task_parameter import TaskParameter, resolve_task_parameter
+from prefect_agentenv.flows.task_tags import only_tags, step_task_tags
 from prefect_agentenv.runtime.run import RunResources, bind_run, current_run, unbind_run
 from prefect_agentenv.runtime.teardown import TeardownRegistry
 from prefect_agentenv.settings import get_settings
@@ -54,26 +60,76 @@ async def _run_step(step: StepModel, inputs: list[RunContext]) -> RunContext:
 
 async def _step_task_body(step: StepModel, inputs: list[RunContext]) -> RunContext | State:
     """Expected failures (our own errors) end the task run as Failed with their message and
-    no traceback; anything else is a bug and propagates with its traceback."""
+    no traceback; anything else is a bug and propagates with its traceback, unless its message
+    holds a secret value (then it fails like an expected one, redacted)."""
+    log = get_run_logger()
+    task_run = TaskRunContext.get()
+    graph: _PrefectSteps | None = current_run().services.get("prefect_steps")
+    if task_run is not None and graph is not None:
+        graph.task_runs[step.id] = task_run.task_run
+    if task_run is not None and task_run.task_run.run_count > 1:  # a Prefect retry: start clean
+        await current_run().teardown.stop_owned_by({step.id})
     try:
-        return await _run_step(step, inputs)
-    except AgentEnvError as exc:
-        return Failed(message=str(exc), data=exc)
+        out = await _run_step(step, inputs)
+    except Exception as exc:
+        # A state message is stored by the Prefect API: it never carries a secret in clear.
+        message = redact(str(exc), current_run().redact) or type(exc).__name__
+        log.error("%s (%s) failed: %s", step.id, step.type, message)
+        if isinstance(exc, AgentEnvError) or message != str(exc):
+            return Failed(message=message, data=exc)
+        raise
+    for line in describe_step(inputs, out):
+        log.info("%s", line)
+    return out
 
 
 _step_task = task(_step_task_body, cache_policy=NO_CACHE, persist_result=False, log_prints=True)
 
 
+class _PrefectSteps:
+    """The step graph as Prefect draws it: each step's latest task run, and whose output it used.
+
+    Edges come from the dependencies the document declares, not from which objects reached a
+    task, so a step after a tolerated failure (or after a retried span) still shows its upstream.
+    """
+
+    def __init__(self, document: TaskDocument) -> None:
+        self.deps = resolve_dependencies([s.id for s in document.steps],
+                                         [s.dependency_ids() for s in document.steps])
+        self.task_runs: dict[str, TaskRun] = {}
+        """Each step's task run as its engine left it; a span retry runs the step again in it."""
+
+    def upstream(self, step_id: str) -> dict[str, set[RunInput]]:
+        return {"inputs": {TaskRunResult(id=self.task_runs[d].id) for d in self.deps.get(step_id, [])
+                           if d in self.task_runs}}
+
+
 async def _execute_as_prefect_task(step: StepModel, inputs: list[RunContext]) -> RunContext:
-    tags = {step.type} if get_settings().tag_task_runs else set()
-    runnable = _step_task.with_options(name=step.id, task_run_name=step.id, tags=tags)
-    state = await runnable(step, inputs, return_state=True)
+    settings = get_settings()
+    chosen = await step_task_tags(step.type)
+    runnable = _step_task.with_options(name=step.id, task_run_name=step.id,
+                                       tags={step.type} if chosen is None else chosen)
+    retry = step.retry_config
+    own_retries = bool(retry and retry.max_retries > 0 and retry.retry_from_step_id == step.id)
+    if own_retries:
+        assert retry is not None
+        # Retrying only itself is what Prefect's task retries do: the UI shows one task run with its
+        # attempts (run_count) and the delay as AwaitingRetry.
+        delay = settings.retry_delay_seconds if retry.retry_delay_seconds is None else retry.retry_delay_seconds
+        runnable = runnable.with_options(retries=retry.max_retries, retry_delay_seconds=delay)
+    graph: _PrefectSteps | None = current_run().services.get("prefect_steps")
+    # A step run again by a span retry continues its own task run: the UI shows one step with
+    # several attempts (run_count) instead of unrelated task runs.
+    with only_tags(chosen):
+        state = await run_task_async(runnable, parameters={"step": step, "inputs": inputs}, return_type="state",
+                                     task_run=graph.task_runs.get(step.id) if graph else None,
+                                     dependencies=graph.upstream(step.id) if graph else None)
     result = await state.result(raise_on_failure=False)
-    if isinstance(result, BaseException):
-        raise result
     if not state.is_completed():
-        raise StepError(state.message or f"step ended in state {state.type.value}", step_id=step.id,
-                        step_type=step.type)
+        error = result if isinstance(result, BaseException) else StepError(
+            state.message or f"step ended in state {state.type.value}", step_id=step.id, step_type=step.type)
+        error.retries_exhausted = own_retries  # type: ignore[union-attr]  # the scheduler must not retry again
+        raise error
     return result
 
 
@@ -101,6 +157,8 @@ async def run_task_document(
         overrides=dict(overrides or {}),
     )
     run.workdir.mkdir(parents=True, exist_ok=True)
+    if execute_in_prefect:
+        run.services["prefect_steps"] = _PrefectSteps(document)
     warnings = [f"step '{s.id}': accepted but not acted on: {', '.join(s.ignored_fields)}"
                 for s in document.steps if s.ignored_fields]
     started_at = datetime.now(timezone.utc).isoformat()
@@ -109,45 +167,46 @@ async def run_task_document(
     result: ScheduleResult | None = None
     error: str | None = None
     timed_out = False
-    try:
-        with _cancel_on_sigterm():
-            scheduler = DagScheduler(
-                document,
-                _execute_as_prefect_task if execute_in_prefect else _run_step,
-                before_retry=lambda span: run.teardown.stop_owned_by(set(span)),
+    with redacting_logs(run.redact):  # secrets resolved by any step stay out of every log line
+        try:
+            with _cancel_on_sigterm():
+                scheduler = DagScheduler(
+                    document,
+                    _execute_as_prefect_task if execute_in_prefect else _run_step,
+                    before_retry=lambda span: run.teardown.stop_owned_by(set(span)),
+                )
+                result = await scheduler.run()
+        except asyncio.CancelledError:
+            error = "the run was cancelled"
+            raise
+        except TimeoutError:
+            timed_out, error = True, "the run timed out"
+            raise
+        finally:
+            teardown = await asyncio.shield(run.teardown.stop_all(settings.teardown_timeout_seconds))
+            unbind_run(token)
+            transcript = await _transcript(document, run_id, result, error)
+            report = build_report(
+                task_id=document.id,
+                flow_run_id=_flow_run_id(),
+                result=result,
+                started_at=started_at,
+                duration_s=time.monotonic() - t0,
+                teardown=[r.to_dict() for r in teardown],
+                warnings=warnings,
+                error=error,
+                timed_out=timed_out,
+                secrets=run.redact,
+                skip_policy=document.skip_policy,
+                transcript=transcript,
             )
-            result = await scheduler.run()
-    except asyncio.CancelledError:
-        error = "the run was cancelled"
-        raise
-    except TimeoutError:
-        timed_out, error = True, "the run timed out"
-        raise
-    finally:
-        teardown = await asyncio.shield(run.teardown.stop_all(settings.teardown_timeout_seconds))
-        unbind_run(token)
-        transcript = await _transcript(document, run_id, result, error)
-        report = build_report(
-            task_id=document.id,
-            flow_run_id=_flow_run_id(),
-            result=result,
-            started_at=started_at,
-            duration_s=time.monotonic() - t0,
-            teardown=[r.to_dict() for r in teardown],
-            warnings=warnings,
-            error=error,
-            timed_out=timed_out,
-            secrets=run.redact,
-            skip_policy=document.skip_policy,
-            transcript=transcript,
-        )
-        write_report(report, run.workdir / "report.json")
-        await _upload_report(report, run_id)
-        if publish and _flow_run_id():
-            try:
-                await publish_artifacts(report)
-            except Exception as exc:  # artifacts are a view; a failed upload must not hide the report
-                logger.warning("could not publish Prefect artifacts: %s", exc)
+            write_report(report, run.workdir / "report.json")
+            await _upload_report(report, run_id)
+            if publish and _flow_run_id():
+                try:
+                    await publish_artifacts(report, run.redact)
+                except Exception as exc:  # artifacts are a view; a failed upload must not hide the report
+                    logger.warning("could not publish Prefect artifacts: %s", exc)
     return report
 
 
@@ -216,6 +275,10 @@ def _agent_task_run_name() -> str:
     ctx = FlowRunContext.get()
     params = ctx.flow_run.parameters if ctx and ctx.flow_run else {}
     task = params.get("task")
+    if isinstance(task, str):  # a path or an artifact id: its name is the best we have before loading it
+        return Path(task).stem or task
+    if isinstance(task, list):
+        task = {"steps": task}
     data = task.model_dump() if isinstance(task, TaskDocument) else task if isinstance(task, dict) else {}
     steps = data.get("steps", data) if isinstance(data, dict) else data
     overrides = params.get("overrides") or {}
@@ -229,16 +292,31 @@ def _agent_task_run_name() -> str:
 @flow(name="agent-task", flow_run_name=_agent_task_run_name, persist_result=False, log_prints=True,
       validate_parameters=True)
 async def agent_task(
-    task: TaskDocument,
-    seeds: Annotated[dict[str, str] | None, Field(description="Values for <name> placeholders.")] = None,
-    overrides: Annotated[
-        dict[str, str] | None, Field(description="Per-run overrides, e.g. a2a_agent_id=scripted, judge_model=...")
-    ] = None,
-    keep: Annotated[bool, Field(description="Keep agent sandboxes after the run.")] = False,
-    report_path: Annotated[str | None, Field(description="Also write the JSON report to this path.")] = None,
+    task: TaskParameter,
+    seeds: dict[str, str] | None = None,
+    overrides: dict[str, str] | None = None,
+    keep: bool = False,
+    report_path: str | None = None,
 ) -> State:
-    """Run one agent-evaluation task: deploy, prompt, grade, collect, tear down, report."""
-    report = await run_task_document(task, seeds=seeds, overrides=overrides, keep=keep)
+    """Run one agent-evaluation task: deploy, prompt, grade, collect, tear down, report.
+
+    Args:
+        task: The task document: `{"id": ..., "tags": [...], "steps": [...]}`, a bare list of steps, the path
+            of a document on the worker, or the id (`ID` or `ID@VERSION`) of a file artifact holding one.
+        seeds: Values for `<name>` placeholders in the document, e.g. `{"customer": "Dana"}`.
+        overrides: Per-run overrides, e.g. `{"a2a_agent_id": "scripted"}`, `{"judge_model": "gpt-4.1-mini"}`
+            or `{"assistant.agent_config": "{...}"}`.
+        keep: Keep the agents' sandboxes after the run (to inspect the files they wrote).
+        report_path: Also write the JSON report to this path on the worker.
+    """
+    try:
+        document = resolve_task_parameter(task)
+    except TaskDocumentError as exc:  # a user mistake: every problem listed, no traceback
+        get_run_logger().error("%s", exc)
+        return Failed(message=str(exc))
+    send_package_logs_to_prefect()
+    await add_flow_run_tags(document.tags)
+    report = await run_task_document(document, seeds=seeds, overrides=overrides, keep=keep)
     if report_path:
         write_report(report, Path(report_path))
     get_run_logger().info("task %s: %s (score %s)", report.task_id, report.outcome.value, report.score)

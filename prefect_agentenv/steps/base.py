@@ -68,6 +68,8 @@ class RetryConfig(_Strict):
     """Re-run from this step (the failing step itself or one of its ancestors); AgentEnv also reads go_to_step_id."""
     max_retries: int = Field(default=1, ge=0, le=20)
     """How many times the span is re-run before the failure counts."""
+    retry_delay_seconds: float | None = Field(default=None, ge=0, le=3600)
+    """Wait before each retry; PREFECT_AGENTENV_RETRY_DELAY_SECONDS when omitted."""
 
 
 class StepModel(_Strict):

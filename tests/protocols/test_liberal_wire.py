@@ -140,6 +140,15 @@ async def test_a_json_rpc_error_with_a_null_message_is_still_reported_as_the_env
     env = rpc_peer(lambda req: {"jsonrpc": "2.0", "id": req["id"], "error": {"code": -32000, "message": None,
                                                                              "data": {"code": "locked"}}})
 
-    with pytest.raises(ProtocolError, match=r"\[-32000\]") as caught:
+    with pytest.raises(ProtocolError, match=r"env 'odd': data/reset failed on .*\[-32000\] \(locked\)") as caught:
         await env.data_reset()
     assert getattr(caught.value, "error_code", None) == "locked"
+
+
+async def test_a_card_that_is_not_json_is_named_as_such() -> None:
+    def serve(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, text="<html>hello</html>")
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(serve)) as http:
+        with pytest.raises(ProtocolError, match="env 'web' at http://env.test/.* something other than JSON"):
+            await EnvClient("http://env.test/", http, name="web").card()

@@ -117,3 +117,19 @@ def test_the_runs_error_and_each_failed_steps_come_first_and_the_report_redacts_
     assert report.transcript.errors[1].endswith("token *** rejected")
     md = transcript_markdown(report.transcript)
     assert md.index("**Errors**") < md.index("## Steps") and "| 2 | deploy | deploy_agent | failed |" in md
+
+
+def test_anthropic_style_content_blocks_and_agentenv_gateway_events_are_read_too() -> None:
+    claude = [{"type": "assistant", "message": {"content": [
+                  {"type": "text", "text": "Looking."},
+                  {"type": "tool_use", "id": "tu1", "name": "email_search", "input": {"query": "Q3"}}]}},
+              {"type": "user", "message": {"content": [
+                  {"type": "tool_result", "tool_use_id": "tu1", "content": [{"type": "text", "text": "1 email"}]}]}}]
+    (call,) = tool_calls(claude)
+    assert (call.name, call.arguments.text, call.result.text if call.result else None) == (
+        "email_search", '{"query": "Q3"}', "1 email")
+    gateway = [{"event_type": "tool_call", "event_id": "e1", "tool_call": {"function_name": "send",
+                                                                            "arguments": {"to": "dana"}}},
+               {"event_type": "tool_call_failed", "tool_call_event_id": "e1", "error": "mailbox full"}]
+    (call,) = tool_calls(gateway)
+    assert call.name == "send" and call.is_error and call.result and call.result.text == "mailbox full"

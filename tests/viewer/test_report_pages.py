@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from prefect_agentenv.cli import app
+from prefect_agentenv.settings import get_settings
 
 pytestmark = pytest.mark.usefixtures("bench_runs")
 
@@ -29,6 +31,16 @@ def test_the_pages_fetch_nothing(bench_runs: dict[str, Any]) -> None:
         assert "<script src" not in html and "@import" not in html
 
 
+@pytest.fixture
+def bench_home(bench_runs: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The settings point at the benchmark's store for this test only."""
+    monkeypatch.setenv("PREFECT_AGENTENV_HOME", str(bench_runs["home"]))
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
+
+
+@pytest.mark.usefixtures("bench_home")
 def test_view_renders_any_run_of_the_benchmark_from_the_store(bench_runs: dict[str, Any], tmp_path: Any) -> None:
     latest = CliRunner().invoke(app, ["view", "--benchmark", "view-bench", "--out", str(tmp_path / "latest")])
     assert latest.exit_code == 0, latest.output
