@@ -351,12 +351,7 @@ async def _publish(store: ArtifactBackend, slug: str, markdown: str, results: li
     links = [f"- [{r.task_id} · epoch {r.epoch}]({url}): {r.outcome.value}" for r in results
              if (url := flow_run_url(r.flow_run_id))]
     if links:
-        markdown += "
-
-## Task runs
-
-" + "
-".join(links)
+        markdown += "\n\n## Task runs\n\n" + "\n".join(links)
     await acreate_markdown_artifact(markdown=markdown, key=f"{key}-summary"[:100], description=f"Benchmark {slug}")
     await acreate_table_artifact(
         table=[{"task": r.task_id, "seed": r.seed_index, "epoch": r.epoch, "outcome": r.outcome.value,
