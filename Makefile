@@ -62,10 +62,10 @@ bench: install
 # Not yet part of `make test`: the type checker still reports errors in modules being reworked.
 .PHONY: typecheck lint
 
-typecheck: install
+typecheck: install-test
 	$(BIN)/python -m mypy
 
-lint: install
+lint: install-test
 	$(BIN)/python -m ruff check prefect_agentenv tests benchmarks examples
 
 clean:

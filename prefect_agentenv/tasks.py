@@ -88,8 +88,6 @@ def step_task(step_type: str) -> Task[..., Any]:
         except ValidationError as exc:
             raise TaskDocumentError([Problem(f"{'.'.join(str(p) for p in e['loc']) or step_type}: {e['msg']}",
                                              step_id=str(data["id"])) for e in exc.errors()], step_type) from None
-        if definition.run is None:
-            raise TaskDocumentError([Problem(f"step type {step_type!r} is not implemented yet")], step_type)
         return await definition.run(step, (ctx or RunContext()).model_copy(deep=True))
 
     run_step.__doc__ = f"Run a ``{step_type}`` step on ``ctx``; the keyword arguments are its fields."

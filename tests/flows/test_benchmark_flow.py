@@ -94,6 +94,7 @@ async def test_a_run_is_compared_with_the_previous_run_and_regressions_are_flagg
     state, out = await run(write_bench(tmp_path, {"alpha": 1.0, "beta": 0.0}))
     assert state.is_completed()
     assert out["regressed_tasks"] == ["beta"] and any("beta" in r for r in out["regressions"])
+    assert "regress" in out["markdown"].lower() and "Compared with run" in out["markdown"]
     event = await wait_for_event("prefect-agentenv.benchmark.regressed", out["run_id"])
     assert event.resource.id == "prefect-agentenv.benchmark.unit-bench"
     assert event.payload["slug"] == "unit-bench" and event.payload["previous_score"] == 1.0
@@ -113,7 +114,6 @@ async def wait_for_event(name: str, run_id: str, timeout: float = 30.0) -> Any:
                 assert found, f"no {name} event for run {run_id}"
                 return found[0]
             await asyncio.sleep(0.5)
-    assert "regress" in out["markdown"].lower() and "Compared with run" in out["markdown"]
 
 
 async def test_a_task_past_its_timeout_is_timed_out_with_score_zero(tmp_path: Path) -> None:
