@@ -50,10 +50,16 @@ def build_report(
 ) -> TaskReport:
     """Assemble the report of a run, with every secret value redacted."""
     context = result.context if result else RunContext()
-    failed = error is not None or timed_out or (result is not None and result.fatal is not None)
+    crashed = [t for t in teardown if t.get("crashed")]
+    failed = error is not None or timed_out or bool(crashed) or (result is not None and result.fatal is not None)
     if result and result.fatal and not error:
         error = f"step '{result.fatal.id}' failed: {result.fatal.error}"
-    outcome, score = task_outcome(context.metadata.verifications, failed=failed, timed_out=timed_out)
+    if crashed:
+        # An env or agent that died under the run explains whatever else failed: say it first.
+        died = "; ".join(f"{t['label']}: exit code {t.get('exit_code')}" for t in crashed)
+        error = f"exited on its own during the run: {died}" + (f" (then {error})" if error else "")
+    outcome, score = task_outcome(context.metadata.verifications, failed=failed, timed_out=timed_out,
+                                  tolerated_failures=len(context.metadata.failed_steps))
     report = TaskReport(
         task_id=task_id,
         flow_run_id=flow_run_id,

@@ -17,7 +17,8 @@ from typing import Any, Literal
 from prefect_agentenv.context import FailedStep, RunContext
 from prefect_agentenv.documents.graph import resolve_dependencies, retry_span
 from prefect_agentenv.documents.models import TaskDocument
-from prefect_agentenv.steps.base import StepModel
+from prefect_agentenv.grading.verification import errored
+from prefect_agentenv.steps.base import StepModel, VerifierStep
 
 Execute = Callable[[StepModel, list[RunContext]], Awaitable[RunContext]]
 BeforeRetry = Callable[[list[str]], Awaitable[Any]]
@@ -211,6 +212,12 @@ class DagScheduler:
                 duration_s=record.duration_s or 0.0,
             )
         )
+        if isinstance(step, VerifierStep):
+            # An errored verifier still counts, as 0: leaving it out would let a tolerated
+            # failure raise the task score (docs/scoring.md, "Errors").
+            ctx.metadata.verifications.setdefault(
+                step.verifier_id, errored(record.error or record.error_type or "failed", weight=step.weight,
+                                          step_type=step.type))
         return ctx
 
     def finalize_records(self) -> None:

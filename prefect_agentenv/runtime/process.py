@@ -36,7 +36,7 @@ from typing import Any
 
 import httpx
 
-from prefect_agentenv.exceptions import DeployError
+from prefect_agentenv.exceptions import DeployError, InstanceExitedError
 from prefect_agentenv.runtime.launch import (
     Instance,
     LaunchSpec,
@@ -185,15 +185,24 @@ class ProcessLauncher:
         """SIGTERM the instance's process group, wait up to the grace, then SIGKILL it.
 
         Idempotent: an instance this launcher does not run (any more) is left alone.
+
+        Raises:
+            InstanceExitedError: the server had already exited on its own (it crashed during the
+                run); its group is swept all the same, and the error carries the exit code.
         """
         running = self._running.pop(instance.instance_id, None)
         if running is None:
             return
+        gone = _exit_status(running.process)
         try:
             code = await _terminate(running.process, grace=self.stop_grace_seconds)
         except BaseException:
             _kill_now(running.process)
             raise
+        if gone is not None:
+            note = _stderr_note(tail(instance.stderr_path), instance.stderr_path) if instance.stderr_path else ""
+            raise InstanceExitedError(f"{instance.name} (pid {running.process.pid}) exited on its own during the "
+                                      f"run with exit code {gone}{note}", exit_code=gone)
         logger.info("%s: stopped pid %s (exit %s)", instance.name, running.process.pid, code)
 
     async def cleanup(self, run_id: str, interrupted: bool) -> None:

@@ -123,7 +123,11 @@ def _rows_from(step: EnvOutcomeVerifierStep, code: int | None, out: str, err: st
         last = "\n".join(err.strip().splitlines()[-8:]) or "(no output)"
         raise StepError(f"verify script {step.script_artifact_id} failed (exit {code}):\n{last}",
                         step_id=step.id, step_type=step.type)
-    rows = json.loads(line[len(outcome_script.MARKER):])
+    try:
+        rows = json.loads(line[len(outcome_script.MARKER):])
+    except ValueError as exc:
+        raise StepError(f"verify script {step.script_artifact_id}: its result line is not valid JSON ({exc})",
+                        step_id=step.id, step_type=step.type) from None
     if not isinstance(rows, list):
         raise StepError(f"verify script {step.script_artifact_id} must return a list of rows, got "
                         f"{type(rows).__name__}", step_id=step.id, step_type=step.type)
