@@ -15,7 +15,7 @@ from prefect_agentenv.commands.agent import agent_app
 from prefect_agentenv.commands.artifact import artifact_app
 from prefect_agentenv.commands.env import env_app
 from prefect_agentenv.documents import BenchmarkValidationResult, TaskDocument, validate_any_file, validate_file
-from prefect_agentenv.documents.graph import resolve_dependencies
+from prefect_agentenv.documents.graph import levels, resolve_dependencies
 from prefect_agentenv.documents.schema import document_schema
 
 app = typer.Typer(
@@ -81,15 +81,10 @@ def _pairs(values: list[str], option: str) -> dict[str, str]:
 def _waves(doc: TaskDocument) -> list[list[str]]:
     """Steps grouped by how soon they can start (a wave's steps run in parallel)."""
     deps = resolve_dependencies([s.id for s in doc.steps], [s.dependency_ids() for s in doc.steps])
-    level: dict[str, int] = {}
-    remaining = dict(deps)
-    waves: list[list[str]] = []
-    while remaining:
-        ready = [s for s, d in remaining.items() if all(x in level for x in d)]
-        for s in ready:
-            level[s] = len(waves)
-            del remaining[s]
-        waves.append(ready)
+    level = levels(deps)
+    waves: list[list[str]] = [[] for _ in range(max(level.values(), default=-1) + 1)]
+    for step_id in deps:
+        waves[level[step_id]].append(step_id)
     return waves
 
 

@@ -30,6 +30,8 @@ class AgentEnvSettings(PrefectBaseSettings):
     """Upper bound for stopping everything a run started."""
     step_teardown_timeout_seconds: float = 10.0
     """Upper bound for stopping one instance."""
+    cancel_poll_seconds: float = 2.0
+    """How often a run against a Prefect server checks whether it was cancelled (0: never)."""
     # Named model_* because Prefect's settings source drops variables whose name equals a field
     # name: a field called openai_base_url would silently ignore OPENAI_BASE_URL.
     model_base_url: str | None = Field(

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import signal
-import threading
+import os
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import nullcontext
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated
@@ -17,17 +15,20 @@ from typing import Annotated
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.context import FlowRunContext
-from prefect.states import Completed, Failed, State
+from prefect.states import Cancelled, Completed, Failed, State
 from pydantic import Field
 
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.context import RunContext
-from prefect_agentenv.documents.loading import fill_placeholders, resolve_env_vars
+from prefect_agentenv.documents.loading import env_var_names, fill_placeholders, resolve_env_vars
 from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError, StepError
 from prefect_agentenv.flows.report import TaskReport, build_report, publish_artifacts, write_report
+from prefect_agentenv.flows.cancellation import watch_cancellation
 from prefect_agentenv.flows.scheduler import DagScheduler, ScheduleResult
 from prefect_agentenv.runtime.run import RunResources, bind_run, current_run, unbind_run
+from prefect_agentenv.runtime.stop import StopRequest, stop_on_signals
+from prefect_agentenv.runtime.sweep import write_owner
 from prefect_agentenv.runtime.teardown import TeardownRegistry
 from prefect_agentenv.settings import get_settings
 from prefect_agentenv.steps.base import StepModel
@@ -87,8 +88,17 @@ async def run_task_document(
     run_id: str | None = None,
     execute_in_prefect: bool = True,
     publish: bool = True,
+    report_path: Path | None = None,
+    stop: StopRequest | None = None,
+    handle_signals: bool = False,
 ) -> TaskReport:
-    """Run a validated task document and return its report (teardown always runs)."""
+    """Run a validated task document and return its report (teardown always runs).
+
+    Args:
+        report_path: also write the report here, whatever way the run ends (even cancelled).
+        stop: lets a caller (the Prefect cancellation watcher) stop the run in order.
+        handle_signals: SIGINT/SIGTERM stop the run in order (the process's top-level run).
+    """
     if seeds:
         document = TaskDocument.model_validate(fill_placeholders(document.model_dump(mode="json"), seeds))
     settings = get_settings()
@@ -102,51 +112,79 @@ async def run_task_document(
         overrides=dict(overrides or {}),
     )
     run.workdir.mkdir(parents=True, exist_ok=True)
+    write_owner(run.workdir, run_id=run_id, flow_run_id=_flow_run_id(), keep=keep)
     warnings = [f"step '{s.id}': accepted but not acted on: {', '.join(s.ignored_fields)}"
                 for s in document.steps if s.ignored_fields]
+    stop = stop or StopRequest()
     started_at = datetime.now(timezone.utc).isoformat()
     t0 = time.monotonic()
     token = bind_run(run)
+    scheduler = DagScheduler(
+        document,
+        _execute_as_prefect_task if execute_in_prefect else _run_step,
+        before_retry=lambda span: run.teardown.stop_owned_by(set(span)),
+    )
+    stop.on_stop(scheduler.stop)
     result: ScheduleResult | None = None
-    error: str | None = None
+    error = _unset_env_vars(document)
     timed_out = False
-    try:
-        with _cancel_on_sigterm():
-            scheduler = DagScheduler(
-                document,
-                _execute_as_prefect_task if execute_in_prefect else _run_step,
-                before_retry=lambda span: run.teardown.stop_owned_by(set(span)),
+    with stop_on_signals(stop) if handle_signals else nullcontext():
+        try:
+            if error is None:
+                result = await scheduler.run()
+        except asyncio.CancelledError:
+            error = "the run was cancelled"
+            raise
+        except TimeoutError:
+            timed_out, error = True, "the run timed out"
+            raise
+        finally:
+            teardown = await asyncio.shield(run.teardown.stop_all(settings.teardown_timeout_seconds))
+            unbind_run(token)
+            report = build_report(
+                task_id=document.id,
+                flow_run_id=_flow_run_id(),
+                result=result or scheduler.result(),
+                started_at=started_at,
+                duration_s=time.monotonic() - t0,
+                teardown=[r.to_dict() for r in teardown],
+                warnings=warnings,
+                error=error,
+                timed_out=timed_out,
+                secrets=run.redact,
             )
-            result = await scheduler.run()
-    except asyncio.CancelledError:
-        error = "the run was cancelled"
-        raise
-    except TimeoutError:
-        timed_out, error = True, "the run timed out"
-        raise
-    finally:
-        teardown = await asyncio.shield(run.teardown.stop_all(settings.teardown_timeout_seconds))
-        unbind_run(token)
-        report = build_report(
-            task_id=document.id,
-            flow_run_id=_flow_run_id(),
-            result=result,
-            started_at=started_at,
-            duration_s=time.monotonic() - t0,
-            teardown=[r.to_dict() for r in teardown],
-            warnings=warnings,
-            error=error,
-            timed_out=timed_out,
-            secrets=run.redact,
-        )
-        write_report(report, run.workdir / "report.json")
-        await _upload_report(report, run_id)
-        if publish and _flow_run_id():
-            try:
-                await publish_artifacts(report)
-            except Exception as exc:  # artifacts are a view; a failed upload must not hide the report
-                logger.warning("could not publish Prefect artifacts: %s", exc)
+            await _keep_report(report, run, report_path, publish=publish)
     return report
+
+
+def _unset_env_vars(document: TaskDocument) -> str | None:
+    """Why the run must not start: a ``${VAR}`` without a default that is not set (checked before
+    anything is deployed, so nothing starts only to fail later)."""
+    missing: dict[str, list[str]] = {}
+    for step in document.steps:
+        for name in sorted(env_var_names(step.model_dump(by_alias=True)) - set(os.environ)):
+            missing.setdefault(name, []).append(step.id)
+    if not missing:
+        return None
+    what = "; ".join(f"environment variable {name} is not set (step {', '.join(repr(s) for s in steps)})"
+                     for name, steps in missing.items())
+    return f"{what}: nothing was deployed (set it, or write ${{NAME:-default}} to give a default)"
+
+
+async def _keep_report(report: TaskReport, run: RunResources, report_path: Path | None, *, publish: bool) -> None:
+    """Write the report locally first (it must survive whatever fails next), then the copies."""
+    write_report(report, run.workdir / "report.json")
+    if report_path is not None:
+        try:
+            write_report(report, report_path)
+        except OSError as exc:
+            logger.error("could not write the report to %s: %s", report_path, exc)
+    await _upload_report(report, run.run_id)
+    if publish and _flow_run_id():
+        try:
+            await publish_artifacts(report)
+        except Exception as exc:  # artifacts are a view; a failed upload must not hide the report
+            logger.warning("could not publish Prefect artifacts: %s", exc)
 
 
 async def _upload_report(report: TaskReport, run_id: str) -> None:
@@ -164,24 +202,10 @@ def report_key(run_id: str) -> str:
     return f"{run_id}/report.json"
 
 
-@contextmanager
-def _cancel_on_sigterm() -> Iterator[None]:
-    """Turn SIGTERM (how workers and `serve` stop a cancelled run) into task cancellation,
-    so the teardown in ``finally`` runs instead of the process dying with instances alive."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    loop = asyncio.get_running_loop()
-    current = asyncio.current_task()
-    try:
-        loop.add_signal_handler(signal.SIGTERM, lambda: current and current.cancel())
-    except (NotImplementedError, RuntimeError, ValueError):
-        yield
-        return
-    try:
-        yield
-    finally:
-        loop.remove_signal_handler(signal.SIGTERM)
+def _is_top_level() -> bool:
+    """Whether this flow run is its process's own (a CLI run, a worker's run), not a subflow."""
+    ctx = FlowRunContext.get()
+    return ctx is None or ctx.flow_run is None or ctx.flow_run.parent_task_run_id is None
 
 
 def _flow_run_id() -> str | None:
@@ -216,11 +240,16 @@ async def agent_task(
     report_path: Annotated[str | None, Field(description="Also write the JSON report to this path.")] = None,
 ) -> State:
     """Run one agent-evaluation task: deploy, prompt, grade, collect, tear down, report."""
-    report = await run_task_document(task, seeds=seeds, overrides=overrides, keep=keep)
-    if report_path:
-        write_report(report, Path(report_path))
+    stop = StopRequest()
+    async with watch_cancellation(stop, _flow_run_id()):
+        report = await run_task_document(task, seeds=seeds, overrides=overrides, keep=keep, stop=stop,
+                                         report_path=Path(report_path) if report_path else None,
+                                         handle_signals=_is_top_level())
     get_run_logger().info("task %s: %s (score %s)", report.task_id, report.outcome.value, report.score)
     data = report.model_dump(mode="json")
+    if report.stop_reason:
+        # Returned, not raised: the engine moves the run to Cancelled, with no Crashed detour.
+        return Cancelled(message=report.error or "the run was stopped", data=data)
     if report.status == "failed":
         return Failed(message=report.error or "the task failed", data=data)
     return Completed(message=f"{report.outcome.value} score={report.score}", data=data)

@@ -29,13 +29,14 @@ from prefect.artifacts import (
 from prefect.context import FlowRunContext
 from prefect.deployments import run_deployment
 from prefect.states import Completed, Failed, State
-import yaml
+
 from pydantic import Field
 
 from prefect_agentenv.artifacts import ArtifactBackend, ArtifactNotFoundError, get_artifact_store
 from prefect_agentenv.documents.benchmark import Benchmark
 from prefect_agentenv.documents.benchmark_validation import validate_benchmark_data, validate_benchmark_file
 from prefect_agentenv.documents.compile import ExpandedTask
+from prefect_agentenv.documents.loading import ParseError, read_document
 from prefect_agentenv.exceptions import ArtifactError, TaskDocumentError
 from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.flows.agent_task import agent_task, report_key
@@ -84,8 +85,8 @@ def _flow_run_name() -> str:
 def _slug_of(path: Path) -> str | None:
     """The slug a benchmark file declares (for the run's name only; errors are reported by the run)."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
+        data = read_document(path)
+    except (OSError, ParseError, UnicodeDecodeError):
         return None
     return data.get("slug") if isinstance(data, dict) else None
 

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.flows.scheduler import ScheduleResult
 from prefect_agentenv.grading.outcome import Outcome, task_outcome
+from prefect_agentenv.runtime.stop import DESCRIPTIONS
 
 REDACTED = "***"
 
@@ -33,6 +34,8 @@ class TaskReport(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     error: str | None = None
     """Why the run failed, when it did."""
+    stop_reason: str | None = None
+    """``SIGINT``, ``SIGTERM`` or ``cancelled`` when the run was stopped from outside (status failed)."""
 
 
 def build_report(
@@ -51,7 +54,11 @@ def build_report(
     """Assemble the report of a run, with every secret value redacted."""
     context = result.context if result else RunContext()
     crashed = [t for t in teardown if t.get("crashed")]
-    failed = error is not None or timed_out or bool(crashed) or (result is not None and result.fatal is not None)
+    stop_reason = result.stopped if result else None
+    if stop_reason and not error:
+        error = f"the run was {DESCRIPTIONS.get(stop_reason, stop_reason)}; every step in flight was stopped"
+    failed = (error is not None or timed_out or bool(crashed) or bool(stop_reason)
+              or (result is not None and result.fatal is not None))
     if result and result.fatal and not error:
         error = f"step '{result.fatal.id}' failed: {result.fatal.error}"
     if crashed:
@@ -73,6 +80,7 @@ def build_report(
         teardown=teardown,
         warnings=warnings,
         error=error,
+        stop_reason=stop_reason,
     )
     return TaskReport.model_validate(redact(report.model_dump(mode="json"), secrets or set()))
 

@@ -8,13 +8,14 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 import asyncio
 import os
-import signal
 
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import AgentEnvError
 from prefect_agentenv.grading.verification import scored
+from prefect_agentenv.runtime.command import run_bounded
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.runtime.sandbox import Sandbox
+from prefect_agentenv.runtime.sweep import RUN_MARKER
 from prefect_agentenv.steps.agent_support import deployed_agent, sandbox_of
 from prefect_agentenv.steps.base import Aggregator, AgentRef, VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
@@ -88,22 +89,18 @@ def _file(sandbox: Sandbox, check: SandboxCheck) -> tuple[bool, str]:
 
 
 async def _command(sandbox: Sandbox, check: SandboxCheck, scoring_env: dict[str, str]) -> tuple[bool, str]:
-    """Run argv in the sandbox (cwd and HOME there), in its own process group, bounded in time."""
+    """Run argv in the sandbox (cwd and HOME there), in its own process group, bounded in time and output."""
     argv = check.command or []
+    env = {**os.environ, **sandbox.env(), **scoring_env, RUN_MARKER: current_run().run_id}
     try:
-        proc = await asyncio.create_subprocess_exec(
-            *argv, cwd=sandbox.root, env={**os.environ, **sandbox.env(), **scoring_env}, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT, start_new_session=True)
+        done = await run_bounded(argv, cwd=sandbox.root, env=env, timeout=check.timeout_seconds,
+                                 max_output_bytes=64 * 1024, merge_stderr=True)
     except OSError as exc:
         return False, f"{' '.join(argv)} could not start: {exc}"
-    try:
-        out, _ = await asyncio.wait_for(proc.communicate(), check.timeout_seconds)
-    except asyncio.TimeoutError:
-        os.killpg(proc.pid, signal.SIGKILL)
-        await proc.wait()
+    if done.timed_out:
         return False, f"{' '.join(argv)} did not finish within {check.timeout_seconds:g}s"
-    tail = out.decode(errors="replace").strip()[-300:]
-    return proc.returncode == 0, f"{' '.join(argv)} exited {proc.returncode}" + (f": {tail}" if tail else "")
+    tail = done.stdout.decode(errors="replace").strip()[-300:]
+    return done.returncode == 0, f"{' '.join(argv)} exited {done.returncode}" + (f": {tail}" if tail else "")
 
 
 definition = StepDefinition(VerifySandboxStep, run)
