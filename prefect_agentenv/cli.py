@@ -17,6 +17,7 @@ from prefect_agentenv.commands.env import env_app
 from prefect_agentenv.documents import BenchmarkValidationResult, TaskDocument, validate_any_file, validate_file
 from prefect_agentenv.documents.graph import levels, resolve_dependencies
 from prefect_agentenv.documents.schema import document_schema
+from prefect_agentenv.runtime.paths import writable_problem
 
 app = typer.Typer(
     name="prefect-agentenv",
@@ -111,6 +112,8 @@ def run(
             typer.echo(f"  - {p.render()}", err=True)
         raise typer.Exit(2)
     doc = result.document
+    if report is not None:
+        _check_writable(report, "--report")
     if dry_run:
         typer.echo(f"task {doc.id}: {len(doc.steps)} steps")
         for i, wave in enumerate(_waves(doc), 1):
@@ -118,43 +121,17 @@ def run(
         raise typer.Exit(0)
     # Offline machines: Prefect's analytics ping would only time out.
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    data = _run_flow(doc, overrides, keep)
-    if not isinstance(data, dict) or "status" not in data:
-        typer.echo(f"error: the run crashed before it could report: {data}", err=True)
-        raise typer.Exit(1)
-    if report:
-        report.parent.mkdir(parents=True, exist_ok=True)
-        report.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    _print_summary(data, report)
-    raise typer.Exit(0 if data["status"] == "completed" else 1)
+    from prefect_agentenv.cli_run import run_task_cli
+
+    raise typer.Exit(run_task_cli(doc, overrides=overrides, keep=keep, report=report))
 
 
-def _run_flow(doc: TaskDocument, overrides: dict[str, str], keep: bool) -> Any:
-    # Imported here so `validate` and `schema` stay fast: the flow pulls in all of Prefect.
-    from prefect_agentenv.flows.agent_task import agent_task
-
-    async def go() -> Any:
-        state = await agent_task(doc, overrides=overrides, keep=keep, return_state=True)
-        return await state.result(raise_on_failure=False)
-
-    try:
-        return asyncio.run(go())
-    except KeyboardInterrupt:
-        typer.echo("interrupted: everything the run started was stopped", err=True)
-        raise typer.Exit(130) from None
-
-
-def _print_summary(data: dict[str, Any], report: Path | None) -> None:
-    score = "-" if data.get("score") is None else f"{data['score']:.3f}"
-    typer.echo(f"task {data['task_id']}: {data['outcome']} score={score} status={data['status']} "
-               f"({data['duration_s']:.1f}s)")
-    for s in data.get("steps", []):
-        err = f"  {s['error']}" if s.get("error") else ""
-        typer.echo(f"  {s['state']:<10} {s['id']} ({s['type']}){err}")
-    if data.get("error"):
-        typer.echo(f"error: {data['error']}")
-    if report:
-        typer.echo(f"report: {report}")
+def _check_writable(path: Path, option: str) -> None:
+    """Refuse a report path that cannot be written, before anything runs (exit 2)."""
+    problem = writable_problem(path)
+    if problem:
+        typer.echo(f"error: {option} {path}: {problem}", err=True)
+        raise typer.Exit(2)
 
 
 @app.command()
@@ -170,6 +147,8 @@ def bench(
     from prefect_agentenv.documents.benchmark_validation import validate_benchmark_file
 
     overrides = _pairs(override, "--override")
+    if report_dir is not None:
+        _check_writable(report_dir / "summary.json", "--report-dir")
     checked = validate_benchmark_file(bench_file)
     if checked.problems:
         typer.echo(f"{bench_file}: {len(checked.problems)} problem(s)", err=True)

@@ -61,6 +61,10 @@ async def _step_task_body(step: StepModel, inputs: list[RunContext]) -> RunConte
         return await _run_step(step, inputs)
     except AgentEnvError as exc:
         return Failed(message=str(exc), data=exc)
+    except asyncio.CancelledError:
+        # Stopped on purpose (the run was stopped, or another step failed it): the task run ends
+        # Cancelled rather than Crashed; the caller re-raises the cancellation.
+        return Cancelled(message="stopped before it finished: the run was stopped or another step failed")
 
 
 _step_task = task(_step_task_body, cache_policy=NO_CACHE, persist_result=False, log_prints=True)
@@ -70,6 +74,8 @@ async def _execute_as_prefect_task(step: StepModel, inputs: list[RunContext]) ->
     tags = {step.type} if get_settings().tag_task_runs else set()
     runnable = _step_task.with_options(name=step.id, task_run_name=step.id, tags=tags)
     state = await runnable(step, inputs, return_state=True)
+    if state.is_cancelled():
+        raise asyncio.CancelledError(state.message)
     result = await state.result(raise_on_failure=False)
     if isinstance(result, BaseException):
         raise result

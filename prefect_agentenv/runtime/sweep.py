@@ -64,8 +64,8 @@ def sweep_dead_runs(runs_dir: Path) -> list[DeadRun]:
         record = DeadRun(run_id, folder, owner.get("flow_run_id"), killed, removed)
         (folder / SWEPT_FILE).write_text(json.dumps({"killed": list(killed), "sandboxes_removed": removed,
                                                      "flow_run_id": record.flow_run_id}), encoding="utf-8")
-        logger.warning("run %s died without finishing: stopped %d leftover process(es)%s", run_id, len(killed),
-                       ", removed its sandboxes" if removed else "")
+        logger.warning("run %s was killed without tearing down: stopped %d process(es) it left%s", run_id,
+                       len(killed), ", removed its sandboxes" if removed else "")
         swept.append(record)
     return swept
 
