@@ -45,12 +45,12 @@ async def run_bounded(argv: list[str], *, cwd: Path | None, env: dict[str, str],
     readers = [asyncio.create_task(_tail(process.stdout, max_output_bytes))]
     if process.stderr is not None:
         readers.append(asyncio.create_task(_tail(process.stderr, max_output_bytes)))
-    timed_out = False
+    for reader in readers:
+        # A reader cancelled on timeout or stop is expected; its outcome is consumed here.
+        reader.add_done_callback(lambda t: t.cancelled() or t.exception())
     try:
-        try:
-            await asyncio.wait_for(asyncio.gather(*readers), timeout)
-        except asyncio.TimeoutError:
-            timed_out = True
+        _, pending = await asyncio.wait(readers, timeout=timeout)
+        timed_out = bool(pending)
         if not timed_out:
             # Its output ended, so it is exiting: let it, rather than killing it half-way.
             for _ in range(250):
