@@ -26,6 +26,7 @@ from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError, StepE
 from prefect_agentenv.flows.report import TaskReport, build_report, publish_artifacts, write_report
 from prefect_agentenv.flows.cancellation import watch_cancellation
 from prefect_agentenv.flows.scheduler import DagScheduler, ScheduleResult
+from prefect_agentenv.redaction import MIN_SECRET_LENGTH, Redactor, redacted_logs
 from prefect_agentenv.runtime.run import RunResources, bind_run, current_run, unbind_run
 from prefect_agentenv.runtime.stop import StopRequest, stop_on_signals
 from prefect_agentenv.runtime.sweep import write_owner
@@ -134,7 +135,7 @@ async def run_task_document(
     result: ScheduleResult | None = None
     error = _unset_env_vars(document)
     timed_out = False
-    with stop_on_signals(stop) if handle_signals else nullcontext():
+    with stop_on_signals(stop) if handle_signals else nullcontext(), redacted_logs(run.redact):
         try:
             if error is None:
                 result = await scheduler.run()
@@ -147,6 +148,10 @@ async def run_task_document(
         finally:
             teardown = await asyncio.shield(run.teardown.stop_all(settings.teardown_timeout_seconds))
             unbind_run(token)
+            await asyncio.to_thread(Redactor(run.redact).files, run.workdir)
+            if any(0 < len(secret) < MIN_SECRET_LENGTH for secret in run.redact):
+                warnings.append(f"a secret value shorter than {MIN_SECRET_LENGTH} characters was not masked "
+                                "(masking it would garble every text that contains it)")
             report = build_report(
                 task_id=document.id,
                 flow_run_id=_flow_run_id(),

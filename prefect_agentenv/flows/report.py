@@ -13,9 +13,10 @@ from pydantic import BaseModel, Field
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.flows.scheduler import ScheduleResult
 from prefect_agentenv.grading.outcome import Outcome, task_outcome
+from prefect_agentenv.redaction import MASK, Redactor
 from prefect_agentenv.runtime.stop import DESCRIPTIONS
 
-REDACTED = "***"
+REDACTED = MASK
 
 
 class TaskReport(BaseModel):
@@ -86,22 +87,8 @@ def build_report(
 
 
 def redact(value: Any, secrets: set[str]) -> Any:
-    """Replace every occurrence of a secret value in strings, at any depth."""
-    live = sorted((s for s in secrets if s and len(s) >= 3), key=len, reverse=True)
-    if not live:
-        return value
-    pattern = re.compile("|".join(re.escape(s) for s in live))
-
-    def walk(v: Any) -> Any:
-        if isinstance(v, str):
-            return pattern.sub(REDACTED, v)
-        if isinstance(v, list):
-            return [walk(x) for x in v]
-        if isinstance(v, dict):
-            return {k: walk(x) for k, x in v.items()}
-        return v
-
-    return walk(value)
+    """Replace every occurrence of a secret value in strings, at any depth (see ``redaction``)."""
+    return Redactor(secrets).data(value)
 
 
 def write_report(report: TaskReport, path: str | Path) -> Path:

@@ -93,6 +93,7 @@ async def start_agent(step: StepModel, *, agent_name: str, a2a_agent_id: str, ro
     if not run.keep:
         run.teardown.add(f"sandbox of {agent_name}", _remover(sandbox), owner_step=step.id, kind="sandbox")
     extra_env = {**sandbox.env(), **_model_env(endpoint), **(extra_env or {})}
+    run.redact.update(resolved.spec.secret_values().values())
     launcher = launchers(run).for_spec(resolved.spec)
     try:
         instance = await launcher.start(resolved.spec, name=agent_name, workdir=run.workdir / "agents",

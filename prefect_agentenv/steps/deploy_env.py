@@ -51,6 +51,7 @@ async def run(step: DeployEnvStep, ctx: RunContext) -> RunContext:
 
 async def _start(step: DeployEnvStep, spec: object) -> Instance:
     run = current_run()
+    run.redact.update(spec.secret_values().values())  # type: ignore[attr-defined]
     launcher = launchers(run).for_spec(spec)  # type: ignore[arg-type]
     try:
         instance = await launcher.start(spec, name=step.env_id, workdir=run.workdir / "envs")  # type: ignore[arg-type]

@@ -14,6 +14,7 @@ from prefect_agentenv.artifacts import ArtifactBackend, get_artifact_store
 from prefect_agentenv.context import DeployedEnv, RunContext
 from prefect_agentenv.exceptions import AgentEnvError, NotInContextError, StepError
 from prefect_agentenv.protocols.env import EnvClient
+from prefect_agentenv.redaction import Redactor
 from prefect_agentenv.runtime.resolve import Launchers
 from prefect_agentenv.runtime.run import RunResources, current_run
 from prefect_agentenv.steps.base import StepModel
@@ -44,6 +45,8 @@ async def artifact_store(run: RunResources) -> ArtifactBackend:
     store = run.services.get("store")
     if store is None:
         store = run.services["store"] = await asyncio.to_thread(get_artifact_store)
+        # Trajectories, conversations and judge records pass the run's one redaction on the way in.
+        store.record_filter = lambda body: Redactor(run.redact).record(body)
         run.teardown.add("artifact store", lambda: asyncio.to_thread(store.close), kind="client")
     return store  # type: ignore[no-any-return]
 
