@@ -121,6 +121,9 @@ def run(
         raise typer.Exit(0)
     # Offline machines: Prefect's analytics ping would only time out.
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    # Prefect retries API calls on 5xx/connection errors with exponential backoff (2, 4, 8 s): a
+    # run whose API went away gives up after ~15 s per call, not minutes.
+    os.environ.setdefault("PREFECT_CLIENT_MAX_RETRIES", "3")
     from prefect_agentenv.cli_run import run_task_cli
 
     raise typer.Exit(run_task_cli(doc, overrides=overrides, keep=keep, report=report))

@@ -37,6 +37,11 @@ from prefect_agentenv.steps.registry import get_step
 
 logger = logging.getLogger("prefect_agentenv.flow")
 
+_STARTED = "started_steps"
+"""``run.services`` key: ids of steps whose body started inside their Prefect task run."""
+_PREFECT_DOWN = "prefect_down"
+"""``run.services`` key: why steps stopped being Prefect task runs (the API went away)."""
+
 
 async def _run_step(step: StepModel, inputs: list[RunContext]) -> RunContext:
     """Body of every step's Prefect task: merge the inputs, resolve ${VAR}s, run the step."""
@@ -58,6 +63,7 @@ async def _run_step(step: StepModel, inputs: list[RunContext]) -> RunContext:
 async def _step_task_body(step: StepModel, inputs: list[RunContext]) -> RunContext | State:
     """Expected failures (our own errors) end the task run as Failed with their message and
     no traceback; anything else is a bug and propagates with its traceback."""
+    current_run().services.setdefault(_STARTED, set()).add(step.id)
     try:
         return await _run_step(step, inputs)
     except AgentEnvError as exc:
@@ -72,9 +78,22 @@ _step_task = task(_step_task_body, cache_policy=NO_CACHE, persist_result=False, 
 
 
 async def _execute_as_prefect_task(step: StepModel, inputs: list[RunContext]) -> RunContext:
+    run = current_run()
+    if run.services.get(_PREFECT_DOWN):
+        return await _run_step(step, inputs)
+    started: set[str] = run.services.setdefault(_STARTED, set())
+    started.discard(step.id)
     tags = {step.type} if get_settings().tag_task_runs else set()
     runnable = _step_task.with_options(name=step.id, task_run_name=step.id, tags=tags)
-    state = await runnable(step, inputs, return_state=True)
+    try:
+        state = await runnable(step, inputs, return_state=True)
+    except Exception as exc:  # Prefect's own machinery failed (its API went away), not the step
+        if step.id in started:
+            raise
+        return await _without_prefect(run, step, inputs, f"{type(exc).__name__}: {exc}")
+    if not state.is_final() or (state.is_failed() and step.id not in started):
+        # The task run never reached the step (e.g. its concurrency slot could not be acquired).
+        return await _without_prefect(run, step, inputs, state.message or state.type.value)
     if state.is_cancelled():
         raise asyncio.CancelledError(state.message)
     result = await state.result(raise_on_failure=False)
@@ -84,6 +103,16 @@ async def _execute_as_prefect_task(step: StepModel, inputs: list[RunContext]) ->
         raise StepError(state.message or f"step ended in state {state.type.value}", step_id=step.id,
                         step_type=step.type)
     return result
+
+
+async def _without_prefect(run: RunResources, step: StepModel, inputs: list[RunContext], why: str) -> RunContext:
+    """Run the step without a Prefect task run: the run finishes its steps even when Prefect's API
+    is gone, and the report says so."""
+    if not run.services.get(_PREFECT_DOWN):
+        run.services[_PREFECT_DOWN] = f"from step '{step.id}' on, steps ran without Prefect task runs ({why})"
+        logger.warning("Prefect could not run step %s as a task run (%s); running the rest without Prefect",
+                       step.id, why)
+    return await _run_step(step, inputs)
 
 
 async def run_task_document(
@@ -149,6 +178,8 @@ async def run_task_document(
             teardown = await asyncio.shield(run.teardown.stop_all(settings.teardown_timeout_seconds))
             unbind_run(token)
             await asyncio.to_thread(Redactor(run.redact).files, run.workdir)
+            if run.services.get(_PREFECT_DOWN):
+                warnings.append(str(run.services[_PREFECT_DOWN]))
             if any(0 < len(secret) < MIN_SECRET_LENGTH for secret in run.redact):
                 warnings.append(f"a secret value shorter than {MIN_SECRET_LENGTH} characters was not masked "
                                 "(masking it would garble every text that contains it)")
@@ -191,7 +222,7 @@ async def _keep_report(report: TaskReport, run: RunResources, report_path: Path 
         except OSError as exc:
             logger.error("could not write the report to %s: %s", report_path, exc)
     await _upload_report(report, run.run_id)
-    if publish and _flow_run_id():
+    if publish and _flow_run_id() and not run.services.get(_PREFECT_DOWN):
         try:
             await publish_artifacts(report)
         except Exception as exc:  # artifacts are a view; a failed upload must not hide the report

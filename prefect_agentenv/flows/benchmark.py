@@ -160,7 +160,10 @@ class _Runner:
             self.done += 1
             _emit("result", result.model_dump(mode="json"))
             if self.progress_id is not None:
-                await aupdate_progress_artifact(self.progress_id, progress=100.0 * self.done / max(1, len(keys)))
+                try:
+                    await aupdate_progress_artifact(self.progress_id, progress=100.0 * self.done / max(1, len(keys)))
+                except Exception as exc:  # the progress bar is a view; a failed update must not stop the rest
+                    logger.warning("could not update the progress artifact: %s", exc)
 
         await asyncio.gather(*(one(k) for k in pending))
         return await self._finish()
@@ -179,6 +182,10 @@ class _Runner:
                               epoch=key.epoch, tags=task.tags, status="failed", outcome=Outcome.TIMED_OUT, score=0.0,
                               duration_s=round(time.monotonic() - t0, 3), snapshot=snapshot, started_at=started,
                               error=f"the task did not finish within {task.timeout_seconds:g}s")
+        except Exception as exc:  # one failed API call (after Prefect's own retries) costs this run only
+            logger.warning("task %s (epoch %s) could not run: %s", key.task_id, key.epoch, exc)
+            return crashed_result(key, f"the task could not run: {type(exc).__name__}: {exc}", started_at=started,
+                                  duration_s=round(time.monotonic() - t0, 3), **common)
         if report is None:
             return crashed_result(key, "the task's flow run ended without a report", flow_run_id=flow_run_id,
                                   started_at=started, duration_s=round(time.monotonic() - t0, 3), **common)

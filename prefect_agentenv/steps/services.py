@@ -17,16 +17,17 @@ from prefect_agentenv.protocols.env import EnvClient
 from prefect_agentenv.redaction import Redactor
 from prefect_agentenv.runtime.resolve import Launchers
 from prefect_agentenv.runtime.run import RunResources, current_run
+from prefect_agentenv.settings import get_settings
 from prefect_agentenv.steps.base import StepModel
-
-_HTTP_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
 
 
 def http_client(run: RunResources) -> httpx.AsyncClient:
     """The run's one HTTP client (card reads, data plane, readiness probes)."""
     client = run.services.get("http")
     if client is None:
-        client = run.services["http"] = httpx.AsyncClient(timeout=_HTTP_TIMEOUT, trust_env=False)
+        settings = get_settings()
+        timeout = httpx.Timeout(settings.http_read_timeout_seconds, connect=settings.http_connect_timeout_seconds)
+        client = run.services["http"] = httpx.AsyncClient(timeout=timeout, trust_env=False)
         run.teardown.add("http client", client.aclose, kind="client")
     return client  # type: ignore[no-any-return]
 
