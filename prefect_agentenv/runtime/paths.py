@@ -13,10 +13,10 @@ def writable_problem(path: Path) -> str | None:
     when it did not exist), so a directory, a name too long for the filesystem, a read-only
     folder or a missing drive are all found now.
     """
-    if path.is_dir():
-        return "is a directory; give a file name"
-    existed = path.exists()
     try:
+        if path.is_dir():
+            return "is a directory; give a file name"
+        existed = path.exists()
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("ab"):
             pass
