@@ -14,6 +14,7 @@ import typer
 from prefect_agentenv.commands.agent import agent_app
 from prefect_agentenv.commands.artifact import artifact_app
 from prefect_agentenv.commands.env import env_app
+from prefect_agentenv.commands.view import view_command
 from prefect_agentenv.documents import BenchmarkValidationResult, TaskDocument, validate_any_file, validate_file
 from prefect_agentenv.documents.graph import levels, resolve_dependencies
 from prefect_agentenv.documents.schema import document_schema
@@ -29,6 +30,7 @@ app = typer.Typer(
 app.add_typer(agent_app, name="agent")
 app.add_typer(artifact_app, name="artifact")
 app.add_typer(env_app, name="env")
+app.command(name="view")(view_command)
 
 
 @app.command()

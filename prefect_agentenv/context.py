@@ -79,6 +79,22 @@ class FailedStep(_Model):
     duration_s: float
 
 
+class UnsupportedAgentConfig(_Model):
+    """A row of `metadata.unsupported_agent_config`: something the document asked to give an agent
+    that the agent's card offers no way to take. It was not sent; the run went on without it."""
+
+    step_id: str
+    """The step that asked for it (deploy_agent or prompt_agent)."""
+    agent_name: str
+    field: str
+    """What was asked, as a path: `system_prompt`, `agent_config.temperature`, `skills.review`,
+    `env_ids.email`."""
+    extension: str
+    """The extension that would have carried it (`urn:agentenv:agent-config/v1`, ...)."""
+    reason: str
+    """Why it could not be sent, e.g. "the card does not declare the extension"."""
+
+
 class RunMetadata(BaseModel):
     """Run-wide records. Known keys are typed; steps from plugins may add their own."""
 
@@ -92,6 +108,8 @@ class RunMetadata(BaseModel):
     """By collect step id: {artifacts: {path: url}, file_artifact_universe: {id, version}}."""
     loaded_file_artifact_universes: list[dict[str, Any]] = Field(default_factory=list)
     """Files copied into agents: {agent_name, folder, universe, files}."""
+    unsupported_agent_config: list[UnsupportedAgentConfig] = Field(default_factory=list)
+    """Configuration the document asked for that an agent's card cannot take (not sent; a warning)."""
 
 
 class RunContext(BaseModel):

@@ -20,6 +20,7 @@ from prefect_agentenv.commands._registry import (
     register_block,
     reported,
 )
+from prefect_agentenv.commands.check import run_check
 from prefect_agentenv.runtime.resolve import ResolvedAgent, resolve_agent
 
 agent_app = typer.Typer(
@@ -73,6 +74,22 @@ def show(
     """Show how an agent is launched; secret values are masked."""
     with reported():
         echo_view(describe(asyncio.run(resolve_agent(name, use_blocks=True))), as_json=as_json)
+
+
+@agent_app.command("check")
+def check(
+    name: Annotated[str, typer.Argument(help="Agent id (a registered block or a reference agent).")],
+    prompt: Annotated[str | None, typer.Option("--prompt", help="The probe message sent to the agent.")] = None,
+    startup_timeout: Annotated[float | None, typer.Option("--startup-timeout", min=0.001,
+                                                          help="Seconds the agent may take to start.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON (with the card as served).")] = False,
+) -> None:
+    """Deploy the agent, probe its card, A2A endpoint and extensions, print what works and what it lacks,
+    stop it. Exit 0 when nothing failed, 1 when a probe or the deploy failed, 2 when NAME is unknown."""
+    with reported():
+        asyncio.run(resolve_agent(name, use_blocks=True))
+        code = run_check("agent", name, prompt=prompt, startup_timeout=startup_timeout, as_json=as_json)
+    raise typer.Exit(code)
 
 
 def build_block(name: str, *, command: str | None, image: str | None, url: str | None, version: str,

@@ -18,6 +18,7 @@ from prefect_agentenv.commands._registry import (
     register_block,
     reported,
 )
+from prefect_agentenv.commands.check import run_check
 from prefect_agentenv.envs.catalog import REFERENCE_ENVS
 from prefect_agentenv.runtime.resolve import ResolvedEnv, resolve_env
 
@@ -71,6 +72,21 @@ def show(
     """Show how an env is launched; secret values are masked."""
     with reported():
         echo_view(describe(asyncio.run(resolve_env(name, use_blocks=True))), as_json=as_json)
+
+
+@env_app.command("check")
+def check(
+    name: Annotated[str, typer.Argument(help="Env id (a registered block or a reference env).")],
+    startup_timeout: Annotated[float | None, typer.Option("--startup-timeout", min=0.001,
+                                                          help="Seconds the env may take to start.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON (with the card as served).")] = False,
+) -> None:
+    """Deploy the env, probe its card, data plane, MCP tools and extensions, print what works and what it
+    lacks, stop it. Exit 0 when nothing failed, 1 when a probe or the deploy failed, 2 when NAME is unknown."""
+    with reported():
+        asyncio.run(resolve_env(name, use_blocks=True))
+        code = run_check("env", name, startup_timeout=startup_timeout, as_json=as_json)
+    raise typer.Exit(code)
 
 
 def build_block(name: str, *, command: str | None, image: str | None, url: str | None, version: str,

@@ -34,6 +34,7 @@ from prefect_agentenv.runtime.teardown import TeardownRegistry
 from prefect_agentenv.settings import get_settings
 from prefect_agentenv.steps.base import StepModel
 from prefect_agentenv.steps.registry import get_step
+from prefect_agentenv.transcript import Transcript, build_transcript
 
 logger = logging.getLogger("prefect_agentenv.flow")
 
@@ -183,10 +184,12 @@ async def run_task_document(
             if any(0 < len(secret) < MIN_SECRET_LENGTH for secret in run.redact):
                 warnings.append(f"a secret value shorter than {MIN_SECRET_LENGTH} characters was not masked "
                                 "(masking it would garble every text that contains it)")
+            result = result or scheduler.result()
+            transcript = await _transcript(document, run_id, result, error)
             report = build_report(
                 task_id=document.id,
                 flow_run_id=_flow_run_id(),
-                result=result or scheduler.result(),
+                result=result,
                 started_at=started_at,
                 duration_s=time.monotonic() - t0,
                 teardown=[r.to_dict() for r in teardown],
@@ -194,6 +197,7 @@ async def run_task_document(
                 error=error,
                 timed_out=timed_out,
                 secrets=run.redact,
+                transcript=transcript,
             )
             await _keep_report(report, run, report_path, publish=publish)
     return report
@@ -227,6 +231,26 @@ async def _keep_report(report: TaskReport, run: RunResources, report_path: Path 
             await publish_artifacts(report)
         except Exception as exc:  # artifacts are a view; a failed upload must not hide the report
             logger.warning("could not publish Prefect artifacts: %s", exc)
+
+
+async def _transcript(document: TaskDocument, run_id: str, result: ScheduleResult | None,
+                      error: str | None) -> Transcript | None:
+    """The run's transcript, read back from its stored records (redacted with the report)."""
+    context = result.context if result else RunContext()
+    steps = [r.to_dict() for r in result.records.values()] if result else []
+    fields = {s.id: s.model_dump(mode="json", include={"type", "prompt_id", "verifier_id", "agent_name"})
+              for s in document.steps}
+
+    def build() -> Transcript:
+        with get_artifact_store() as store:
+            return build_transcript(task_id=document.id, run_id=run_id, context=context, steps=steps,
+                                    step_fields=fields, error=error, store=store)
+
+    try:
+        return await asyncio.shield(asyncio.to_thread(build))
+    except Exception as exc:  # a view of the run: its failure must not cost the report
+        logger.warning("could not build the transcript: %s", exc)
+        return None
 
 
 async def _upload_report(report: TaskReport, run_id: str) -> None:

@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal
 
 from prefect import flow, get_run_logger, tags
 from prefect.artifacts import (
+    acreate_link_artifact,
     acreate_markdown_artifact,
     acreate_progress_artifact,
     acreate_table_artifact,
@@ -37,11 +38,13 @@ from prefect_agentenv.documents.benchmark import Benchmark
 from prefect_agentenv.documents.benchmark_validation import validate_benchmark_data, validate_benchmark_file
 from prefect_agentenv.documents.compile import ExpandedTask
 from prefect_agentenv.documents.loading import ParseError, read_document
-from prefect_agentenv.exceptions import ArtifactError, TaskDocumentError
+from prefect_agentenv.exceptions import AgentEnvError, ArtifactError, TaskDocumentError
 from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.flows.agent_task import agent_task, report_key
 from prefect_agentenv.flows.report import TaskReport, artifact_key, verification_rows
 from prefect_agentenv.flows.results import ResultsStore, crashed_result, read_results, result_from_report, task_key
+from prefect_agentenv.flows.view_data import benchmark_view, publish_benchmark_report
+from prefect_agentenv.viewer import write
 from prefect_agentenv.grading.benchmark_stats import RunKey, TaskResult, compare, summarize, summary_markdown
 from prefect_agentenv.grading.outcome import Outcome
 
@@ -242,19 +245,40 @@ class _Runner:
                                  previous_run_id=previous.run_id)
         await asyncio.to_thread(self.results.record_finished, summary)
         markdown = summary_markdown(summary, comparison, results, title=f"{self.bench.name} — run {self.run_id}")
-        await _publish(self.bench.slug, markdown, results, self.verification_rows)
+        html_url = await self._publish_html(headline_text(summary))
+        if html_url:
+            markdown += f"\n\n**HTML report** (charts, trend, a transcript per task run): [{html_url}]({html_url})\n"
+        await _publish(self.bench.slug, markdown, results, self.verification_rows, html_url)
         out = {"run_id": self.run_id, "slug": self.bench.slug, "headline": headline_text(summary),
                "summary": summary.model_dump(mode="json"), "counts": summary.counts.model_dump(mode="json"),
                "regressions": comparison.regressions if comparison else [],
                "regressed_tasks": [c.task_id for c in comparison.of_kind("regressed")] if comparison else [],
-               "results_url": self.results.results_url, "markdown": markdown}
+               "results_url": self.results.results_url, "report_url": html_url, "markdown": markdown}
         out["counts"]["total"] = summary.counts.total
         if self.report_dir:
+            await asyncio.to_thread(self._write_html, self.report_dir / "html")
             (self.report_dir / "summary.md").write_text(markdown)
             (self.report_dir / "summary.json").write_text(json.dumps(out, indent=2, default=str))
         _emit("summary", out)
         self.store.close()
         return out
+
+    def _write_html(self, folder: Path) -> None:
+        try:
+            view, files = benchmark_view(self.store, self.bench.slug, self.run_id,
+                                         title=f"{self.bench.name} — run {self.run_id}")
+            write(view, folder, files)
+        except (AgentEnvError, OSError, ValueError) as exc:
+            logger.warning("could not write the HTML report to %s: %s", folder, exc)
+
+    async def _publish_html(self, headline: str) -> str | None:
+        """The HTML report in the run's folder of the store; a failure is logged, never fatal."""
+        try:
+            return await asyncio.to_thread(publish_benchmark_report, self.store, self.bench.slug, self.run_id,
+                                           title=f"{self.bench.name} — run {self.run_id}", headline=headline)
+        except (AgentEnvError, OSError, ValueError) as exc:
+            logger.warning("could not publish the HTML report of run %s: %s", self.run_id, exc)
+            return None
 
 
 def headline_text(summary: Any) -> str:
@@ -272,10 +296,14 @@ async def _progress(slug: str, done: int, total: int) -> Any:
                                            "progress"), description=f"Benchmark {slug}: share of task runs done")
 
 
-async def _publish(slug: str, markdown: str, results: list[TaskResult], rows: list[dict[str, Any]]) -> None:
+async def _publish(slug: str, markdown: str, results: list[TaskResult], rows: list[dict[str, Any]],
+                   html_url: str | None = None) -> None:
     if FlowRunContext.get() is None:
         return
     key = artifact_key("bench", slug)
+    if html_url:
+        await acreate_link_artifact(link=html_url, link_text="HTML report: charts, trend, transcripts",
+                                    key=f"{key}-report"[:100], description=f"Benchmark {slug}: the HTML report")
     await acreate_markdown_artifact(markdown=markdown, key=f"{key}-summary"[:100], description=f"Benchmark {slug}")
     await acreate_table_artifact(
         table=[{"task": r.task_id, "seed": r.seed_index, "epoch": r.epoch, "outcome": r.outcome.value,

@@ -15,6 +15,7 @@ from prefect_agentenv.flows.scheduler import ScheduleResult
 from prefect_agentenv.grading.outcome import Outcome, task_outcome
 from prefect_agentenv.redaction import MASK, Redactor
 from prefect_agentenv.runtime.stop import DESCRIPTIONS
+from prefect_agentenv.transcript import Transcript, transcript_markdown
 
 REDACTED = MASK
 
@@ -37,6 +38,9 @@ class TaskReport(BaseModel):
     """Why the run failed, when it did."""
     stop_reason: str | None = None
     """``SIGINT``, ``SIGTERM`` or ``cancelled`` when the run was stopped from outside (status failed)."""
+    transcript: Transcript | None = None
+    """What happened, step by step: prompts, turns, tool calls, replies, verdicts, env changes, files
+    (docs/reading-results.md). ``None`` when it could not be built."""
 
 
 def build_report(
@@ -51,6 +55,7 @@ def build_report(
     error: str | None = None,
     timed_out: bool = False,
     secrets: set[str] | None = None,
+    transcript: Transcript | None = None,
 ) -> TaskReport:
     """Assemble the report of a run, with every secret value redacted."""
     context = result.context if result else RunContext()
@@ -79,9 +84,10 @@ def build_report(
         context=context.model_dump(mode="json"),
         steps=[r.to_dict() for r in result.records.values()] if result else [],
         teardown=teardown,
-        warnings=warnings,
+        warnings=warnings + _unsupported_config_warnings(context),
         error=error,
         stop_reason=stop_reason,
+        transcript=transcript,
     )
     return TaskReport.model_validate(redact(report.model_dump(mode="json"), secrets or set()))
 
@@ -158,3 +164,17 @@ async def publish_artifacts(report: TaskReport) -> None:
     if rows:
         await acreate_table_artifact(table=rows, key=f"{key}-verifications"[:100],
                                      description=f"Verifications of task {report.task_id}")
+    if report.transcript is not None:
+        await acreate_markdown_artifact(markdown=transcript_markdown(report.transcript), key=transcript_key(report),
+                                        description=f"Transcript of task {report.task_id}")
+
+
+def transcript_key(report: TaskReport) -> str:
+    """The transcript artifact's key: stable per task, so the UI keeps each task's history."""
+    return f"{artifact_key('agentenv', report.task_id)[:89]}-transcript"
+
+
+def _unsupported_config_warnings(context: RunContext) -> list[str]:
+    """One warning per thing the document asked to give an agent that its card could not take."""
+    return [f"step '{r.step_id}': agent '{r.agent_name}' cannot take {r.field} ({r.extension}: {r.reason}); "
+            "it was not sent" for r in context.metadata.unsupported_agent_config]

@@ -52,6 +52,7 @@ from a2a.utils.errors import JSON_RPC_ERROR_CODE_MAP, A2AError
 from google.protobuf import json_format
 from google.protobuf.message import Message as ProtoMessage
 from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_snake
 
 from prefect_agentenv.exceptions import AgentTimeoutError, ProtocolError
 from prefect_agentenv.protocols.a2a_reply import (
@@ -119,9 +120,9 @@ class A2ACard(BaseModel):
 
     @property
     def extensions(self) -> list[dict[str, Any]]:
-        """``capabilities.extensions`` (each ``{uri, params, …}``); empty when absent."""
-        found = (self.raw.get("capabilities") or {}).get("extensions") or []
-        return [e for e in found if isinstance(e, dict)]
+        """``capabilities.extensions`` (each ``{uri, params, …}``); empty when absent or null."""
+        found = _member(_obj(_member(self.raw, "capabilities")), "extensions")
+        return [e for e in found if isinstance(e, dict)] if isinstance(found, list) else []
 
     def resolve(self, url: str) -> str:
         """A URL from the card, made absolute against the card's base."""
@@ -144,20 +145,39 @@ class A2ACard(BaseModel):
 
     @classmethod
     def from_raw(cls, raw: dict[str, Any], *, base_url: str, card_url: str) -> A2ACard:
-        """Read the endpoints of a 1.0 card (``supportedInterfaces``) or a 0.3 one (``url``)."""
+        """Read the endpoints of a 1.0 card (``supportedInterfaces``) or a 0.3 one (``url``).
+
+        Members are read in camelCase or snake_case; ``null`` counts as absent.
+        """
         interfaces = [A2AInterface(url=urljoin(base_url, str(i["url"])),
-                                   protocol_version=str(i.get("protocolVersion") or "1.0"),
-                                   binding=str(i.get("protocolBinding") or "JSONRPC"))
-                      for i in raw.get("supportedInterfaces") or [] if isinstance(i, dict) and i.get("url")]
+                                   protocol_version=str(_member(i, "protocolVersion") or "1.0"),
+                                   binding=str(_member(i, "protocolBinding") or "JSONRPC"))
+                      for i in _list(_member(raw, "supportedInterfaces")) if i.get("url")]
         if not interfaces and raw.get("url"):
-            version = str(raw.get("protocolVersion") or "0.3")
+            version = str(_member(raw, "protocolVersion") or "0.3")
             interfaces.append(A2AInterface(url=urljoin(base_url, str(raw["url"])), protocol_version=version,
-                                           binding=str(raw.get("preferredTransport") or "JSONRPC")))
+                                           binding=str(_member(raw, "preferredTransport") or "JSONRPC")))
             interfaces += [A2AInterface(url=urljoin(base_url, str(i["url"])), protocol_version=version,
                                         binding=str(i.get("transport") or "JSONRPC"))
-                           for i in raw.get("additionalInterfaces") or [] if isinstance(i, dict) and i.get("url")]
+                           for i in _list(_member(raw, "additionalInterfaces")) if i.get("url")]
         return cls(name=str(raw.get("name") or ""), description=str(raw.get("description") or ""),
                    base_url=base_url, card_url=card_url, interfaces=interfaces, raw=raw)
+
+
+def _member(raw: Any, camel: str) -> Any:
+    """A card member by its camelCase name, else its snake_case one; peers write either."""
+    if not isinstance(raw, dict):
+        return None
+    value = raw.get(camel)
+    return value if value is not None else raw.get(to_snake(camel))
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[dict[str, Any]]:
+    return [i for i in value if isinstance(i, dict)] if isinstance(value, list) else []
 
 
 def _dialect(version: str) -> ProtocolVersion | None:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_snake
 
 ProtocolVersion = Literal["1.0", "0.3"]
 TaskStateName = Literal["submitted", "working", "input-required", "auth-required", "completed", "failed",
@@ -75,12 +76,12 @@ def reply_from_result(result: Mapping[str, Any], version: ProtocolVersion | None
     metadata: dict[str, Any] = {}
     if _is_message(result):
         parts = _parts(result)
-        task_id, context_id = result.get("taskId"), result.get("contextId")
+        task_id, context_id = _get(result, "taskId"), _get(result, "contextId")
     else:
         status = _obj(result.get("status"))
         state = _state(status.get("state"))
         parts = _parts(_obj(status.get("message")))
-        task_id, context_id = result.get("id"), result.get("contextId")
+        task_id, context_id = result.get("id"), _get(result, "contextId")
         artifacts = [p for a in result.get("artifacts") or [] if isinstance(a, dict) for p in _parts(a)]
         metadata = _obj(result.get("metadata"))
         if not _texts(parts):
@@ -106,7 +107,13 @@ def _is_message(result: Mapping[str, Any]) -> bool:
     kind = result.get("kind")
     if kind:
         return bool(kind == "message")
-    return "messageId" in result and "status" not in result
+    return _get(result, "messageId") is not None and "status" not in result
+
+
+def _get(holder: Mapping[str, Any], camel: str) -> Any:
+    """A member by its camelCase name, else its snake_case one (peers write either)."""
+    value = holder.get(camel)
+    return value if value is not None else holder.get(to_snake(camel))
 
 
 def _state(value: Any) -> TaskStateName:

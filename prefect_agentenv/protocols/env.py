@@ -22,11 +22,11 @@ from typing import Annotated, Any, Literal
 from urllib.parse import urljoin
 
 import httpx
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
-from pydantic.alias_generators import to_camel
+from pydantic import AfterValidator, Discriminator, Field, Tag, TypeAdapter, ValidationError, model_validator
 
 from prefect_agentenv.exceptions import EnvRpcError, ProtocolError, UnsupportedOperationError
 from prefect_agentenv.protocols import jsonrpc
+from prefect_agentenv.protocols.wire import WireModel, first_problem, unusable_reply
 
 CARD_PATH = ".well-known/agent-env.json"
 ENV_PROTOCOL_VERSION = "1.0"
@@ -46,17 +46,8 @@ UtcDatetime = Annotated[datetime, AfterValidator(_as_utc)]
 """An instant in ISO 8601; a time without an offset is taken as UTC."""
 
 
-class _Wire(BaseModel):
-    """Wire models keep unknown members (peers may be newer) and accept camelCase or snake_case."""
-
-    model_config = ConfigDict(
-        extra="allow", alias_generator=to_camel, validate_by_name=True, validate_by_alias=True,
-        serialize_by_alias=True,
-    )
-
-    def to_wire(self) -> dict[str, Any]:
-        """JSON-ready dict with the wire's member names, optional members left out."""
-        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+_Wire = WireModel
+"""Wire models keep unknown members, read ``null`` as absent and accept camelCase or snake_case."""
 
 
 # --- parts -----------------------------------------------------------------------------------
@@ -117,8 +108,21 @@ class FilePart(_Wire):
         return cls(file=FileContent(bytes=encoded, name=name, mime_type=mime_type))
 
 
-Part = Annotated[DataPart | TextPart | FilePart, Field(discriminator="kind")]
-"""An A2A-style part: ``{kind: "data"|"text"|"file", ...}``."""
+def _part_kind(value: Any) -> str | None:
+    """``kind`` when given, else guessed from the member a part carries (A2A 1.0 parts have no kind)."""
+    if isinstance(value, Mapping):
+        kind = value.get("kind")
+        if kind is None:
+            kind = next((k for k in ("text", "data", "file") if value.get(k) is not None), None)
+        return str(kind) if kind is not None else None
+    return getattr(value, "kind", None)
+
+
+Part = Annotated[
+    Annotated[DataPart, Tag("data")] | Annotated[TextPart, Tag("text")] | Annotated[FilePart, Tag("file")],
+    Discriminator(_part_kind),
+]
+"""An A2A-style part: ``{kind: "data"|"text"|"file", ...}``; without ``kind``, by the member it carries."""
 
 _parts = TypeAdapter(list[Part])
 
@@ -255,6 +259,7 @@ class EnvClient:
             are resolved against it.
         http: the run's shared client; its timeouts apply unless ``timeout`` is given.
         timeout: per-request timeout overriding the client's.
+        name: how errors name the env (its env id); the card's name once read, else "the env".
 
     Example:
         ```python
@@ -266,8 +271,10 @@ class EnvClient:
         ```
     """
 
-    def __init__(self, base_url: str, http: httpx.AsyncClient, *, timeout: float | None = None) -> None:
+    def __init__(self, base_url: str, http: httpx.AsyncClient, *, timeout: float | None = None,
+                 name: str | None = None) -> None:
         self.base_url = base_url if base_url.endswith("/") else base_url + "/"
+        self.name = name
         self._http = http
         self._timeout: Any = httpx.USE_CLIENT_DEFAULT if timeout is None else timeout
         self._card: EnvCard | None = None
@@ -282,8 +289,14 @@ class EnvClient:
             try:
                 self._card = EnvCard.model_validate_json(response.content).resolved(self.base_url)
             except ValidationError as exc:
-                raise ProtocolError(f"{url} did not answer with an env card: {_first_error(exc)}", url=url) from exc
+                raise unusable_reply(self.peer, url, "an env card", exc) from exc
         return self._card
+
+    @property
+    def peer(self) -> str:
+        """How errors name this env: ``env 'mail'``."""
+        name = self.name or (self._card.name if self._card is not None else None)
+        return f"env {name!r}" if name else "the env"
 
     async def supports(self, operation: str) -> bool:
         """Whether the card offers a data-plane method (``data/get``) or an extension URI.
@@ -317,9 +330,8 @@ class EnvClient:
         try:
             return _parts.validate_python(raw)
         except ValidationError as exc:
-            raise ProtocolError(
-                f"data/get answered without a valid 'parts' list: {_first_error(exc)}", url=self.base_url
-            ) from exc
+            raise unusable_reply(self.peer, self.base_url, "a data/get result without a valid 'parts' list",
+                                 exc) from exc
 
     async def export_state(self) -> dict[str, Any]:
         """The env's exported data parts merged into one ``{resource: value}`` mapping."""
@@ -333,19 +345,21 @@ class EnvClient:
 
     async def clock_get(self) -> ClockState:
         """The env's current virtual time."""
-        return _clock_of(await self._extension_call(CLOCK_EXTENSION, "clock/get", {}), self.base_url)
+        result = await self._extension_call(CLOCK_EXTENSION, "clock/get", {})
+        return _clock_of(result, self.peer, self.base_url)
 
     async def clock_set(self, time: datetime, *, frozen: bool | None = None) -> ClockState:
         """Set the virtual clock; triggers now due fire and are reported in ``fired``."""
         params: dict[str, Any] = {"time": _as_utc(time).isoformat()}
         if frozen is not None:
             params["frozen"] = frozen
-        return _clock_of(await self._extension_call(CLOCK_EXTENSION, "clock/set", params), self.base_url)
+        result = await self._extension_call(CLOCK_EXTENSION, "clock/set", params)
+        return _clock_of(result, self.peer, self.base_url)
 
     async def clock_advance(self, seconds: float) -> ClockState:
         """Move the virtual clock forward; triggers now due fire and are reported in ``fired``."""
         result = await self._extension_call(CLOCK_EXTENSION, "clock/advance", {"seconds": seconds})
-        return _clock_of(result, self.base_url)
+        return _clock_of(result, self.peer, self.base_url)
 
     async def register_triggers(self, triggers: Sequence[Trigger | Mapping[str, Any]]) -> list[Trigger]:
         """Register timed events; the env answers with them as stored (ids, status)."""
@@ -355,11 +369,12 @@ class EnvClient:
             raise ProtocolError(f"cannot register malformed triggers: {_first_error(exc)}",
                                 url=self.base_url) from exc
         result = await self._extension_call(TRIGGERS_EXTENSION, "triggers/register", {"triggers": wire})
-        return _triggers_of(result, self.base_url)
+        return _triggers_of(result, self.peer, self.base_url)
 
     async def list_triggers(self) -> list[Trigger]:
         """Every trigger the env holds, with its status."""
-        return _triggers_of(await self._extension_call(TRIGGERS_EXTENSION, "triggers/list", {}), self.base_url)
+        result = await self._extension_call(TRIGGERS_EXTENSION, "triggers/list", {})
+        return _triggers_of(result, self.peer, self.base_url)
 
     # raw JSON-RPC
 
@@ -440,27 +455,22 @@ class EnvClient:
         return response
 
 
-def _clock_of(result: Any, url: str) -> ClockState:
+def _clock_of(result: Any, peer: str, url: str) -> ClockState:
     try:
         return ClockState.model_validate(result)
     except ValidationError as exc:
-        raise ProtocolError(f"the env answered a clock call without a valid clock state: {_first_error(exc)}",
-                            url=url) from exc
+        raise unusable_reply(peer, url, "a clock reply without a valid clock state", exc) from exc
 
 
-def _triggers_of(result: Any, url: str) -> list[Trigger]:
+def _triggers_of(result: Any, peer: str, url: str) -> list[Trigger]:
     raw = result.get("triggers") if isinstance(result, dict) else None
     try:
         return _triggers.validate_python(raw)
     except ValidationError as exc:
-        raise ProtocolError(f"the env answered without a valid 'triggers' list: {_first_error(exc)}",
-                            url=url) from exc
+        raise unusable_reply(peer, url, "a triggers reply without a valid 'triggers' list", exc) from exc
 
 
-def _first_error(exc: ValidationError) -> str:
-    first = exc.errors()[0]
-    where = ".".join(str(p) for p in first["loc"]) or "(root)"
-    return f"{where}: {first['msg']}"
+_first_error = first_problem
 
 
 def parts_to_documents(parts: Sequence[Part]) -> list[dict[str, Any]]:

@@ -12,14 +12,14 @@ import sys
 from typing import Any
 
 from prefect_agentenv.context import DeployedAgent, DeployedEnv, RunContext
-from prefect_agentenv.exceptions import DeployError, NotInContextError, ProtocolError, StepError
+from prefect_agentenv.exceptions import DeployError, NotInContextError, StepError
 from prefect_agentenv.protocols.a2a import A2AClient
-from prefect_agentenv.protocols.agentenv_ext import AgentEnvExtensions
 from prefect_agentenv.runtime.launch import LaunchSpec
 from prefect_agentenv.runtime.models import ResolvedModel, resolve_model_endpoint
 from prefect_agentenv.runtime.resolve import resolve_agent
 from prefect_agentenv.runtime.run import RunResources, current_run
 from prefect_agentenv.runtime.sandbox import Sandbox, create_sandbox
+from prefect_agentenv.steps.agent_configuration import ConfigRequest, deliver
 from prefect_agentenv.steps.base import StepModel
 from prefect_agentenv.steps.services import http_client, launchers
 
@@ -128,24 +128,12 @@ def _model_env(endpoint: ResolvedModel) -> dict[str, str]:
 
 async def configure_agent(step: StepModel, agent: DeployedAgent, *, envs: list[DeployedEnv],
                           config: dict[str, Any], skills: list[dict[str, Any]]) -> list[str]:
-    """Give the agent its envs' MCP endpoints, skills and config; return config fields it does not support."""
-    run = current_run()
-    client = a2a_client(run, agent)
-    try:
-        ext = await AgentEnvExtensions.of(client)
-        for env in envs:
-            await ext.add_mcp_server(env.mcp_url, name=env.env_id)
-        for skill in skills:
-            await ext.add_skill(skill["name"], skill.get("description") or "", skill.get("content") or "")
-        dropped: list[str] = []
-        config = {k: v for k, v in config.items() if v is not None}
-        if config:
-            result = await ext.set_agent_config(config)
-            dropped = list(result.dropped)
-    except ProtocolError as exc:
-        raise StepError(f"configuring agent '{agent.agent_name}': {exc}", step_id=step.id,
-                        step_type=step.type) from exc
-    if dropped:
-        logger.warning("agent %s does not support config field(s) %s; they were not sent", agent.agent_name,
-                       ", ".join(dropped))
-    return dropped
+    """Give the agent envs, skills and config (all taken as asked for by the document).
+
+    What the card cannot take is not sent and does not fail the step (see
+    :mod:`prefect_agentenv.steps.agent_configuration`); its report paths are returned. Steps that
+    record rows in the report call :func:`~prefect_agentenv.steps.agent_configuration.deliver`.
+    """
+    request = ConfigRequest(envs=envs, skills=skills, explicit={k: (k, v) for k, v in config.items()})
+    rows = await deliver(step, agent, a2a_client(current_run(), agent), request)
+    return [row.field for row in rows]

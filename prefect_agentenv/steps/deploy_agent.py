@@ -7,10 +7,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from prefect_agentenv.context import RunContext
+from prefect_agentenv.context import DeployedAgent, DeployedEnv, RunContext
 from prefect_agentenv.exceptions import StepError
 from prefect_agentenv.runtime.run import RunResources, current_run
-from prefect_agentenv.steps.agent_support import configure_agent, effective_agent_id, start_agent
+from prefect_agentenv.steps.agent_configuration import ConfigRequest, deliver, record
+from prefect_agentenv.steps.agent_support import a2a_client, effective_agent_id, start_agent
 from prefect_agentenv.steps.base import EnvRef, Provides, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.services import deployed_env
@@ -43,7 +44,7 @@ class DeployAgentStep(StepModel):
     """Model the agent should use; the run's default agent model when omitted."""
     skills: list[Skill] = Field(default_factory=list)
     agent_config: dict[str, Any] = Field(default_factory=dict)
-    """Extra agent-config fields, filtered to what the agent's card supports."""
+    """Extra agent-config fields, filtered to what the agent's card supports (the rest is reported)."""
     startup_timeout_seconds: float | None = Field(default=None, gt=0)
 
     accepted_but_ignored = (
@@ -64,19 +65,27 @@ async def run(step: DeployAgentStep, ctx: RunContext) -> RunContext:
     agent, _ = await start_agent(step, agent_name=step.agent_name,
                                  a2a_agent_id=effective_agent_id(run_, step.agent_name, step.a2a_agent_id),
                                  model=model, version=step.version)
-    config = {"system_prompt": step.system_prompt, "model": agent.model,
-              **step.agent_config, **_config_override(run_, step)}
-    dropped = await configure_agent(step, agent, envs=envs, config=config,
-                                    skills=[s.model_dump() for s in step.skills])
+    rows = await deliver(step, agent, a2a_client(run_, agent), _config_request(run_, step, envs, agent))
     ctx.deployed_agents[step.agent_name] = agent
+    record(ctx, rows)
     extra = ctx.metadata.model_extra
     assert extra is not None
     if step.model is None:
         # Only the endpoint's default is shared: parallel agents with their own model must not clash.
         extra.setdefault("default_agent_model", agent.model)
-    if dropped:
-        extra.setdefault("unsupported_agent_config", {})[step.id] = dropped
     return ctx
+
+
+def _config_request(run_: RunResources, step: DeployAgentStep, envs: list[DeployedEnv],
+                    agent: DeployedAgent) -> ConfigRequest:
+    """What the document asks to give the agent; the run's default model only if the card can take it."""
+    explicit: dict[str, tuple[str, Any]] = {"system_prompt": ("system_prompt", step.system_prompt)}
+    if step.model is not None or run_.overrides.get("model"):
+        explicit["model"] = ("model", agent.model)
+    extra_config = {**step.agent_config, **_config_override(run_, step)}
+    explicit.update({k: (f"agent_config.{k}", v) for k, v in extra_config.items()})
+    return ConfigRequest(envs=envs, skills=[s.model_dump() for s in step.skills], explicit=explicit,
+                         implicit={"model": agent.model})
 
 
 def _config_override(run_: RunResources, step: DeployAgentStep) -> dict[str, Any]:

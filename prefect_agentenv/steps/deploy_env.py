@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated, Literal
 
 from pydantic import Field
@@ -15,6 +16,8 @@ from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.steps.base import Provides, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.services import http_client, launchers
+
+logger = logging.getLogger("prefect_agentenv.envs")
 
 
 class DeployEnvStep(StepModel):
@@ -66,8 +69,10 @@ async def _start(step: DeployEnvStep, spec: object) -> Instance:
 async def _mcp_url(step: DeployEnvStep, instance: Instance) -> str:
     """The card's MCP interface when it declares one, else the launcher's default path."""
     try:
-        card = await EnvClient(instance.base_url, http_client(current_run())).card()
-    except ProtocolError:  # an MCP-only server may have no card at all
+        card = await EnvClient(instance.base_url, http_client(current_run()), name=step.env_id).card()
+    except ProtocolError as exc:
+        if exc.code != 404:  # no card at all is an MCP-only server; anything else is worth saying
+            logger.warning("deploy_env %s: %s; its MCP endpoint is taken as %s", step.id, exc, instance.mcp_url)
         return instance.mcp_url
     return card.mcp_url or instance.mcp_url
 

@@ -14,7 +14,8 @@ from prefect_agentenv.exceptions import AgentEnvError, ProtocolError, StepError
 from prefect_agentenv.protocols.a2a import A2AClient, AgentReply, PromptTimeoutError
 from prefect_agentenv.protocols.agentenv_ext import AgentEnvExtensions
 from prefect_agentenv.runtime.run import RunResources, current_run
-from prefect_agentenv.steps.agent_support import a2a_client, configure_agent, deployed_agent
+from prefect_agentenv.steps.agent_configuration import ConfigRequest, deliver, record
+from prefect_agentenv.steps.agent_support import a2a_client, deployed_agent
 from prefect_agentenv.steps.base import AgentRef, Provides, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.services import artifact_store, http_client
@@ -68,9 +69,10 @@ async def run(step: PromptAgentStep, ctx: RunContext) -> RunContext:
     agent = deployed_agent(ctx, step.agent_name, step)
     user = deployed_agent(ctx, step.user_agent_name, step) if step.user_agent_name else None
     run_ = current_run()
-    config = {"max_turns": step.max_turns, "max_turn_tokens": step.max_turn_tokens, "model": step.model}
-    if any(v is not None for v in config.values()):
-        await configure_agent(step, agent, envs=[], config=config, skills=[])
+    caps = {"max_turns": step.max_turns, "max_turn_tokens": step.max_turn_tokens, "model": step.model}
+    if any(v is not None for v in caps.values()):
+        request = ConfigRequest(explicit={k: (k, v) for k, v in caps.items()})
+        record(ctx, await deliver(step, agent, a2a_client(run_, agent), request))
     loop = asyncio.get_running_loop()
     deadline = loop.time() + step.timeout_seconds
     turns: list[dict[str, Any]] = []

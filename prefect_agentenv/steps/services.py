@@ -68,7 +68,7 @@ def env_client(ctx: RunContext, env_id: str, step: StepModel) -> EnvClient:
     clients: dict[str, EnvClient] = run.services.setdefault("env_clients", {})
     if env.instance_id not in clients:
         base = env.base_url or env.mcp_url.rsplit("/", 1)[0]
-        clients[env.instance_id] = EnvClient(base, http_client(run))
+        clients[env.instance_id] = EnvClient(base, http_client(run), name=env.env_id)
     return clients[env.instance_id]
 
 

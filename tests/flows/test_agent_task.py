@@ -54,15 +54,16 @@ async def test_a_fatal_step_failure_fails_the_flow_run_with_the_report_as_its_da
     assert {s["id"]: s["state"] for s in report["steps"]} == {"ok": "completed", "boom": "failed"}
 
 
-async def test_the_run_publishes_a_summary_and_a_steps_table() -> None:
+async def test_the_run_publishes_a_summary_a_steps_table_and_a_transcript() -> None:
     state = await agent_task(doc([{"id": "only", "type": "test_noop", "depends_on": []}], "artifacts-task"),
                              return_state=True)
     async with get_client() as client:
         artifacts = await client.read_artifacts(
             artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[state.state_details.flow_run_id])))
     kinds = {a.key: a.type for a in artifacts}
-    assert kinds == {"agentenv-artifacts-task-summary": "markdown", "agentenv-artifacts-task-steps": "table"}
-    summary = next(a for a in artifacts if a.type == "markdown")
+    assert kinds == {"agentenv-artifacts-task-summary": "markdown", "agentenv-artifacts-task-steps": "table",
+                     "agentenv-artifacts-task-transcript": "markdown"}
+    summary = next(a for a in artifacts if a.key.endswith("-summary"))
     assert "artifacts-task" in str(summary.data) and "UNSCORED" in str(summary.data)
 
 

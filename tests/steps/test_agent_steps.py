@@ -196,3 +196,17 @@ async def test_an_a2a_0_3_agent_registered_as_a_block_is_deployed_and_prompted()
     assert report.status == "completed", report.error
     response = report.context["prompt_responses"]["ask"]
     assert "hello there" in response["response"] and response["tool_call_count"] is not None
+
+
+async def test_config_fields_the_agent_card_does_not_list_are_reported_not_sent_and_the_run_goes_on() -> None:
+    steps = [*email_and_agent(), prompt(max_turns=4)]
+    steps[2]["agent_config"]["temperature"] = 0.2
+
+    report = await run_doc(steps)
+
+    assert report.status == "completed", report.error
+    assert report.context["metadata"]["unsupported_agent_config"] == [{
+        "step_id": "assistant", "agent_name": "assistant", "field": "agent_config.temperature",
+        "extension": "urn:agentenv:agent-config/v1",
+        "reason": "the agent's card does not list the field among the agent-config fields it supports"}]
+    assert any("cannot take agent_config.temperature" in w for w in report.warnings)

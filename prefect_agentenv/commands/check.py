@@ -1,0 +1,83 @@
+"""``env check`` / ``agent check``: deploy a registered peer, probe it, print what works and what it lacks.
+
+A check is a two-step task run — deploy, then ``verify_env_card`` or ``verify_a2a_core_protocol``
+— so it deploys and tears down exactly as a task does, and the probes are the steps' own.
+Exit codes: 0 nothing failed (missing capabilities are not failures), 1 a probe or the deploy
+failed, 2 the name is not registered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import TYPE_CHECKING, Any, Literal
+
+import typer
+
+from prefect_agentenv.documents import validate_data
+from prefect_agentenv.exceptions import ConfigurationError
+
+if TYPE_CHECKING:
+    from prefect_agentenv.flows.report import TaskReport
+
+_CHECK_STEP = "check"
+_MARK = {"ok": "ok", "declared": "declared", "missing": "MISSING", "warning": "WARNING", "failed": "FAILED"}
+
+
+def check_steps(noun: Literal["env", "agent"], name: str, *, prompt: str | None,
+                startup_timeout: float | None) -> list[dict[str, Any]]:
+    """The task a check runs."""
+    timeout = {"startup_timeout_seconds": startup_timeout} if startup_timeout else {}
+    if noun == "env":
+        return [{"id": "deploy", "type": "deploy_env", "env_id": name, **timeout},
+                {"id": _CHECK_STEP, "type": "verify_env_card", "env_id": name}]
+    probe = {"prompt": prompt} if prompt else {}
+    return [{"id": "deploy", "type": "deploy_agent", "a2a_agent_id": name, "agent_name": name, **timeout},
+            {"id": _CHECK_STEP, "type": "verify_a2a_core_protocol", "agent_name": name, **probe}]
+
+
+def run_check(noun: Literal["env", "agent"], name: str, *, prompt: str | None = None,
+              startup_timeout: float | None = None, as_json: bool = False) -> int:
+    """Deploy, probe, tear down; print the table (or JSON); return the exit code."""
+    result = validate_data(check_steps(noun, name, prompt=prompt, startup_timeout=startup_timeout),
+                           default_id=f"{noun}-check-{name}")
+    if not result.ok or result.document is None:
+        raise ConfigurationError("; ".join(p.render() for p in result.problems))
+    # Imported here so the other env/agent commands stay fast: the flow pulls in all of Prefect.
+    from prefect_agentenv.flows.agent_task import run_task_document
+
+    report = asyncio.run(run_task_document(result.document, execute_in_prefect=False, publish=False))
+    verification = report.context["metadata"]["verifications"].get(_CHECK_STEP)
+    failed = report.status != "completed" or not verification or verification.get("score") != 1.0
+    if as_json:
+        typer.echo(json.dumps(_json_view(noun, name, report, verification), indent=2))
+    else:
+        _print_table(noun, name, report, verification)
+    return 1 if failed else 0
+
+
+def _json_view(noun: str, name: str, report: TaskReport, verification: dict[str, Any] | None) -> dict[str, Any]:
+    rows = [{"check": r["id"], "status": r["status"], "detail": r.get("justification", "")}
+            for r in (verification or {}).get("results", [])]
+    return {noun: name, "ok": report.status == "completed" and bool(verification) and verification.get("score") == 1.0,
+            "url": (verification or {}).get("url"), "checks": rows, "card": (verification or {}).get("card"),
+            "error": report.error, "teardown_ok": all(t.get("ok") for t in report.teardown)}
+
+
+def _print_table(noun: str, name: str, report: TaskReport, verification: dict[str, Any] | None) -> None:
+    stopped = f"stopped ({'clean' if all(t.get('ok') for t in report.teardown) else 'with errors'})"
+    if verification is None:
+        typer.echo(f"{noun} {name}: could not be checked: {report.error or 'the probe did not run'}; {stopped}",
+                   err=True)
+        return
+    rows = [(r["id"], _MARK.get(r.get("status", ""), r.get("status", "")), r.get("justification", ""))
+            for r in verification["results"]]
+    width = max(len(r[0]) for r in rows) if rows else 5
+    typer.echo(f"{noun} {name} at {verification.get('url')}")
+    typer.echo(f"  {'CHECK':<{width}}  {'STATUS':<8}  DETAIL")
+    for check, status, detail in rows:
+        typer.echo(f"  {check:<{width}}  {status:<8}  {detail}")
+    failed = [r[0] for r in rows if r[1] == "FAILED"]
+    lacks = [r[0] for r in rows if r[1] == "MISSING"]
+    verdict = f"FAILED: {', '.join(failed)}" if failed else "ok"
+    typer.echo(f"{noun} {name}: {verdict}" + (f" (lacks: {', '.join(lacks)})" if lacks else "") + f"; {stopped}")

@@ -1,0 +1,239 @@
+"""Gather what the HTML report shows from the artifact store: results, reports, the runs index.
+
+A benchmark run's view reads its ``results.jsonl``, each task run's stored report (for the
+transcript), and the slug's runs index with every earlier finished run's results (for the
+trend and the regressions between consecutive runs). The records the transcripts link —
+trajectories, judge trajectories, collected files, snapshots, reports — are copied next to
+the pages (``files/…``) when they are in this store and small enough, so the links open
+wherever the report folder is opened.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from statistics import fmean
+
+from prefect.settings import PREFECT_UI_URL
+
+from prefect_agentenv.artifacts import ArtifactBackend, ArtifactError
+from prefect_agentenv.flows.report import TaskReport
+from prefect_agentenv.flows.results import RunEntry, list_runs, read_results, result_from_report, run_folder
+from prefect_agentenv.grading.benchmark_stats import (
+    RunKey,
+    TaskResult,
+    compare,
+    latest_per_run_key,
+    mean_interval,
+    summarize,
+)
+from prefect_agentenv.viewer import render
+from prefect_agentenv.viewer.models import ReportView, ScoreBar, TaskRow, TrendPoint
+
+logger = logging.getLogger("prefect_agentenv.view")
+
+MAX_TREND_RUNS = 30
+MAX_ATTACHMENT_BYTES = 5_000_000
+"""A record bigger than this is linked where it is stored instead of copied into the report."""
+REPORT_FOLDER = "report"
+"""Where a benchmark run's HTML report is published, inside its run folder."""
+
+Attachments = dict[str, bytes]
+
+
+def benchmark_view(store: ArtifactBackend, slug: str, run_id: str | None = None, *, title: str | None = None,
+                   headline: str | None = None) -> tuple[ReportView, Attachments]:
+    """The view of one benchmark run (the latest in the runs index when ``run_id`` is None).
+
+    Raises:
+        ArtifactError: the benchmark has no such run in this store.
+    """
+    runs = list_runs(store, slug)
+    if run_id is None:
+        if not runs:
+            raise ArtifactError(f"benchmark {slug!r} has no run in {store.location}")
+        run_id = runs[-1].run_id
+    results = latest_per_run_key(read_results(store, slug, run_id))
+    if not results and all(r.run_id != run_id for r in runs):
+        raise ArtifactError(f"benchmark {slug!r} has no run {run_id!r} in {store.location}")
+    summary = summarize(results)
+    reports = {r.run_key: _stored_report(store, r.report_url) for r in results}
+    trend, regressions = _trend(store, slug, run_id, [r for r in runs if r.finished_at or r.run_id == run_id],
+                                results)
+    view = ReportView(
+        kind="benchmark", title=title or f"Benchmark {slug}", slug=slug, run_id=run_id, generated_at=_now(),
+        headline=headline or _headline(results), summary=summary,
+        rows=[_row(r, reports.get(r.run_key)) for r in results], bars=score_bars(results), trend=trend,
+        regressions=regressions, prefect_ui_url=PREFECT_UI_URL.value())
+    return _attach(view, store)
+
+
+def publish_benchmark_report(store: ArtifactBackend, slug: str, run_id: str, *, title: str | None = None,
+                             headline: str | None = None) -> str:
+    """Render a benchmark run's HTML report into its run folder and return the index page's URL.
+
+    The pages go to ``benchmarks/<slug>/<run id>/report/``, the copied records under its ``files/``.
+    """
+    view, files = benchmark_view(store, slug, run_id, title=title, headline=headline)
+    folder = f"{run_folder(slug, run_id)}/{REPORT_FOLDER}"
+    for rel, content in {**render(view), **files}.items():
+        store.put_object(f"{folder}/{rel}", content)
+    return store.object_url(f"{folder}/index.html")
+
+
+def task_view(report: TaskReport, store: ArtifactBackend | None = None, *, tags: Sequence[str] = (),
+              report_url: str | None = None) -> tuple[ReportView, Attachments]:
+    """The view of one task run, from its report."""
+    result = result_from_report(report, RunKey(report.task_id), tags=tags, report_url=report_url)
+    view = ReportView(
+        kind="task", title=f"Task {report.task_id}", run_id=report.flow_run_id, generated_at=_now(),
+        headline=_headline([result]), summary=summarize([result]), rows=[_row(result, report)],
+        bars=score_bars([result]), prefect_ui_url=PREFECT_UI_URL.value())
+    return _attach(view, store) if store is not None else (view, {})
+
+
+def score_bars(results: Sequence[TaskResult]) -> list[ScoreBar]:
+    """Mean score per tag and per axis with Student-t intervals, by the summary's denominator policy."""
+    by_tag: dict[str, list[float]] = defaultdict(list)
+    for r in results:
+        if r.counted:
+            for tag in dict.fromkeys(r.tags):
+                by_tag[tag].append(r.counted_score)
+    bars = [_bar("tag", tag, values) for tag, values in sorted(by_tag.items())]
+    return bars + [_bar("axis", axis, values) for axis, values in sorted(_axis_values(results).items())]
+
+
+def _bar(kind: str, label: str, values: list[float]) -> ScoreBar:
+    ci = mean_interval(values)
+    return ScoreBar(kind=kind, label=label, mean=fmean(values), n=len(values),  # type: ignore[arg-type]
+                    low=ci.low if ci else None, high=ci.high if ci else None)
+
+
+def _axis_values(results: Iterable[TaskResult]) -> dict[str, list[float]]:
+    """As the summary's axis breakdown: errored runs count 0 on every axis their task scored."""
+    results = list(results)
+    task_axes: dict[str, set[str]] = defaultdict(set)
+    for r in results:
+        task_axes[r.task_id].update(r.axis_scores)
+    values: dict[str, list[float]] = defaultdict(list)
+    for r in results:
+        if r.errored:
+            for axis in task_axes[r.task_id]:
+                values[axis].append(0.0)
+        elif r.counted:
+            for axis, score in r.axis_scores.items():
+                values[axis].append(score)
+    return values
+
+
+def _trend(store: ArtifactBackend, slug: str, run_id: str, runs: Sequence[RunEntry],
+           current: list[TaskResult]) -> tuple[list[TrendPoint], list[str]]:
+    """Mean score and pass rate of the last runs; each run compared with the one before it."""
+    points: list[TrendPoint] = []
+    previous: list[TaskResult] | None = None
+    regressions: list[str] = []
+    for entry in list(runs)[-MAX_TREND_RUNS:]:
+        rid = entry.run_id
+        results = current if rid == run_id else latest_per_run_key(read_results(store, slug, rid))
+        summary = summarize(results)
+        flagged = compare(results, previous).regressions if previous is not None else []
+        if rid == run_id:
+            regressions = flagged
+        points.append(TrendPoint(run_id=rid, started_at=entry.started_at, mean_score=summary.mean_score,
+                                 pass_rate=summary.pass_rate, regression=bool(flagged), current=rid == run_id))
+        previous = results
+        if rid == run_id:
+            break
+    return points, regressions
+
+
+def _row(result: TaskResult, report: TaskReport | None) -> TaskRow:
+    return TaskRow(task_id=result.task_id, seed_index=result.seed_index, epoch=result.epoch, tags=result.tags,
+                   outcome=result.outcome.value, score=result.score, duration_s=result.duration_s,
+                   error=result.error, flow_run_id=result.flow_run_id, report_url=result.report_url,
+                   transcript=report.transcript if report else None)
+
+
+def _stored_report(store: ArtifactBackend, url: str | None) -> TaskReport | None:
+    key = _key_of(store, url)
+    if key is None:
+        return None
+    try:
+        return TaskReport.model_validate_json(store.get_object(key))
+    except (ArtifactError, ValueError) as exc:
+        logger.info("report %s unreadable: %s", url, exc)
+        return None
+
+
+def _key_of(store: ArtifactBackend, url: str | None) -> str | None:
+    """The run-record key of a URL this store gave out, or None."""
+    prefix = store.object_url("x")[:-1]
+    return url[len(prefix):] if url and url.startswith(prefix) else None
+
+
+def _attach(view: ReportView, store: ArtifactBackend) -> tuple[ReportView, Attachments]:
+    """Copy the records the pages link (when in this store and small) under ``files/``."""
+    copies: Attachments = {}
+    for row in view.rows:
+        folder = "files/" + row.page.removeprefix("runs/").removesuffix(".html")
+        for url in _linked_urls(row):
+            if url in view.attachments:
+                continue
+            data = _read_url(store, url)
+            if data is None:
+                continue
+            name = re.sub(r"[^A-Za-z0-9._-]+", "-", url.rsplit("/", 1)[-1]) or "file"
+            rel = f"{folder}/{len(copies)}-{name}"
+            copies[rel] = data
+            view.attachments[url] = rel
+    return view, copies
+
+
+def _linked_urls(row: TaskRow) -> list[str]:
+    urls = [row.report_url] if row.report_url else []
+    t = row.transcript
+    if t is not None:
+        urls += [p.trajectory_url for p in t.prompts if p.trajectory_url]
+        urls += [v.judge.trajectory_url for v in t.verifiers if v.judge and v.judge.trajectory_url]
+        urls += [f.url for f in t.files]
+        urls += [u for e in t.env_changes for u in (e.before_url, e.after_url) if u]
+    return urls
+
+
+def _read_url(store: ArtifactBackend, url: str) -> bytes | None:
+    """A record or artifact file of this store by its URL; None when elsewhere, missing or too big."""
+    key = _key_of(store, url)
+    try:
+        if key is not None:
+            data = store.get_object(key)
+        else:
+            data = _artifact_file(store, url)
+    except ArtifactError:
+        return None
+    return data if data is not None and len(data) <= MAX_ATTACHMENT_BYTES else None
+
+
+def _artifact_file(store: ArtifactBackend, url: str) -> bytes | None:
+    """An artifact file by its URL: ``…/artifacts/<id>/<version>/files/<name>``."""
+    match = re.search(r"/artifacts/([^/]+)/([^/]+)/files/(.+)$", url)
+    if match is None:
+        return None
+    artifact_id, version, name = match.groups()
+    if store.file_url(artifact_id, name, version=version) != url:
+        return None
+    return store.read_file(artifact_id, name, version=version)
+
+
+def _headline(results: Sequence[TaskResult]) -> str:
+    s = summarize(results).headline
+    mean = "—" if s.mean_score is None else f"{s.mean_score:.3f}"
+    rate = "—" if s.pass_rate is None else f"{s.pass_rate:.0%}"
+    return (f"mean score {mean}, pass rate {rate} ({s.passed}/{s.denominator} passed; {s.errored} errored, "
+            f"{s.unscored} unscored)")
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()

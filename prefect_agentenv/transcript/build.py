@@ -1,0 +1,261 @@
+"""Build the transcript of a run from its context, its step records and its stored records.
+
+The prompt steps keep the agent's trajectory and the conversation's turns in the artifact
+store (``<run id>/trajectories/…``, ``<run id>/conversations/…``), the judges theirs
+(``<run id>/judges/…``), snapshot steps the env's exported state: this reads them back. A
+record that cannot be read leaves a note in the transcript, never an exception: the
+transcript is a view of the run, and the report must be written whatever happens to it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from prefect_agentenv.artifacts import ArtifactBackend, ArtifactError
+from prefect_agentenv.context import PromptResponse, RunContext
+from prefect_agentenv.transcript.diff import MAX_CHANGES, diff_states
+from prefect_agentenv.transcript.models import (
+    Clip,
+    EnvChanges,
+    FileLink,
+    JudgeInfo,
+    PromptTranscript,
+    StepRun,
+    Tokens,
+    ToolCall,
+    Transcript,
+    Turn,
+    VerifierRow,
+    VerifierTranscript,
+)
+
+logger = logging.getLogger("prefect_agentenv.transcript")
+
+
+def build_transcript(*, task_id: str, run_id: str, context: RunContext, steps: Sequence[Mapping[str, Any]],
+                     step_fields: Mapping[str, Mapping[str, Any]] | None = None, error: str | None = None,
+                     store: ArtifactBackend | None = None) -> Transcript:
+    """The transcript of one run.
+
+    Args:
+        steps: the report's step records (``id, type, state, started_at, duration_s, …``).
+        step_fields: each step's document fields by step id, to tie prompts and verifiers to
+            their steps and to find the agent a prompt went to.
+        store: where the run's records are; ``None`` leaves trajectories and snapshots out.
+    """
+    fields = step_fields or {}
+    runs = sorted((_step_run(s) for s in steps), key=lambda s: (s.started_at is None, s.started_at or ""))
+    errors = ([error] if error else []) + [f"step '{s.id}': {s.error}" for s in runs if s.error]
+    errors += [f"step '{f.step_id}' (tolerated): {f.error}" for f in context.metadata.failed_steps
+               if f"step '{f.step_id}': {f.error}" not in errors]
+    return Transcript(
+        task_id=task_id, steps=runs,
+        prompts=[_prompt(r, run_id, fields, store) for r in context.prompt_responses.values()],
+        verifiers=[_verifier(vid, v, fields) for vid, v in context.metadata.verifications.items()],
+        env_changes=_env_changes(context, runs, store),
+        files=[FileLink(name=name, url=str(url), step_id=sid)
+               for sid, record in context.metadata.collected_artifacts.items()
+               for name, url in (record.get("artifacts") or {}).items()],
+        errors=errors,
+    )
+
+
+def _step_run(record: Mapping[str, Any]) -> StepRun:
+    return StepRun.model_validate({k: record.get(k) for k in StepRun.model_fields if record.get(k) is not None})
+
+
+def _step_with(fields: Mapping[str, Mapping[str, Any]], key: str, value: str, type_: str | None = None) -> str | None:
+    return next((sid for sid, f in fields.items() if f.get(key) == value and type_ in (None, f.get("type"))), None)
+
+
+# -- prompts ------------------------------------------------------------------------------------
+
+
+def _prompt(response: PromptResponse, run_id: str, fields: Mapping[str, Mapping[str, Any]],
+            store: ArtifactBackend | None) -> PromptTranscript:
+    step_id = _step_with(fields, "prompt_id", response.prompt_id, "prompt_agent")
+    out = PromptTranscript(
+        prompt_id=response.prompt_id, step_id=step_id,
+        agent_name=fields.get(step_id or "", {}).get("agent_name"),
+        prompt=Clip.of(response.prompt), reply=Clip.of(response.response),
+        tool_call_count=response.tool_call_count, model=response.model, mock=response.model == "mock",
+        error=response.error, is_truncated=response.is_truncated, is_timeout=response.is_timeout,
+        trajectory_url=response.trajectory,
+    )
+    if store is None:
+        return out
+    turns = _read_json(store, key=f"{run_id}/conversations/{response.prompt_id}.json", notes=out.notes,
+                       what="the conversation's turns")
+    if isinstance(turns, list):
+        out.turns = [_turn(i, t) for i, t in enumerate(turns, start=1) if isinstance(t, dict)]
+    if response.trajectory:
+        trajectory = _read_json(store, url=response.trajectory, notes=out.notes, what="the agent's trajectory")
+        events = trajectory.get("events") if isinstance(trajectory, dict) else trajectory
+        if isinstance(events, list):
+            out.tool_calls = tool_calls(events)
+            out.tokens = tokens(events)
+    else:
+        out.notes.append("the agent reported no trajectory, so its tool calls are not shown")
+    return out
+
+
+def _turn(index: int, raw: Mapping[str, Any]) -> Turn:
+    role = "user" if raw.get("role") == "user" else "agent"
+    message = raw.get("message") if role == "user" else raw.get("prompt")
+    return Turn(index=index, role=role, message=_clip(message), reply=_clip(raw.get("reply")),
+                state=_str(raw.get("state")), tool_call_count=_int(raw.get("tool_call_count")),
+                done=raw.get("done") if isinstance(raw.get("done"), bool) else None, error=_str(raw.get("error")))
+
+
+def tool_calls(events: Sequence[Any]) -> list[ToolCall]:
+    """Tool calls paired with their results: by call id when the events carry one, else in order per tool."""
+    calls: list[ToolCall] = []
+    by_id: dict[str, ToolCall] = {}
+    waiting: dict[str, list[ToolCall]] = {}
+    for event in events:
+        if not isinstance(event, dict):
+            continue
+        name = str(event.get("tool") or event.get("name") or "?")
+        if event.get("kind") == "tool_call":
+            call = ToolCall(name=name, server=_str(event.get("server")), arguments=Clip.of(_json(event.get("arguments"))))
+            calls.append(call)
+            if event.get("call_id"):
+                by_id[str(event["call_id"])] = call
+            waiting.setdefault(name, []).append(call)
+        elif event.get("kind") == "tool_result":
+            call = by_id.pop(str(event.get("call_id")), None) if event.get("call_id") else None
+            queue = waiting.get(name, [])
+            if call is None and queue:
+                call = queue[0]
+            if call is None:
+                continue
+            if call in queue:
+                queue.remove(call)
+            body = event.get("text", event.get("content"))
+            if body in (None, "") and event.get("data", event.get("structured")) is not None:
+                body = _json(event.get("data", event.get("structured")))
+            call.result = Clip.of(body if isinstance(body, str) else _json(body))
+            call.is_error = bool(event.get("is_error"))
+    return calls
+
+
+def tokens(events: Sequence[Any]) -> Tokens | None:
+    """Tokens summed over the model events that report usage (OpenAI or Anthropic names)."""
+    seen, total = False, Tokens()
+    for event in events:
+        usage = event.get("usage") if isinstance(event, dict) else None
+        if not isinstance(usage, dict):
+            continue
+        prompt = _int(usage.get("prompt_tokens", usage.get("input_tokens"))) or 0
+        completion = _int(usage.get("completion_tokens", usage.get("output_tokens"))) or 0
+        whole = _int(usage.get("total_tokens")) or prompt + completion
+        if prompt or completion or whole:
+            seen = True
+        total = Tokens(prompt=total.prompt + prompt, completion=total.completion + completion,
+                       total=total.total + whole)
+    return total if seen else None
+
+
+# -- verifiers ----------------------------------------------------------------------------------
+
+
+def _verifier(verifier_id: str, raw: Mapping[str, Any], fields: Mapping[str, Mapping[str, Any]]) -> VerifierTranscript:
+    judge = raw.get("judge") if isinstance(raw.get("judge"), dict) else None
+    return VerifierTranscript(
+        verifier_id=verifier_id, step_id=_step_with(fields, "verifier_id", verifier_id),
+        format=_str(raw.get("format")), score=_float(raw.get("score")), weight=_float(raw.get("weight")),
+        aggregator=_str(raw.get("aggregator")),
+        skipped=(_str(raw.get("skip_reason")) or "skipped") if raw.get("skipped") else None,
+        error=_str(raw.get("error")),
+        rows=[_row(r, i) for i, r in enumerate(raw.get("results") or []) if isinstance(r, dict)],
+        judge=None if judge is None else JudgeInfo(
+            mode=_str(judge.get("mode")), model=_str(judge.get("model")), mock=bool(judge.get("mock")),
+            agent_name=_str(judge.get("agent_name")), attempts=_int(judge.get("attempts")),
+            trajectory_url=_str(judge.get("trajectory"))),
+    )
+
+
+def _row(raw: Mapping[str, Any], index: int) -> VerifierRow:
+    return VerifierRow(id=str(raw.get("id") or f"row{index + 1}"), label=_str(raw.get("label")),
+                       axis=_str(raw.get("axis")), result=_str(raw.get("result")), score=_float(raw.get("score")),
+                       weight=_float(raw.get("weight")), justification=_str(raw.get("justification")))
+
+
+# -- env changes --------------------------------------------------------------------------------
+
+
+def _env_changes(context: RunContext, steps: Sequence[StepRun], store: ArtifactBackend | None) -> list[EnvChanges]:
+    """Consecutive snapshots of one env, diffed: what the steps between them changed."""
+    snapshots = (context.metadata.model_extra or {}).get("env_snapshots") or {}
+    if store is None or not isinstance(snapshots, dict):
+        return []
+    order = {s.id: i for i, s in enumerate(steps)}
+    by_env: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
+    for step_id, snap in sorted(snapshots.items(), key=lambda kv: order.get(kv[0], len(order))):
+        if isinstance(snap, dict) and snap.get("env_id"):
+            by_env.setdefault(str(snap["env_id"]), []).append((step_id, snap))
+    out = []
+    for env_id, snaps in by_env.items():
+        for (before_id, before), (after_id, after) in zip(snaps, snaps[1:]):
+            changes = diff_states(_snapshot_state(store, before), _snapshot_state(store, after))
+            out.append(EnvChanges(env_id=env_id, before_step=before_id, after_step=after_id,
+                                  before_url=_str(before.get("url")), after_url=_str(after.get("url")),
+                                  changes=changes[:MAX_CHANGES], more=max(0, len(changes) - MAX_CHANGES)))
+    return out
+
+
+def _snapshot_state(store: ArtifactBackend, snap: Mapping[str, Any]) -> Any:
+    artifact = snap.get("artifact") or {}
+    try:
+        return json.loads(store.read_file(str(artifact.get("id")), version=str(artifact.get("version"))))
+    except (ArtifactError, ValueError) as exc:
+        logger.info("snapshot %s unreadable: %s", artifact, exc)
+        return None
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+def _read_json(store: ArtifactBackend, *, notes: list[str], what: str, key: str | None = None,
+               url: str | None = None) -> Any:
+    """A stored record as JSON, or None with a note saying why it is missing."""
+    if url is not None:
+        prefix = store.object_url("x")[:-1]
+        if not url.startswith(prefix):
+            notes.append(f"{what} is stored outside this run's artifact store: {url}")
+            return None
+        key = url[len(prefix):]
+    try:
+        return json.loads(store.get_object(key or ""))
+    except ArtifactError as exc:
+        if url is not None:
+            notes.append(f"{what} could not be read: {exc}")
+        return None
+    except ValueError:
+        notes.append(f"{what} is not JSON")
+        return None
+
+
+def _clip(value: Any) -> Clip | None:
+    return None if value is None else Clip.of(value if isinstance(value, str) else _json(value))
+
+
+def _json(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _float(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

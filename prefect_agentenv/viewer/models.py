@@ -1,0 +1,84 @@
+"""What the HTML report shows: a typed view of a benchmark run (or of one task run).
+
+The viewer renders these and reads nothing else; gathering them from the artifact store is
+:mod:`prefect_agentenv.flows.view_data`, so the rendering stays pure and testable.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from prefect_agentenv.grading.benchmark_stats import BenchmarkSummary
+from prefect_agentenv.transcript.models import Transcript
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class TaskRow(_Model):
+    """One task run of the report: a row of the table and a drill-down page."""
+
+    task_id: str
+    seed_index: int = 0
+    epoch: int = 0
+    tags: list[str] = Field(default_factory=list)
+    outcome: str
+    score: float | None = None
+    duration_s: float = 0.0
+    error: str | None = None
+    flow_run_id: str | None = None
+    report_url: str | None = None
+    transcript: Transcript | None = None
+
+    @property
+    def page(self) -> str:
+        """The drill-down page's file name (stable: the same run key gives the same name)."""
+        stem = re.sub(r"[^A-Za-z0-9._-]+", "-", self.task_id).strip("-.") or "task"
+        return f"runs/{stem}.seed{self.seed_index}.epoch{self.epoch}.html"
+
+
+class ScoreBar(_Model):
+    """A mean score with its confidence interval, for one tag or one axis."""
+
+    kind: Literal["tag", "axis"]
+    label: str
+    mean: float
+    low: float | None = None
+    high: float | None = None
+    n: int
+
+
+class TrendPoint(_Model):
+    """One finished run of the benchmark, for the trend chart."""
+
+    run_id: str
+    started_at: str
+    mean_score: float | None = None
+    pass_rate: float | None = None
+    regression: bool = False
+    """The comparison with the run before it flagged a regression."""
+    current: bool = False
+
+
+class ReportView(_Model):
+    """Everything the HTML report shows."""
+
+    kind: Literal["benchmark", "task"]
+    title: str
+    slug: str | None = None
+    run_id: str | None = None
+    generated_at: str
+    headline: str
+    summary: BenchmarkSummary | None = None
+    rows: list[TaskRow] = Field(default_factory=list)
+    bars: list[ScoreBar] = Field(default_factory=list)
+    trend: list[TrendPoint] = Field(default_factory=list)
+    regressions: list[str] = Field(default_factory=list)
+    prefect_ui_url: str | None = None
+    """Base URL of the Prefect UI, to link each task run's flow run."""
+    attachments: dict[str, str] = Field(default_factory=dict)
+    """Stored URL → path inside the report folder, for records copied next to the pages."""
