@@ -9,8 +9,8 @@ Policy (also in docs/scoring.md):
   (weight 1 unless the verifier sets one); ``None`` when nothing was scored.
 * The **outcome** is, in order: ``TIMED_OUT`` (the run hit its time limit), ``FAILED`` (a step
   failed the task, an env or agent exited on its own during the run, or a tolerated failure
-  left nothing to grade), ``UNSCORED`` (no verifier, or every verifier skipped for a documented
-  reason), ``PASSED`` (every scored verifier scored 1.0), else ``BELOW_ONE``.
+  left nothing to grade and nothing was skipped), ``UNSCORED`` (no verifier, or every verifier
+  skipped for a documented reason), ``PASSED`` (every scored verifier scored 1.0), else ``BELOW_ONE``.
 * FAILED and TIMED_OUT runs score 0.0.
 """
 
@@ -75,7 +75,10 @@ def task_outcome(
     scored = scored_verifications(verifications)
     score = task_score(verifications)
     if score is None:
-        return (Outcome.FAILED, 0.0) if tolerated_failures else (Outcome.UNSCORED, None)
+        # Nothing scored: a documented skip (truncated, timeout) makes the run UNSCORED; with no
+        # skip at all, a tolerated failure is why nothing was graded, so the run FAILED.
+        skipped = any(v.get("skipped") for v in verifications.values())
+        return (Outcome.FAILED, 0.0) if tolerated_failures and not skipped else (Outcome.UNSCORED, None)
     if all(verification_score(v) == 1.0 for v in scored.values()):
         return Outcome.PASSED, score
     return Outcome.BELOW_ONE, score

@@ -81,7 +81,8 @@ def test_unscored_is_kept_for_documented_skips_only() -> None:
     skipped = {"v": {"skipped": True, "skip_reason": "truncated", "score": None}}
     assert task_outcome(skipped, failed=False) == (Outcome.UNSCORED, None)
     assert task_outcome({}, failed=False) == (Outcome.UNSCORED, None)
-    assert task_outcome(skipped, failed=False, tolerated_failures=1) == (Outcome.FAILED, 0.0)
+    assert task_outcome(skipped, failed=False, tolerated_failures=1) == (Outcome.UNSCORED, None)
+    assert task_outcome({}, failed=False, tolerated_failures=1) == (Outcome.FAILED, 0.0)
     no_score = {"ok": {"score": 1.0}, "bad": {"score": "n/a"}}
     assert task_outcome(no_score, failed=False) == (Outcome.BELOW_ONE, 0.5)
 
