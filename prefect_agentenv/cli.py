@@ -162,7 +162,10 @@ def bench(
         raise typer.Exit(2)
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     from prefect_agentenv.cli_progress import run_benchmark_with_progress
+    from prefect_agentenv.runtime.sweep import sweep_dead_runs
+    from prefect_agentenv.settings import get_settings
 
+    sweep_dead_runs(get_settings().runs_dir)  # what killed runs left behind (logged)
     code = run_benchmark_with_progress(bench_file, run_id=resume, overrides=overrides, epochs=epochs,
                                        concurrency=concurrency, report_dir=report_dir)
     raise typer.Exit(code)
