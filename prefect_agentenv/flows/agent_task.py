@@ -179,11 +179,7 @@ async def run_task_document(
             teardown = await asyncio.shield(run.teardown.stop_all(settings.teardown_timeout_seconds))
             unbind_run(token)
             await asyncio.to_thread(Redactor(run.redact).files, run.workdir)
-            if run.services.get(_PREFECT_DOWN):
-                warnings.append(str(run.services[_PREFECT_DOWN]))
-            if any(0 < len(secret) < MIN_SECRET_LENGTH for secret in run.redact):
-                warnings.append(f"a secret value shorter than {MIN_SECRET_LENGTH} characters was not masked "
-                                "(masking it would garble every text that contains it)")
+            warnings += _run_warnings(run)
             result = result or scheduler.result()
             transcript = await _transcript(document, run_id, result, error)
             report = build_report(
@@ -201,6 +197,15 @@ async def run_task_document(
             )
             await _keep_report(report, run, report_path, publish=publish)
     return report
+
+
+def _run_warnings(run: RunResources) -> list[str]:
+    """What the report must say about how the run was recorded and redacted."""
+    out = [str(run.services[_PREFECT_DOWN])] if run.services.get(_PREFECT_DOWN) else []
+    if any(0 < len(secret) < MIN_SECRET_LENGTH for secret in run.redact):
+        out.append(f"a secret value shorter than {MIN_SECRET_LENGTH} characters was not masked "
+                   "(masking it would garble every text that contains it)")
+    return out
 
 
 def _unset_env_vars(document: TaskDocument) -> str | None:
