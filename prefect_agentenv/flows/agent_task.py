@@ -312,10 +312,12 @@ async def agent_task(
 ) -> State:
     """Run one agent-evaluation task: deploy, prompt, grade, collect, tear down, report."""
     stop = StopRequest()
-    async with watch_cancellation(stop, _flow_run_id()):
+    top_level = _is_top_level()
+    # Only a process's own run watches for cancellation: subflows of a benchmark stop with it.
+    async with watch_cancellation(stop, _flow_run_id() if top_level else None):
         report = await run_task_document(task, seeds=seeds, overrides=overrides, keep=keep, stop=stop,
                                          report_path=Path(report_path) if report_path else None,
-                                         handle_signals=_is_top_level())
+                                         handle_signals=top_level)
     get_run_logger().info("task %s: %s (score %s)", report.task_id, report.outcome.value, report.score)
     data = report.model_dump(mode="json")
     if report.stop_reason:
