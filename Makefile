@@ -10,13 +10,21 @@ PEERS_STAMP := $(PEERS)/.installed-stamp
 PEER_PACKAGES := agentenv-framework==0.9.1364 agentenv-framework-protocol==0.1.379
 export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 
-.PHONY: install peers demo test bench clean
+.PHONY: install install-test peers demo test browser screenshots bench clean
 
-$(STAMP): pyproject.toml tests/plugin/pyproject.toml
+# The package alone (what `make demo` runs); the test extras and the test-only step types
+# (tests/plugin, registered through the entry-point group) only for `make test`.
+TEST_STAMP := $(VENV)/.installed-test-stamp
+
+$(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]' -e tests/plugin
+	$(BIN)/python -m pip install -q -e .
 	touch $(STAMP)
+
+$(TEST_STAMP): $(STAMP) pyproject.toml tests/plugin/pyproject.toml
+	$(BIN)/python -m pip install -q -e '.[test]' -e tests/plugin
+	touch $(TEST_STAMP)
 
 $(PEERS_STAMP): Makefile
 	$(PYTHON) -m venv $(PEERS)
@@ -26,13 +34,27 @@ $(PEERS_STAMP): Makefile
 
 install: $(STAMP)
 
+install-test: $(TEST_STAMP)
+
 peers: $(PEERS_STAMP)
 
 demo: install
+	@# The demo's Run form must not offer the test-only step types a `make test` installed here.
+	@if $(BIN)/python -m pip show -q agentenv-teststeps 2>/dev/null; then \
+		$(BIN)/python -m pip uninstall -q -y agentenv-teststeps && rm -f $(TEST_STAMP); fi
 	$(BIN)/python -m prefect_agentenv.demo
 
-test: install peers
+test: install-test peers
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+# The browser tests use the system's Chromium (Playwright never downloads one); without it they
+# are skipped and say so. CI runs this before `make test`.
+browser:
+	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+
+# The screenshots of docs/reading-results.md, taken by the browser tests.
+screenshots: install-test browser
+	AGENTENV_SCREENSHOTS=$(CURDIR)/docs/images $(BIN)/python -m pytest -q -p no:cacheprovider tests/viewer/test_browser.py
 
 bench: install
 	$(BIN)/python benchmarks/engine_overhead.py

@@ -14,9 +14,12 @@ import typer
 from prefect_agentenv.commands.agent import agent_app
 from prefect_agentenv.commands.artifact import artifact_app
 from prefect_agentenv.commands.env import env_app
+from prefect_agentenv.commands.rollout import rollout_command
+from prefect_agentenv.commands.review import review_command
 from prefect_agentenv.commands.view import view_command
 from prefect_agentenv.documents import BenchmarkValidationResult, TaskDocument, validate_any_file, validate_file
 from prefect_agentenv.documents.graph import levels, resolve_dependencies
+from prefect_agentenv.documents.models import explain_step
 from prefect_agentenv.documents.schema import document_schema
 from prefect_agentenv.runtime.paths import writable_problem
 
@@ -30,23 +33,30 @@ app = typer.Typer(
 app.add_typer(agent_app, name="agent")
 app.add_typer(artifact_app, name="artifact")
 app.add_typer(env_app, name="env")
-app.command(name="view")(view_command)
 
 
 @app.command()
-def validate(files: Annotated[list[Path], typer.Argument(help="Task or benchmark documents (JSON or YAML).")]) -> None:
+def validate(
+    files: Annotated[list[Path], typer.Argument(help="Task or benchmark documents (JSON or YAML).")],
+    explain: Annotated[bool, typer.Option("--explain", help="Print each valid task document in its canonical form "
+                                          "(AgentEnv field names and forms read as this runner's).")] = False,
+) -> None:
     """Check task and benchmark documents; list every problem. Exit 0 when all are valid, 2 otherwise."""
     failed = False
     for path in files:
         result = validate_any_file(path)
         for w in result.warnings:
-            typer.echo(f"{path}: warning: {w.render()}", err=True)
+            typer.echo(f"{path}: {w.severity}: {w.render()}", err=True)
         if result.ok and isinstance(result, BenchmarkValidationResult):
             tasks = len({t.base_id for t in result.tasks})
             typer.echo(f"{path}: ok (benchmark: {tasks} tasks, {len(result.tasks)} runs per epoch)")
             continue
         if result.ok:
             typer.echo(f"{path}: ok ({len(result.document.steps) if result.document else 0} steps)")
+            if explain and result.document is not None:
+                doc = result.document
+                canonical = {"id": doc.id, "steps": [explain_step(s) for s in doc.steps]}
+                typer.echo(json.dumps(canonical, indent=2))
             continue
         failed = True
         typer.echo(f"{path}: {len(result.problems)} problem(s)")
@@ -188,6 +198,23 @@ def serve_command(
         typer.echo(f"error: {benchmark_file} does not exist", err=True)
         raise typer.Exit(2)
     serve_all(benchmark_file, cron=None if no_schedule else cron, limit=limit)
+
+
+@app.command(name="upgrade-blocks")
+def upgrade_blocks_command() -> None:
+    """Save env, agent, model and store blocks again under their current schema (masks secret_env values
+    of blocks saved by earlier versions)."""
+    from prefect_agentenv.blocks.upgrade import upgrade_blocks
+
+    upgraded = asyncio.run(upgrade_blocks())
+    for name in upgraded:
+        typer.echo(f"upgraded {name}")
+    typer.echo(f"{len(upgraded)} block(s) upgraded" if upgraded else "every block is up to date")
+
+
+app.command(name="view")(view_command)
+app.command(name="rollout")(rollout_command)
+app.command(name="review")(review_command)
 
 
 def main() -> None:

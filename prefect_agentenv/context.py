@@ -51,6 +51,19 @@ class DeployedAgent(_Model):
     """The model the agent was configured with, if known."""
 
 
+class DeployedSandbox(_Model):
+    """A sandbox deployed by a `deploy_sandbox` step: a work folder (or container) with no agent."""
+
+    sandbox_name: str
+    """The name the task gives the sandbox."""
+    sandbox: str
+    """Root folder of the sandbox on this machine."""
+    instance_id: str
+    """Unique id of this sandbox within the run."""
+    image: str | None = None
+    """Container image the sandbox runs, when it is a container."""
+
+
 class PromptResponse(_Model):
     """The outcome of a `prompt_agent` step."""
 
@@ -119,6 +132,7 @@ class RunContext(BaseModel):
 
     deployed_envs: dict[str, DeployedEnv] = Field(default_factory=dict)
     deployed_agents: dict[str, DeployedAgent] = Field(default_factory=dict)
+    deployed_sandboxes: dict[str, DeployedSandbox] = Field(default_factory=dict)
     prompt_responses: dict[str, PromptResponse] = Field(default_factory=dict)
     metadata: RunMetadata = Field(default_factory=RunMetadata)
 

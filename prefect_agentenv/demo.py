@@ -63,12 +63,13 @@ def main(argv: list[str]) -> int:
 
     code = run_benchmark_with_progress(folder / "benchmark.yaml", run_id=None, overrides={}, epochs=None,
                                        concurrency=None, report_dir=Path("reports"))
-    print("\nreports: reports/ (summary.md, one JSON report per task run); run folders (logs, sandboxes, "
-          f"verifier output): {settings.runs_dir}/")
+    print("\nreports: reports/ (summary.md, one JSON report per task run, and the HTML report "
+          f"reports/html/index.html); run folders (logs, sandboxes, verifier output): {settings.runs_dir}/")
     if os.environ.get("PREFECT_API_URL"):
         ui = os.environ["PREFECT_API_URL"].removesuffix("/api")
-        print(f"Prefect UI: {ui}/runs → the 'benchmark' flow run (Artifacts: summary, task table, progress) and "
-              "its 'agent-task' subflow runs (one task run per step)")
+        print(f"Prefect UI: {ui}/runs → the 'benchmark' flow run (Artifacts: summary, task table, progress, "
+              "a link to the HTML report) and its 'agent-task' subflow runs (one task run per step, a transcript "
+              "artifact each)")
     else:
         print("to see the runs in the Prefect UI: `prefect server start`, then "
               "`PREFECT_API_URL=http://127.0.0.1:4200/api make demo` and open http://127.0.0.1:4200/runs")

@@ -1,5 +1,5 @@
-"""One redaction pass for everything a run stores: reports, trajectories, conversations, judge
-records, log lines and the log files of what it started.
+"""One redaction for everything a run stores: reports, trajectories, conversations, judge records,
+log lines (``flows.redaction`` filters every handler with it) and the log files of what it started.
 
 The secrets are the run's: resolved ``${VAR}`` values, ``secret_env`` values of env and agent
 blocks, model API keys. A value shorter than ``MIN_SECRET_LENGTH`` is never masked: masking a
@@ -9,10 +9,8 @@ that short is no secret worth the name (the run warns about it instead).
 
 from __future__ import annotations
 
-import logging
 import re
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -74,38 +72,3 @@ class Redactor:
                         path.write_bytes(redacted if isinstance(redacted, bytes) else redacted.encode())
                 except OSError:
                     continue
-
-
-class _LogFilter(logging.Filter):
-    def __init__(self, redact: Callable[[str], str]) -> None:
-        super().__init__()
-        self._redact = redact
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        redacted = self._redact(message)
-        if redacted != message:
-            record.msg, record.args = redacted, None
-        return True
-
-
-@contextmanager
-def redacted_logs(secrets: set[str]) -> Iterator[None]:
-    """While the block runs, every log handler of the process masks the secrets (read live from
-    ``secrets``, which grows as the run resolves more of them): the console, files, and the
-    handler that ships logs to the Prefect API."""
-    log_filter = _LogFilter(lambda text: Redactor(secrets).text(text) if secrets else text)
-    handlers = _all_handlers()
-    for handler in handlers:
-        handler.addFilter(log_filter)
-    try:
-        yield
-    finally:
-        for handler in handlers:
-            handler.removeFilter(log_filter)
-
-
-def _all_handlers() -> list[logging.Handler]:
-    loggers = [logging.getLogger()] + [logger for logger in logging.Logger.manager.loggerDict.values()
-                                       if isinstance(logger, logging.Logger)]
-    return list({id(h): h for logger in loggers for h in logger.handlers}.values())

@@ -26,6 +26,11 @@ class AgentEnvSettings(PrefectBaseSettings):
     tag_task_runs: bool = True
     """Tag each step's task run with its step type (lets Prefect tag concurrency limits cap a step
     type; on a busy SQLite-backed server the per-tag limit lookups can stall runs, see benchmarks/)."""
+    retry_delay_seconds: float = Field(default=1.0, ge=0)
+    """Wait before each retry of a step whose retry_config retries only itself (Prefect task retries)."""
+    concurrency_lease_seconds: float = Field(default=6 * 3600, ge=60, le=86400)
+    """How long a slot of an ``env:<id>``/``agent:<id>`` concurrency limit is held at most (a lease, so
+    a killed run cannot keep it); longer than any run."""
     teardown_timeout_seconds: float = 30.0
     """Upper bound for stopping everything a run started."""
     step_teardown_timeout_seconds: float = 10.0
@@ -43,6 +48,9 @@ class AgentEnvSettings(PrefectBaseSettings):
     """Attempts per S3 request (botocore's standard retry mode, with backoff)."""
     cancel_poll_seconds: float = 2.0
     """How often a run against a Prefect server checks whether it was cancelled (0: never)."""
+    verify_python: str | None = None
+    """Python interpreter that runs env_outcome_verifier scripts (this one when unset). Scripts written
+    for another runtime (AgentEnv's examples use the mcp 1.x client) need an interpreter that has it."""
     # Named model_* because Prefect's settings source drops variables whose name equals a field
     # name: a field called openai_base_url would silently ignore OPENAI_BASE_URL.
     model_base_url: str | None = Field(

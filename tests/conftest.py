@@ -31,3 +31,23 @@ def agentenv_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
     get_settings.cache_clear()
     yield home
     get_settings.cache_clear()
+
+
+@pytest.fixture(scope="session")
+def real_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A real task run on a real Prefect server (UI on), shared by the transcript and browser tests."""
+    from real_run import prefect_server, run_task
+
+    home = tmp_path_factory.mktemp("real-run")
+    with prefect_server(home) as server:
+        yield run_task(server, home)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say why the browser tests did not run, so a skip is never silent."""
+    from viewer.browser import skip_reason
+
+    reason = skip_reason()
+    skipped = terminalreporter.stats.get("skipped", [])
+    if reason and any("test_browser" in getattr(report, "nodeid", "") for report in skipped):
+        terminalreporter.write_line(f"browser tests skipped: {reason}")

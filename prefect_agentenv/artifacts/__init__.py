@@ -10,11 +10,13 @@ from typing import Protocol, runtime_checkable
 
 import httpx
 from prefect.blocks.core import Block
+from prefect_aws import S3Bucket
 
 from prefect_agentenv.artifacts.keys import LATEST, UnsafeKeyError
 from prefect_agentenv.artifacts.local import LocalArtifactBackend
 from prefect_agentenv.artifacts.models import ArtifactFile, ArtifactKind, ArtifactMetadata, ArtifactRef
 from prefect_agentenv.artifacts.s3 import S3ArtifactBackend
+from prefect_agentenv.artifacts.s3_bucket import backend_from_s3_bucket
 from prefect_agentenv.artifacts.store import (
     ArtifactBackend,
     ArtifactConflictError,
@@ -56,7 +58,8 @@ class _BuildsBackend(Protocol):
 def get_artifact_store() -> ArtifactBackend:
     """The store this process is configured to use; the caller owns it (``close()`` when done).
 
-    The block is loaded by slug through Prefect's registry (the ``prefect.collections`` entry
+    ``PREFECT_AGENTENV_ARTIFACT_STORE_BLOCK`` names an ArtifactStore block (``NAME``) or a
+    prefect-aws S3Bucket block (``s3-bucket/NAME``). The block is loaded by slug through Prefect's registry (the ``prefect.collections`` entry
     point registers it), so this layer does not import ``blocks``, which imports it. Loading
     a block calls the Prefect API: from async code, run this in ``asyncio.to_thread``.
 
@@ -76,6 +79,9 @@ def get_artifact_store() -> ArtifactBackend:
             "PREFECT_AGENTENV_ARTIFACT_STORE_BLOCK to use the local folder") from exc
     except (httpx.HTTPError, OSError) as exc:
         raise ConfigurationError(f"cannot load ArtifactStore block {name!r} from the Prefect API: {exc}") from exc
+    if isinstance(block, S3Bucket):
+        return backend_from_s3_bucket(block)
     if not isinstance(block, _BuildsBackend):
-        raise ConfigurationError(f"block {slug_name!r} is a {type(block).__name__}, not an ArtifactStore")
+        raise ConfigurationError(f"block {slug_name!r} is a {type(block).__name__}, not an ArtifactStore "
+                                 "or an S3Bucket")
     return block.build_backend()

@@ -24,6 +24,8 @@ _NOT_FOUND = {"NoSuchKey", "404", "NotFound"}
 # 412: the object exists; 409: a concurrent conditional write to the same key is in flight.
 _ALREADY_EXISTS = {"PreconditionFailed", "ConditionalRequestConflict"}
 _DENIED = {"AccessDenied", "403", "InvalidAccessKeyId", "SignatureDoesNotMatch"}
+PRESIGNED_URL_SECONDS = 7 * 24 * 3600
+"""Lifetime of the links shown in the Prefect UI: a week, the longest SigV4 allows."""
 
 
 class S3ArtifactBackend(ArtifactBackend):
@@ -48,11 +50,12 @@ class S3ArtifactBackend(ArtifactBackend):
         aws_access_key_id: SecretStr | str | None = None,
         aws_secret_access_key: SecretStr | str | None = None,
         client: BaseClient | None = None,
+        owns_client: bool | None = None,
     ) -> None:
         self.bucket = bucket
         self.prefix = check_prefix(prefix)
         self.endpoint_url = endpoint_url
-        self._owns_client = client is None
+        self._owns_client = client is None if owns_client is None else owns_client
         try:
             self._client = client or _make_client(endpoint_url, region_name, aws_access_key_id, aws_secret_access_key)
         except (BotoCoreError, ValueError) as exc:
@@ -85,6 +88,18 @@ class S3ArtifactBackend(ArtifactBackend):
 
     def _url(self, key: str) -> str:
         return f"s3://{self.bucket}/{self._full(key)}"
+
+    def browser_url(self, url: str) -> str | None:
+        """A presigned GET URL (valid ``PRESIGNED_URL_SECONDS``) for an ``s3://`` URL of this bucket."""
+        prefix = f"s3://{self.bucket}/"
+        if not url.startswith(prefix):
+            return None
+        try:
+            return str(self.client.generate_presigned_url(
+                "get_object", Params={"Bucket": self.bucket, "Key": url[len(prefix):]},
+                ExpiresIn=PRESIGNED_URL_SECONDS))
+        except (BotoCoreError, ClientError):  # no credentials to sign with: the s3:// address stays
+            return None
 
     @contextmanager
     def _mapped_errors(self, key: str) -> Iterator[None]:

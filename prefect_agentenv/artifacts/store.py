@@ -109,6 +109,11 @@ class ArtifactBackend(ABC):
     def _url(self, key: str) -> str:
         """Address of an object for reports: ``s3://bucket/key`` or ``file:///…``."""
 
+    def browser_url(self, url: str) -> str | None:
+        """An address of one of this store's objects that a browser can open (a presigned URL), or
+        None when the store has none to give (a local folder: the UI cannot open ``file://``)."""
+        return None
+
     def close(self) -> None:
         """Release connections; the default backend holds none."""
 

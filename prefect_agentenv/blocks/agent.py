@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import ClassVar
 
 from prefect.blocks.core import Block
-from pydantic import ConfigDict, Field, SecretStr, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
+from prefect_agentenv.blocks.secret_env import SecretEnv, reveal_env
 from prefect_agentenv.runtime.launch import LaunchSpec, source_problem
 
 A2A_CARD_PATH = "/.well-known/agent-card.json"
@@ -65,7 +66,7 @@ spec = agent.to_launch_spec()
     """Base URL of an agent that is already running; it is never started or stopped."""
     env: dict[str, str] = Field(default_factory=dict)
     """Environment variables for the agent."""
-    secret_env: dict[str, SecretStr] = Field(default_factory=dict)
+    secret_env: SecretEnv
     """Environment variables whose values are secret (API keys); never shown or logged."""
     startup_timeout_seconds: float = Field(default=60.0, gt=0)
     """How long the agent may take to answer its card."""
@@ -83,5 +84,5 @@ spec = agent.to_launch_spec()
     def to_launch_spec(self) -> LaunchSpec:
         """The launcher's view of this block: ready when the card answers."""
         return LaunchSpec(command=self.command, image=self.image, container_port=self.container_port, url=self.url,
-                          env=dict(self.env), secret_env=dict(self.secret_env),
+                          env=dict(self.env), secret_env=reveal_env(self.secret_env),
                           startup_timeout_seconds=self.startup_timeout_seconds, ready_path=self.card_path)

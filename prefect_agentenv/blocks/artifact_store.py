@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Literal
 
 from prefect.blocks.core import Block
+from prefect_aws import S3Bucket
 from pydantic import ConfigDict, SecretStr, field_validator, model_validator
 
 from prefect_agentenv.artifacts import (
@@ -15,11 +16,13 @@ from prefect_agentenv.artifacts import (
     S3ArtifactBackend,
 )
 from prefect_agentenv.artifacts.keys import check_prefix
+from prefect_agentenv.artifacts.s3_bucket import backend_from_s3_bucket
 from prefect_agentenv.settings import get_settings
 
 
 class ArtifactStore(Block):
-    """Where artifacts and run records are stored: a local folder or an S3 bucket (MinIO and moto work too).
+    """Where artifacts and run records are stored: a local folder or an S3 bucket (MinIO and moto work too),
+    given here or as a prefect-aws S3Bucket block.
 
     The block holds configuration only; ``build_backend()`` returns the store that reads and
     writes. Name it in ``PREFECT_AGENTENV_ARTIFACT_STORE_BLOCK`` to make runs use it.
@@ -56,6 +59,9 @@ class ArtifactStore(Block):
     """Access key id; boto3's credential chain (environment, profile, role) when empty."""
     aws_secret_access_key: SecretStr | None = None
     """Secret access key that goes with the access key id."""
+    s3_bucket: S3Bucket | None = None
+    """A prefect-aws S3Bucket block (with its AwsCredentials or MinIOCredentials) to use instead of
+    bucket, prefix, endpoint and keys; prefix then is its bucket_folder."""
 
     @field_validator("prefix")
     @classmethod
@@ -64,14 +70,18 @@ class ArtifactStore(Block):
 
     @model_validator(mode="after")
     def _bucket_for_s3(self) -> ArtifactStore:
-        if self.kind == "s3" and not self.bucket:
-            raise ValueError('an S3 artifact store needs a bucket: set "bucket"')
+        if self.s3_bucket is not None:
+            self.kind = "s3"
+        elif self.kind == "s3" and not self.bucket:
+            raise ValueError('an S3 artifact store needs a bucket: set "bucket" or "s3_bucket"')
         return self
 
     def build_backend(self) -> ArtifactBackend:
         """The store this block describes, with its own connection (close it when done)."""
         if self.kind == "local":
             return LocalArtifactBackend(self.path or get_settings().artifacts_dir)
+        if self.s3_bucket is not None:
+            return backend_from_s3_bucket(self.s3_bucket)
         assert self.bucket is not None  # the validator requires it for s3
         return S3ArtifactBackend(
             self.bucket,

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from pydantic import ConfigDict, Field, SecretStr, model_validator
+from pydantic import ConfigDict, Field, model_validator
 from prefect.blocks.core import Block
 
+from prefect_agentenv.blocks.secret_env import SecretEnv, reveal_env
 from prefect_agentenv.runtime.launch import DEFAULT_MCP_PATH, DEFAULT_READY_PATH, LaunchSpec, source_problem
 
 
@@ -61,7 +62,7 @@ spec = env.to_launch_spec()
     """Base URL of a server that is already running; it is never started or stopped."""
     env: dict[str, str] = Field(default_factory=dict)
     """Environment variables for the server."""
-    secret_env: dict[str, SecretStr] = Field(default_factory=dict)
+    secret_env: SecretEnv
     """Environment variables whose values are secret (API keys); never shown or logged."""
     startup_timeout_seconds: float = Field(default=60.0, gt=0)
     """How long the server may take to answer its card."""
@@ -81,6 +82,6 @@ spec = env.to_launch_spec()
     def to_launch_spec(self) -> LaunchSpec:
         """The launcher's view of this block."""
         return LaunchSpec(command=self.command, image=self.image, container_port=self.container_port, url=self.url,
-                          env=dict(self.env), secret_env=dict(self.secret_env),
+                          env=dict(self.env), secret_env=reveal_env(self.secret_env),
                           startup_timeout_seconds=self.startup_timeout_seconds, ready_path=self.ready_path,
                           mcp_path=self.mcp_path)

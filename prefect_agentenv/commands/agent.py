@@ -80,6 +80,8 @@ def show(
 def check(
     name: Annotated[str, typer.Argument(help="Agent id (a registered block or a reference agent).")],
     prompt: Annotated[str | None, typer.Option("--prompt", help="The probe message sent to the agent.")] = None,
+    with_env: Annotated[str | None, typer.Option(
+        "--with-env", help="Deploy this env first and give it to the agent, as a task's env_ids would.")] = None,
     startup_timeout: Annotated[float | None, typer.Option("--startup-timeout", min=0.001,
                                                           help="Seconds the agent may take to start.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (with the card as served).")] = False,
@@ -88,7 +90,8 @@ def check(
     stop it. Exit 0 when nothing failed, 1 when a probe or the deploy failed, 2 when NAME is unknown."""
     with reported():
         asyncio.run(resolve_agent(name, use_blocks=True))
-        code = run_check("agent", name, prompt=prompt, startup_timeout=startup_timeout, as_json=as_json)
+        code = run_check("agent", name, prompt=prompt, startup_timeout=startup_timeout, with_env=with_env,
+                         as_json=as_json)
     raise typer.Exit(code)
 
 

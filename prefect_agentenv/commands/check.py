@@ -24,23 +24,26 @@ _CHECK_STEP = "check"
 _MARK = {"ok": "ok", "declared": "declared", "missing": "MISSING", "warning": "WARNING", "failed": "FAILED"}
 
 
-def check_steps(noun: Literal["env", "agent"], name: str, *, prompt: str | None,
-                startup_timeout: float | None) -> list[dict[str, Any]]:
-    """The task a check runs."""
+def check_steps(noun: Literal["env", "agent"], name: str, *, prompt: str | None, startup_timeout: float | None,
+                with_env: str | None = None) -> list[dict[str, Any]]:
+    """The task a check runs; an agent checked ``with_env`` is given that env first, as a task would."""
     timeout = {"startup_timeout_seconds": startup_timeout} if startup_timeout else {}
     if noun == "env":
         return [{"id": "deploy", "type": "deploy_env", "env_id": name, **timeout},
                 {"id": _CHECK_STEP, "type": "verify_env_card", "env_id": name}]
     probe = {"prompt": prompt} if prompt else {}
-    return [{"id": "deploy", "type": "deploy_agent", "a2a_agent_id": name, "agent_name": name, **timeout},
+    env = [{"id": "env", "type": "deploy_env", "env_id": with_env}] if with_env else []
+    return [*env,
+            {"id": "deploy", "type": "deploy_agent", "a2a_agent_id": name, "agent_name": name,
+             "env_ids": [with_env] if with_env else [], **timeout},
             {"id": _CHECK_STEP, "type": "verify_a2a_core_protocol", "agent_name": name, **probe}]
 
 
 def run_check(noun: Literal["env", "agent"], name: str, *, prompt: str | None = None,
-              startup_timeout: float | None = None, as_json: bool = False) -> int:
+              startup_timeout: float | None = None, with_env: str | None = None, as_json: bool = False) -> int:
     """Deploy, probe, tear down; print the table (or JSON); return the exit code."""
-    result = validate_data(check_steps(noun, name, prompt=prompt, startup_timeout=startup_timeout),
-                           default_id=f"{noun}-check-{name}")
+    steps = check_steps(noun, name, prompt=prompt, startup_timeout=startup_timeout, with_env=with_env)
+    result = validate_data(steps, default_id=f"{noun}-check-{name}")
     if not result.ok or result.document is None:
         raise ConfigurationError("; ".join(p.render() for p in result.problems))
     # Imported here so the other env/agent commands stay fast: the flow pulls in all of Prefect.
@@ -61,6 +64,7 @@ def _json_view(noun: str, name: str, report: TaskReport, verification: dict[str,
             for r in (verification or {}).get("results", [])]
     return {noun: name, "ok": report.status == "completed" and bool(verification) and verification.get("score") == 1.0,
             "url": (verification or {}).get("url"), "checks": rows, "card": (verification or {}).get("card"),
+            "not_sent": report.context["metadata"].get("unsupported_agent_config", []),
             "error": report.error, "teardown_ok": all(t.get("ok") for t in report.teardown)}
 
 
@@ -77,6 +81,8 @@ def _print_table(noun: str, name: str, report: TaskReport, verification: dict[st
     typer.echo(f"  {'CHECK':<{width}}  {'STATUS':<8}  DETAIL")
     for check, status, detail in rows:
         typer.echo(f"  {check:<{width}}  {status:<8}  {detail}")
+    for row in report.context["metadata"].get("unsupported_agent_config", []):
+        typer.echo(f"  {row['field']:<{width}}  {'NOT SENT':<8}  {row['extension']}: {row['reason']}")
     failed = [r[0] for r in rows if r[1] == "FAILED"]
     lacks = [r[0] for r in rows if r[1] == "MISSING"]
     verdict = f"FAILED: {', '.join(failed)}" if failed else "ok"

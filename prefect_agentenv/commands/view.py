@@ -38,9 +38,10 @@ def view_command(
                 view, files = benchmark_view(store, benchmark, run)
                 name = f"{benchmark}-{view.run_id}"
             else:
-                raw = report.read_bytes() if report is not None else store.get_object(report_key(task_run or ""))
+                key = report_key(task_run or "")
+                raw = report.read_bytes() if report is not None else store.get_object(key)
                 parsed = TaskReport.model_validate_json(raw)
-                view, files = task_view(parsed, store)
+                view, files = task_view(parsed, store, report_url=None if report else store.object_url(key))
                 name = f"task-{parsed.task_id}-{(parsed.flow_run_id or 'run')[:8]}"
             folder = out or Path("reports") / "view" / name
             index = write(view, folder, files)

@@ -1,7 +1,8 @@
 """Deployments of the two flows: ``agent-task`` (one task document) and ``benchmark/nightly``.
 
 ``prefect-agentenv serve`` serves both from one process for local use; ``prefect.yaml`` at the
-repository root declares the same deployments for work pools (``prefect deploy --all``).
+repository root declares the same deployments for work pools (``prefect deploy --all``). Both
+load the flows by module path (``prefect_agentenv.flows...``), never by a file in a checkout.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefect import serve
-from prefect.deployments.runner import RunnerDeployment
+from prefect.deployments.runner import EntrypointType, RunnerDeployment
 from prefect.schedules import Cron
 
 from prefect_agentenv.flows.agent_task import agent_task
@@ -21,18 +22,41 @@ AGENT_TASK_DEPLOYMENT = "agent-task/agent-task"
 NIGHTLY_DEPLOYMENT = "benchmark/nightly"
 
 
+AGENT_TASK_DESCRIPTION = """Run one agent-evaluation task document: deploy, prompt, grade, collect, tear down, report.
+
+Example `task` (the Run form's task field takes the document, a list of steps, a path or an artifact id):
+
+```json
+{"id": "roundtrip", "tags": ["smoke"], "steps": [
+  {"id": "email", "type": "deploy_env", "env_id": "email", "depends_on": []},
+  {"id": "inbox", "type": "load_artifact", "env_id": "email", "artifact_id": "inbox"},
+  {"id": "snapshot", "type": "snapshot_env", "env_id": "email"}]}
+```
+
+From the command line: `prefect deployment run agent-task/agent-task --param task=reply-task@3`.
+"""
+
+NIGHTLY_DESCRIPTION = """Run the benchmark at `{path}` every night; **Run** triggers it any time, **Retry** resumes it.
+
+Examples: `{{"dispatch": "deployment"}}` runs every task on the work pool;
+`{{"overrides": {{"a2a_agent_id": "llm", "model": "gpt-4.1"}}, "epochs": 3}}` tries another agent three times;
+`{{"run_id": "<an earlier run id>"}}` resumes that run.
+"""
+
+
 def build_deployments(benchmark_path: str | Path = "examples/benchmark.yaml", *, cron: str | None = NIGHTLY_CRON,
                       timezone: str = "UTC") -> list[RunnerDeployment]:
     """The ``agent-task`` deployment and the ``nightly`` benchmark deployment (scheduled unless cron is None)."""
     path = str(Path(benchmark_path).resolve())
     return [
         agent_task.to_deployment(
-            name="agent-task", tags=["agentenv"],
-            description="Run one agent-evaluation task document (paste it into the Run form's task field)."),
+            name="agent-task", tags=["agentenv"], entrypoint_type=EntrypointType.MODULE_PATH,
+            description=AGENT_TASK_DESCRIPTION),
         benchmark.to_deployment(
             name="nightly", tags=["agentenv", "benchmark"], parameters={"path": path},
+            entrypoint_type=EntrypointType.MODULE_PATH,
             schedules=[Cron(cron, timezone=timezone)] if cron else None,
-            description=f"The benchmark at {path}, every night; trigger it any time with Run."),
+            description=NIGHTLY_DESCRIPTION.format(path=path)),
     ]
 
 

@@ -27,7 +27,15 @@ from pydantic import (
     model_validator,
 )
 
-from prefect_agentenv.grading.assertions import FilePresent, RecordCount, StateMatch
+from prefect_agentenv.grading.assertions import (
+    kind_literal,
+    FaxContent,
+    FilePresent,
+    RecordCount,
+    StateMatch,
+    VoiceTranscript,
+    assert_kind,
+)
 
 SLUG_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"
 """Benchmark slugs name deployments and artifact keys: lowercase words joined by dashes."""
@@ -54,12 +62,18 @@ class BenchmarkDefaults(_Strict):
     """Agent deployed by Verial-style tasks that name none (the reference ``llm`` agent when unset)."""
     model: str | None = None
     """Model of the agent deployed by Verial-style tasks."""
+    agent_config: dict[str, Any] = Field(default_factory=dict)
+    """Agent-config fields of that agent (not of an agent a task names); a task's agent.agent_config
+    is merged over them."""
     judge_model: str | None = None
     """Model of the judge of the rubric criteria of Verial-style tasks."""
     overrides: dict[str, str] = Field(default_factory=dict)
     """Run overrides for every task (as ``prefect-agentenv run --override KEY=VALUE``)."""
     timeout_seconds: float = Field(default=1800, gt=0)
     """Time limit of one task run, unless the task sets its own."""
+    skip_policy: Literal["zero", "exclude"] | None = None
+    """How skipped verifiers count in every task's score (``zero`` or ``exclude``), unless the task
+    or its document says; ``zero`` when nobody does."""
 
 
 class TagFilter(_Strict):
@@ -125,6 +139,8 @@ class StepDocumentTask(_Strict):
     """Time limit of one run of this task; the benchmark default when omitted."""
     weight: float = Field(default=1.0, ge=0)
     """Weight of this task in the benchmark's mean score."""
+    skip_policy: Literal["zero", "exclude"] | None = None
+    """How skipped verifiers count in this task's score; the document's, else the benchmark's."""
 
     @model_validator(mode="after")
     def _one_source(self) -> StepDocumentTask:
@@ -136,10 +152,13 @@ class StepDocumentTask(_Strict):
 # -- Verial-style tasks ---------------------------------------------------------------------------
 
 
-class TaskItem(_Strict):
-    """What the agent receives at the start of the run."""
+class TaskItem(BaseModel):
+    """What the agent receives at the start of the run; loose on purpose: other members are kept
+    and shown to the agent as context lines."""
 
-    instruction: str = Field(min_length=1)
+    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
+
+    instruction: str | None = None
     """The direction for the agent, in natural language; the first line of its prompt."""
     trigger: str | None = None
     """What starts the work (for example "an inbound referral fax"); added to the prompt."""
@@ -147,11 +166,16 @@ class TaskItem(_Strict):
     """Hints about the data the agent needs to pull; added to the prompt."""
 
 
-class ScenarioStep(_Strict):
-    """One pre-rollout action: a trigger action of an env, fired before the agent is prompted."""
+class ScenarioStep(BaseModel):
+    """One pre-rollout action: a trigger action of an env, fired before the agent is prompted.
+
+    Members this model does not name (an action's own parameters) go into the trigger's data."""
+
+    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
 
     action: str = Field(min_length=1)
-    """A trigger action of the env, e.g. ``drop_inbox_document`` (records) or ``deliver_email`` (email)."""
+    """A trigger action of the env, e.g. ``drop_file_inbox`` or ``drop_inbox_document`` (records),
+    ``deliver_email`` (email)."""
     at_sec: float = Field(default=0, ge=0)
     """When the action happens, in seconds after the scenario's start_at."""
     env_id: str | None = None
@@ -160,8 +184,17 @@ class ScenarioStep(_Strict):
     """The trigger's data (for drop_inbox_document, the inbox document)."""
     entity_id: str | None = None
     """An entity whose fields are merged under data (data wins on a clash)."""
+    inbound_path: str | None = None
+    """For file drops: the inbox folder the file lands in (e.g. ``inbox/``); goes into data."""
     id: str | None = None
     """Id of the registered trigger; the env picks one when omitted."""
+
+    def trigger_data(self, entity_fields: dict[str, Any]) -> dict[str, Any]:
+        """The trigger's data: the entity's fields, then the action's own parameters, then data."""
+        own = dict(self.model_extra or {})
+        if self.inbound_path is not None:
+            own["inbound_path"] = self.inbound_path
+        return {**entity_fields, **own, **self.data}
 
 
 class Scenario(_Strict):
@@ -173,16 +206,43 @@ class Scenario(_Strict):
 
 
 class Entity(BaseModel):
-    """A record the task is bound to; its fields are ``<entity_id.field>`` placeholders."""
+    """A record the task is bound to; its fields are ``<entity_id.field>`` placeholders.
+
+    Written inline (``{id, ...fields}``), or by id alone (``ent_referral_1`` or ``{id}``) to bind
+    the row of the linked dataset that carries that ``entity_id``."""
 
     model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
 
     id: str = Field(pattern=NAME_PATTERN)
     """Entity id, referenced as ``<id.field>``, by a criterion's input_entity_id and a scenario's entity_id."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _liberal(cls, value: Any) -> Any:
+        # A bare id binds a dataset row; Verial's DatasetEntity names its id entity_id.
+        if isinstance(value, str):
+            return {"id": value}
+        if isinstance(value, dict) and "id" not in value and "entity_id" in value:
+            return {"id": value["entity_id"], **{k: v for k, v in value.items() if k != "entity_id"}}
+        return value
+
     def fields(self) -> dict[str, Any]:
         """The entity's fields, without its id."""
         return dict(self.model_extra or {})
+
+
+class DatasetRef(_Strict):
+    """A dataset artifact: records (``{resource: [rows]}`` JSON) that entities bind to by id."""
+
+    artifact_id: str = Field(min_length=1)
+    """Id of the stored environment artifact holding the records."""
+    version: str | None = None
+    """Version of the artifact; latest when omitted."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_text(cls, value: Any) -> Any:
+        return {"artifact_id": value} if isinstance(value, str) else value
 
 
 class TaskEnv(_Strict):
@@ -198,6 +258,9 @@ class TaskEnv(_Strict):
     """Version of the artifact; latest when omitted."""
     a2a_agent_id: str | None = None
     """Agent to deploy with this env (shorthand for agent.a2a_agent_id)."""
+    dataset: DatasetRef | None = None
+    """Dataset the task's entities bind to; only the bound records (and those sharing their ids)
+    are loaded into the env, so the agent works on exactly those."""
 
 
 class TaskAgent(_Strict):
@@ -237,10 +300,22 @@ class FilePresentCheck(_EnvScoped, FilePresent):
     id: str | None = None  # type: ignore[assignment]
 
 
+class VoiceTranscriptCheck(_EnvScoped, VoiceTranscript):
+    """voice_transcript as a criterion: a call's transcript says every phrase."""
+
+    id: str | None = None  # type: ignore[assignment]
+
+
+class FaxContentCheck(_EnvScoped, FaxContent):
+    """fax_content as a criterion: an outbound fax carries every phrase."""
+
+    id: str | None = None  # type: ignore[assignment]
+
+
 class RubricCheck(_Strict):
     """Graded by a judge reading the agent's reply and trajectory."""
 
-    assert_: Literal["rubric"] = Field(alias="assert")
+    assert_: kind_literal("rubric") = Field(alias="assert")
     criterion: str = Field(min_length=1)
     """What must be true, in plain language."""
 
@@ -248,18 +323,23 @@ class RubricCheck(_Strict):
 class ResponseContainsCheck(_Strict):
     """The agent's final reply must contain every needle."""
 
-    assert_: Literal["response_contains"] = Field(alias="assert")
+    assert_: kind_literal("response_contains") = Field(alias="assert")
     needles: list[str] = Field(min_length=1)
     """Substrings that must all appear in the reply."""
     case_sensitive: bool = False
 
 
-StateCheck = StateMatchCheck | RecordCountCheck | FilePresentCheck
-ASSERT_KINDS = ("state_match", "record_count", "file_present", "rubric", "response_contains")
-"""The values of a criterion assertion's ``assert``."""
+StateCheck = StateMatchCheck | RecordCountCheck | FilePresentCheck | VoiceTranscriptCheck | FaxContentCheck
+ASSERT_KINDS = ("state_match", "record_count", "file_present", "voice_transcript", "fax_content", "rubric",
+                "response_contains")
+"""The values of a criterion assertion's ``assert`` (hyphenated spellings and aliases such as
+``portal-state-match`` are accepted too)."""
 CriterionAssertion = Annotated[
-    StateMatchCheck | RecordCountCheck | FilePresentCheck | RubricCheck | ResponseContainsCheck,
-    Field(discriminator="assert_"),
+    Annotated[StateMatchCheck, Tag("state_match")] | Annotated[RecordCountCheck, Tag("record_count")]
+    | Annotated[FilePresentCheck, Tag("file_present")] | Annotated[VoiceTranscriptCheck, Tag("voice_transcript")]
+    | Annotated[FaxContentCheck, Tag("fax_content")] | Annotated[RubricCheck, Tag("rubric")]
+    | Annotated[ResponseContainsCheck, Tag("response_contains")],
+    Discriminator(assert_kind),
 ]
 
 
@@ -268,6 +348,8 @@ class TaskCriterion(_Strict):
 
     id: str | None = Field(default=None, pattern=NAME_PATTERN)
     """Row id in the verification; the label in snake_case when omitted."""
+    task_id: str | None = None
+    """Accepted as Verial's criteria API writes it; the criterion belongs to the task it is in."""
     label: str = Field(min_length=1)
     """What the criterion checks, for people reading the results."""
     weight: float = 1.0
@@ -275,8 +357,9 @@ class TaskCriterion(_Strict):
     axis: str | None = None
     """Reporting axis (correctness, communication, safety…); per-axis scores are averaged by it."""
     input_entity_id: str | None = None
-    """Scopes a state_match to this entity: correlate_by.value defaults to the entity's field named
-    by correlate_by.key."""
+    """Scopes the assertion to this entity: a state_match's correlate_by.value defaults to the
+    entity's field named by correlate_by.key; a voice_transcript or fax_content only reads the
+    calls or faxes about the entity's patient_id."""
     assertion: CriterionAssertion
 
 
@@ -285,9 +368,12 @@ class VerialTask(_Strict):
 
     id: str | None = Field(default=None, pattern=TASK_ID_PATTERN)
     """Task id within the benchmark; the name in lowercase-dashes when omitted."""
+    benchmark_id: str | None = None
+    """Accepted as Verial's tasks API writes it; the task belongs to the benchmark it is in."""
     name: str = Field(min_length=1)
     """Short human-readable title."""
-    task_item: TaskItem
+    task_item: TaskItem | None = None
+    """What the agent receives; null runs the scenario and the criteria without prompting the agent."""
     scenario: Scenario | None = None
     entities: list[Entity] = Field(default_factory=list)
     tags: list[str] = Field(default_factory=list)
@@ -297,16 +383,18 @@ class VerialTask(_Strict):
     weight: float = Field(default=1.0, ge=0)
     """Weight of this task in the benchmark's mean score."""
     env: TaskEnv | None = None
-    """The env the task runs against."""
+    """The env the task runs against; the benchmark's when omitted."""
     envs: list[TaskEnv] | None = Field(default=None, min_length=1)
-    """Several envs (give env or envs)."""
+    """Several envs (give env or envs, or neither to use the benchmark's)."""
     agent: TaskAgent = Field(default_factory=TaskAgent)
     criteria: list[TaskCriterion] = Field(min_length=1)
+    skip_policy: Literal["zero", "exclude"] | None = None
+    """How skipped verifiers count in this task's score; the benchmark's when omitted."""
 
     @model_validator(mode="after")
     def _one_env_form(self) -> VerialTask:
-        if (self.env is None) == (self.envs is None):
-            raise ValueError("give exactly one of env (one env) or envs (a list of envs)")
+        if self.env is not None and self.envs is not None:
+            raise ValueError("give one of env (one env) or envs (a list of envs), not both")
         return self
 
     def task_id(self) -> str:
@@ -359,12 +447,24 @@ class BenchmarkHeader(_Strict):
     """How many task runs at the same time."""
     tags: TagFilter = Field(default_factory=TagFilter)
     """Tag filter selecting the tasks that run."""
+    env: TaskEnv | None = None
+    """The env of every Verial-style task that names none (Verial's playground)."""
+    envs: list[TaskEnv] | None = Field(default=None, min_length=1)
+    """Several envs for every Verial-style task that names none."""
+    dataset: DatasetRef | None = None
+    """Dataset the entities of Verial-style tasks bind to, unless their env links its own."""
 
     @field_validator("version", mode="before")
     @classmethod
     def _version_as_text(cls, value: Any) -> Any:
         # YAML reads `version: 2` as a number; a version is a label.
         return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+
+    @model_validator(mode="after")
+    def _one_env_form(self) -> BenchmarkHeader:
+        if self.env is not None and self.envs is not None:
+            raise ValueError("give one of env (one env) or envs (a list of envs), not both")
+        return self
 
 
 class Benchmark(BenchmarkHeader):

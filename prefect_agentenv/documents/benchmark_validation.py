@@ -32,9 +32,11 @@ from prefect_agentenv.documents.compile import (
     Expansion,
     duplicate_task_ids,
     expand_task,
+    linked_of,
     model_problem,
     select_tasks,
 )
+from prefect_agentenv.documents.linked import DatasetReader, Linked
 from prefect_agentenv.documents.loading import ParseError, read_document
 from prefect_agentenv.documents.problems import Problem
 from prefect_agentenv.documents.seeds import load_seed_rows
@@ -84,8 +86,14 @@ def load_benchmark(path: str | Path) -> Benchmark:
     return validate_benchmark_file(path).raise_for_problems(str(path))
 
 
-def validate_benchmark_data(data: Any, base_dir: str | Path) -> BenchmarkValidationResult:
-    """Validate parsed benchmark data; ``base_dir`` is where its relative paths start."""
+def validate_benchmark_data(data: Any, base_dir: str | Path, *,
+                            datasets: DatasetReader | None = None) -> BenchmarkValidationResult:
+    """Validate parsed benchmark data; ``base_dir`` is where its relative paths start.
+
+    Args:
+        datasets: reads the dataset artifacts entities bind to (the configured artifact store
+            when omitted).
+    """
     if not is_benchmark_data(data):
         return BenchmarkValidationResult(None, problems=[Problem(
             "a benchmark document must be an object with a 'tasks' list",
@@ -97,12 +105,12 @@ def validate_benchmark_data(data: Any, base_dir: str | Path) -> BenchmarkValidat
     rows, seed_problems = load_seed_rows(seeds, Path(base_dir))
     problems += seed_problems
     expansion = Expansion()
-    ctx = ExpandContext(defaults, Path(base_dir), rows)
+    ctx = ExpandContext(defaults, Path(base_dir), rows, linked_of(header, datasets) if header else Linked())
     for i, task in tasks:
         expansion.extend(expand_task(task, i, ctx))
     selected, tag_problems = select_tasks(expansion.tasks, tag_filter, {t for _, task in tasks for t in task.tags})
     complete = not (task_problems or expansion.problems)
-    problems += expansion.problems + duplicate_task_ids(tasks)
+    problems += list(dict.fromkeys(expansion.problems)) + duplicate_task_ids(tasks)  # a shared dataset: once
     if complete:  # a task that failed to load may have the tag the filter names
         problems += tag_problems
     if problems:

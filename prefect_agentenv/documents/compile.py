@@ -20,15 +20,20 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from prefect_agentenv.artifacts import get_artifact_store
+from prefect_agentenv.artifacts.datasets import Dataset, read_dataset
 from prefect_agentenv.documents.benchmark import (
     ASSERT_KINDS,
     Benchmark,
     BenchmarkDefaults,
+    BenchmarkHeader,
+    DatasetRef,
     BenchmarkTask,
     StepDocumentTask,
     TagFilter,
     VerialTask,
 )
+from prefect_agentenv.documents.linked import DatasetReader, Linked
 from prefect_agentenv.documents.loading import ParseError, fill_placeholders, read_document
 from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.documents.problems import Problem
@@ -86,6 +91,28 @@ class ExpandContext:
     defaults: BenchmarkDefaults
     base_dir: Path
     seed_rows: list[SeedRow]
+    linked: Linked = field(default_factory=Linked)
+    """The benchmark's envs and dataset, for Verial-style tasks."""
+
+
+def store_reader() -> DatasetReader:
+    """Reads datasets from the configured artifact store, each (id, version) once."""
+    cache: dict[tuple[str, str | None], Dataset] = {}
+
+    def read(ref: DatasetRef) -> Dataset:
+        key = (ref.artifact_id, ref.version)
+        if key not in cache:
+            with get_artifact_store() as store:
+                cache[key] = read_dataset(store, ref.artifact_id, ref.version)
+        return cache[key]
+
+    return read
+
+
+def linked_of(header: BenchmarkHeader, read: DatasetReader | None = None) -> Linked:
+    """What the benchmark lends its Verial-style tasks (datasets read from the artifact store)."""
+    envs = [header.env] if header.env is not None else list(header.envs or [])
+    return Linked(envs=envs, dataset=header.dataset, read=read or store_reader())
 
 
 def expand_tasks(benchmark: Benchmark, base_dir: str | Path) -> list[ExpandedTask]:
@@ -106,23 +133,30 @@ def expand_tasks(benchmark: Benchmark, base_dir: str | Path) -> list[ExpandedTas
 def expand_benchmark(benchmark: Benchmark, base_dir: str | Path) -> Expansion:
     """Like :func:`expand_tasks`, returning the problems instead of raising."""
     rows, seed_problems = load_seed_rows(benchmark.seeds, Path(base_dir))
-    ctx = ExpandContext(benchmark.defaults, Path(base_dir), rows)
+    ctx = ExpandContext(benchmark.defaults, Path(base_dir), rows, linked_of(benchmark))
     out = Expansion(problems=seed_problems)
     for i, task in enumerate(benchmark.tasks):
         out.extend(expand_task(task, i, ctx))
+    out.problems = list(dict.fromkeys(out.problems))  # a problem of a shared dataset is listed once
     out.problems += duplicate_task_ids([(i, t) for i, t in enumerate(benchmark.tasks)])
     selected, tag_problems = select_tasks(out.tasks, benchmark.tags, _entry_tags(benchmark.tasks))
     out.tasks, out.problems = selected, out.problems + tag_problems
     return out
 
 
-def compile_verial_task(task: VerialTask, defaults: BenchmarkDefaults | None = None) -> TaskDocument:
+def compile_verial_task(task: VerialTask, defaults: BenchmarkDefaults | None = None,
+                        linked: Linked | None = None) -> TaskDocument:
     """Compile one Verial-style task to a validated task document.
+
+    Args:
+        linked: the benchmark's envs and dataset; a dataset is read from the artifact store.
 
     Raises:
         TaskDocumentError: the task has problems (paths are relative to the task: ``$.criteria[0]…``).
     """
-    compiled = compile_verial(task, defaults=defaults)
+    if linked is not None and linked.read is None:
+        linked = replace(linked, read=store_reader())
+    compiled = compile_verial(task, defaults=defaults, linked=linked)
     if compiled.problems:
         raise TaskDocumentError(compiled.problems)
     result = validate_data(compiled.document)
@@ -190,7 +224,10 @@ def _document_expander(task: StepDocumentTask, raw: Any, path: str, ctx: ExpandC
             return out
         doc = result.document
         tags = list(dict.fromkeys([*task.tags, *doc.tags]))
-        doc = doc.model_copy(update={"id": task_id, "tags": tags, "description": task.description or doc.description})
+        policy = task.skip_policy or ("skip_policy" in doc.model_fields_set and doc.skip_policy) \
+            or ctx.defaults.skip_policy or doc.skip_policy
+        doc = doc.model_copy(update={"id": task_id, "tags": tags, "description": task.description or doc.description,
+                                     "skip_policy": policy})
         out.tasks.append(ExpandedTask(task_id=task_id, base_id=base_id, document=doc, tags=tags,
                                       timeout_seconds=task.timeout_seconds or ctx.defaults.timeout_seconds,
                                       seed_row=row, seed_index=seed_index, weight=task.weight, source=task.path))
@@ -205,7 +242,7 @@ def _verial_expander(task: VerialTask, raw: dict[str, Any], path: str, ctx: Expa
             seeded = VerialTask.model_validate(fill_placeholders(raw, row or {}))
         except ValidationError as exc:
             return Expansion(problems=[model_problem(e, path, VerialTask) for e in exc.errors()])
-        compiled = compile_verial(seeded, defaults=ctx.defaults, path=path, task_id=task_id)
+        compiled = compile_verial(seeded, defaults=ctx.defaults, path=path, task_id=task_id, linked=ctx.linked)
         if compiled.problems:
             return Expansion(problems=compiled.problems, warnings=compiled.warnings)
         return _validated_compiled(compiled, task, task_id, base_id, seed_index, row, ctx)
@@ -219,7 +256,9 @@ def _validated_compiled(compiled: CompiledTask, task: VerialTask, task_id: str, 
     out = Expansion(problems=[compiled.repath(p) for p in result.problems],
                     warnings=compiled.warnings + [compiled.repath(p) for p in result.warnings])
     if result.document is not None:
-        out.tasks.append(ExpandedTask(task_id=task_id, base_id=base_id, document=result.document,
+        policy = task.skip_policy or ctx.defaults.skip_policy or result.document.skip_policy
+        document = result.document.model_copy(update={"skip_policy": policy})
+        out.tasks.append(ExpandedTask(task_id=task_id, base_id=base_id, document=document,
                                       tags=list(result.document.tags),
                                       timeout_seconds=task.timeout or ctx.defaults.timeout_seconds,
                                       seed_row=row, seed_index=seed_index, weight=task.weight,
@@ -236,6 +275,7 @@ def model_problem(err: Any, path: str, model: type[BaseModel]) -> Problem:
     kind, ctx = err["type"], err.get("ctx") or {}
     if kind in ("union_tag_invalid", "union_tag_not_found"):
         key = str(ctx.get("discriminator", "")).split("|")[-1].strip(" '") or "type"
+        key = "assert" if key in ("assert_kind()", "assert_") else key
         where = pydantic_problem({**err, "type": "value_error", "msg": ""}, path, None, model).path + f".{key}"
         expected = [t.strip(" '") for t in str(ctx.get("expected_tags", "")).split(",") if t.strip()] or \
             list(ASSERT_KINDS if key == "assert" else [])

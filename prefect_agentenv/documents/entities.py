@@ -79,6 +79,16 @@ def _strings(value: Any, path: str) -> list[tuple[str, str]]:
     return []
 
 
+def referenced_entity_ids(task: VerialTask) -> list[str]:
+    """Entity ids the task uses outside its entities: scenario actions, criteria, ``<id.field>``."""
+    ids = [a.entity_id for a in (task.scenario.steps if task.scenario else []) if a.entity_id]
+    ids += [c.input_entity_id for c in task.criteria if c.input_entity_id]
+    raw = task.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    raw.pop("entities", None)
+    ids += [m.group(1) for _, text in _strings(raw, "$") for m in _ENTITY_REF.finditer(text)]
+    return list(dict.fromkeys(ids))
+
+
 def find_entity(task: VerialTask, entity_id: str | None) -> Entity | None:
     """The task's entity with this id (None when there is none)."""
     return next((e for e in task.entities if e.id == entity_id), None) if entity_id else None

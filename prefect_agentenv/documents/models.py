@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Union
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler
 from pydantic_core import PydanticCustomError, core_schema
@@ -31,6 +31,16 @@ def parse_step(value: Any) -> StepModel:
 def dump_step(step: StepModel) -> dict[str, Any]:
     data = step.model_dump(mode="json", exclude_defaults=True, by_alias=True)
     data["type"] = step.type
+    return data
+
+
+def explain_step(step: StepModel) -> dict[str, Any]:
+    """The canonical form of a step as ``validate --explain`` shows it: what was written, in this
+    runner's field names, plus the names the step gives or needs even when they were defaults."""
+    data = dump_step(step)
+    for _, _, loc in [*step.provided(), *step.required()]:
+        if loc and loc[0] != "id" and loc[0] not in data:
+            data[str(loc[0])] = getattr(step, str(loc[0]))
     return data
 
 
@@ -63,6 +73,9 @@ class TaskDocument(BaseModel):
     """Labels shown on the flow run."""
     steps: list[AnyStep] = Field(min_length=1)
     """The steps; see each step type's fields."""
+    skip_policy: Literal["zero", "exclude"] = "zero"
+    """How a skipped verifier (skip_on_truncated / skip_on_timeout) counts in the task score:
+    as 0 (``zero``) or not at all (``exclude``)."""
 
     def step(self, step_id: str) -> StepModel:
         for s in self.steps:

@@ -25,7 +25,8 @@ class Problem:
     hint: str | None = None
     line: int | None = None
     column: int | None = None
-    severity: Literal["error", "warning"] = field(default="error")
+    severity: Literal["error", "warning", "notice"] = field(default="error")
+    """``notice``: how an AgentEnv field was read (accepted, nothing to fix)."""
 
     def render(self) -> str:
         where = f"step '{shown(self.step_id)}' " if self.step_id else ""

@@ -27,6 +27,7 @@ _KIND_WORDS = {
     "prompt": ("prompt_id", "a prompt_agent step with prompt_id"),
     "verifier": ("verifier_id", "a verifier step with verifier_id"),
     "collect": ("step id", "a collect_artifacts step with this id"),
+    "sandbox": ("sandbox_name", "a deploy_sandbox step with sandbox_name"),
 }
 
 
@@ -37,6 +38,7 @@ class ValidationResult:
     document: TaskDocument | None
     problems: list[Problem] = field(default_factory=list)
     warnings: list[Problem] = field(default_factory=list)
+    """Warnings and notices (``severity`` tells them apart)."""
 
     @property
     def ok(self) -> bool:
@@ -82,6 +84,8 @@ def validate_data(data: Any, *, default_id: str = "task", seeds: Mapping[str, An
         problems += step_problems
         if step is not None and step.ignored_fields:
             warnings.append(_ignored_warning(step, f"{prefix}[{i}]"))
+        if step is not None:
+            warnings += [Problem(n, path=f"{prefix}[{i}]", step_id=step.id, severity="notice") for n in step.notices]
     problems += _check_graph(raw_steps, steps, prefix)
     warnings += unset_env_var_warnings(raw_steps, prefix)
     if problems:
@@ -191,7 +195,9 @@ def _field_names_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     if current is None or not hasattr(current, "model_fields"):
         return []
     names = [f.alias or n for n, f in current.model_fields.items()]
-    return names + list(getattr(current, "accepted_but_ignored", ()))
+    extra = [*getattr(current, "accepted_but_ignored", ()), *getattr(current, "hosted_only", ()),
+             *getattr(current, "reference_aliases", {})]
+    return names + extra
 
 
 def _walk_loc(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[tuple[Any, ...], type[BaseModel] | None]:

@@ -3,7 +3,8 @@
 The mapping, with the step ids it produces (``-<env_id>`` is added when the task has several
 envs; docs/benchmarks.md shows a full example)::
 
-    env / envs             deploy_env `env`, then load_artifact `seed` when artifact_id is given
+    env / envs             deploy_env `env`, then load_artifact `seed` when artifact_id is given,
+                           then load_artifact `dataset` (the bound rows of the linked dataset)
     scenario               sync_env_clock `clock` (time = start_at) per env it touches, then per
                            action n: register_env_triggers `scenario-n` (at = start_at + at_sec)
                            and, when that is later than the env clock, sync_env_clock
@@ -11,7 +12,8 @@ envs; docs/benchmarks.md shows a full example)::
     agent                  deploy_agent `agent` (agent_name "agent", every env), started while
                            the envs are seeded
     task_item              prompt_agent `prompt` (prompt_id "prompt"), after the agent and the
-                           whole setup: the scenario has run before the agent sees the task
+                           whole setup: the scenario has run before the agent sees the task;
+                           none when task_item is null (the verifiers wait for the setup)
     state criteria         env_state_verifier `state` per env, one row per criterion
     rubric criteria        rubrics_verifier `rubric`, one criterion each
     response criteria      agent_prompt_response_verifier `response` (`response-n` when several)
@@ -23,8 +25,6 @@ first (:mod:`prefect_agentenv.documents.entities`), so every step sees their val
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
@@ -34,25 +34,25 @@ from pydantic import BaseModel, ConfigDict
 from prefect_agentenv.documents.benchmark import (
     BenchmarkDefaults,
     Entity,
+    FaxContentCheck,
     ResponseContainsCheck,
     RubricCheck,
     StateCheck,
     StateMatchCheck,
     TaskCriterion,
-    TaskItem,
     VerialTask,
+    VoiceTranscriptCheck,
     slugify,
 )
-from prefect_agentenv.documents.entities import bind_entities, entity_field, find_entity, unknown_entity
+from prefect_agentenv.documents.entities import bind_entities, entity_field, find_entity
+from prefect_agentenv.documents.linked import Bound, Linked, link
+from prefect_agentenv.documents.verial_checks import check_task, prompt_text
 from prefect_agentenv.documents.problems import Problem
 
 DEFAULT_AGENT_ID = "llm"
 """The reference tool-using agent, deployed when neither the task nor the benchmark names one."""
 AGENT_NAME = "agent"
 PROMPT_ID = "prompt"
-REFERENCE_TRIGGER_ACTIONS = {"records": ("drop_inbox_document",), "email": ("deliver_email",)}
-"""Trigger actions of the reference envs, so a misspelt action is flagged before anything runs
-(an env registered under another id is only checked when its triggers are registered)."""
 
 
 class CriterionRef(BaseModel):
@@ -108,15 +108,20 @@ class _Builder:
 
 
 def compile_verial(task: VerialTask, *, defaults: BenchmarkDefaults | None = None, path: str = "$",
-                   task_id: str | None = None) -> CompiledTask:
+                   task_id: str | None = None, linked: Linked | None = None) -> CompiledTask:
     """Compile a Verial-style task to a raw task document (validate it with ``validate_data``).
 
     Args:
         defaults: the benchmark's defaults (agent id, models, timeout).
         path: the task's JSON path in the benchmark, for problems and the source map.
         task_id: the document's id (the task's id when omitted).
+        linked: the benchmark's envs and dataset (and how to read the dataset).
     """
     defaults = defaults or BenchmarkDefaults()
+    linked_task, link_problems = link(task, linked or Linked(), path)
+    if linked_task is None:
+        return CompiledTask({}, problems=link_problems)
+    task = linked_task.task
     problems, warnings = check_task(task, path)
     bound, bind_problems = bind_entities(task, path)
     problems += bind_problems
@@ -124,10 +129,10 @@ def compile_verial(task: VerialTask, *, defaults: BenchmarkDefaults | None = Non
         return CompiledTask({}, problems=problems, warnings=warnings)
     b = _Builder()
     many = len(bound.all_envs()) > 1
-    tails = _setup(b, bound, many, path)
+    tails = _setup(b, bound, many, path, linked_task)
     env_steps = [_scoped("env", e.env_id, many) for e in bound.all_envs()]
-    _agent_and_prompt(b, bound, defaults, path, env_steps, list(tails.values()))
-    criteria = _verifiers(b, bound, defaults, many, path)
+    after = _agent_and_prompt(b, bound, defaults, path, env_steps, list(tails.values()))
+    criteria = _verifiers(b, bound, defaults, many, path, after)
     document = {"id": task_id or bound.task_id(), "description": bound.name, "tags": list(bound.tags),
                 "steps": b.steps}
     return CompiledTask(document, criteria, [], warnings, b.origins)
@@ -140,7 +145,7 @@ def _scoped(base: str, env_id: str, many: bool) -> str:
 # -- setup: envs, seed artifacts, scenario ----------------------------------------------------------
 
 
-def _setup(b: _Builder, task: VerialTask, many: bool, path: str) -> dict[str, str]:
+def _setup(b: _Builder, task: VerialTask, many: bool, path: str, linked: Bound) -> dict[str, str]:
     """Deploy and seed every env, then run the scenario; returns each env's last setup step."""
     tails: dict[str, str] = {}
     for i, env in enumerate(task.all_envs()):
@@ -157,9 +162,27 @@ def _setup(b: _Builder, task: VerialTask, many: bool, path: str) -> dict[str, st
             if env.artifact_version:
                 seed["version"] = env.artifact_version
             tails[env.env_id] = b.add(seed, f"{origin}.artifact_id")
+        if linked.dataset is not None and linked.dataset_env == env.env_id:
+            tails[env.env_id] = _dataset_step(b, linked, many, tails[env.env_id], reset=not env.artifact_id,
+                                              origin=f"{origin}.dataset" if env.dataset else "$.dataset")
     if task.scenario is not None:
         _scenario(b, task, many, tails, path)
     return tails
+
+
+def _dataset_step(b: _Builder, linked: Bound, many: bool, after: str, *, reset: bool, origin: str) -> str:
+    """Load the dataset into its env: only the bound entities' rows when the task binds any."""
+    assert linked.dataset is not None and linked.dataset_env is not None
+    step: dict[str, Any] = {"id": _scoped("dataset", linked.dataset_env, many), "type": "load_artifact",
+                            "env_id": linked.dataset_env, "artifact_id": linked.dataset.artifact_id,
+                            "depends_on": [after]}
+    if linked.dataset.version:
+        step["version"] = linked.dataset.version
+    if linked.entity_ids is not None:
+        step["entity_ids"] = linked.entity_ids
+    if not reset:
+        step["reset"] = False
+    return b.add(step, origin)
 
 
 def _scenario(b: _Builder, task: VerialTask, many: bool, tails: dict[str, str], path: str) -> None:
@@ -176,7 +199,7 @@ def _scenario(b: _Builder, task: VerialTask, many: bool, tails: dict[str, str], 
                                    "time": start.isoformat(), "depends_on": [tails[env_id]]},
                                   f"{path}.scenario.start_at")
             offsets[env_id] = 0.0
-        data = {**(entities[action.entity_id].fields() if action.entity_id else {}), **action.data}
+        data = action.trigger_data(entities[action.entity_id].fields() if action.entity_id else {})
         trigger: dict[str, Any] = {"at": (start + timedelta(seconds=action.at_sec)).isoformat(),
                                    "action": action.action, "data": data}
         if action.id:
@@ -202,19 +225,10 @@ def agent_id_of(task: VerialTask, defaults: BenchmarkDefaults) -> str:
         or DEFAULT_AGENT_ID
 
 
-def prompt_text(item: TaskItem) -> str:
-    """The instruction, then the trigger and the expected inputs as context lines."""
-    context = []
-    if item.trigger:
-        context.append(f"Trigger: {item.trigger.strip()}")
-    if item.expected_inputs:
-        inputs = item.expected_inputs if isinstance(item.expected_inputs, str) else "; ".join(item.expected_inputs)
-        context.append(f"Expected inputs: {inputs.strip()}")
-    return "\n\n".join([item.instruction.strip(), *(["\n".join(context)] if context else [])])
-
-
 def _agent_and_prompt(b: _Builder, task: VerialTask, defaults: BenchmarkDefaults, path: str,
-                      env_steps: list[str], setup_tails: list[str]) -> None:
+                      env_steps: list[str], setup_tails: list[str]) -> list[str]:
+    """Deploy the agent and prompt it with the task_item; returns what the verifiers wait for (the
+    prompt, or without a task_item the agent and the whole setup)."""
     agent = task.agent
     step: dict[str, Any] = {"id": "agent", "type": "deploy_agent", "a2a_agent_id": agent_id_of(task, defaults),
                             "agent_name": AGENT_NAME, "env_ids": [e.env_id for e in task.all_envs()],
@@ -223,16 +237,22 @@ def _agent_and_prompt(b: _Builder, task: VerialTask, defaults: BenchmarkDefaults
         step["model"] = agent.model or defaults.model
     if agent.system_prompt:
         step["system_prompt"] = agent.system_prompt
-    if agent.agent_config:
-        step["agent_config"] = agent.agent_config
+    named = agent.a2a_agent_id or any(e.a2a_agent_id for e in task.all_envs())
+    config = {**({} if named else defaults.agent_config), **agent.agent_config}
+    if config:
+        step["agent_config"] = config
     b.add(step, f"{path}.agent", [(".agent_config", f"{path}.agent.agent_config")])
+    text = prompt_text(task.task_item)
+    if not text:
+        return list(dict.fromkeys(["agent", *setup_tails]))
     prompt: dict[str, Any] = {"id": "prompt", "type": "prompt_agent", "agent_name": AGENT_NAME, "prompt_id": PROMPT_ID,
-                              "prompt": prompt_text(task.task_item),
+                              "prompt": text,
                               "timeout_seconds": task.timeout or defaults.timeout_seconds,
                               "depends_on": list(dict.fromkeys(["agent", *setup_tails]))}
     if agent.max_turns:
         prompt["max_turns"] = agent.max_turns
     b.add(prompt, f"{path}.task_item", [(".prompt", f"{path}.task_item.instruction")])
+    return [PROMPT_ID]
 
 
 # -- criteria -> verifiers --------------------------------------------------------------------------
@@ -261,10 +281,10 @@ def _positive(weights: list[float]) -> float:
 
 
 def _verifiers(b: _Builder, task: VerialTask, defaults: BenchmarkDefaults, many: bool,
-               path: str) -> list[CriterionRef]:
+               path: str, after: list[str]) -> list[CriterionRef]:
     ids = criterion_ids(task.criteria)
     refs: list[CriterionRef] = []
-    refs += _state_verifiers(b, task, ids, many, path)
+    refs += _state_verifiers(b, task, ids, many, path, after)
     refs += _rubric_verifier(b, task, ids, defaults, path)
     refs += _response_verifiers(b, task, ids, path)
     order = {cid: i for i, cid in enumerate(ids)}
@@ -276,7 +296,8 @@ def _ref(c: TaskCriterion, cid: str, verifier_id: str, row: bool = True) -> Crit
                         row_id=cid if row else None)
 
 
-def _state_verifiers(b: _Builder, task: VerialTask, ids: list[str], many: bool, path: str) -> list[CriterionRef]:
+def _state_verifiers(b: _Builder, task: VerialTask, ids: list[str], many: bool, path: str,
+                     after: list[str]) -> list[CriterionRef]:
     refs: list[CriterionRef] = []
     for env in task.all_envs():
         rows = [(j, c) for j, c in enumerate(task.criteria)
@@ -287,7 +308,7 @@ def _state_verifiers(b: _Builder, task: VerialTask, ids: list[str], many: bool, 
         assertions = [_state_row(c, ids[j], find_entity(task, c.input_entity_id)) for j, c in rows]
         b.add({"id": verifier_id, "type": "env_state_verifier", "env_id": env.env_id, "verifier_id": verifier_id,
                "assertions": assertions, "score_aggregator": "weighted_average",
-               "weight": _positive([c.weight for _, c in rows]), "depends_on": [PROMPT_ID]},
+               "weight": _positive([c.weight for _, c in rows]), "depends_on": after},
               f"{path}.criteria",
               [(f".assertions[{r}]", f"{path}.criteria[{j}].assertion") for r, (j, _) in enumerate(rows)])
         refs += [_ref(c, ids[j], verifier_id) for j, c in rows]
@@ -304,6 +325,8 @@ def _state_row(c: TaskCriterion, cid: str, entity: Entity | None) -> dict[str, A
         row["axis"] = c.axis
     if isinstance(check, StateMatchCheck) and entity is not None and check.correlate_by.value is None:
         row["correlate_by"]["value"] = entity_field(entity, check.correlate_by.key)
+    if isinstance(check, VoiceTranscriptCheck | FaxContentCheck) and entity is not None:
+        row["where"] = {"patient_id": entity_field(entity, "patient_id"), **check.where}
     return row
 
 
@@ -339,111 +362,3 @@ def _response_verifiers(b: _Builder, task: VerialTask, ids: list[str], path: str
               f"{path}.criteria[{j}]", [(".response_contains", f"{path}.criteria[{j}].assertion.needles")])
         refs.append(_ref(c, ids[j], verifier_id, row=False))
     return refs
-
-
-# -- checks that need the whole task --------------------------------------------------------------
-
-
-def check_task(task: VerialTask, path: str) -> tuple[list[Problem], list[Problem]]:
-    """Names a Verial task uses must exist in it: envs, entities, criterion ids, its agent."""
-    problems: list[Problem] = []
-    warnings: list[Problem] = []
-    envs = task.all_envs()
-    env_ids = [e.env_id for e in envs]
-    env_path = f"{path}.env" if task.env is not None else f"{path}.envs"
-    problems += _duplicates(env_ids, lambda i: f"{env_path}[{i}].env_id",
-                            lambda name, first: f"Env '{name}' is already deployed (first at envs[{first}])")
-    problems += _duplicates([e.id for e in task.entities], lambda i: f"{path}.entities[{i}].id",
-                            lambda name, first: f"duplicate entity id '{name}' (first at entities[{first}])")
-    problems += _duplicates([c.id for c in task.criteria], lambda i: f"{path}.criteria[{i}].id",
-                            lambda name, first: f"duplicate criterion id '{name}' (first at criteria[{first}])")
-    problems += _agent_conflicts(task, path)
-    scenario_problems, warnings = _check_scenario(task, env_ids, path)
-    problems += scenario_problems
-    for j, c in enumerate(task.criteria):
-        problems += _check_criterion(task, c, env_ids, f"{path}.criteria[{j}]")
-    return problems, warnings
-
-
-def _duplicates(names: Sequence[str | None], where: Callable[[int], str],
-                message: Callable[[str, int], str]) -> list[Problem]:
-    seen: dict[str, int] = {}
-    problems = []
-    for i, name in enumerate(names):
-        if name is None:
-            continue
-        if name in seen:
-            problems.append(Problem(message(name, seen[name]), path=where(i), hint="give each its own name"))
-        else:
-            seen[name] = i
-    return problems
-
-
-def _agent_conflicts(task: VerialTask, path: str) -> list[Problem]:
-    named = [(i, e.a2a_agent_id) for i, e in enumerate(task.all_envs()) if e.a2a_agent_id]
-    chosen = task.agent.a2a_agent_id or (named[0][1] if named else None)
-    env_path = f"{path}.env" if task.env is not None else f"{path}.envs"
-    return [Problem(f"a2a_agent_id '{agent}' conflicts with '{chosen}': the task deploys one agent",
-                    path=(env_path if task.env is not None else f"{env_path}[{i}]") + ".a2a_agent_id",
-                    hint="name the agent once, under agent.a2a_agent_id")
-            for i, agent in named if agent != chosen]
-
-
-def _env_ref(env_id: str | None, env_ids: list[str], where: str, what: str) -> list[Problem]:
-    if env_id is None:
-        if len(env_ids) > 1:
-            return [Problem(f"the task has several envs: say which one {what}", path=where,
-                            hint=f"set env_id to one of: {', '.join(env_ids)}")]
-        return []
-    if env_id in env_ids:
-        return []
-    close = difflib.get_close_matches(env_id, env_ids, n=1)
-    return [Problem(f"env '{env_id}' is not one of the task's envs", path=where,
-                    hint=f"did you mean '{close[0]}'?" if close else f"the task's envs: {', '.join(env_ids)}")]
-
-
-def _check_scenario(task: VerialTask, env_ids: list[str], path: str) -> tuple[list[Problem], list[Problem]]:
-    problems: list[Problem] = []
-    warnings: list[Problem] = []
-    if task.scenario is None:
-        return problems, warnings
-    entity_ids = [e.id for e in task.entities]
-    for n, action in enumerate(task.scenario.steps):
-        where = f"{path}.scenario.steps[{n}]"
-        problems += _env_ref(action.env_id, env_ids, f"{where}.env_id", "performs this action")
-        if action.entity_id is not None and action.entity_id not in entity_ids:
-            problems.append(unknown_entity(action.entity_id, entity_ids, f"{where}.entity_id"))
-        env_id = action.env_id or (env_ids[0] if len(env_ids) == 1 else None)
-        known = REFERENCE_TRIGGER_ACTIONS.get(env_id or "")
-        if known and action.action not in known:
-            close = difflib.get_close_matches(action.action, known, n=1)
-            warnings.append(Problem(
-                f"the reference env '{env_id}' has no trigger action '{action.action}'", path=f"{where}.action",
-                hint=(f"did you mean '{close[0]}'?" if close else f"its actions: {', '.join(known)}")
-                + " (an env registered under this id may have it)", severity="warning"))
-    return problems, warnings
-
-
-def _check_criterion(task: VerialTask, c: TaskCriterion, env_ids: list[str], where: str) -> list[Problem]:
-    problems: list[Problem] = []
-    check = c.assertion
-    if isinstance(check, StateCheck):
-        problems += _env_ref(check.env_id, env_ids, f"{where}.assertion.env_id", "this assertion reads")
-    if isinstance(check, ResponseContainsCheck) and c.weight <= 0:
-        problems.append(Problem("a response check needs a weight above 0", path=f"{where}.weight",
-                                hint="it is scored as its own verifier; express a penalty as a rubric criterion"))
-    if c.input_entity_id is None:
-        return problems
-    entity = find_entity(task, c.input_entity_id)
-    if entity is None:
-        return [*problems, unknown_entity(c.input_entity_id, [e.id for e in task.entities], f"{where}.input_entity_id")]
-    if not isinstance(check, StateMatchCheck):
-        return [*problems, Problem("input_entity_id scopes state_match assertions only",
-                                   path=f"{where}.input_entity_id",
-                                   hint="remove it, or write the entity's values with <entity.field>")]
-    if check.correlate_by.value is None and entity_field(entity, check.correlate_by.key) is None:
-        problems.append(Problem(
-            f"entity '{entity.id}' has no field '{check.correlate_by.key}' to correlate by",
-            path=f"{where}.assertion.correlate_by.key",
-            hint=f"add '{check.correlate_by.key}' to the entity, or give correlate_by.value"))
-    return problems

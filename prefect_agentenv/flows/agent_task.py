@@ -10,23 +10,28 @@ import uuid
 from contextlib import nullcontext
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Annotated
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
-from prefect.context import FlowRunContext
+from prefect.context import FlowRunContext, TaskRunContext
+from prefect.client.schemas.objects import RunInput, TaskRun, TaskRunResult
 from prefect.states import Cancelled, Completed, Failed, State
-from pydantic import Field
+from prefect.task_engine import run_task_async
 
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.context import RunContext
+from prefect_agentenv.documents.graph import resolve_dependencies
 from prefect_agentenv.documents.loading import env_var_names, fill_placeholders, resolve_env_vars
 from prefect_agentenv.documents.models import TaskDocument
-from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError, StepError
-from prefect_agentenv.flows.report import TaskReport, build_report, publish_artifacts, write_report
+from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError, StepError, TaskDocumentError
 from prefect_agentenv.flows.cancellation import watch_cancellation
+from prefect_agentenv.flows.redaction import redacting_logs
+from prefect_agentenv.flows.report import TaskReport, build_report, publish_artifacts, redact, write_report
+from prefect_agentenv.flows.run_tags import add_flow_run_tags
+from prefect_agentenv.flows.step_log import describe_step, send_package_logs_to_prefect
 from prefect_agentenv.flows.scheduler import DagScheduler, ScheduleResult
-from prefect_agentenv.redaction import MIN_SECRET_LENGTH, Redactor, redacted_logs
+from prefect_agentenv.flows.task_parameter import TaskParameter, resolve_task_parameter
+from prefect_agentenv.redaction import MIN_SECRET_LENGTH, Redactor
 from prefect_agentenv.runtime.run import RunResources, bind_run, current_run, unbind_run
 from prefect_agentenv.runtime.stop import StopRequest, stop_on_signals
 from prefect_agentenv.runtime.sweep import write_owner
@@ -63,19 +68,53 @@ async def _run_step(step: StepModel, inputs: list[RunContext]) -> RunContext:
 
 async def _step_task_body(step: StepModel, inputs: list[RunContext]) -> RunContext | State:
     """Expected failures (our own errors) end the task run as Failed with their message and
-    no traceback; anything else is a bug and propagates with its traceback."""
+    no traceback; anything else is a bug and propagates with its traceback, unless its message
+    holds a secret value (then it fails like an expected one, redacted)."""
     current_run().services.setdefault(_STARTED, set()).add(step.id)
+    log = get_run_logger()
+    task_run = TaskRunContext.get()
+    graph: _PrefectSteps | None = current_run().services.get("prefect_steps")
+    if task_run is not None and graph is not None:
+        graph.task_runs[step.id] = task_run.task_run
+    if task_run is not None and task_run.task_run.run_count > 1:  # a Prefect retry: start clean
+        await current_run().teardown.stop_owned_by({step.id})
     try:
-        return await _run_step(step, inputs)
-    except AgentEnvError as exc:
-        return Failed(message=str(exc), data=exc)
+        out = await _run_step(step, inputs)
     except asyncio.CancelledError:
         # Stopped on purpose (the run was stopped, or another step failed it): the task run ends
         # Cancelled rather than Crashed; the caller re-raises the cancellation.
         return Cancelled(message="stopped before it finished: the run was stopped or another step failed")
+    except Exception as exc:
+        # A state message is stored by the Prefect API: it never carries a secret in clear.
+        message = redact(str(exc), current_run().redact) or type(exc).__name__
+        log.error("%s (%s) failed: %s", step.id, step.type, message)
+        if isinstance(exc, AgentEnvError) or message != str(exc):
+            return Failed(message=message, data=exc)
+        raise
+    for line in describe_step(inputs, out):
+        log.info("%s", line)
+    return out
 
 
 _step_task = task(_step_task_body, cache_policy=NO_CACHE, persist_result=False, log_prints=True)
+
+
+class _PrefectSteps:
+    """The step graph as Prefect draws it: each step's latest task run, and whose output it used.
+
+    Edges come from the dependencies the document declares, not from which objects reached a
+    task, so a step after a tolerated failure (or after a retried span) still shows its upstream.
+    """
+
+    def __init__(self, document: TaskDocument) -> None:
+        self.deps = resolve_dependencies([s.id for s in document.steps],
+                                         [s.dependency_ids() for s in document.steps])
+        self.task_runs: dict[str, TaskRun] = {}
+        """Each step's task run as its engine left it; a span retry runs the step again in it."""
+
+    def upstream(self, step_id: str) -> dict[str, set[RunInput]]:
+        return {"inputs": {TaskRunResult(id=self.task_runs[d].id) for d in self.deps.get(step_id, [])
+                           if d in self.task_runs}}
 
 
 async def _execute_as_prefect_task(step: StepModel, inputs: list[RunContext]) -> RunContext:
@@ -84,10 +123,24 @@ async def _execute_as_prefect_task(step: StepModel, inputs: list[RunContext]) ->
         return await _run_step(step, inputs)
     started: set[str] = run.services.setdefault(_STARTED, set())
     started.discard(step.id)
-    tags = {step.type} if get_settings().tag_task_runs else set()
+    settings = get_settings()
+    tags = {step.type} if settings.tag_task_runs else set()
     runnable = _step_task.with_options(name=step.id, task_run_name=step.id, tags=tags)
+    retry = step.retry_config
+    own_retries = bool(retry and retry.max_retries > 0 and retry.retry_from_step_id == step.id)
+    if own_retries:
+        assert retry is not None
+        # Retrying only itself is what Prefect's task retries do: the UI shows one task run with its
+        # attempts (run_count) and the delay as AwaitingRetry.
+        delay = settings.retry_delay_seconds if retry.retry_delay_seconds is None else retry.retry_delay_seconds
+        runnable = runnable.with_options(retries=retry.max_retries, retry_delay_seconds=delay)
+    graph: _PrefectSteps | None = current_run().services.get("prefect_steps")
+    # A step run again by a span retry continues its own task run: the UI shows one step with
+    # several attempts (run_count) instead of unrelated task runs.
     try:
-        state = await runnable(step, inputs, return_state=True)
+        state = await run_task_async(runnable, parameters={"step": step, "inputs": inputs}, return_type="state",
+                                     task_run=graph.task_runs.get(step.id) if graph else None,
+                                     dependencies=graph.upstream(step.id) if graph else None)
     except Exception as exc:  # Prefect's own machinery failed (its API went away), not the step
         if step.id in started:
             raise
@@ -98,11 +151,11 @@ async def _execute_as_prefect_task(step: StepModel, inputs: list[RunContext]) ->
     if state.is_cancelled():
         raise asyncio.CancelledError(state.message)
     result = await state.result(raise_on_failure=False)
-    if isinstance(result, BaseException):
-        raise result
     if not state.is_completed():
-        raise StepError(state.message or f"step ended in state {state.type.value}", step_id=step.id,
-                        step_type=step.type)
+        error = result if isinstance(result, BaseException) else StepError(
+            state.message or f"step ended in state {state.type.value}", step_id=step.id, step_type=step.type)
+        error.retries_exhausted = own_retries  # type: ignore[union-attr]  # the scheduler must not retry again
+        raise error
     return result
 
 
@@ -150,12 +203,14 @@ async def run_task_document(
     )
     run.workdir.mkdir(parents=True, exist_ok=True)
     write_owner(run.workdir, run_id=run_id, flow_run_id=_flow_run_id(), keep=keep)
+    if execute_in_prefect:
+        run.services["prefect_steps"] = _PrefectSteps(document)
     warnings = [f"step '{s.id}': accepted but not acted on: {', '.join(s.ignored_fields)}"
                 for s in document.steps if s.ignored_fields]
-    stop = stop or StopRequest()
     started_at = datetime.now(timezone.utc).isoformat()
     t0 = time.monotonic()
     token = bind_run(run)
+    stop = stop or StopRequest()
     scheduler = DagScheduler(
         document,
         _execute_as_prefect_task if execute_in_prefect else _run_step,
@@ -165,7 +220,8 @@ async def run_task_document(
     result: ScheduleResult | None = None
     error = _unset_env_vars(document)
     timed_out = False
-    with stop_on_signals(stop) if handle_signals else nullcontext(), redacted_logs(run.redact):
+    # Secrets resolved by any step stay out of every log line; signals stop the run in order.
+    with stop_on_signals(stop) if handle_signals else nullcontext(), redacting_logs(run.redact):
         try:
             if error is None:
                 result = await scheduler.run()
@@ -193,6 +249,7 @@ async def run_task_document(
                 error=error,
                 timed_out=timed_out,
                 secrets=run.redact,
+                skip_policy=document.skip_policy,
                 transcript=transcript,
             )
             await _keep_report(report, run, report_path, publish=publish)
@@ -233,7 +290,7 @@ async def _keep_report(report: TaskReport, run: RunResources, report_path: Path 
     await _upload_report(report, run.run_id)
     if publish and _flow_run_id() and not run.services.get(_PREFECT_DOWN):
         try:
-            await publish_artifacts(report)
+            await publish_artifacts(report, run.redact)
         except Exception as exc:  # artifacts are a view; a failed upload must not hide the report
             logger.warning("could not publish Prefect artifacts: %s", exc)
 
@@ -289,6 +346,10 @@ def _agent_task_run_name() -> str:
     ctx = FlowRunContext.get()
     params = ctx.flow_run.parameters if ctx and ctx.flow_run else {}
     task = params.get("task")
+    if isinstance(task, str):  # a path or an artifact id: its name is the best we have before loading it
+        return Path(task).stem or task
+    if isinstance(task, list):
+        task = {"steps": task}
     data = task.model_dump() if isinstance(task, TaskDocument) else task if isinstance(task, dict) else {}
     steps = data.get("steps", data) if isinstance(data, dict) else data
     overrides = params.get("overrides") or {}
@@ -302,20 +363,35 @@ def _agent_task_run_name() -> str:
 @flow(name="agent-task", flow_run_name=_agent_task_run_name, persist_result=False, log_prints=True,
       validate_parameters=True)
 async def agent_task(
-    task: TaskDocument,
-    seeds: Annotated[dict[str, str] | None, Field(description="Values for <name> placeholders.")] = None,
-    overrides: Annotated[
-        dict[str, str] | None, Field(description="Per-run overrides, e.g. a2a_agent_id=scripted, judge_model=...")
-    ] = None,
-    keep: Annotated[bool, Field(description="Keep agent sandboxes after the run.")] = False,
-    report_path: Annotated[str | None, Field(description="Also write the JSON report to this path.")] = None,
+    task: TaskParameter,
+    seeds: dict[str, str] | None = None,
+    overrides: dict[str, str] | None = None,
+    keep: bool = False,
+    report_path: str | None = None,
 ) -> State:
-    """Run one agent-evaluation task: deploy, prompt, grade, collect, tear down, report."""
+    """Run one agent-evaluation task: deploy, prompt, grade, collect, tear down, report.
+
+    Args:
+        task: The task document: `{"id": ..., "tags": [...], "steps": [...]}`, a bare list of steps, the path
+            of a document on the worker, or the id (`ID` or `ID@VERSION`) of a file artifact holding one.
+        seeds: Values for `<name>` placeholders in the document, e.g. `{"customer": "Dana"}`.
+        overrides: Per-run overrides, e.g. `{"a2a_agent_id": "scripted"}`, `{"judge_model": "gpt-4.1-mini"}`
+            or `{"assistant.agent_config": "{...}"}`.
+        keep: Keep the agents' sandboxes after the run (to inspect the files they wrote).
+        report_path: Also write the JSON report to this path on the worker.
+    """
+    try:
+        document = resolve_task_parameter(task)
+    except TaskDocumentError as exc:  # a user mistake: every problem listed, no traceback
+        get_run_logger().error("%s", exc)
+        return Failed(message=str(exc))
+    send_package_logs_to_prefect()
+    await add_flow_run_tags(document.tags)
     stop = StopRequest()
     top_level = _is_top_level()
     # Only a process's own run watches for cancellation: subflows of a benchmark stop with it.
     async with watch_cancellation(stop, _flow_run_id() if top_level else None):
-        report = await run_task_document(task, seeds=seeds, overrides=overrides, keep=keep, stop=stop,
+        report = await run_task_document(document, seeds=seeds, overrides=overrides, keep=keep, stop=stop,
                                          report_path=Path(report_path) if report_path else None,
                                          handle_signals=top_level)
     get_run_logger().info("task %s: %s (score %s)", report.task_id, report.outcome.value, report.score)

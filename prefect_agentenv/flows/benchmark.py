@@ -41,6 +41,9 @@ from prefect_agentenv.documents.loading import ParseError, read_document
 from prefect_agentenv.exceptions import AgentEnvError, ArtifactError, TaskDocumentError
 from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.flows.agent_task import agent_task, report_key
+from prefect_agentenv.flows.events import finished_events, task_result_event
+from prefect_agentenv.flows.fleet import cancel_flow_run, wait_for_flow_run
+from prefect_agentenv.flows.links import flow_run_url
 from prefect_agentenv.flows.report import TaskReport, artifact_key, verification_rows
 from prefect_agentenv.flows.results import ResultsStore, crashed_result, read_results, result_from_report, task_key
 from prefect_agentenv.flows.view_data import benchmark_view, publish_benchmark_report
@@ -85,6 +88,11 @@ def _flow_run_name() -> str:
     return f"{name}" + (f" · {agent}" if agent else "")
 
 
+def _current_flow_run_id() -> str | None:
+    ctx = FlowRunContext.get()
+    return str(ctx.flow_run.id) if ctx and ctx.flow_run else None
+
+
 def _slug_of(path: Path) -> str | None:
     """The slug a benchmark file declares (for the run's name only; errors are reported by the run)."""
     try:
@@ -96,26 +104,37 @@ def _slug_of(path: Path) -> str | None:
 
 @flow(name="benchmark", flow_run_name=_flow_run_name, persist_result=False, log_prints=True)
 async def benchmark(
-    path: Annotated[str | None, Field(description="Benchmark document (YAML/JSON) on the worker's disk.")] = None,
-    benchmark: Annotated[Benchmark | None, Field(description="The benchmark document itself.")] = None,
-    run_id: Annotated[str | None, Field(description="Resume this run: only missing or errored tasks run.")] = None,
-    overrides: Annotated[dict[str, str] | None, Field(description="Per-run overrides for every task.")] = None,
-    epochs: Annotated[int | None, Field(description="Override the document's epochs.", ge=1)] = None,
-    concurrency: Annotated[int | None, Field(description="Override the document's concurrency.", ge=1)] = None,
-    dispatch: Annotated[Literal["subflow", "deployment"],
-                        Field(description="Run tasks here, or as flow runs of an agent-task deployment.")] = "subflow",
-    deployment: Annotated[str, Field(description="The agent-task deployment used by dispatch=deployment.")]
-    = "agent-task/agent-task",
-    report_dir: Annotated[str | None, Field(description="Also write each task's report and the summary here.")]
-    = None,
+    path: str | None = None,
+    benchmark: Benchmark | None = None,
+    run_id: str | None = None,
+    overrides: dict[str, str] | None = None,
+    epochs: Annotated[int | None, Field(ge=1)] = None,
+    concurrency: Annotated[int | None, Field(ge=1)] = None,
+    dispatch: Literal["subflow", "deployment"] = "subflow",
+    deployment: str = "agent-task/agent-task",
+    report_dir: str | None = None,
 ) -> State:
-    """Run a benchmark: tasks × seeds × epochs with bounded concurrency, then summarize and compare."""
+    """Run a benchmark: tasks × seeds × epochs with bounded concurrency, then summarize and compare.
+
+    Args:
+        path: The benchmark document (YAML or JSON) on the worker's disk; task paths in it are relative to it.
+        benchmark: The benchmark document itself, instead of a path.
+        run_id: Resume this run: only its missing or errored task runs run again. Empty: the flow run's id.
+        overrides: Overrides for every task, e.g. `{"a2a_agent_id": "llm", "model": "gpt-4.1"}`.
+        epochs: How many times each task runs (overrides the document's `epochs`).
+        concurrency: How many task runs at once (overrides the document's `concurrency`).
+        dispatch: `subflow` runs every task here; `deployment` starts each as a flow run of `deployment`
+            on its work pool (a fleet).
+        deployment: The agent-task deployment that `dispatch=deployment` starts, as `flow/deployment`.
+        report_dir: Also write each task's report and the summary into this folder on the worker.
+    """
     try:
         bench, tasks = load(benchmark, path)
     except TaskDocumentError as exc:  # a user mistake: the message lists every problem, no traceback
         get_run_logger().error("%s", exc)
         return Failed(message=str(exc))
-    runner = _Runner(bench, tasks, run_id=run_id, overrides=overrides or {}, epochs=epochs or bench.epochs,
+    # The flow run's id by default: the UI's Retry reruns the same flow run, so it resumes this benchmark run.
+    runner = _Runner(bench, tasks, run_id=run_id or _current_flow_run_id(), overrides=overrides or {}, epochs=epochs or bench.epochs,
                      concurrency=concurrency or bench.concurrency, dispatch=dispatch, deployment=deployment,
                      report_dir=Path(report_dir) if report_dir else None)
     summary = await runner.run()
@@ -160,6 +179,7 @@ class _Runner:
             async with gate:
                 result = await self._run_one(key)
             await self.results.append_async(result)
+            task_result_event(self.bench.slug, self.run_id, result)
             self.done += 1
             _emit("result", result.model_dump(mode="json"))
             if self.progress_id is not None:
@@ -215,18 +235,31 @@ class _Runner:
     async def _dispatch(self, task: ExpandedTask, key: RunKey) -> tuple[TaskReport | None, str | None]:
         agent = self.overrides.get("a2a_agent_id") or self.bench.defaults.a2a_agent_id
         name = f"{task.task_id} · epoch {key.epoch}" + (f" · {agent}" if agent else "")
-        with tags(f"benchmark:{self.bench.slug}", *task.tags):
+        run_tags = [f"benchmark:{self.bench.slug}", *task.tags, f"epoch:{key.epoch}", f"seed:{key.seed_index}"]
+        with tags(*run_tags):
             if self.dispatch == "deployment":
-                flow_run = await run_deployment(
-                    self.deployment, parameters={"task": task.document.model_dump(mode="json", by_alias=True),
-                                                 "overrides": self.overrides},
-                    flow_run_name=name, timeout=None, as_subflow=True)
-                return await asyncio.to_thread(self._read_report, str(flow_run.id)), str(flow_run.id)
+                return await self._dispatch_to_deployment(task, name, run_tags)
             state = await agent_task.with_options(flow_run_name=name)(
                 task=task.document, overrides=self.overrides, return_state=True)
             data = await state.result(raise_on_failure=False)
         report = TaskReport.model_validate(data) if isinstance(data, dict) else None
         return report, str(state.state_details.flow_run_id) if state.state_details else None
+
+    async def _dispatch_to_deployment(self, task: ExpandedTask, name: str,
+                                      run_tags: list[str]) -> tuple[TaskReport | None, str | None]:
+        """Start the task as a flow run of the agent-task deployment and wait for it; when this wait is
+        cut short (the task's timeout, a cancelled benchmark) the flow run is cancelled too, so its worker
+        tears its envs and agents down instead of running on unobserved."""
+        flow_run = await run_deployment(
+            self.deployment, parameters={"task": task.document.model_dump(mode="json", by_alias=True),
+                                         "overrides": self.overrides},
+            flow_run_name=name, tags=run_tags, timeout=0, as_subflow=True)
+        try:
+            await wait_for_flow_run(flow_run.id)
+        except (TimeoutError, asyncio.CancelledError):
+            await asyncio.shield(cancel_flow_run(flow_run.id))
+            raise
+        return await asyncio.to_thread(self._read_report, str(flow_run.id)), str(flow_run.id)
 
     def _read_report(self, flow_run_id: str) -> TaskReport | None:
         try:
@@ -247,8 +280,11 @@ class _Runner:
         markdown = summary_markdown(summary, comparison, results, title=f"{self.bench.name} — run {self.run_id}")
         html_url = await self._publish_html(headline_text(summary))
         if html_url:
-            markdown += f"\n\n**HTML report** (charts, trend, a transcript per task run): [{html_url}]({html_url})\n"
-        await _publish(self.bench.slug, markdown, results, self.verification_rows, html_url)
+            opens = self.store.browser_url(html_url) or html_url  # presigned when the store is S3
+            markdown += f"\n\n**HTML report** (charts, trend, a transcript per task run): [{html_url}]({opens})\n"
+        await _publish(self.store, self.bench.slug, markdown, results, self.verification_rows,
+                       self.store.browser_url(html_url) or html_url if html_url else None)
+        finished_events(self.bench.slug, self.run_id, summary, comparison)
         out = {"run_id": self.run_id, "slug": self.bench.slug, "headline": headline_text(summary),
                "summary": summary.model_dump(mode="json"), "counts": summary.counts.model_dump(mode="json"),
                "regressions": comparison.regressions if comparison else [],
@@ -296,20 +332,26 @@ async def _progress(slug: str, done: int, total: int) -> Any:
                                            "progress"), description=f"Benchmark {slug}: share of task runs done")
 
 
-async def _publish(slug: str, markdown: str, results: list[TaskResult], rows: list[dict[str, Any]],
-                   html_url: str | None = None) -> None:
+async def _publish(store: ArtifactBackend, slug: str, markdown: str, results: list[TaskResult],
+                   rows: list[dict[str, Any]], html_url: str | None = None) -> None:
     if FlowRunContext.get() is None:
         return
     key = artifact_key("bench", slug)
-    if html_url:
-        await acreate_link_artifact(link=html_url, link_text="HTML report: charts, trend, transcripts",
-                                    key=f"{key}-report"[:100], description=f"Benchmark {slug}: the HTML report")
+    links = [f"- [{r.task_id} · epoch {r.epoch}]({url}): {r.outcome.value}" for r in results
+             if (url := flow_run_url(r.flow_run_id))]
+    if links:
+        markdown += "\n\n## Task runs\n\n" + "\n".join(links)
     await acreate_markdown_artifact(markdown=markdown, key=f"{key}-summary"[:100], description=f"Benchmark {slug}")
     await acreate_table_artifact(
         table=[{"task": r.task_id, "seed": r.seed_index, "epoch": r.epoch, "outcome": r.outcome.value,
-                "score": r.score, "duration_s": r.duration_s, "report": r.report_url, "error": (r.error or "")[:200]}
+                "score": r.score, "duration_s": r.duration_s, "flow_run": flow_run_url(r.flow_run_id),
+                "report": store.browser_url(r.report_url or "") or flow_run_url(r.flow_run_id) or r.report_url,
+                "error": (r.error or "")[:200]}
                for r in results],
         key=f"{key}-tasks"[:100], description=f"Task runs of benchmark {slug}")
     if rows:
         await acreate_table_artifact(table=rows, key=f"{key}-verifications"[:100],
                                      description=f"Every verification row of benchmark {slug}")
+    if html_url:
+        await acreate_link_artifact(link=html_url, link_text="HTML report: charts, trend, transcripts",
+                                    key=f"{key}-report"[:100], description=f"Benchmark {slug}: the HTML report")

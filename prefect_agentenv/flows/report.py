@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from pathlib import Path
@@ -10,9 +11,11 @@ from typing import Any, Literal
 from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 from pydantic import BaseModel, Field
 
+from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.context import RunContext
+from prefect_agentenv.flows.links import file_links_markdown
 from prefect_agentenv.flows.scheduler import ScheduleResult
-from prefect_agentenv.grading.outcome import Outcome, task_outcome
+from prefect_agentenv.grading.outcome import Outcome, SkipPolicy, task_outcome
 from prefect_agentenv.redaction import MASK, Redactor
 from prefect_agentenv.runtime.stop import DESCRIPTIONS
 from prefect_agentenv.transcript import Transcript, transcript_markdown
@@ -55,6 +58,7 @@ def build_report(
     error: str | None = None,
     timed_out: bool = False,
     secrets: set[str] | None = None,
+    skip_policy: SkipPolicy = "zero",
     transcript: Transcript | None = None,
 ) -> TaskReport:
     """Assemble the report of a run, with every secret value redacted."""
@@ -72,7 +76,7 @@ def build_report(
         died = "; ".join(f"{t['label']}: exit code {t.get('exit_code')}" for t in crashed)
         error = f"exited on its own during the run: {died}" + (f" (then {error})" if error else "")
     outcome, score = task_outcome(context.metadata.verifications, failed=failed, timed_out=timed_out,
-                                  tolerated_failures=len(context.metadata.failed_steps))
+                                  skip_policy=skip_policy, tolerated_failures=len(context.metadata.failed_steps))
     report = TaskReport(
         task_id=task_id,
         flow_run_id=flow_run_id,
@@ -151,10 +155,15 @@ def verification_rows(report: TaskReport) -> list[dict[str, Any]]:
     return rows
 
 
-async def publish_artifacts(report: TaskReport) -> None:
+async def publish_artifacts(report: TaskReport, secrets: set[str] | None = None) -> None:
     """Create the summary, steps and verifications artifacts on the current flow run."""
     key = artifact_key("agentenv", report.task_id)
-    await acreate_markdown_artifact(markdown=summary_markdown(report), key=f"{key}-summary"[:100],
+    markdown = summary_markdown(report)
+    collected = report.context.get("metadata", {}).get("collected_artifacts") or {}
+    if collected:
+        with await asyncio.to_thread(get_artifact_store) as store:
+            markdown += "\n".join(await asyncio.to_thread(file_links_markdown, store, collected))
+    await acreate_markdown_artifact(markdown=redact(markdown, secrets or set()), key=f"{key}-summary"[:100],
                                     description=f"Outcome of task {report.task_id}")
     await acreate_table_artifact(
         table=[{k: s.get(k) for k in ("id", "type", "state", "started_at", "duration_s", "attempts", "error")}

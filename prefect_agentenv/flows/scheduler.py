@@ -164,7 +164,7 @@ class DagScheduler:
             raise
         except Exception as exc:
             error: Exception = exc
-        if step.retry_config and step.retry_config.max_retries > 0:
+        if step.retry_config and step.retry_config.max_retries > 0 and not getattr(error, "retries_exhausted", False):
             out = await self._retry(step, error)
             if out is not None:
                 return out

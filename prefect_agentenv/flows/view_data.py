@@ -66,7 +66,8 @@ def benchmark_view(store: ArtifactBackend, slug: str, run_id: str | None = None,
     view = ReportView(
         kind="benchmark", title=title or f"Benchmark {slug}", slug=slug, run_id=run_id, generated_at=_now(),
         headline=headline or _headline(results), summary=summary,
-        rows=[_row(r, reports.get(r.run_key)) for r in results], bars=score_bars(results), trend=trend,
+        rows=[_row(r, reports.get(r.run_key)) for r in sorted(results, key=lambda r: r.run_key)],
+        bars=score_bars(results), trend=trend,
         regressions=regressions, prefect_ui_url=PREFECT_UI_URL.value())
     return _attach(view, store)
 

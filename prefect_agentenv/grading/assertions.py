@@ -8,7 +8,39 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag
+
+ASSERT_ALIASES = {
+    "portal_state_match": "state_match", "resource_state_match": "state_match", "fhir_resource_state": "state_match",
+    "voice_transcript_contains": "voice_transcript", "voice_transcript_phrases": "voice_transcript",
+    "transcript_contains": "voice_transcript",
+    "outbound_fax": "fax_content", "outbound_fax_content": "fax_content", "fax_content_match": "fax_content",
+}
+"""Other spellings of assertion kinds: Verial writes them hyphenated and names what they read
+(``portal-state-match`` is a state_match against the portal's rows)."""
+
+
+def canonical_assert(value: Any) -> Any:
+    """``portal-state-match`` -> ``state_match``: hyphens become underscores, aliases their kind."""
+    if not isinstance(value, str):
+        return value
+    name = value.strip().lower().replace("-", "_")
+    return ASSERT_ALIASES.get(name, name)
+
+
+def assert_kind(value: Any) -> str | None:
+    """The canonical ``assert`` of a raw assertion (or of a model), for discriminated unions."""
+    if isinstance(value, BaseModel):
+        return getattr(value, "assert_", None)
+    if isinstance(value, dict):
+        return canonical_assert(value.get("assert"))  # type: ignore[no-any-return]
+    return None
+
+
+def kind_literal(name: str) -> Any:
+    """The ``assert`` field of an assertion model, accepting every spelling of its kind."""
+    return Annotated[Literal[name], BeforeValidator(canonical_assert)]  # type: ignore[valid-type]
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
@@ -45,7 +77,7 @@ class _Labelled(_Strict):
 
 
 class StateMatch(_Labelled):
-    assert_: Literal["state_match"] = Field(alias="assert")
+    assert_: kind_literal("state_match") = Field(alias="assert")
     id: str
     correlate_by: CorrelateBy
     assertions: list[PathAssertion] = Field(min_length=1)
@@ -53,7 +85,7 @@ class StateMatch(_Labelled):
 
 
 class RecordCount(_Labelled):
-    assert_: Literal["record_count"] = Field(alias="assert")
+    assert_: kind_literal("record_count") = Field(alias="assert")
     id: str
     resource: str
     where: dict[str, Any] = Field(default_factory=dict)
@@ -65,7 +97,7 @@ class RecordCount(_Labelled):
 
 
 class FilePresent(_Labelled):
-    assert_: Literal["file_present"] = Field(alias="assert")
+    assert_: kind_literal("file_present") = Field(alias="assert")
     id: str
     resource: str = "files"
     name: str
@@ -74,7 +106,45 @@ class FilePresent(_Labelled):
     weight: float = 1.0
 
 
-StateAssertion = Annotated[StateMatch | RecordCount | FilePresent, Field(discriminator="assert_")]
+class VoiceTranscript(_Labelled):
+    """A phone call's transcript says every phrase (voice interface outcomes)."""
+
+    assert_: kind_literal("voice_transcript") = Field(alias="assert")
+    id: str
+    phrases: list[str] = Field(min_length=1)
+    """Phrases that must all be said in one call (case and spacing forgiven)."""
+    number: str | None = None
+    """Only calls with this number (the line called or calling); any call when omitted."""
+    speaker: str | None = None
+    """Only what this speaker said (``agent`` or ``line``); the whole transcript when omitted."""
+    where: dict[str, Any] = Field(default_factory=dict)
+    """Only calls whose fields equal these values (e.g. ``{patient_id: P1}``)."""
+    resource: str = "calls"
+    weight: float = 1.0
+
+
+class FaxContent(_Labelled):
+    """An outbound fax carries every phrase (fax interface outcomes)."""
+
+    assert_: kind_literal("fax_content") = Field(alias="assert")
+    id: str
+    contains: list[str] = Field(min_length=1)
+    """Phrases that must all appear in one fax (its title, cover text or attached documents)."""
+    to: str | None = None
+    """Only faxes sent to this number; any fax when omitted."""
+    where: dict[str, Any] = Field(default_factory=dict)
+    """Only faxes whose fields equal these values (e.g. ``{patient_id: P1}``)."""
+    resource: str = "outbound_faxes"
+    weight: float = 1.0
+
+
+AnyStateAssertion = StateMatch | RecordCount | FilePresent | VoiceTranscript | FaxContent
+StateAssertion = Annotated[
+    Annotated[StateMatch, Tag("state_match")] | Annotated[RecordCount, Tag("record_count")]
+    | Annotated[FilePresent, Tag("file_present")] | Annotated[VoiceTranscript, Tag("voice_transcript")]
+    | Annotated[FaxContent, Tag("fax_content")],
+    Discriminator(assert_kind),
+]
 
 
 _MISSING = object()
@@ -182,12 +252,79 @@ def file_present(state: dict[str, Any], a: FilePresent) -> dict[str, Any]:
                                           "contains": a.contains})
 
 
-def evaluate(state: dict[str, Any], assertion: StateMatch | RecordCount | FilePresent) -> dict[str, Any]:
+def _normal(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def _phrases_in(records: list[Any], phrases: list[str], text_of: Any) -> tuple[Any, list[str]]:
+    """The first record whose text has every phrase, else the record missing the fewest (and what it misses)."""
+    best: tuple[Any, list[str]] = (None, list(phrases))
+    for record in records:
+        text = _normal(text_of(record))
+        missing = [p for p in phrases if _normal(p) not in text]
+        if not missing:
+            return record, []
+        if len(missing) < len(best[1]):
+            best = (record, missing)
+    return best
+
+
+def _where(records: list[Any], where: dict[str, Any], **fields: Any) -> list[Any]:
+    wanted = {**where, **{k: v for k, v in fields.items() if v is not None}}
+    return [r for r in records if isinstance(r, dict) and all(_equal(get_path(r, k), v) for k, v in wanted.items())]
+
+
+def voice_transcript(state: dict[str, Any], a: VoiceTranscript) -> dict[str, Any]:
+    """One call (of the number, matching ``where``) whose transcript says every phrase."""
+    calls = [c for c in _where(_records(state, a.resource), a.where)
+             if a.number is None or _equal(c.get("number"), a.number)]
+
+    def said(call: dict[str, Any]) -> str:
+        turns = call.get("transcript") or []
+        if isinstance(turns, str):
+            return turns
+        return " \n".join(str(t.get("text", "")) for t in turns
+                          if isinstance(t, dict) and (a.speaker is None or _equal(t.get("speaker"), a.speaker)))
+
+    call, missing = _phrases_in(calls, a.phrases, said)
+    evidence = {"resource": a.resource, "number": a.number, "speaker": a.speaker, "calls": len(calls),
+                "call_id": call.get("call_id") if isinstance(call, dict) else None, "missing": missing}
+    if not calls:
+        return _row(a.id, False, a.weight, f"no call in '{a.resource}'" + (f" with {a.number}" if a.number else ""),
+                    evidence)
+    why = "every phrase was said" if not missing else f"not said: {', '.join(repr(m) for m in missing)}"
+    return _row(a.id, not missing, a.weight, why, evidence)
+
+
+def fax_content(state: dict[str, Any], a: FaxContent) -> dict[str, Any]:
+    """One outbound fax (to the number, matching ``where``) carrying every phrase."""
+    faxes = [f for f in _where(_records(state, a.resource), a.where) if a.to is None or _equal(f.get("to"), a.to)]
+
+    def text(fax: dict[str, Any]) -> str:
+        attached = [str(d.get("content", "")) + " " + str(d.get("title", ""))
+                    for d in fax.get("attachments") or [] if isinstance(d, dict)]
+        return " \n".join([str(fax.get("title", "")), str(fax.get("content", "")), *attached])
+
+    fax, missing = _phrases_in(faxes, a.contains, text)
+    evidence = {"resource": a.resource, "to": a.to, "faxes": len(faxes),
+                "fax_id": fax.get("fax_id") if isinstance(fax, dict) else None, "missing": missing}
+    if not faxes:
+        return _row(a.id, False, a.weight, f"no outbound fax in '{a.resource}'" + (f" to {a.to}" if a.to else ""),
+                    evidence)
+    why = "the fax carries every phrase" if not missing else f"missing: {', '.join(repr(m) for m in missing)}"
+    return _row(a.id, not missing, a.weight, why, evidence)
+
+
+def evaluate(state: dict[str, Any], assertion: AnyStateAssertion) -> dict[str, Any]:
     """One row for one assertion, with its label and axis when it has them."""
     if isinstance(assertion, StateMatch):
         row = state_match(state, assertion)
     elif isinstance(assertion, RecordCount):
         row = record_count(state, assertion)
+    elif isinstance(assertion, VoiceTranscript):
+        row = voice_transcript(state, assertion)
+    elif isinstance(assertion, FaxContent):
+        row = fax_content(state, assertion)
     else:
         row = file_present(state, assertion)
     for name in ("label", "axis"):

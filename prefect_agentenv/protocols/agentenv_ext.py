@@ -38,12 +38,16 @@ MCP_CONFIG_EXTENSION = "urn:agentenv:mcp-config/v1"
 AGENT_CONFIG_EXTENSION = "urn:agentenv:agent-config/v1"
 SKILL_CONFIG_EXTENSION = "urn:agentenv:skill-config/v1"
 TRAJECTORY_EXTENSION = "urn:agentenv:trajectory/v1"
+PEER_AGENTS_EXTENSION = "urn:agentenv:peer-agents/v1"
+AGENT_TRIGGERS_EXTENSION = "urn:agentenv:triggers/v1"
 
 _STANDARD: dict[str, tuple[str, dict[str, str]]] = {
     MCP_CONFIG_EXTENSION: ("/ext/mcp-config", {"add": "POST", "list": "GET"}),
     AGENT_CONFIG_EXTENSION: ("/ext/agent-config", {"set": "POST", "get": "GET"}),
     SKILL_CONFIG_EXTENSION: ("/ext/skill-config", {"add": "POST", "list": "GET"}),
     TRAJECTORY_EXTENSION: ("/ext/trajectory", {"get": "POST"}),
+    PEER_AGENTS_EXTENSION: ("/ext/peer-agents", {"set": "POST", "list": "GET"}),
+    AGENT_TRIGGERS_EXTENSION: ("/ext/triggers", {"register": "POST", "state": "GET"}),
 }
 """Each extension's usual endpoint and its operations' HTTP methods, used where a card is silent."""
 
@@ -206,7 +210,7 @@ class AgentEnvExtensions:
         """The MCP servers the agent holds, as it lists them."""
         operation = self.operation(MCP_CONFIG_EXTENSION, "list", purpose="list its MCP servers")
         answer = _as_dict(await self._call(operation, None, "mcp-config list"))
-        return [s for s in answer.get("mcp_servers") or [] if isinstance(s, dict)]
+        return _entries(answer.get("mcp_servers"))
 
     # agent-config
 
@@ -256,7 +260,27 @@ class AgentEnvExtensions:
         """The skills the agent holds, as it lists them."""
         operation = self.operation(SKILL_CONFIG_EXTENSION, "list", purpose="list its skills")
         answer = _as_dict(await self._call(operation, None, "skill-config list"))
-        return [s for s in answer.get("skills") or [] if isinstance(s, dict)]
+        return _entries(answer.get("skills"))
+
+    # peer-agents
+
+    async def set_peer_agents(self, peers: list[dict[str, Any]]) -> dict[str, Any]:
+        """Replace the agent's routing table: the agents it may delegate to, ``{name, url, card?, description?}``."""
+        operation = self.operation(PEER_AGENTS_EXTENSION, "set", purpose="give it peer agents")
+        return _as_dict(await self._call(operation, {"peers": peers}, "peer-agents set"))
+
+    async def list_peer_agents(self) -> list[dict[str, Any]]:
+        """The peers the agent holds, as it lists them."""
+        operation = self.operation(PEER_AGENTS_EXTENSION, "list", purpose="list its peer agents")
+        answer = _as_dict(await self._call(operation, None, "peer-agents list"))
+        return [p for p in answer.get("peers") or [] if isinstance(p, dict)]
+
+    # triggers
+
+    async def register_triggers(self, triggers: list[dict[str, Any]]) -> dict[str, Any]:
+        """Register triggers with the agent; it answers with what it ``added``."""
+        operation = self.operation(AGENT_TRIGGERS_EXTENSION, "register", purpose="register triggers with it")
+        return _as_dict(await self._call(operation, {"triggers": triggers}, "triggers register"))
 
     # trajectory
 
@@ -302,6 +326,13 @@ class AgentEnvExtensions:
 def _obj(value: Any) -> dict[str, Any]:
     """``value`` when it is a JSON object, else an empty one: cards omit or garble members."""
     return value if isinstance(value, dict) else {}
+
+
+def _entries(value: Any) -> list[dict[str, Any]]:
+    """A listing as a list of objects: ``[{name, ...}]``, or ``{name: {...}}`` (the AgentEnv SDK's form)."""
+    if isinstance(value, dict):
+        return [{"name": name, **entry} for name, entry in value.items() if isinstance(entry, dict)]
+    return [entry for entry in value or [] if isinstance(entry, dict)] if isinstance(value, list) else []
 
 
 def _as_dict(value: Any) -> dict[str, Any]:

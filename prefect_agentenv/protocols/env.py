@@ -14,25 +14,40 @@ httpx types. A card that lists ``operations: []`` makes data-plane calls fail at
 
 from __future__ import annotations
 
-import base64
-import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 from urllib.parse import urljoin
 
 import httpx
-from pydantic import AfterValidator, Discriminator, Field, Tag, TypeAdapter, ValidationError, model_validator
+from pydantic import AfterValidator, Field, TypeAdapter, ValidationError
 
 from prefect_agentenv.exceptions import EnvRpcError, ProtocolError, UnsupportedOperationError
 from prefect_agentenv.protocols import jsonrpc
+from prefect_agentenv.protocols.parts import (
+    DataPart,
+    FileContent,
+    FilePart,
+    Part,
+    TextPart,
+    parse_parts,
+    parts_to_documents,
+)
 from prefect_agentenv.protocols.wire import WireModel, first_problem, unusable_reply
+
+__all__ = [
+    "CARD_PATH", "CLOCK_EXTENSION", "DATA_OPERATIONS", "TRIGGERS_EXTENSION", "ClockState", "DataPart",
+    "EnvCapabilities", "EnvCard", "EnvClient", "EnvExtension", "EnvInterface", "FileContent", "FilePart", "Part",
+    "TextPart", "Trigger", "UtcDatetime", "parse_parts", "parts_to_documents",
+]
 
 CARD_PATH = ".well-known/agent-env.json"
 ENV_PROTOCOL_VERSION = "1.0"
 DATA_OPERATIONS = ("data/reset", "data/add", "data/get")
 CLOCK_EXTENSION = "urn:agentenv:clock/v1"
 TRIGGERS_EXTENSION = "urn:agentenv:triggers/v1"
+DISABLE_TOOL_EXTENSION = "urn:agentenv:disable-tool/v1"
+ENABLE_TOOL_EXTENSION = "urn:agentenv:enable-tool/v1"
 CLOCK_METHODS = ("clock/get", "clock/set", "clock/advance")
 TRIGGER_METHODS = ("triggers/register", "triggers/list")
 
@@ -48,92 +63,6 @@ UtcDatetime = Annotated[datetime, AfterValidator(_as_utc)]
 
 _Wire = WireModel
 """Wire models keep unknown members, read ``null`` as absent and accept camelCase or snake_case."""
-
-
-# --- parts -----------------------------------------------------------------------------------
-
-
-class DataPart(_Wire):
-    """Structured data, e.g. ``{"emails": [...]}``."""
-
-    kind: Literal["data"] = "data"
-    data: dict[str, Any]
-    metadata: dict[str, Any] | None = None
-
-
-class TextPart(_Wire):
-    """Plain text."""
-
-    kind: Literal["text"] = "text"
-    text: str
-    metadata: dict[str, Any] | None = None
-
-
-class FileContent(_Wire):
-    """A file carried inline (base64 ``bytes``) or by reference (``uri``)."""
-
-    bytes_: str | None = Field(default=None, alias="bytes")
-    uri: str | None = None
-    mime_type: str | None = None
-    name: str | None = None
-
-    @model_validator(mode="after")
-    def _bytes_or_uri(self) -> FileContent:
-        if (self.bytes_ is None) == (self.uri is None):
-            raise ValueError("a file carries exactly one of bytes and uri")
-        return self
-
-    def content(self) -> bytes:
-        """The decoded bytes of an inline file.
-
-        Raises:
-            ValueError: the file is a reference (``uri``) or its bytes are not base64.
-        """
-        if self.bytes_ is None:
-            raise ValueError(f"file {self.name or self.uri!r} is a reference, not inline bytes")
-        return base64.b64decode(self.bytes_, validate=True)
-
-
-class FilePart(_Wire):
-    """A file, e.g. an environment artifact's JSON document."""
-
-    kind: Literal["file"] = "file"
-    file: FileContent
-    metadata: dict[str, Any] | None = None
-
-    @classmethod
-    def from_bytes(cls, content: bytes, *, name: str | None = None, mime_type: str | None = None) -> FilePart:
-        """An inline file part (base64-encoded, as the wire wants)."""
-        encoded = base64.b64encode(content).decode("ascii")
-        return cls(file=FileContent(bytes=encoded, name=name, mime_type=mime_type))
-
-
-def _part_kind(value: Any) -> str | None:
-    """``kind`` when given, else guessed from the member a part carries (A2A 1.0 parts have no kind)."""
-    if isinstance(value, Mapping):
-        kind = value.get("kind")
-        if kind is None:
-            kind = next((k for k in ("text", "data", "file") if value.get(k) is not None), None)
-        return str(kind) if kind is not None else None
-    return getattr(value, "kind", None)
-
-
-Part = Annotated[
-    Annotated[DataPart, Tag("data")] | Annotated[TextPart, Tag("text")] | Annotated[FilePart, Tag("file")],
-    Discriminator(_part_kind),
-]
-"""An A2A-style part: ``{kind: "data"|"text"|"file", ...}``; without ``kind``, by the member it carries."""
-
-_parts = TypeAdapter(list[Part])
-
-
-def parse_parts(raw: Sequence[Part | Mapping[str, Any]]) -> list[Part]:
-    """Validate parts given as models or as wire dicts.
-
-    Raises:
-        ValueError: a part is malformed (pydantic's ``ValidationError`` is a ``ValueError``).
-    """
-    return _parts.validate_python([p.to_wire() if isinstance(p, _Wire) else p for p in raw])
 
 
 # --- card ------------------------------------------------------------------------------------
@@ -278,6 +207,8 @@ class EnvClient:
         self._http = http
         self._timeout: Any = httpx.USE_CLIENT_DEFAULT if timeout is None else timeout
         self._card: EnvCard | None = None
+        self.card_json: Any = None
+        """The card as served (JSON), once :meth:`card` has read it."""
 
     # card
 
@@ -287,8 +218,12 @@ class EnvClient:
             url = urljoin(self.base_url, CARD_PATH)
             response = await self._send("GET", url, what="the card")
             try:
-                self._card = EnvCard.model_validate_json(response.content).resolved(self.base_url)
-            except ValidationError as exc:
+                self.card_json = response.json()
+                self._card = EnvCard.model_validate(self.card_json).resolved(self.base_url)
+            except ValueError as exc:  # pydantic's ValidationError is one, and so is a body that is not JSON
+                if not isinstance(exc, ValidationError):
+                    raise ProtocolError(f"{self.peer} at {url} answered its card with something other than JSON",
+                                        url=url) from exc
                 raise unusable_reply(self.peer, url, "an env card", exc) from exc
         return self._card
 
@@ -327,8 +262,11 @@ class EnvClient:
         """Export the env's data (``data/get``) as parts."""
         result = await self._data_call("data/get", {})
         raw = result.get("parts") if isinstance(result, dict) else None
+        if not isinstance(raw, list | None):
+            raise ProtocolError(f"{self.peer} at {self.base_url} sent a data/get result we cannot use: field parts: "
+                                f"expected a list, got {type(raw).__name__}", url=self.base_url)
         try:
-            return _parts.validate_python(raw)
+            return parse_parts(raw or [])  # no parts (or null) is an env with no data
         except ValidationError as exc:
             raise unusable_reply(self.peer, self.base_url, "a data/get result without a valid 'parts' list",
                                  exc) from exc
@@ -360,6 +298,15 @@ class EnvClient:
         """Move the virtual clock forward; triggers now due fire and are reported in ``fired``."""
         result = await self._extension_call(CLOCK_EXTENSION, "clock/advance", {"seconds": seconds})
         return _clock_of(result, self.peer, self.base_url)
+
+    async def set_tool_access(self, action: str, role: str, tools: Sequence[str]) -> dict[str, Any]:
+        """Disable or enable tools for a role (``urn:agentenv:disable-tool/v1`` / ``enable-tool/v1``).
+
+        The env answers with the role's state after the change, ``{disabled, allowed}`` as it says it.
+        """
+        uri = DISABLE_TOOL_EXTENSION if action == "disable" else ENABLE_TOOL_EXTENSION
+        result = await self._extension_call(uri, action, {"role": role, "tools": list(tools)})
+        return result if isinstance(result, dict) else {"result": result}
 
     async def register_triggers(self, triggers: Sequence[Trigger | Mapping[str, Any]]) -> list[Trigger]:
         """Register timed events; the env answers with them as stored (ids, status)."""
@@ -395,9 +342,11 @@ class EnvClient:
                                 url=url) from exc
         if answer.error is not None:
             error = answer.error
-            raise EnvRpcError(f"{method} failed on {url}: [{error.code}] {error.message}",
+            named = error.data.get("code") if isinstance(error.data, dict) else None
+            detail = " ".join(p for p in (error.message, f"({named})" if named else "") if p)
+            raise EnvRpcError(f"{self.peer}: {method} failed on {url}: [{error.code}] {detail}",
                               url=url, code=error.code, data=error.data, method=method)
-        if answer.id != body["id"]:
+        if answer.id is not None and str(answer.id) != str(body["id"]):  # some peers echo ids as strings
             raise ProtocolError(f"{url} answered {method} with id {answer.id!r}, expected {body['id']!r}", url=url)
         return answer.result
 
@@ -432,12 +381,30 @@ class EnvClient:
                 f"env {card.name!r} cannot do {method}: its card does not declare {uri}", url=card.url, operation=uri
             )
         methods = extension.params.get("methods")
-        if isinstance(methods, list) and method not in methods:
+        if isinstance(methods, list | dict) and method not in methods:
             raise UnsupportedOperationError(
                 f"env {card.name!r} declares {uri} without {method}", url=card.url, operation=method
             )
         endpoint = extension.params.get("endpoint")
+        if isinstance(methods, dict):
+            # The AgentEnv SDK's shape: each method is a REST route, {method: verb, endpoint?}.
+            spec = methods[method] if isinstance(methods[method], dict) else {}
+            route = spec.get("endpoint") or endpoint
+            if not isinstance(route, str) or not route:
+                raise ProtocolError(f"env {card.name!r} declares {uri} {method} without an endpoint", url=card.url)
+            return await self._rest_call(str(spec.get("method") or "POST").upper(), route, params, what=method)
         return await self.call(method, params, endpoint=endpoint if isinstance(endpoint, str) else card.url)
+
+    async def _rest_call(self, verb: str, route: str, params: dict[str, Any], *, what: str) -> Any:
+        """One REST extension call: the params as the JSON body (the query string for GET)."""
+        url = urljoin(self.base_url.rstrip("/") + "/", route.lstrip("/")) if not route.startswith("http") else route
+        if verb == "GET":
+            url = str(httpx.URL(url, params={k: str(v) for k, v in params.items()}))
+        response = await self._send(verb, url, what=what, json=None if verb == "GET" else params)
+        try:
+            return response.json() if response.content else {}
+        except ValueError as exc:
+            raise ProtocolError(f"{url} answered {what} with something other than JSON", url=url) from exc
 
     async def _send(self, verb: str, url: str, *, what: str, json: Any = None) -> httpx.Response:
         """One HTTP exchange; transport failures and non-200 answers become ``ProtocolError``."""
@@ -471,28 +438,3 @@ def _triggers_of(result: Any, peer: str, url: str) -> list[Trigger]:
 
 
 _first_error = first_problem
-
-
-def parts_to_documents(parts: Sequence[Part]) -> list[dict[str, Any]]:
-    """The JSON objects carried by parts: data parts as-is, JSON files and JSON texts parsed.
-
-    This is how an env reads ``data/add``: an environment artifact usually arrives as a JSON
-    file part, hand-written seeds as data parts.
-
-    Raises:
-        ValueError: a part carries no JSON object (a reference file, non-JSON text or bytes).
-    """
-    documents: list[dict[str, Any]] = []
-    for index, part in enumerate(parts):
-        if isinstance(part, DataPart):
-            documents.append(part.data)
-            continue
-        raw = part.text if isinstance(part, TextPart) else part.file.content()
-        try:
-            value = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ValueError(f"part {index} ({part.kind}) is not a JSON document: {exc}") from exc
-        if not isinstance(value, dict):
-            raise ValueError(f"part {index} ({part.kind}) holds JSON {type(value).__name__}, expected an object")
-        documents.append(value)
-    return documents

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -24,13 +24,18 @@ _ids = itertools.count(1)
 
 
 class ErrorObject(BaseModel):
-    """The ``error`` member of a JSON-RPC response."""
+    """The ``error`` member of a JSON-RPC response; a ``null`` message reads as empty."""
 
     model_config = ConfigDict(extra="allow")
 
     code: int
     message: str = ""
     data: Any = None
+
+    @field_validator("message", mode="before")
+    @classmethod
+    def _null_message(cls, value: Any) -> Any:
+        return "" if value is None else value
 
 
 class Response(BaseModel):

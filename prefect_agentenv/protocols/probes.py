@@ -126,7 +126,7 @@ async def _env_card(report: ProbeReport, client: EnvClient) -> EnvCard | None:
         else:
             report.add("card", "failed", str(exc))
         return None
-    report.card = card.to_wire()
+    report.card = client.card_json if isinstance(client.card_json, dict) else card.to_wire()
     report.add("card", "ok", f"{card.name!r}, protocol {card.protocol_version or 'not stated'}")
     return card
 

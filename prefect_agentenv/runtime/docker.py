@@ -212,3 +212,16 @@ async def _run(args: list[str], *, timeout: float, env: dict[str, str] | None = 
         await process.wait()
         raise
     return process.returncode or 0, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+async def exec_in_container(container: str, command: str, *, user: str, env: dict[str, str], timeout: float,
+                            docker: str = "docker") -> tuple[int, str, str]:
+    """``bash -c command`` in a running container as ``user``; (exit code, stdout, stderr).
+
+    Raises:
+        TimeoutError: it did not finish within ``timeout`` (the docker CLI process is killed).
+    """
+    args = [docker, "exec", "-u", user]
+    for key, value in env.items():
+        args += ["-e", f"{key}={value}"]
+    return await _run([*args, container, "bash", "-c", command], timeout=timeout)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,15 @@ class RunResources:
     services: dict[str, Any] = field(default_factory=dict)
     redact: set[str] = field(default_factory=set)
     """Secret values (resolved ${VAR}s, keys) that must never reach a report or a log."""
+
+    def step_folder(self, area: str, step_id: str) -> Path:
+        """``<workdir>/<area>/<step id as one safe path segment>``: a step id comes from a document."""
+        return self.workdir / area / safe_segment(step_id)
+
+
+def safe_segment(name: str) -> str:
+    """``name`` as one path segment that cannot climb (``..``) or nest (``/``)."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip(".-")[:100] or "step"
 
 
 _current: contextvars.ContextVar[RunResources | None] = contextvars.ContextVar("prefect_agentenv_run", default=None)

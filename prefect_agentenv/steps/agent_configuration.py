@@ -18,7 +18,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from prefect_agentenv.context import DeployedAgent, DeployedEnv, RunContext, UnsupportedAgentConfig
 from prefect_agentenv.exceptions import ProtocolError, StepError
@@ -45,8 +45,6 @@ class ConfigRequest(BaseModel):
     by the path reports name them by (``system_prompt``, ``agent_config.temperature``);
     ``implicit`` the ones the run fills in by default.
     """
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     envs: list[DeployedEnv] = Field(default_factory=list)
     skills: list[dict[str, Any]] = Field(default_factory=list)
@@ -87,6 +85,14 @@ async def deliver(step: StepModel, agent: DeployedAgent, client: A2AClient,
         logger.warning("agent %s cannot take %s (not sent; the run goes on): %s", agent.agent_name,
                        ", ".join(r.field for r in rows), "; ".join(sorted({f"{r.extension}: {r.reason}" for r in rows})))
     return rows
+
+
+async def takes_config(client: A2AClient, field: str) -> bool:
+    """Whether the agent's card lets agent-config set ``field`` (a card listing no fields takes any)."""
+    ext = await AgentEnvExtensions.of(client)
+    if _missing(ext, AGENT_CONFIG_EXTENSION, "set"):
+        return False
+    return bool(ext.filter_agent_config({field: True})[0])
 
 
 def record(ctx: RunContext, rows: list[UnsupportedAgentConfig]) -> None:

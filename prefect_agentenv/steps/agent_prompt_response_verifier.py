@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -37,6 +37,41 @@ class AgentPromptResponseVerifierStep(VerifierStep):
     """Whether response_contains compares case."""
     response_regex_present: list[RegexCheck] = Field(default_factory=list)
     score_aggregator: Aggregator = "all_pass"
+
+    reference_fields = {"criteria": "AgentEnv's criteria list (response_contains needles, response_regex_present "
+                                    "patterns), read as response_contains and response_regex_present."}
+
+    @classmethod
+    def reference_forms(cls, data: dict[str, Any], notices: list[str]) -> dict[str, Any]:
+        """AgentEnv's ``criteria: [{type: response_contains, needles}, {type: response_regex_present, pattern}]``.
+
+        Its needles compare case and its patterns default to DOTALL, so the criteria form keeps that.
+        """
+        data = super().reference_forms(data, notices)
+        criteria = data.pop("criteria", None)
+        if criteria is None:
+            return data
+        if not isinstance(criteria, list):
+            raise ValueError("criteria must be a list of {type: response_contains | response_regex_present, ...}")
+        contains = list(data.get("response_contains") or [])
+        patterns = list(data.get("response_regex_present") or [])
+        for i, item in enumerate(criteria):
+            kind = item.get("type") if isinstance(item, dict) else None
+            if kind == "response_contains":
+                needles = item.get("needles")
+                if not (isinstance(needles, list) and needles and all(isinstance(n, str) for n in needles)):
+                    raise ValueError(f"criteria[{i}] (response_contains) needs a non-empty list of needles")
+                contains += needles
+            elif kind == "response_regex_present":
+                if not isinstance(item.get("pattern"), str) or not item["pattern"]:
+                    raise ValueError(f"criteria[{i}] (response_regex_present) needs a pattern")
+                flags = item.get("flags")
+                patterns.append({"pattern": item["pattern"], "flags": ["DOTALL"] if flags is None else flags})
+            else:
+                raise ValueError(f"criteria[{i}]: unknown criterion type {kind!r}; known: response_contains, "
+                                 "response_regex_present")
+        data.setdefault("case_sensitive", True)
+        return {**data, "response_contains": contains, "response_regex_present": patterns}
 
     @model_validator(mode="after")
     def _has_a_check(self) -> AgentPromptResponseVerifierStep:

@@ -21,6 +21,7 @@ from prefect_agentenv.runtime.run import RunResources, current_run
 from prefect_agentenv.runtime.sandbox import Sandbox, create_sandbox
 from prefect_agentenv.steps.agent_configuration import ConfigRequest, deliver
 from prefect_agentenv.steps.base import StepModel
+from prefect_agentenv.steps.concurrency_slots import hold_slot
 from prefect_agentenv.steps.services import http_client, launchers
 
 logger = logging.getLogger("prefect_agentenv.agents")
@@ -93,7 +94,8 @@ async def start_agent(step: StepModel, *, agent_name: str, a2a_agent_id: str, ro
     if not run.keep:
         run.teardown.add(f"sandbox of {agent_name}", _remover(sandbox), owner_step=step.id, kind="sandbox")
     extra_env = {**sandbox.env(), **_model_env(endpoint), **(extra_env or {})}
-    run.redact.update(resolved.spec.secret_values().values())
+    run.redact.update(resolved.spec.secret_values().values())  # the agent may echo its env in an error
+    await hold_slot(run, "agent", a2a_agent_id, owner_step=step.id)
     launcher = launchers(run).for_spec(resolved.spec)
     try:
         instance = await launcher.start(resolved.spec, name=agent_name, workdir=run.workdir / "agents",

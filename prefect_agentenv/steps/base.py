@@ -4,6 +4,12 @@ A step field annotated with ``Provides("agent")`` puts a name into the run (depl
 ``agent_name``); one annotated with ``Requires("agent")`` needs an ancestor to have put it
 there (prompt_agent's ``agent_name``). Validation reads these markers, so a new step type
 gets the "no ancestor provides it" check by annotating its fields.
+
+Documents written for the AgentEnv framework use its own field names and forms. Each step model
+reads them at load and keeps one canonical form (see :meth:`StepModel.reference_forms`):
+``reference_aliases`` renames fields, ``reference_forms`` rewrites values, ``hosted_only``
+fields (sizes and lifetimes of AgentEnv's hosted sandboxes) are accepted with a notice, and
+``accepted_but_ignored`` fields with a warning. Any other unknown field is still an error.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, GetJsonSchemaHandler, PrivateAttr, model_validator
+from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field, GetJsonSchemaHandler, PrivateAttr, model_validator
 from pydantic.json_schema import JsonSchemaValue
 
 MAX_ID_LENGTH = 128
@@ -34,7 +40,7 @@ Identifier = Annotated[str, AfterValidator(_check_identifier),
                        Field(min_length=1, max_length=MAX_ID_LENGTH, pattern=r"^[^\x00-\x1f\x7f]+$")]
 """A printable id of at most ``MAX_ID_LENGTH`` characters (no control characters, no NUL)."""
 
-NameKind = Literal["env", "agent", "prompt", "verifier", "collect"]
+NameKind = Literal["env", "agent", "prompt", "verifier", "collect", "sandbox"]
 Aggregator = Literal["all_pass", "any_pass", "weighted_average"]
 
 
@@ -57,6 +63,10 @@ AgentRef = Annotated[str, Requires("agent")]
 PromptRef = Annotated[str, Requires("prompt")]
 VerifierRef = Annotated[str, Requires("verifier")]
 CollectRef = Annotated[str, Requires("collect")]
+SandboxRef = Annotated[str, Requires("sandbox")]
+
+DEFAULT_AGENT_NAME = "default-agent"
+"""The agent name AgentEnv documents imply when deploy_agent or prompt_agent names none."""
 
 
 class _Strict(BaseModel):
@@ -73,10 +83,12 @@ class DependsOnRef(_Strict):
 class RetryConfig(_Strict):
     """How a failing step is retried before it fails the task."""
 
-    retry_from_step_id: str
-    """Re-run from this step (the failing step itself or one of its ancestors)."""
+    retry_from_step_id: str = Field(validation_alias=AliasChoices("retry_from_step_id", "go_to_step_id"))
+    """Re-run from this step (the failing step itself or one of its ancestors); AgentEnv also reads go_to_step_id."""
     max_retries: int = Field(default=1, ge=0, le=20)
     """How many times the span is re-run before the failure counts."""
+    retry_delay_seconds: float | None = Field(default=None, ge=0, le=3600)
+    """Wait before each retry; PREFECT_AGENTENV_RETRY_DELAY_SECONDS when omitted."""
 
 
 class StepModel(_Strict):
@@ -95,19 +107,48 @@ class StepModel(_Strict):
     """Re-run a span of steps before a failure counts."""
 
     accepted_but_ignored: ClassVar[tuple[str, ...]] = ()
-    """Fields of the reference model this runner accepts but does not act on."""
+    """Fields of the reference model this runner accepts but does not act on (a warning)."""
+    hosted_only: ClassVar[tuple[str, ...]] = ()
+    """Fields that size or time AgentEnv's hosted sandboxes; accepted with a notice, no effect here."""
+    reference_aliases: ClassVar[dict[str, str]] = {}
+    """AgentEnv field names read as this model's fields: ``{reference name: field name}``."""
+    reference_fields: ClassVar[dict[str, str]] = {}
+    """AgentEnv fields that :meth:`reference_forms` rewrites, with how (for the JSON Schema)."""
+    reference_alternatives: ClassVar[dict[str, str]] = {}
+    """AgentEnv fields that stand in for a required field in another form (``{"criteria": "checks"}``)."""
+    schema_optional: ClassVar[tuple[str, ...]] = ()
+    """Required fields that :meth:`reference_forms` fills when omitted (the schema does not require them)."""
 
     _ignored_present: list[str] = PrivateAttr(default_factory=list)
+    _notices: list[str] = PrivateAttr(default_factory=list)
+
+    @classmethod
+    def reference_forms(cls, data: dict[str, Any], notices: list[str]) -> dict[str, Any]:
+        """Rewrite AgentEnv value forms (criteria lists, defaults it implies) into this model's.
+
+        Called at load with the aliases already applied; append to ``notices`` whatever the
+        reader should know about the rewrite. Raise ``ValueError`` for a form that cannot be read.
+        """
+        return data
 
     @model_validator(mode="wrap")
     @classmethod
-    def _set_aside_ignored(cls, data: Any, handler: Any) -> Any:
+    def _read_reference_forms(cls, data: Any, handler: Any) -> Any:
         present: list[str] = []
-        if isinstance(data, dict) and cls.accepted_but_ignored:
+        notices: list[str] = []
+        if isinstance(data, dict):
+            data = cls.reference_forms(_apply_aliases(cls, data), notices)
+            if isinstance(data.get("version"), int) and not isinstance(data["version"], bool):
+                data["version"] = str(data["version"])  # AgentEnv numbers versions
+            hosted = [k for k in data if k in cls.hosted_only]
+            if hosted:
+                notices.append(f"{', '.join(hosted)}: for AgentEnv's hosted sandboxes; accepted, no effect here "
+                               "(this runner's sandboxes are local folders and processes)")
             present = [k for k in cls.accepted_but_ignored if k in data]
-            data = {k: v for k, v in data.items() if k not in present}
+            data = {k: v for k, v in data.items() if k not in present and k not in hosted}
         model = handler(data)
         model._ignored_present = present
+        model._notices = notices
         return model
 
     @classmethod
@@ -118,6 +159,13 @@ class StepModel(_Strict):
         props = target.setdefault("properties", {})
         for name in cls.accepted_but_ignored:
             props.setdefault(name, {"description": "Accepted for compatibility; this runner does not act on it."})
+        for name in cls.hosted_only:
+            props.setdefault(name, {"description": "Sizes or times an AgentEnv hosted sandbox; accepted, no effect."})
+        for name, target_name in cls.reference_aliases.items():
+            props.setdefault(name, {"description": f"AgentEnv's name for {target_name}."})
+        for name, how in cls.reference_fields.items():
+            props.setdefault(name, {"description": how})
+        _alias_requirements(target, {**cls.reference_aliases, **cls.reference_alternatives}, cls.schema_optional)
         if "type" in props and "type" not in target.get("required", []):
             target.setdefault("required", []).insert(0, "type")
         return schema
@@ -126,6 +174,11 @@ class StepModel(_Strict):
     def ignored_fields(self) -> list[str]:
         """Fields given in the document that this runner does not act on."""
         return list(self._ignored_present)
+
+    @property
+    def notices(self) -> list[str]:
+        """What the reader of an AgentEnv document should know about how it was read."""
+        return list(self._notices)
 
     def dependency_ids(self) -> list[str] | None:
         """The ids in depends_on, or None when omitted (= every earlier step)."""
@@ -156,6 +209,33 @@ class StepModel(_Strict):
                         yield kinds[0], item, (field_name, i)
 
 
+def _alias_requirements(schema: dict[str, Any], aliases: dict[str, str], optional: tuple[str, ...]) -> None:
+    """A required field with an AgentEnv name may be given under either; one filled at load under neither."""
+    required = [r for r in schema.get("required", []) if r not in optional]
+    either = []
+    for ref_name, name in aliases.items():
+        if name in required:
+            required.remove(name)
+            either.append({"anyOf": [{"required": [name]}, {"required": [ref_name]}]})
+    schema["required"] = required
+    if either:
+        schema.setdefault("allOf", []).extend(either)
+
+
+def _apply_aliases(cls: type[StepModel], data: dict[str, Any]) -> dict[str, Any]:
+    """Rename AgentEnv field names to this model's; both names at once is an error."""
+    if not cls.reference_aliases:
+        return dict(data)
+    out = dict(data)
+    for ref_name, name in cls.reference_aliases.items():
+        if ref_name not in out:
+            continue
+        if name in out and out[name] != out[ref_name]:
+            raise ValueError(f"give {name} or its AgentEnv name {ref_name}, not both")
+        out[name] = out.pop(ref_name)
+    return out
+
+
 def _markers(annotation: Any, metadata: list[Any]) -> list[Any]:
     """Markers on a field, including those inside ``X | None`` and ``list[X]``."""
     found = list(metadata)
@@ -173,6 +253,8 @@ def _markers(annotation: Any, metadata: list[Any]) -> list[Any]:
 class VerifierStep(StepModel):
     """Fields shared by the steps that write metadata.verifications."""
 
+    schema_optional = ("verifier_id",)
+
     verifier_id: Annotated[Identifier, Provides("verifier")]
     """Key of this verifier's results in metadata.verifications."""
     weight: float = 1.0
@@ -184,3 +266,12 @@ class VerifierStep(StepModel):
     scoring_env: dict[str, str] = Field(default_factory=dict)
     """Env vars for scoring only (the verify script, the sandbox probes, a judge agent deployed for the
     step); ${VAR} and ${VAR:-default} are resolved when the step starts and never reach a report."""
+
+    @classmethod
+    def reference_forms(cls, data: dict[str, Any], notices: list[str]) -> dict[str, Any]:
+        """AgentEnv makes verifier_id optional (ours: the step id) and allows a null aggregator."""
+        if data.get("verifier_id") is None and isinstance(data.get("id"), str):
+            data["verifier_id"] = data["id"]
+        if "score_aggregator" in data and data["score_aggregator"] is None:
+            del data["score_aggregator"]
+        return data

@@ -7,15 +7,17 @@ import re
 from pathlib import Path
 from typing import Literal
 
+from pydantic import model_validator
+
 from prefect_agentenv.artifacts import ArtifactBackend
 from prefect_agentenv.artifacts.keys import UnsafeKeyError, check_id
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import AgentEnvError, StepError
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.runtime.sandbox import Sandbox
-from prefect_agentenv.steps.agent_support import deployed_agent, sandbox_of
-from prefect_agentenv.steps.base import AgentRef, NameKind, StepModel
+from prefect_agentenv.steps.base import AgentRef, NameKind, SandboxRef, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
+from prefect_agentenv.steps.sandbox_support import sandbox_target
 from prefect_agentenv.steps.services import artifact_store, as_step_error
 
 
@@ -23,8 +25,10 @@ class CollectArtifactsStep(StepModel):
     """Collects files from an agent's sandbox as file artifacts grouped in one universe."""
 
     type: Literal["collect_artifacts"] = "collect_artifacts"
-    agent_name: AgentRef
+    agent_name: AgentRef | None = None
     """The deployed agent whose sandbox is read."""
+    sandbox_name: SandboxRef | None = None
+    """Or a sandbox a deploy_sandbox step made."""
     base_path: str = "/app/artifact"
     """Folder in the sandbox to collect from."""
     artifact_paths: list[str] | None = None
@@ -32,7 +36,14 @@ class CollectArtifactsStep(StepModel):
     artifact_id: str | None = None
     """Id of the universe to publish; ``<task id>-<step id>`` when omitted."""
 
-    accepted_but_ignored = ("env_id", "sandbox_name", "container_name")
+    accepted_but_ignored = ("env_id", "container_name", "artifacts_key", "manifest_step_id", "exclude_basenames",
+                            "universe_id_suffix")
+
+    @model_validator(mode="after")
+    def _one_sandbox(self) -> CollectArtifactsStep:
+        if (self.agent_name is None) == (self.sandbox_name is None):
+            raise ValueError("give exactly one of agent_name (an agent's sandbox) or sandbox_name (a deploy_sandbox one)")
+        return self
 
     def provided(self) -> list[tuple[NameKind, str, tuple[str | int, ...]]]:
         """A collect step is named by its own id (artifact_from_step_id refers to it)."""
@@ -42,7 +53,7 @@ class CollectArtifactsStep(StepModel):
 async def run(step: CollectArtifactsStep, ctx: RunContext) -> RunContext:
     """Find the files, publish each as a file artifact, group them in one universe, record the URLs."""
     run_ = current_run()
-    sandbox = sandbox_of(run_, deployed_agent(ctx, step.agent_name, step))
+    sandbox, _, label = sandbox_target(ctx, step, agent_name=step.agent_name, sandbox_name=step.sandbox_name)
     files, missing = _select(step, sandbox)
     if step.artifact_paths and not files:
         raise StepError(f"none of the named files could be read under {step.base_path}: {', '.join(missing)}",
@@ -58,7 +69,7 @@ async def run(step: CollectArtifactsStep, ctx: RunContext) -> RunContext:
         try:
             urls, universe = await asyncio.to_thread(_publish, await artifact_store(run_), universe_id, files)
         except AgentEnvError as exc:
-            raise as_step_error(exc, step, f"storing files collected from '{step.agent_name}'") from exc
+            raise as_step_error(exc, step, f"storing files collected from {label}") from exc
         record.update(artifacts=urls, file_artifact_universe=universe)
     ctx.metadata.collected_artifacts[step.id] = record
     return ctx

@@ -5,16 +5,20 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from prefect_agentenv.context import DeployedAgent, DeployedEnv, RunContext
 from prefect_agentenv.exceptions import StepError
 from prefect_agentenv.runtime.run import RunResources, current_run
-from prefect_agentenv.steps.agent_configuration import ConfigRequest, deliver, record
+from prefect_agentenv.steps.agent_configuration import ConfigRequest, deliver, record, takes_config
 from prefect_agentenv.steps.agent_support import a2a_client, effective_agent_id, start_agent
-from prefect_agentenv.steps.base import EnvRef, Provides, StepModel
+from prefect_agentenv.steps.base import DEFAULT_AGENT_NAME, EnvRef, Provides, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.services import deployed_env
+
+
+DEFAULT_AGENT_ID = "llm"
+"""The agent deployed when a document names none (the reference tool-using LLM agent)."""
 
 
 class Skill(BaseModel):
@@ -25,18 +29,18 @@ class Skill(BaseModel):
     name: str
     """Skill name."""
     description: str | None = None
-    content: str | None = None
-    """The skill's instructions (for example a SKILL.md body)."""
+    content: str | None = Field(default=None, validation_alias=AliasChoices("content", "skill_md"))
+    """The skill's instructions (for example a SKILL.md body); AgentEnv calls it skill_md."""
 
 
 class DeployAgentStep(StepModel):
     """Deploys an agent, gives it every env in env_ids, and names it for the rest of the run."""
 
     type: Literal["deploy_agent"] = "deploy_agent"
-    a2a_agent_id: str = Field(min_length=1)
-    """Registry id of the agent (an A2AAgent block or a reference agent)."""
-    agent_name: Annotated[str, Provides("agent")] = Field(min_length=1)
-    """Name later steps use for this agent."""
+    a2a_agent_id: str | None = Field(default=None, min_length=1)
+    """Registry id of the agent (an A2AAgent block or a reference agent); the reference LLM agent when omitted."""
+    agent_name: Annotated[str, Provides("agent")] = Field(default=DEFAULT_AGENT_NAME, min_length=1)
+    """Name later steps use for this agent (AgentEnv's default-agent when omitted)."""
     env_ids: list[EnvRef] = Field(default_factory=list)
     """Deployed envs whose MCP endpoints are given to the agent."""
     system_prompt: str | None = None
@@ -46,12 +50,30 @@ class DeployAgentStep(StepModel):
     agent_config: dict[str, Any] = Field(default_factory=dict)
     """Extra agent-config fields, filtered to what the agent's card supports (the rest is reported)."""
     startup_timeout_seconds: float | None = Field(default=None, gt=0)
+    env_vars: dict[str, str] = Field(default_factory=dict)
+    """Environment variables of the agent's process."""
 
     accepted_but_ignored = (
-        "env_step_id", "agent_description", "litellm_base_url", "priority", "network_policy",
-        "sandbox_name", "enable_docker", "metadata", "snapshot_id", "restore_snapshot_id",
-        "snapshot_config", "changelog",
+        "env_step_id", "agent_description", "litellm_base_url", "priority",
+        "sandbox_name", "metadata", "snapshot_id", "restore_snapshot_id",
+        "snapshot_config", "changelog", "role", "seed", "enable_agent_changelog",
+        "agent_changelog_toolcall_position_exclusive", "agent_changelog_object_url",
+        "agent_snapshot_files_artifact_id", "agent_snapshot_files_artifact_version", "agent_snapshot_target_context_id",
     )
+    hosted_only = ("sandbox_type", "ttl_seconds", "cpu", "memory_mb", "disk_size_gb", "min_disk_size_gb",
+                   "network_policy", "enable_docker")
+    reference_aliases = {"a2a_agent_version": "version"}
+
+    @classmethod
+    def reference_forms(cls, data: dict[str, Any], notices: list[str]) -> dict[str, Any]:
+        """AgentEnv writes ``null`` for "the default" (agent name, agent id, lists)."""
+        for name in ("agent_name", "a2a_agent_id", "env_ids", "skills", "env_vars", "system_prompt"):
+            if name in data and data[name] is None:
+                del data[name]
+        if "a2a_agent_id" not in data:
+            notices.append(f"no a2a_agent_id: the reference agent '{DEFAULT_AGENT_ID}' is deployed "
+                           "(--override a2a_agent_id=... picks another)")
+        return data
 
 
 async def run(step: DeployAgentStep, ctx: RunContext) -> RunContext:
@@ -63,14 +85,19 @@ async def run(step: DeployAgentStep, ctx: RunContext) -> RunContext:
     run_ = current_run()
     model = step.model or run_.overrides.get("model") or ctx.metadata.model_extra.get("default_agent_model")  # type: ignore[union-attr]
     agent, _ = await start_agent(step, agent_name=step.agent_name,
-                                 a2a_agent_id=effective_agent_id(run_, step.agent_name, step.a2a_agent_id),
-                                 model=model, version=step.version)
-    rows = await deliver(step, agent, a2a_client(run_, agent), _config_request(run_, step, envs, agent))
+                                 a2a_agent_id=effective_agent_id(run_, step.agent_name,
+                                                                 step.a2a_agent_id or DEFAULT_AGENT_ID),
+                                 model=model, version=step.version, extra_env=step.env_vars or None)
+    client = a2a_client(run_, agent)
+    rows = await deliver(step, agent, client, _config_request(run_, step, envs, agent))
+    if not await takes_config(client, "model"):
+        # Nobody told this agent which model to use: the report must not name one for it.
+        agent = agent.model_copy(update={"model": None})
     ctx.deployed_agents[step.agent_name] = agent
     record(ctx, rows)
     extra = ctx.metadata.model_extra
     assert extra is not None
-    if step.model is None:
+    if step.model is None and agent.model is not None:
         # Only the endpoint's default is shared: parallel agents with their own model must not clash.
         extra.setdefault("default_agent_model", agent.model)
     return ctx

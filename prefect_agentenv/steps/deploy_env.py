@@ -10,10 +10,11 @@ from pydantic import Field
 from prefect_agentenv.context import DeployedEnv, RunContext
 from prefect_agentenv.exceptions import DeployError, ProtocolError, StepError
 from prefect_agentenv.protocols.env import EnvClient
-from prefect_agentenv.runtime.launch import Instance
+from prefect_agentenv.runtime.launch import Instance, LaunchSpec
 from prefect_agentenv.runtime.resolve import resolve_env
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.steps.base import Provides, StepModel
+from prefect_agentenv.steps.concurrency_slots import hold_slot
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.services import http_client, launchers
 
@@ -29,7 +30,10 @@ class DeployEnvStep(StepModel):
     startup_timeout_seconds: float | None = Field(default=None, gt=0)
     """How long the instance may take to answer its card; the env's registered value when omitted."""
 
-    accepted_but_ignored = ("env_state_type", "env_state_instance_id", "priority", "metadata")
+    accepted_but_ignored = ("env_state_type", "env_state_instance_id", "priority", "metadata", "artifact_id",
+                            "artifact_version")
+    hosted_only = ("ttl_seconds", "disk_size_gb", "gateway_mode", "cpu", "memory_mb", "sandbox_type")
+    reference_aliases = {"env_version": "version"}
 
 
 async def run(step: DeployEnvStep, ctx: RunContext) -> RunContext:
@@ -52,12 +56,13 @@ async def run(step: DeployEnvStep, ctx: RunContext) -> RunContext:
     return ctx
 
 
-async def _start(step: DeployEnvStep, spec: object) -> Instance:
+async def _start(step: DeployEnvStep, spec: LaunchSpec) -> Instance:
     run = current_run()
-    run.redact.update(spec.secret_values().values())  # type: ignore[attr-defined]
-    launcher = launchers(run).for_spec(spec)  # type: ignore[arg-type]
+    run.redact.update(spec.secret_values().values())  # a failing env may echo its environment
+    await hold_slot(run, "env", step.env_id, owner_step=step.id)
+    launcher = launchers(run).for_spec(spec)
     try:
-        instance = await launcher.start(spec, name=step.env_id, workdir=run.workdir / "envs")  # type: ignore[arg-type]
+        instance = await launcher.start(spec, name=step.env_id, workdir=run.workdir / "envs")
     except DeployError as exc:
         exc.step_id, exc.step_type = step.id, step.type
         raise

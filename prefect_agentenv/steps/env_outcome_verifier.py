@@ -19,6 +19,7 @@ from prefect_agentenv.grading.verification import normalize_row, prompt_error, s
 from prefect_agentenv.runtime.command import run_bounded
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.runtime.sweep import RUN_MARKER
+from prefect_agentenv.settings import get_settings
 from prefect_agentenv.steps.base import Aggregator, EnvRef, PromptRef, VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.services import artifact_store, as_step_error, deployed_env
@@ -38,6 +39,8 @@ class EnvOutcomeVerifierStep(VerifierStep):
     """The script's process is killed after this long."""
     score_aggregator: Aggregator = "all_pass"
 
+    reference_aliases = {"file_artifact_id": "script_artifact_id", "file_artifact_version": "version"}
+
 
 async def run(step: EnvOutcomeVerifierStep, ctx: RunContext) -> RunContext:
     """Fetch the script, run it against the env's MCP endpoint in a child process, score its rows."""
@@ -51,7 +54,7 @@ async def run(step: EnvOutcomeVerifierStep, ctx: RunContext) -> RunContext:
     if response is not None and response.error:
         verifications[step.verifier_id] = prompt_error(response, weight=step.weight, fmt="outcome")
         return ctx
-    folder = current_run().workdir / "verifiers" / step.id
+    folder = current_run().step_folder("verifiers", step.id)
     script = await _fetch_script(step, folder)
     run_file = None
     if response is not None:
@@ -93,7 +96,7 @@ async def _fetch_script(step: EnvOutcomeVerifierStep, folder: Path) -> Path:
 async def _run_script(step: EnvOutcomeVerifierStep, script: Path, mcp_url: str, run_file: Path | None,
                       folder: Path) -> list[object]:
     """Run the script in its own process group so a hang or crash costs only this step."""
-    argv = [sys.executable, "-m", outcome_script.__name__, str(script), mcp_url]
+    argv = [*_interpreter(), str(script), mcp_url]
     if run_file:
         argv.append(str(run_file))
     # scoring_env reaches only the script's process; its values were resolved when the step started
@@ -103,8 +106,8 @@ async def _run_script(step: EnvOutcomeVerifierStep, script: Path, mcp_url: str, 
     try:
         done = await run_bounded(argv, cwd=folder, env=env, timeout=step.timeout_seconds)
     except OSError as exc:
-        raise StepError(f"verify script {step.script_artifact_id} could not start: {exc}", step_id=step.id,
-                        step_type=step.type) from None
+        raise StepError(f"cannot start the verify script's interpreter {argv[0]!r} (verify_python): {exc}",
+                        step_id=step.id, step_type=step.type) from None
     if done.timed_out:
         raise AgentTimeoutError(f"verify script {step.script_artifact_id} did not finish within "
                                 f"{step.timeout_seconds:g}s and was stopped", step_id=step.id,
@@ -112,6 +115,16 @@ async def _run_script(step: EnvOutcomeVerifierStep, script: Path, mcp_url: str, 
     (folder / "stderr.txt").write_bytes(done.stderr)
     return _rows_from(step, done.returncode, done.stdout.decode(errors="replace"),
                       done.stderr.decode(errors="replace"))
+
+
+def _interpreter() -> list[str]:
+    """This Python, or the configured one (``--override verify_python=`` first, then the
+    ``PREFECT_AGENTENV_VERIFY_PYTHON`` setting), which may not have this package: the runner file,
+    which needs only the standard library, is then run by path (``-P``: its folder stays off sys.path)."""
+    python = current_run().overrides.get("verify_python") or get_settings().verify_python
+    if not python:
+        return [sys.executable, "-m", outcome_script.__name__]
+    return [python, "-P", outcome_script.__file__]
 
 
 def _rows_from(step: EnvOutcomeVerifierStep, code: int | None, out: str, err: str) -> list[object]:

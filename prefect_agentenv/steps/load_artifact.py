@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -12,11 +12,12 @@ import mimetypes
 from prefect_agentenv.artifacts import ArtifactMetadata
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import AgentEnvError, StepError
-from prefect_agentenv.protocols.env import FilePart
+from prefect_agentenv.artifacts.datasets import DatasetError, read_dataset
+from prefect_agentenv.protocols.env import DataPart, FilePart, Part
 from prefect_agentenv.runtime.run import current_run
-from prefect_agentenv.steps.agent_support import deployed_agent, sandbox_of
-from prefect_agentenv.steps.base import AgentRef, CollectRef, EnvRef, StepModel
+from prefect_agentenv.steps.base import AgentRef, CollectRef, EnvRef, SandboxRef, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
+from prefect_agentenv.steps.sandbox_support import sandbox_target
 from prefect_agentenv.steps.services import artifact_store, as_step_error, env_client
 
 
@@ -30,14 +31,45 @@ class LoadArtifactStep(StepModel):
     """Load into this deployed env: data/reset, then data/add with the artifact."""
     agent_name: AgentRef | None = None
     """Copy files into this deployed agent's sandbox."""
+    sandbox_name: SandboxRef | None = None
+    """Or into a sandbox a deploy_sandbox step made."""
     artifact_from_step_id: CollectRef | None = None
     """Load the universe a collect_artifacts step made (instead of artifact_id)."""
     collected_artifacts_step_id: CollectRef | None = None
     """Older name of artifact_from_step_id."""
     destination_path: str = "/tmp/file_artifacts"
-    """Folder in the agent's sandbox the files are copied to."""
+    """Folder in the sandbox the files are copied to."""
+    reset: bool = True
+    """data/reset the env before data/add; false adds to what is already loaded."""
+    entity_ids: list[str] | None = None
+    """Load only these entities' rows of a dataset artifact, and the rows sharing their ids
+    (see docs/benchmarks.md, "Datasets"); the whole artifact when omitted."""
 
-    accepted_but_ignored = ("env_step_id", "sandbox_name", "container_name", "snapshot_after_load")
+    accepted_but_ignored = ("env_step_id", "container_name", "snapshot_after_load")
+    reference_aliases = {"artifact_version": "version"}
+
+    reference_fields = {"artifacts": "AgentEnv's [{id, version}] with one entry, read as artifact_id and version."}
+
+    @classmethod
+    def reference_forms(cls, data: dict[str, Any], notices: list[str]) -> dict[str, Any]:
+        """AgentEnv's ``artifacts: [{id, version}]`` with one entry; its ``urls`` downloads are refused."""
+        if data.get("urls"):
+            raise ValueError("urls (downloads at run time) are not supported: publish the files as an artifact "
+                             "(prefect-agentenv artifact put) and name it with artifact_id")
+        data.pop("urls", None)
+        artifacts = data.pop("artifacts", None)
+        if artifacts is None:
+            return data
+        if not (isinstance(artifacts, list) and len(artifacts) == 1 and isinstance(artifacts[0], dict)):
+            raise ValueError("artifacts: one {id, version} entry per load_artifact step (or publish a universe "
+                             "holding them all and load that)")
+        entry = artifacts[0]
+        if "artifact_id" in data:
+            raise ValueError("give artifact_id or artifacts, not both")
+        data["artifact_id"] = entry.get("id")
+        if entry.get("version") is not None:
+            data.setdefault("version", str(entry["version"]))
+        return data
 
     @model_validator(mode="after")
     def _one_source_one_target(self) -> LoadArtifactStep:
@@ -46,12 +78,16 @@ class LoadArtifactStep(StepModel):
         if self.collected_artifacts_step_id:
             # Normalise to the current name so the document round-trips through JSON.
             self.artifact_from_step_id, self.collected_artifacts_step_id = self.collected_artifacts_step_id, None
-        if (self.env_id is None) == (self.agent_name is None):
-            raise ValueError("give exactly one target: env_id (an env) or agent_name (an agent's sandbox)")
+        if sum(t is not None for t in (self.env_id, self.agent_name, self.sandbox_name)) != 1:
+            raise ValueError("give exactly one target: env_id (an env), agent_name (an agent's sandbox) or "
+                             "sandbox_name (a deploy_sandbox sandbox)")
         if (self.artifact_id is None) == (self.artifact_from_step_id is None):
             raise ValueError("give exactly one source: artifact_id or artifact_from_step_id")
         if self.artifact_from_step_id and self.env_id:
-            raise ValueError("artifact_from_step_id loads files into an agent: use agent_name, not env_id")
+            raise ValueError("artifact_from_step_id loads files into a sandbox: use agent_name or sandbox_name, "
+                             "not env_id")
+        if self.entity_ids is not None and self.env_id is None:
+            raise ValueError("entity_ids scopes a dataset loaded into an env: use env_id")
         return self
 
 
@@ -60,16 +96,14 @@ async def run(step: LoadArtifactStep, ctx: RunContext) -> RunContext:
     if step.env_id is not None:
         await load_into_env(step, ctx, step.env_id)
         return ctx
-    assert step.agent_name is not None
-    await load_into_agent(step, ctx, step.agent_name)
+    await load_into_sandbox(step, ctx)
     return ctx
 
 
-async def load_into_agent(step: LoadArtifactStep, ctx: RunContext, agent_name: str) -> None:
-    """Copy a file artifact or universe (or a collect step's universe) into the agent's sandbox."""
+async def load_into_sandbox(step: LoadArtifactStep, ctx: RunContext) -> None:
+    """Copy a file artifact or universe (or a collect step's universe) into an agent's or a bare sandbox."""
     run_ = current_run()
-    agent = deployed_agent(ctx, agent_name, step)
-    sandbox = sandbox_of(run_, agent)
+    sandbox, _, label = sandbox_target(ctx, step, agent_name=step.agent_name, sandbox_name=step.sandbox_name)
     artifact_id, version = _source(step, ctx)
     try:
         dest = sandbox.path(step.destination_path)
@@ -87,9 +121,9 @@ async def load_into_agent(step: LoadArtifactStep, ctx: RunContext, agent_name: s
     except StepError:
         raise
     except AgentEnvError as exc:
-        raise as_step_error(exc, step, f"loading artifact '{artifact_id}' into agent '{agent_name}'") from exc
+        raise as_step_error(exc, step, f"loading artifact '{artifact_id}' into {label}") from exc
     ctx.metadata.loaded_file_artifact_universes.append({
-        "step_id": step.id, "agent_name": agent_name, "folder": step.destination_path,
+        "step_id": step.id, "agent_name": step.agent_name, "sandbox_name": step.sandbox_name, "folder": step.destination_path,
         "universe": {"id": meta.id, "version": meta.version, "kind": meta.kind},
         "files": sorted(str(p.relative_to(dest)) for p in written),
     })
@@ -118,9 +152,16 @@ async def load_into_env(step: LoadArtifactStep, ctx: RunContext, env_id: str) ->
     try:
         meta = await asyncio.to_thread(store.get_metadata, step.artifact_id, step.version or "latest")
         _check_environment(step, meta, env_id, (await client.card()).name)
-        parts = [await _file_part(store, meta, f.name) for f in meta.files]
-        await client.data_reset()
+        if step.entity_ids is not None:
+            dataset = await asyncio.to_thread(read_dataset, store, meta.id, meta.version)
+            parts: list[Part] = [DataPart(data=dataset.scoped(step.entity_ids))]
+        else:
+            parts = [await _file_part(store, meta, f.name) for f in meta.files]
+        if step.reset:
+            await client.data_reset()
         await client.data_add(parts)
+    except DatasetError as exc:
+        raise StepError(f"artifact '{step.artifact_id}': {exc}", step_id=step.id, step_type=step.type) from None
     except AgentEnvError as exc:
         if isinstance(exc, StepError):
             raise

@@ -16,21 +16,39 @@ from prefect_agentenv.protocols.agentenv_ext import AgentEnvExtensions
 from prefect_agentenv.runtime.run import RunResources, current_run
 from prefect_agentenv.steps.agent_configuration import ConfigRequest, deliver, record
 from prefect_agentenv.steps.agent_support import a2a_client, deployed_agent
-from prefect_agentenv.steps.base import AgentRef, Provides, StepModel
+from prefect_agentenv.steps.base import DEFAULT_AGENT_NAME, AgentRef, Provides, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.services import artifact_store, http_client
 
 logger = logging.getLogger("prefect_agentenv.prompt")
 
 
+REFERENCE_USER_AGENT = "human_agent"
+"""The user a multi-turn prompt talks to when the document names none (AgentEnv's default)."""
+
+
+def _prompt_from_parts(parts: Any, prompt: Any) -> str:
+    """AgentEnv's ``parts`` (A2A parts) as one prompt text: text parts only."""
+    if not isinstance(parts, list):
+        raise ValueError("parts must be a list of A2A parts")
+    texts = [p.get("text") for p in parts if isinstance(p, dict) and p.get("kind", "text") == "text"]
+    if len(texts) != len(parts) or not all(isinstance(t, str) for t in texts):
+        raise ValueError("parts: only text parts are supported ({\"kind\": \"text\", \"text\": ...}); "
+                         "file and data parts cannot be sent by this runner yet")
+    joined = "\n\n".join(texts)
+    if isinstance(prompt, str) and prompt and prompt != joined:
+        raise ValueError("give prompt or parts, not both")
+    return joined
+
+
 class PromptAgentStep(StepModel):
     """Prompts an agent over A2A and stores its PromptResponse under prompt_id."""
 
     type: Literal["prompt_agent"] = "prompt_agent"
-    agent_name: AgentRef
-    """The deployed agent to prompt."""
+    agent_name: AgentRef = DEFAULT_AGENT_NAME
+    """The deployed agent to prompt (AgentEnv's default-agent when omitted)."""
     prompt_id: Annotated[str, Provides("prompt")]
-    """Key of the PromptResponse in prompt_responses."""
+    """Key of the PromptResponse in prompt_responses (the step id when omitted)."""
     prompt: str
     """The first (or only) message to the agent."""
     timeout_seconds: float = Field(default=1800, gt=0)
@@ -52,8 +70,29 @@ class PromptAgentStep(StepModel):
     accepted_but_ignored = (
         "system_prompt", "model_params", "effort", "max_thinking_tokens", "harness", "agentenv_tools",
         "context_id", "trajectory_output_prefix", "snapshot_config", "user_system_prompt",
-        "user_model", "user_prompt",
+        "user_model", "user_prompt", "output_format", "user_output_format", "live_trajectory", "seed",
+        "user_agent_timeout_seconds",
     )
+
+    reference_fields = {"parts": "AgentEnv's A2A parts; text parts are read as the prompt."}
+    schema_optional = ("prompt_id", "prompt")
+
+    @classmethod
+    def reference_forms(cls, data: dict[str, Any], notices: list[str]) -> dict[str, Any]:
+        """AgentEnv defaults: prompt_id, agent_name, a user named human_agent; ``parts`` as the prompt."""
+        for name in ("agent_name", "prompt_id", "user_agent_name", "user_a2a_url", "max_turns", "model"):
+            if name in data and data[name] is None:
+                del data[name]
+        if "prompt_id" not in data and isinstance(data.get("id"), str):
+            data["prompt_id"] = data["id"]
+        if "parts" in data:
+            data["prompt"] = _prompt_from_parts(data.pop("parts"), data.get("prompt"))
+        turns = data.get("max_conversation_turns", 1)
+        if isinstance(turns, int) and turns > 1 and "user_agent_name" not in data and "user_a2a_url" not in data:
+            data["user_agent_name"] = REFERENCE_USER_AGENT
+            notices.append(f"a conversation with no user named: the user is the agent '{REFERENCE_USER_AGENT}' "
+                           "(AgentEnv's default; deploy it with deploy_human_agent or deploy_agent)")
+        return data
 
     @model_validator(mode="after")
     def _conversation_needs_a_user(self) -> PromptAgentStep:

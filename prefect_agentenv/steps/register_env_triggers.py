@@ -22,6 +22,9 @@ class RegisterEnvTriggersStep(StepModel):
     triggers: list[dict[str, Any]] = Field(min_length=1)
     """Triggers as the env defines them, for example {at, action, data}."""
 
+    accepted_but_ignored = ("watch_roles", "executor_agent_name", "executor_timeout_seconds", "executor_hours",
+                            "await_fired", "await_timeout_seconds")
+
 
 async def run(step: RegisterEnvTriggersStep, ctx: RunContext) -> RunContext:
     """Register the triggers; what the env accepted is kept in metadata.env_triggers[step id]."""

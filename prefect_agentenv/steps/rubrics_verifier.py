@@ -68,7 +68,24 @@ class RubricsVerifierStep(VerifierStep):
 
     accepted_but_ignored = (
         "effort", "max_thinking_tokens", "judge_sandbox_type", "judge_priority", "default_model_api_base",
+        "grade_up_to_turn", "run_context_for_judge", "judge_batch_size", "judge_batch_concurrency",
     )
+    reference_aliases = {"default_model": "judge_model", "judge_a2a_agent_id": "judge_agent_id"}
+
+    reference_fields = {"use_agent_judge": "AgentEnv's judge choice, read as judge_mode (agent or model)."}
+
+    @classmethod
+    def reference_forms(cls, data: dict[str, Any], notices: list[str]) -> dict[str, Any]:
+        """AgentEnv's ``use_agent_judge`` flag is judge_mode; nulls mean the defaults."""
+        data = super().reference_forms(data, notices)
+        if "use_agent_judge" in data:
+            flag = data.pop("use_agent_judge")
+            if flag is not None:
+                data.setdefault("judge_mode", "agent" if flag else "model")
+        for name in ("judge_agent_id", "judge_model", "judge_timeout_seconds", "output_format", "agent_name"):
+            if name in data and data[name] is None:
+                del data[name]
+        return data
 
 
 async def run(step: RubricsVerifierStep, ctx: RunContext) -> RunContext:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import model_validator
 
@@ -24,6 +24,27 @@ class SyncEnvClockStep(StepModel):
     """Set the clock to this instant (ISO 8601)."""
     advance_seconds: float | None = None
     """Move the clock forward by this many seconds (due triggers fire)."""
+    frozen: bool | None = None
+    """With time: stop the clock there (true) or let it run at real speed from there (false)."""
+
+    accepted_but_ignored = ("tolerate_missing_sync_time", "timeout_seconds")
+    reference_aliases = {"virtual_time": "time"}
+
+    reference_fields = {"virtual_seconds_per_real_second": "AgentEnv's clock speed: 0 is frozen, 1 real time."}
+
+    @classmethod
+    def reference_forms(cls, data: dict[str, Any], notices: list[str]) -> dict[str, Any]:
+        """AgentEnv's clock speed: 0 is a frozen clock, 1 real time; other speeds run at real time."""
+        if "virtual_seconds_per_real_second" not in data:
+            return data
+        speed = data.pop("virtual_seconds_per_real_second")
+        if not isinstance(speed, int | float) or isinstance(speed, bool) or speed < 0:
+            raise ValueError(f"virtual_seconds_per_real_second must be a number >= 0, got {speed!r}")
+        data.setdefault("frozen", speed == 0)
+        if speed not in (0, 1):
+            notices.append(f"virtual_seconds_per_real_second={speed:g}: the clock extension here runs at real "
+                           "speed or frozen; it runs at real speed (advance it with advance_seconds)")
+        return data
 
     @model_validator(mode="after")
     def _one_change(self) -> SyncEnvClockStep:
@@ -37,7 +58,7 @@ async def run(step: SyncEnvClockStep, ctx: RunContext) -> RunContext:
     client = env_client(ctx, step.env_id, step)
     try:
         if step.time is not None:
-            clock = await client.clock_set(step.time)
+            clock = await client.clock_set(step.time, frozen=step.frozen)
         else:
             clock = await client.clock_advance(step.advance_seconds or 0.0)
     except ProtocolError as exc:

@@ -6,7 +6,7 @@ from typing import Literal
 
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.runtime.run import current_run
-from prefect_agentenv.steps.base import AgentRef, EnvRef, StepModel
+from prefect_agentenv.steps.base import AgentRef, EnvRef, SandboxRef, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
 
 
@@ -18,6 +18,8 @@ class TeardownSandboxesStep(StepModel):
     """Agents to stop; every agent its ancestors deployed when omitted."""
     env_ids: list[EnvRef] | None = None
     """Envs to stop; every env its ancestors deployed when omitted."""
+    sandbox_names: list[SandboxRef] | None = None
+    """deploy_sandbox sandboxes to remove; every one its ancestors deployed when omitted."""
 
 
 async def run(step: TeardownSandboxesStep, ctx: RunContext) -> RunContext:
@@ -25,9 +27,11 @@ async def run(step: TeardownSandboxesStep, ctx: RunContext) -> RunContext:
     registry = current_run().teardown
     agents = set(ctx.deployed_agents if step.agent_names is None else step.agent_names)
     envs = set(ctx.deployed_envs if step.env_ids is None else step.env_ids)
+    sandboxes = set(ctx.deployed_sandboxes if step.sandbox_names is None else step.sandbox_names)
     # Agents first: they hold connections to the envs.
     targets = [e for e in registry.pending(kind="agent") if e.key in agents]
     targets += [e for e in registry.pending(kind="env") if e.key in envs]
+    targets += [e for e in registry.pending(kind="sandbox") if e.key is not None and e.key in sandboxes]
     stopped = []
     for entry in targets:
         record = await registry.stop(entry)

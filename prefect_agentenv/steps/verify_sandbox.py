@@ -1,13 +1,13 @@
-"""verify_sandbox: probe an agent's sandbox (files, contents, commands)."""
+"""verify_sandbox: probe a sandbox (an agent's or a deploy_sandbox one): files, contents, commands."""
 
 from __future__ import annotations
 
-from typing import Literal
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-
-import asyncio
-import os
 
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import AgentEnvError
@@ -16,9 +16,15 @@ from prefect_agentenv.runtime.command import run_bounded
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.runtime.sandbox import Sandbox
 from prefect_agentenv.runtime.sweep import RUN_MARKER
-from prefect_agentenv.steps.agent_support import deployed_agent, sandbox_of
-from prefect_agentenv.steps.base import Aggregator, AgentRef, VerifierStep
+from prefect_agentenv.steps.base import Aggregator, AgentRef, SandboxRef, VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
+from prefect_agentenv.steps.sandbox_support import sandbox_target
+
+CheckKind = Literal["file_exists", "dir_exists", "file_contains", "file_matches", "command_succeeds"]
+
+# AgentEnv's probe criterion types and the check kind each one reads as.
+_REFERENCE_KINDS = {"probe_file_exists": "file_exists", "probe_dir_exists": "dir_exists",
+                    "probe_file_contains": "file_matches", "bash_cmd_succeeds": "command_succeeds"}
 
 
 class SandboxCheck(BaseModel):
@@ -27,80 +33,190 @@ class SandboxCheck(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     id: str = Field(min_length=1)
-    kind: Literal["file_exists", "file_contains", "command_succeeds"]
+    kind: CheckKind
     path: str | None = None
-    """Sandbox path (absolute sandbox paths map under the sandbox root)."""
+    """Sandbox path; a relative one is under the step's base_dir (the sandbox root when unset)."""
+    paths: list[str] = Field(default_factory=list)
+    """For file_exists and dir_exists: every one of these must exist (besides path)."""
     text: str | None = None
     """Text file_contains looks for."""
-    command: list[str] | None = None
-    """argv run in the sandbox by command_succeeds."""
+    pattern: str | None = None
+    """Regular expression file_matches searches the file for."""
+    command: list[str] | str | None = None
+    """argv run in the sandbox by command_succeeds; a string is run with ``bash -c``."""
     timeout_seconds: float = Field(default=60, gt=0)
     weight: float = 1.0
+    description: str | None = None
+    """What the check means (AgentEnv's ``criterion`` text)."""
 
     @model_validator(mode="after")
     def _fields_for_kind(self) -> SandboxCheck:
-        needs = {"file_exists": ("path",), "file_contains": ("path", "text"), "command_succeeds": ("command",)}
+        needs = {"file_exists": (), "dir_exists": (), "file_contains": ("path", "text"),
+                 "file_matches": ("path", "pattern"), "command_succeeds": ("command",)}
         missing = [f for f in needs[self.kind] if getattr(self, f) is None]
+        if self.kind in ("file_exists", "dir_exists") and self.path is None and not self.paths:
+            missing.append("path or paths")
         if missing:
             raise ValueError(f"check '{self.id}' of kind {self.kind} needs {', '.join(missing)}")
+        if self.pattern is not None:
+            try:
+                re.compile(self.pattern)
+            except re.error as exc:
+                raise ValueError(f"check '{self.id}': pattern {self.pattern!r} is not a regular expression: {exc}") from None
         return self
+
+    def all_paths(self) -> list[str]:
+        return ([self.path] if self.path is not None else []) + self.paths
 
 
 class VerifySandboxStep(VerifierStep):
-    """Scores an agent's sandbox by file and command probes."""
+    """Scores a sandbox by file and command probes."""
 
     type: Literal["verify_sandbox"] = "verify_sandbox"
-    agent_name: AgentRef
+    agent_name: AgentRef | None = None
     """The deployed agent whose sandbox is probed."""
+    sandbox_name: SandboxRef | None = None
+    """Or a sandbox a deploy_sandbox step made."""
+    base_dir: str | None = None
+    """Sandbox folder relative paths are under and commands run in (the sandbox root when unset)."""
     checks: list[SandboxCheck] = Field(min_length=1)
     score_aggregator: Aggregator = "all_pass"
 
+    reference_fields = {"criteria": "AgentEnv's probe criteria, read as checks.",
+                        "shell_timeout_seconds": "AgentEnv's per-probe timeout, read as each check's timeout_seconds."}
+    reference_alternatives = {"criteria": "checks"}
+
+    @classmethod
+    def reference_forms(cls, data: dict[str, Any], notices: list[str]) -> dict[str, Any]:
+        """AgentEnv's probe ``criteria`` (base_dir defaults to /app there) become checks."""
+        data = super().reference_forms(data, notices)
+        criteria = data.pop("criteria", None)
+        timeout = data.pop("shell_timeout_seconds", None)
+        if criteria is None:
+            return data
+        if not isinstance(criteria, list):
+            raise ValueError("criteria must be a list of probe criteria")
+        data.setdefault("base_dir", "/app")
+        checks = list(data.get("checks") or [])
+        for i, item in enumerate(criteria):
+            check = _check_from_criterion(item, i, timeout)
+            if check is None:
+                kind = item.get("type") if isinstance(item, dict) else None
+                notices.append(f"criteria[{i}]: type {kind!r} is not a sandbox probe and is skipped "
+                               f"(probes: {', '.join(_REFERENCE_KINDS)})")
+                continue
+            checks.append(check)
+        data["checks"] = checks
+        return data
+
+    @model_validator(mode="after")
+    def _one_sandbox(self) -> VerifySandboxStep:
+        if (self.agent_name is None) == (self.sandbox_name is None):
+            raise ValueError("give exactly one of agent_name (an agent's sandbox) or sandbox_name (a deploy_sandbox one)")
+        return self
+
+
+def _check_from_criterion(item: Any, index: int, timeout: Any) -> dict[str, Any] | None:
+    """One AgentEnv probe criterion as a check; None for a type that is not a probe."""
+    if not isinstance(item, dict) or item.get("type") not in _REFERENCE_KINDS:
+        return None
+    kind = _REFERENCE_KINDS[item["type"]]
+    text = item.get("criterion")
+    check: dict[str, Any] = {"id": str(item.get("id") or text or f"criterion_{index + 1}"), "kind": kind,
+                             "weight": item.get("weight", 1.0), "description": text}
+    if timeout is not None:
+        check["timeout_seconds"] = timeout
+    paths = item.get("paths") or []
+    if kind in ("file_exists", "dir_exists"):
+        check["paths"] = paths
+    elif kind == "file_matches":
+        check["path"] = paths[0] if paths else None
+        check["pattern"] = item.get("expected") or item.get("value")
+    else:
+        check["command"] = item.get("bash_cmd")
+    return check
+
 
 async def run(step: VerifySandboxStep, ctx: RunContext) -> RunContext:
-    """Run every probe against the agent's sandbox; one row each."""
-    sandbox = sandbox_of(current_run(), deployed_agent(ctx, step.agent_name, step))
-    rows = [await _probe(sandbox, check, step.scoring_env) for check in step.checks]
+    """Run every probe against the sandbox; one row each."""
+    sandbox, env, _ = sandbox_target(ctx, step, agent_name=step.agent_name, sandbox_name=step.sandbox_name)
+    rows = [await _probe(sandbox, step, check, {**env, **step.scoring_env}) for check in step.checks]
     ctx.metadata.verifications[step.verifier_id] = scored(rows, aggregator=step.score_aggregator,
                                                           weight=step.weight, fmt="sandbox_checks")
     return ctx
 
 
-async def _probe(sandbox: Sandbox, check: SandboxCheck, scoring_env: dict[str, str]) -> dict[str, object]:
+async def _probe(sandbox: Sandbox, step: VerifySandboxStep, check: SandboxCheck,
+                 env: dict[str, str]) -> dict[str, object]:
     if check.kind == "command_succeeds":
-        ok, why = await _command(sandbox, check, scoring_env)
+        ok, why = await _command(sandbox, step.base_dir, check, env)
+    elif check.kind in ("file_exists", "dir_exists"):
+        ok, why = _exists(sandbox, step.base_dir, check)
     else:
-        ok, why = _file(sandbox, check)
-    return {"id": check.id, "result": "pass" if ok else "fail", "score": 1.0 if ok else 0.0,
-            "weight": check.weight, "justification": why}
+        ok, why = _contents(sandbox, step.base_dir, check)
+    row: dict[str, object] = {"id": check.id, "result": "pass" if ok else "fail", "score": 1.0 if ok else 0.0,
+                              "weight": check.weight, "justification": why}
+    if check.description:
+        row["criterion"] = check.description
+    return row
 
 
-def _file(sandbox: Sandbox, check: SandboxCheck) -> tuple[bool, str]:
+def _host(sandbox: Sandbox, base_dir: str | None, path: str) -> Path:
+    if base_dir and not path.startswith("/"):
+        path = f"{base_dir.rstrip('/')}/{path}"
+    return sandbox.path(path)
+
+
+def _exists(sandbox: Sandbox, base_dir: str | None, check: SandboxCheck) -> tuple[bool, str]:
+    missing = []
+    for path in check.all_paths():
+        try:
+            host = _host(sandbox, base_dir, path)
+        except (AgentEnvError, ValueError) as exc:
+            return False, f"{path}: {exc}"
+        if not (host.is_dir() if check.kind == "dir_exists" else host.exists()):
+            missing.append(path)
+    return (False, f"missing: {', '.join(missing)}") if missing else (True, "all paths exist")
+
+
+def _contents(sandbox: Sandbox, base_dir: str | None, check: SandboxCheck) -> tuple[bool, str]:
+    path = check.path or ""
     try:
-        host = sandbox.path(check.path or "")
+        host = _host(sandbox, base_dir, path)
     except (AgentEnvError, ValueError) as exc:
-        return False, f"{check.path}: {exc}"
+        return False, f"{path}: {exc}"
     if not host.is_file():
-        return False, f"{check.path} does not exist"
-    if check.kind == "file_exists":
-        return True, f"{check.path} exists"
+        return False, f"{path} does not exist"
     text = host.read_text(encoding="utf-8", errors="replace")
+    if check.kind == "file_matches":
+        found = re.search(check.pattern or "", text) is not None
+        return found, f"{path} {'matches' if found else 'does not match'} /{check.pattern}/"
     found = (check.text or "") in text
-    return found, f"{check.path} {'contains' if found else 'does not contain'} {check.text!r}"
+    return found, f"{path} {'contains' if found else 'does not contain'} {check.text!r}"
 
 
-async def _command(sandbox: Sandbox, check: SandboxCheck, scoring_env: dict[str, str]) -> tuple[bool, str]:
-    """Run argv in the sandbox (cwd and HOME there), in its own process group, bounded in time and output."""
-    argv = check.command or []
-    env = {**os.environ, **sandbox.env(), **scoring_env, RUN_MARKER: current_run().run_id}
+async def _command(sandbox: Sandbox, base_dir: str | None, check: SandboxCheck,
+                   env: dict[str, str]) -> tuple[bool, str]:
+    """Run the command in the sandbox (cwd base_dir, HOME there), in its own process group, bounded in
+    time and output."""
+    argv = ["bash", "-c", check.command] if isinstance(check.command, str) else list(check.command or [])
+    shown = check.command if isinstance(check.command, str) else " ".join(argv)
     try:
-        done = await run_bounded(argv, cwd=sandbox.root, env=env, timeout=check.timeout_seconds,
+        cwd = _host(sandbox, None, base_dir) if base_dir else sandbox.root
+    except (AgentEnvError, ValueError) as exc:
+        return False, f"base_dir {base_dir!r}: {exc}"
+    if not cwd.is_dir():
+        return False, f"base_dir {base_dir} does not exist in the sandbox"
+    full_env = {**os.environ, **sandbox.env(), **env, RUN_MARKER: current_run().run_id}
+    try:
+        done = await run_bounded(argv, cwd=cwd, env=full_env, timeout=check.timeout_seconds,
                                  max_output_bytes=64 * 1024, merge_stderr=True)
     except OSError as exc:
-        return False, f"{' '.join(argv)} could not start: {exc}"
+        return False, f"{shown} could not start: {exc}"
     if done.timed_out:
-        return False, f"{' '.join(argv)} did not finish within {check.timeout_seconds:g}s"
+        return False, f"{shown} did not finish within {check.timeout_seconds:g}s"
     tail = done.stdout.decode(errors="replace").strip()[-300:]
-    return done.returncode == 0, f"{' '.join(argv)} exited {done.returncode}" + (f": {tail}" if tail else "")
+    return done.returncode == 0, f"{shown} exited {done.returncode}" + (f": {tail}" if tail else "")
 
 
 definition = StepDefinition(VerifySandboxStep, run)

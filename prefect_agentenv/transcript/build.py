@@ -105,41 +105,74 @@ def _prompt(response: PromptResponse, run_id: str, fields: Mapping[str, Mapping[
 def _turn(index: int, raw: Mapping[str, Any]) -> Turn:
     role = "user" if raw.get("role") == "user" else "agent"
     message = raw.get("message") if role == "user" else raw.get("prompt")
-    return Turn(index=index, role=role, message=_clip(message), reply=_clip(raw.get("reply")),
+    return Turn(index=_int(raw.get("turn")) or index, role=role, message=_clip(message), reply=_clip(raw.get("reply")),
                 state=_str(raw.get("state")), tool_call_count=_int(raw.get("tool_call_count")),
                 done=raw.get("done") if isinstance(raw.get("done"), bool) else None, error=_str(raw.get("error")))
 
 
 def tool_calls(events: Sequence[Any]) -> list[ToolCall]:
-    """Tool calls paired with their results: by call id when the events carry one, else in order per tool."""
+    """Tool calls paired with their results: by call id when the events carry one, else in order per tool.
+
+    Trajectories come in several shapes, all read: this package's agents (``kind: tool_call`` /
+    ``tool_result``), Anthropic-style messages whose content blocks are ``tool_use`` /
+    ``tool_result``, and AgentEnv gateway events (``event_type: tool_call`` /
+    ``tool_call_result`` / ``tool_call_failed``).
+    """
     calls: list[ToolCall] = []
     by_id: dict[str, ToolCall] = {}
     waiting: dict[str, list[ToolCall]] = {}
+    for item in _tool_items(events):
+        if item["call"]:
+            call = ToolCall(name=item["name"] or "?", server=_str(item.get("server")),
+                            arguments=Clip.of(_json(item.get("arguments") or {})))
+            calls.append(call)
+            if item["id"]:
+                by_id[item["id"]] = call
+            waiting.setdefault(call.name, []).append(call)
+            continue
+        call = by_id.pop(item["id"], None) if item["id"] else None
+        queue = waiting.get(item["name"] or "", [])
+        call = call or (queue[0] if queue else None)
+        if call is None:
+            continue
+        if call in waiting.get(call.name, []):
+            waiting[call.name].remove(call)
+        call.result = Clip.of(_body(item.get("body")))
+        call.is_error = bool(item.get("is_error"))
+    return calls
+
+
+def _tool_items(events: Sequence[Any]) -> list[dict[str, Any]]:
+    """Each tool call or result of the events as ``{call, id, name, arguments?, body?, is_error?, server?}``."""
+    items: list[dict[str, Any]] = []
     for event in events:
         if not isinstance(event, dict):
             continue
-        name = str(event.get("tool") or event.get("name") or "?")
-        if event.get("kind") == "tool_call":
-            call = ToolCall(name=name, server=_str(event.get("server")), arguments=Clip.of(_json(event.get("arguments"))))
-            calls.append(call)
-            if event.get("call_id"):
-                by_id[str(event["call_id"])] = call
-            waiting.setdefault(name, []).append(call)
-        elif event.get("kind") == "tool_result":
-            call = by_id.pop(str(event.get("call_id")), None) if event.get("call_id") else None
-            queue = waiting.get(name, [])
-            if call is None and queue:
-                call = queue[0]
-            if call is None:
-                continue
-            if call in queue:
-                queue.remove(call)
-            body = event.get("text", event.get("content"))
-            if body in (None, "") and event.get("data", event.get("structured")) is not None:
-                body = _json(event.get("data", event.get("structured")))
-            call.result = Clip.of(body if isinstance(body, str) else _json(body))
-            call.is_error = bool(event.get("is_error"))
-    return calls
+        kind = event.get("kind") or event.get("type") or event.get("event_type")
+        message = event.get("message")
+        blocks = message.get("content") if isinstance(message, dict) else None
+        if isinstance(blocks, list):
+            items += _tool_items(blocks)
+        elif kind in ("tool_call", "tool_use"):
+            spec = event.get("tool_call") if isinstance(event.get("tool_call"), dict) else {}
+            items.append({"call": True, "id": _str(event.get("call_id") or event.get("id") or event.get("event_id")),
+                          "name": _str(event.get("tool") or event.get("name") or spec.get("function_name")),
+                          "arguments": event.get("arguments", event.get("input", spec.get("arguments"))),
+                          "server": event.get("server")})
+        elif kind in ("tool_result", "tool_call_result", "tool_call_failed"):
+            body = next((event[k] for k in ("text", "content", "tool_call_result", "output", "error")
+                         if event.get(k) not in (None, "", [])), event.get("data", event.get("structured")))
+            items.append({"call": False, "name": _str(event.get("tool") or event.get("name")),
+                          "id": _str(event.get("call_id") or event.get("tool_use_id") or event.get("tool_call_event_id")),
+                          "body": body, "is_error": event.get("is_error") or kind == "tool_call_failed"})
+    return items
+
+
+def _body(value: Any) -> str:
+    """A tool result as text; content blocks ``[{type: text, text}]`` are joined."""
+    if isinstance(value, list) and value and all(isinstance(b, dict) and "text" in b for b in value):
+        return "\n".join(str(b["text"]) for b in value)
+    return value if isinstance(value, str) else _json(value)
 
 
 def tokens(events: Sequence[Any]) -> Tokens | None:

@@ -72,6 +72,7 @@ def _prompt(p: PromptTranscript) -> list[str]:
         lines += ["### Turns", ""]
         for turn in p.turns:
             lines += _turn_lines(turn.index, turn.role, turn.message, turn.reply, turn.error, turn.done)
+        lines.append("")
     if p.tool_calls:
         lines += ["### Tool calls", ""]
         for i, call in enumerate(p.tool_calls, start=1):

@@ -73,6 +73,7 @@ class Turn(_Model):
     """One turn of a conversation: the agent answering a message, or the user answering the agent."""
 
     index: int
+    """The exchange it belongs to: the agent's turn n and the user's answer to it share n."""
     role: Literal["agent", "user"]
     message: Clip | None = None
     """What was sent to the agent (agent turns) or what the user said (user turns)."""

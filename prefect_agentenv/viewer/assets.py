@@ -38,8 +38,8 @@ svg .bar.state-failed, svg .bar.state-tolerated { fill: #ef8a80; }
 svg .ci { stroke: var(--fg); stroke-width: 1.5; fill: none; }
 svg .line { fill: none; stroke-width: 2; } svg .line.mean { stroke: var(--accent); } svg .line.rate { stroke: var(--pass); }
 svg .point.mean { fill: var(--accent); } svg .point.rate { fill: var(--pass); }
-svg .point.regression { stroke: var(--fail); stroke-width: 3; }
 svg .point.current { stroke: var(--fg); stroke-width: 1.5; }
+svg .point.regression { stroke: var(--fail); stroke-width: 3; }
 svg .legend.mean { fill: var(--accent); } svg .legend.rate { fill: var(--pass); } svg .legend.regression { fill: var(--fail); }
 nav { margin-bottom: 10px; }
 """

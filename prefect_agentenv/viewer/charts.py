@@ -128,7 +128,9 @@ def trend_lines(points: Sequence[TrendPoint]) -> str:
                         f'{value:.3f}{" — regression flagged" if p.regression else ""}</title></circle>')
     for i, p in enumerate(points):
         x = left + i * step if len(points) > 1 else left + plot_w / 2
-        body.append(f'<text class="tick run" x="{x:.1f}" y="{top + plot_h + 14}" text-anchor="middle">'
+        anchor = "end" if i == len(points) - 1 and len(points) > 1 else "start" if i == 0 and len(points) > 1 \
+            else "middle"
+        body.append(f'<text class="tick run" x="{x:.1f}" y="{top + plot_h + 14}" text-anchor="{anchor}">'
                     f'{escape(p.started_at[5:16].replace("T", " "))}</text>')
     legend = ('<text class="legend mean" x="50" y="8">● mean score</text>'
               '<text class="legend rate" x="160" y="8">● pass rate</text>'

@@ -119,7 +119,8 @@ def _table_row(view: ReportView, r: TaskRow) -> str:
         links.append(f'<a href="{escape(view.prefect_ui_url)}/runs/flow-run/{escape(r.flow_run_id)}">Prefect</a>')
     tags = "".join(f'<span class="tag">{escape(t)}</span>' for t in r.tags)
     score = "" if r.score is None else f"{r.score:.4f}"
-    return (f'<tr data-tags="{escape(" ".join(r.tags))}" data-outcome="{escape(r.outcome)}">'
+    return (f'<tr data-task="{escape(r.task_id)}" data-tags="{escape(" ".join(r.tags))}" '
+            f'data-outcome="{escape(r.outcome)}">'
             f'<td data-sort="{escape(r.task_id)}"><a href="{escape(r.page)}">{escape(r.task_id)}</a></td>'
             f'<td class="num" data-sort="{r.seed_index}">{r.seed_index}</td>'
             f'<td class="num" data-sort="{r.epoch}">{r.epoch}</td><td>{tags}</td>'

@@ -72,6 +72,6 @@ async def test_a_saved_block_loads_back_with_its_secrets(prefect_harness: None) 
     loaded = await A2AAgent.aload(name)
     assert loaded.version == "1.2.3"
     assert loaded.command == ["agent", "--port", "{port}"]
-    assert loaded.secret_env["API_KEY"].get_secret_value() == "s3cret"
+    assert loaded.to_launch_spec().secret_values() == {"API_KEY": "s3cret"}
     assert loaded.card_path == A2A_CARD_PATH
     assert "s3cret" not in repr(loaded)

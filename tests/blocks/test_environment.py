@@ -61,7 +61,7 @@ async def test_a_saved_block_loads_back_with_its_secrets(prefect_harness: None) 
     loaded = cast(AgentEnvironment, await AgentEnvironment.aload(name))
     assert loaded.version == "1.2.3"
     assert loaded.command == ["srv", "--port", "{port}"]
-    assert loaded.secret_env["API_KEY"].get_secret_value() == "s3cret"
+    assert loaded.to_launch_spec().secret_values() == {"API_KEY": "s3cret"}
     assert "s3cret" not in repr(loaded)
 
 

@@ -2,7 +2,7 @@
 
 * ``notes-sdk``: an env written with the AgentEnv server SDK (its card says ``required: null``);
 * ``sdk-tool-caller``: an agent written with the AgentEnv agent SDK (mcp-config, trajectory,
-  staging; no agent-config);
+  staging, and an agent-config that takes ``temperature`` but neither ``system_prompt`` nor ``model``);
 * ``plain-a2a``: an A2A 1.0 agent on a2a-sdk's own server classes, declaring no extension;
 * ``calculator-mcp``: an MCP server from the ``mcp`` package (FastMCP 1.x), with no card and no
   data plane.
@@ -52,11 +52,11 @@ async def test_an_sdk_env_and_an_sdk_agent_run_a_seeded_task_to_passed(agentenv_
         {"id": "env", "type": "deploy_env", "env_id": "notes-sdk"},
         {"id": "seed", "type": "load_artifact", "env_id": "notes-sdk", "artifact_id": "notes-seed"},
         {"id": "agent", "type": "deploy_agent", "a2a_agent_id": "sdk-tool-caller", "agent_name": "caller",
-         "env_ids": ["notes-sdk"], "system_prompt": "Be brief."},
+         "env_ids": ["notes-sdk"], "system_prompt": "Be brief.", "agent_config": {"temperature": 0.5}},
         {"id": "ask", "type": "prompt_agent", "agent_name": "caller", "prompt_id": "ask",
          "prompt": 'add_note {"text": "buy milk"}', "timeout_seconds": 60, "poll_interval_seconds": 0.1},
         {"id": "reply", "type": "agent_prompt_response_verifier", "prompt_id": "ask", "verifier_id": "reply",
-         "response_contains": ["add_note -> n-2"]},
+         "response_contains": ["add_note -> n-2 (temperature 0.5)"]},
         {"id": "state", "type": "env_state_verifier", "env_id": "notes-sdk", "verifier_id": "state", "assertions": [
             {"assert": "record_count", "id": "two_notes", "resource": "notes", "equals": 2},
             {"assert": "state_match", "id": "milk", "correlate_by": {"resource": "notes", "key": "id", "value": "n-2"},
@@ -95,4 +95,6 @@ async def test_a_plain_a2a_agent_and_an_mcp_only_server_run_in_one_task(agentenv
     assert report.outcome == "PASSED", (report.error, states(report))
     assert set(states(report).values()) == {"completed"}
     assert rows(report) == {("plain", "env_ids.calculator-mcp"), ("plain", "system_prompt")}
+    # Neither agent takes a model through agent-config, so the report names none for them.
+    assert {a["model"] for a in report.context["deployed_agents"].values()} == {None}
     assert_nothing_left_running(report)

@@ -119,9 +119,10 @@ CASES: dict[str, Case] = {
     "filter-leaves-nothing": Case(bench(verial(), tags={"exclude_tags": ["records"]}),
                                   [("$.tags", "the tag filter leaves no task to run")]),
     # --- Verial-style tasks ---
-    "verial-missing-task-item": Case(bench(verial(task_item=None)),
-                                     [("$.tasks[0].task_item", "missing required field")]),
-    "verial-env-and-envs": Case(bench(verial(envs=[{"env_id": "email"}])), [("$.tasks[0]", "give exactly one of env")]),
+    "verial-reply-criterion-without-task-item": Case(
+        bench(verial(task_item=None, criteria=[criterion({"assert": "response-contains", "needles": ["ok"]})])),
+        [("$.tasks[0].criteria[0].assertion.assert", "the task has no task_item")]),
+    "verial-env-and-envs": Case(bench(verial(envs=[{"env_id": "email"}])), [("$.tasks[0]", "give one of env (one env) or envs")]),
     "verial-unknown-assert": Case(bench(verial(criteria=[criterion({"assert": "rubrik", "criterion": "Polite."})])),
                                   [("$.tasks[0].criteria[0].assertion.assert", "unknown assert 'rubrik'")]),
     "verial-missing-correlate-key": Case(
@@ -140,7 +141,7 @@ CASES: dict[str, Case] = {
         [("$.tasks[0].criteria[0].assertion.correlate_by.key", "entity 'ana' has no field 'patient_id'")]),
     "verial-input-entity-on-a-rubric": Case(
         bench(verial(criteria=[criterion({"assert": "rubric", "criterion": "Polite."}, input_entity_id="ana")])),
-        [("$.tasks[0].criteria[0].input_entity_id", "scopes state_match assertions only")]),
+        [("$.tasks[0].criteria[0].input_entity_id", "scopes state_match, voice_transcript and fax_content")]),
     "verial-several-envs-unnamed": Case(
         bench(verial(env=None, envs=[{"env_id": "records"}, {"env_id": "email"}],
                      criteria=[criterion({"assert": "record_count", "resource": "sent", "equals": 1})])),

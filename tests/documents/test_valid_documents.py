@@ -231,13 +231,13 @@ def test_an_ignored_field_is_left_out_of_the_validated_step() -> None:
 def test_ignored_fields_are_reported_for_each_step_that_has_them() -> None:
     result = validate_data([
         {**EMAIL, "env_state_type": "snapshot"},
-        {**ASSISTANT, "enable_docker": True},
+        {**ASSISTANT, "agent_description": "Answers email"},
         {**REPLY, "effort": "high"},
     ])
 
     assert errors(result.problems) == []
     assert {(w.step_id, w.message.split(": ")[-1]) for w in result.warnings} == {
-        ("email", "env_state_type"), ("assistant", "enable_docker"), ("reply", "effort"),
+        ("email", "env_state_type"), ("assistant", "agent_description"), ("reply", "effort"),
     }
 
 
@@ -293,13 +293,14 @@ def test_a_document_using_the_older_collect_field_name_survives_a_round_trip_thr
 
 def test_load_task_raises_with_every_problem_listed(tmp_path: Path) -> None:
     path = tmp_path / "broken.json"
-    path.write_text('[{"id": "reply", "type": "prompt_agent", "prompt_id": "reply", "prompt": "Hi", "agnt_name": "a"}]')
+    path.write_text('[{"id": "reply", "type": "prompt_agent", "prompt_id": "reply", "prompt": "Hi", "agnt_name": "a",'
+                    ' "timeout_seconds": 0}]')
 
     with pytest.raises(TaskDocumentError) as raised:
         load_task(path)
 
     paths = {p.path for p in errors(raised.value.problems)}
-    assert {"$[0].agent_name", "$[0].agnt_name"} <= paths
+    assert {"$[0].timeout_seconds", "$[0].agnt_name"} <= paths
     assert str(path) in str(raised.value)
 
 

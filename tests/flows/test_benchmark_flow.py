@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -9,6 +10,8 @@ from typing import Any
 import pytest
 import yaml
 from prefect.client.orchestration import get_client
+from prefect.events.filters import EventFilter, EventNameFilter
+from prefect.events.worker import EventsWorker
 from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, FlowRunFilter, FlowRunFilterParentFlowRunId
 
 from prefect_agentenv.artifacts import get_artifact_store
@@ -49,6 +52,7 @@ async def test_every_task_and_epoch_runs_as_an_agent_task_subflow_with_results_a
     assert all(r.snapshot and len(r.snapshot.sha256) == 64 for r in results)
     assert results[0].axis_scores == {"correctness": pytest.approx(results[0].score)}
     flow_run_id = state.state_details.flow_run_id
+    assert out["run_id"] == str(flow_run_id)  # so the UI's Retry of this flow run resumes it
     async with get_client() as client:
         children = await client.read_flow_runs(
             flow_run_filter=FlowRunFilter(parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[flow_run_id])))
@@ -59,9 +63,14 @@ async def test_every_task_and_epoch_runs_as_an_agent_task_subflow_with_results_a
     assert all("benchmark:unit-bench" in c.tags for c in children)
     kinds = {a.type for a in artifacts}
     assert {"markdown", "table", "progress"} <= kinds
-    assert "bench-unit-bench-verifications" in {a.key for a in artifacts}
-    summary = next(a for a in artifacts if a.type == "markdown")
+    assert {"bench-unit-bench-verifications", "bench-unit-bench-report"} <= {a.key for a in artifacts}
+    summary = next(a for a in artifacts if a.key == "bench-unit-bench-summary")
     assert "Mean score" in str(summary.data) and "alpha" in str(summary.data)
+    table = next(a for a in artifacts if a.key == "bench-unit-bench-tasks")
+    child_pages = {f"/runs/flow-run/{c.id}" for c in children}
+    rows = json.loads(table.data) if isinstance(table.data, str) else table.data
+    assert {row["flow_run"][row["flow_run"].index("/runs/"):] for row in rows} == child_pages
+    assert all(f"/runs/flow-run/{c.id})" in str(summary.data) for c in children)
 
 
 async def test_a_resumed_run_reruns_only_missing_or_errored_tasks(tmp_path: Path,
@@ -85,6 +94,25 @@ async def test_a_run_is_compared_with_the_previous_run_and_regressions_are_flagg
     state, out = await run(write_bench(tmp_path, {"alpha": 1.0, "beta": 0.0}))
     assert state.is_completed()
     assert out["regressed_tasks"] == ["beta"] and any("beta" in r for r in out["regressions"])
+    event = await wait_for_event("prefect-agentenv.benchmark.regressed", out["run_id"])
+    assert event.resource.id == "prefect-agentenv.benchmark.unit-bench"
+    assert event.payload["slug"] == "unit-bench" and event.payload["previous_score"] == 1.0
+    assert event.payload["score"] == 0.5 and event.payload["regressed_tasks"][0]["task_id"] == "beta"
+    assert any(r.id == f"prefect.flow-run.{state.state_details.flow_run_id}" for r in event.related)
+
+
+async def wait_for_event(name: str, run_id: str, timeout: float = 30.0) -> Any:
+    """The event ``name`` of benchmark run ``run_id``, once the server has stored it (it batches writes)."""
+    await EventsWorker.drain_all(timeout=10)  # type: ignore[misc]
+    deadline = asyncio.get_running_loop().time() + timeout
+    async with get_client() as client:
+        while True:
+            page = await client.read_events(EventFilter(event=EventNameFilter(name=[name])), limit=50)
+            found = [e for e in page.events if e.payload.get("run_id") == run_id]
+            if found or asyncio.get_running_loop().time() > deadline:
+                assert found, f"no {name} event for run {run_id}"
+                return found[0]
+            await asyncio.sleep(0.5)
     assert "regress" in out["markdown"].lower() and "Compared with run" in out["markdown"]
 
 

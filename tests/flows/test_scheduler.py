@@ -198,7 +198,8 @@ async def test_the_report_lists_every_step_with_timing(agentenv_home: Path) -> N
     for s in report.steps:
         assert set(s) >= {"id", "type", "state", "started_at", "duration_s", "error"}
         assert s["state"] == "completed" and s["started_at"] and s["error"] is None
-    assert set(report.context) == {"deployed_envs", "deployed_agents", "prompt_responses", "metadata"}
+    assert set(report.context) == {"deployed_envs", "deployed_agents", "deployed_sandboxes", "prompt_responses",
+                                   "metadata"}
     written = list((agentenv_home / "runs").glob("*/report.json"))
     assert len(written) == 1
 

@@ -4,12 +4,15 @@ Run with the peers' interpreter: ``.venv-peers/bin/python tests/peers/sdk_env.py
 ``MCP_HOST`` and ``MCP_PORT``; its card, data plane and MCP server are the SDK's own, not ours.
 Seed data is ``{"notes": [{"id", "text"}]}`` in a data part or a JSON file part; the ``add_note`` and
 ``list_notes`` tools work on it; ``urn:example:note-stats/v1`` is a REST extension the SDK advertises.
+With ``NOTES_BROKEN_EXPORT=1`` its ``data/get`` fails (the SDK answers a JSON-RPC error), to show
+what a check reports about an env that offers an operation and cannot do it.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import os
 from typing import Annotated, Any
 
 from agentenv_protocol import AgentEnvEnvironment, DataPart, FilePart, add_data, environment_card, extension, get_data
@@ -37,6 +40,8 @@ class NotesEnv(AgentEnvEnvironment):
 
     @get_data
     def get(self) -> list[DataPart]:
+        if os.environ.get("NOTES_BROKEN_EXPORT") == "1":
+            raise RuntimeError("the export is broken on purpose")
         return [DataPart(data={"notes": self.notes})]
 
     @tool(name="list_notes")

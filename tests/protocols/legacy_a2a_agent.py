@@ -1,5 +1,8 @@
 """A hand-written A2A 0.3 agent that answers like AgentEnv agents do, and nothing more.
 
+It stays for the tests that need failures, hangs and a log on demand; the genuine AgentEnv SDK
+agent (``tests/peers/sdk_agent.py``) runs in ``tests/conformance/``.
+
 * The card is served only at ``/.well-known/agent.json`` (``agent-card.json`` is 404), with
   ``protocolVersion: 0.3.0`` and a *relative* ``url`` (``/a2a``); it declares the agent-config
   extension the AgentEnv way (``methods.set.request.supported``) and a task-only trajectory.

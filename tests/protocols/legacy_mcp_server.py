@@ -1,7 +1,9 @@
 """A hand-written MCP server that behaves like an mcp 1.x streamable-HTTP server.
 
-mcp 1.x cannot be installed next to mcp 2.x, so this reproduces what a 1.x server does on
-the wire (stateful mode, SSE answers), which is all a client negotiates against:
+mcp 1.x cannot be installed next to mcp 2.x in our venv; a genuine 1.x server runs from the peers'
+venv in ``tests/conformance/``. This one stays for the unit tests because it logs what it receives.
+It reproduces what a 1.x server does on the wire (stateful mode, SSE answers), which is all a
+client negotiates against:
 
 * only ``initialize`` is accepted without an ``mcp-session-id``; anything else — such as the
   2026-era ``server/discover`` probe — gets HTTP 400 with a JSON-RPC error body;

@@ -1,5 +1,10 @@
 """The A2A client against real agents on loopback: the scripted reference agent (a2a-sdk 1.x
-server, 1.0 and 0.3 compat) and a hand-written 0.3-only agent that answers like AgentEnv agents."""
+server, 1.0 and 0.3 compat) and a hand-written 0.3-only agent that answers like AgentEnv agents.
+
+The hand-written agent stays because these tests need behaviours on demand — a failure, a hang
+past the timeout, a blocking answer to a non-blocking send — and a log of what it received; no
+genuine agent offers those. The genuine AgentEnv SDK agent (0.3) and a plain a2a-sdk 1.0 agent are
+exercised end to end in ``tests/conformance/``."""
 
 from __future__ import annotations
 

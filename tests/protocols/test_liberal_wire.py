@@ -106,6 +106,8 @@ def test_recorded_agent_cards_are_read_with_their_extensions() -> None:
     assert card.interface() == ("http://agent.test/a2a", "0.3")
     assert extensions.has(MCP_CONFIG_EXTENSION, "add") and extensions.has(TRAJECTORY_EXTENSION, "get")
     assert "urn:agentenv:staging/v1" in extensions.extensions
+    assert extensions.filter_agent_config({"temperature": 0.5, "system_prompt": "x"}) == ({"temperature": 0.5},
+                                                                                          ["system_prompt"])
     plain = A2ACard.from_raw(recorded("plain_agent_card.json"), base_url="http://agent.test/",
                              card_url="http://agent.test/.well-known/agent-card.json")
     assert plain.interface()[1] == "1.0" and plain.extensions == []
@@ -116,3 +118,37 @@ def test_a_reply_in_snake_case_is_read() -> None:
                                "parts": [{"kind": "text", "text": "done"}]})
 
     assert (reply.text, reply.task_id, reply.context_id) == ("done", "t", "c")
+
+
+def rpc_peer(answer: Any) -> EnvClient:
+    """An env with a legacy card (no operations listed) whose JSON-RPC endpoint answers ``answer(request)``."""
+    def serve(request: httpx.Request) -> httpx.Response:
+        if request.method == "GET":
+            return httpx.Response(200, json={"name": "odd"})
+        return httpx.Response(200, json=answer(json.loads(request.content)))
+
+    return EnvClient("http://env.test/", httpx.AsyncClient(transport=httpx.MockTransport(serve)))
+
+
+async def test_a_json_rpc_answer_echoing_the_id_as_a_string_is_accepted() -> None:
+    env = rpc_peer(lambda req: {"jsonrpc": "2.0", "id": str(req["id"]), "result": {"parts": [{"text": "hi"}]}})
+
+    assert await env.data_get() == [TextPart(text="hi")]
+
+
+async def test_a_json_rpc_error_with_a_null_message_is_still_reported_as_the_env_error() -> None:
+    env = rpc_peer(lambda req: {"jsonrpc": "2.0", "id": req["id"], "error": {"code": -32000, "message": None,
+                                                                             "data": {"code": "locked"}}})
+
+    with pytest.raises(ProtocolError, match=r"env 'odd': data/reset failed on .*\[-32000\] \(locked\)") as caught:
+        await env.data_reset()
+    assert getattr(caught.value, "error_code", None) == "locked"
+
+
+async def test_a_card_that_is_not_json_is_named_as_such() -> None:
+    def serve(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, text="<html>hello</html>")
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(serve)) as http:
+        with pytest.raises(ProtocolError, match="env 'web' at http://env.test/.* something other than JSON"):
+            await EnvClient("http://env.test/", http, name="web").card()

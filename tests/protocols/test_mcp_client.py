@@ -1,4 +1,8 @@
-"""McpClient against the email env (mcp 2.x) and a hand-written mcp 1.x-style server."""
+"""McpClient against the email env (mcp 2.x) and a hand-written mcp 1.x-style server.
+
+The hand-written server stays because it logs the JSON-RPC methods it receives, which is how these
+tests see the version negotiation; a genuine mcp 1.x server (FastMCP, from the peers' venv) is
+exercised end to end in ``tests/conformance/``."""
 
 from __future__ import annotations
 

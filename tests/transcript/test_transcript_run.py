@@ -1,69 +1,35 @@
-"""A real run's transcript: the email env, the scripted agent, a mock-judged rubric, snapshots, files.
+"""A real run's transcript (email env, scripted agent, mock judge, snapshots, a collected file, a secret).
 
-One run (about 15 s) in a real Prefect API; every test reads it.
+The run is the CLI's, on a real Prefect server (``real_run`` in tests/conftest.py); its report and
+the transcript artifact it published are read back here.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from prefect.client.orchestration import get_client
+from prefect.client.orchestration import PrefectClient
 from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+from real_run import PLAN, SECRET, RealRun
 
-from prefect_agentenv.documents import validate_data
-from prefect_agentenv.flows.agent_task import agent_task
 from prefect_agentenv.flows.report import TaskReport
-
-from steps.helpers import EXAMPLES, publish_examples
-
-SECRET = "hunter2-transcript-secret"
-PLAN = json.loads((EXAMPLES / "plans" / "reply-to-dana.json").read_text())["plan"]
-
-
-def steps() -> list[dict[str, Any]]:
-    return [
-        {"id": "email", "type": "deploy_env", "env_id": "email", "depends_on": []},
-        {"id": "inbox", "type": "load_artifact", "env_id": "email", "artifact_id": "inbox", "depends_on": ["email"]},
-        {"id": "before", "type": "snapshot_env", "env_id": "email", "depends_on": ["inbox"]},
-        {"id": "assistant", "type": "deploy_agent", "a2a_agent_id": "scripted", "agent_name": "assistant",
-         "env_ids": ["email"], "depends_on": ["email"], "agent_config": {"plan": PLAN}},
-        {"id": "reply", "type": "prompt_agent", "agent_name": "assistant", "prompt_id": "reply",
-         "prompt": "Reply to Dana. The door code is ${TRANSCRIPT_SECRET}.", "depends_on": ["before", "assistant"]},
-        {"id": "after", "type": "snapshot_env", "env_id": "email", "depends_on": ["reply"]},
-        {"id": "files", "type": "collect_artifacts", "agent_name": "assistant", "depends_on": ["reply"]},
-        {"id": "tone", "type": "rubrics_verifier", "prompt_id": "reply", "verifier_id": "tone", "depends_on": ["reply"],
-         "criteria": [{"id": "polite", "criterion": "The email to Dana is polite.", "axis": "communication"}]},
-    ]
 
 
 @pytest.fixture(scope="module")
-async def finished(prefect_harness: None, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """Run the document once in Prefect; yield the report and the flow run's artifacts."""
-    mp = pytest.MonkeyPatch()
-    from prefect_agentenv.settings import get_settings
+def finished(real_run: RealRun) -> tuple[TaskReport, list[Any]]:
+    async def artifacts() -> list[Any]:
+        async with PrefectClient(real_run.api_url) as client:
+            return await client.read_artifacts(artifact_filter=ArtifactFilter(
+                flow_run_id=ArtifactFilterFlowRunId(any_=[real_run.report["flow_run_id"]])))
 
-    mp.setenv("PREFECT_AGENTENV_HOME", str(tmp_path_factory.mktemp("transcript-home")))
-    mp.setenv("TRANSCRIPT_SECRET", SECRET)
-    get_settings.cache_clear()
-    try:
-        publish_examples()
-        result = validate_data(steps(), default_id="transcript-demo")
-        assert result.ok and result.document is not None, [p.render() for p in result.problems]
-        state = await agent_task(result.document, return_state=True)
-        report = TaskReport.model_validate(await state.result(raise_on_failure=False))
-        async with get_client() as client:
-            artifacts = await client.read_artifacts(artifact_filter=ArtifactFilter(
-                flow_run_id=ArtifactFilterFlowRunId(any_=[state.state_details.flow_run_id])))
-        yield report, artifacts
-    finally:
-        mp.undo()
-        get_settings.cache_clear()
+    return TaskReport.model_validate(real_run.report), asyncio.run(artifacts())
 
 
-async def test_the_transcript_shows_the_prompt_each_tool_call_and_the_reply(finished: Any) -> None:
+def test_the_transcript_shows_the_prompt_each_tool_call_and_the_reply(finished: Any) -> None:
     report, _ = finished
     assert report.outcome.value == "PASSED", report.error
     t = report.transcript
@@ -78,7 +44,7 @@ async def test_the_transcript_shows_the_prompt_each_tool_call_and_the_reply(fini
     assert [turn.role for turn in prompt.turns] == ["agent"]
 
 
-async def test_the_judges_rows_carry_their_justification_and_a_link_to_its_trajectory(finished: Any) -> None:
+def test_the_judges_rows_carry_their_justification_and_a_link_to_its_trajectory(finished: Any) -> None:
     report, _ = finished
     (tone,) = report.transcript.verifiers
     assert tone.step_id == "tone" and tone.score == 1.0 and tone.judge is not None and tone.judge.mock
@@ -87,7 +53,7 @@ async def test_the_judges_rows_carry_their_justification_and_a_link_to_its_traje
     assert Path(tone.judge.trajectory_url.removeprefix("file://")).is_file()
 
 
-async def test_env_changes_come_from_the_snapshots_and_files_link_to_the_store(finished: Any) -> None:
+def test_env_changes_come_from_the_snapshots_and_files_link_to_the_store(finished: Any) -> None:
     report, _ = finished
     (changes,) = report.transcript.env_changes
     assert (changes.env_id, changes.before_step, changes.after_step) == ("email", "before", "after")
@@ -97,7 +63,7 @@ async def test_env_changes_come_from_the_snapshots_and_files_link_to_the_store(f
     assert note.name.endswith("q3-notes.md") and Path(note.url.removeprefix("file://")).is_file()
 
 
-async def test_secrets_are_redacted_in_the_transcript_and_its_artifact(finished: Any) -> None:
+def test_secrets_are_redacted_in_the_transcript_and_its_artifact(finished: Any) -> None:
     report, artifacts = finished
     assert SECRET not in report.model_dump_json()
     assert "***" in report.transcript.prompts[0].prompt.text

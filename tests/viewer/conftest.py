@@ -57,7 +57,7 @@ async def bench_runs(prefect_harness: None, tmp_path_factory: pytest.TempPathFac
         record_earlier_run("nightly-2", 2)
         state = await benchmark(path=str(write_bench(folder, 0.0)), return_state=True)
         out = await state.result(raise_on_failure=False)
-        yield {"out": out, "home": folder / "home", "index": Path(out["report_url"].removeprefix("file://"))}
-    finally:
+    finally:  # the rest of the session must not write into this benchmark's home
         mp.undo()
         get_settings.cache_clear()
+    yield {"out": out, "home": folder / "home", "index": Path(out["report_url"].removeprefix("file://"))}

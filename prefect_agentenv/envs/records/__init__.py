@@ -18,7 +18,15 @@ Seed (``data/add``): each part is a data part — or a JSON file/text part — h
                      "created_at": ..., "updated_at": ..., "history": [{"at", "status"}]}],
       "inbox":     [{"document_id": "DOC-0001", "kind": "fax", "title": "Referral",
                      "sender": "+1 555 0100", "received_at": ..., "content": "...",
-                     "patient_id": "P1", "referral_id": "R1", "read": false}]
+                     "patient_id": "P1", "referral_id": "R1", "read": false}],
+      "phone_lines": [{"number": "+1 555 0200", "name": "...", "greeting": "...", "answers": ["..."]}],
+      "calls":     [{"call_id": "CALL-0001", "number": ..., "direction": "outbound" | "inbound",
+                     "status": "completed" | "voicemail", "patient_id": ..., "started_at": ...,
+                     "transcript": [{"speaker": "line" | "agent" | "caller", "text": "..."}]}],
+      "outbound_faxes": [{"fax_id": "FAX-0001", "to": ..., "title": ..., "content": ...,
+                     "patient_id": ..., "attachments": [{"document_id", "title", "content"}],
+                     "status": "sent", "sent_at": ...}],
+      "prior_auth_requests": [...]   # requests of type prior_auth (Verial's name for them)
     }
 
 Only the keys (``patient_id``, ``referral_id``, ``request_id``, ``document_id``) and a
@@ -27,8 +35,9 @@ now; other members are kept as given. Request statuses: draft, received, submitt
 pending_info, approved, denied, cancelled. Unknown resources and keys already present are
 refused (-32602 / -32000 ``duplicate_id``).
 
-Export (``data/get``): one data part ``{"patients": [...], "referrals": [...], "requests":
-[...], "inbox": [...]}`` — the seed's shape, so a snapshot loads back. Typed state
+Export (``data/get``): one data part with every resource above — the seed's shape, so a
+snapshot loads back (``prior_auth_requests`` is a view of ``requests``: on load its rows are
+skipped when the same document lists them under ``requests``, else added as prior-auth requests). Typed state
 assertions correlate on it, e.g. resource ``requests``, key ``request_id``, paths
 ``status`` and ``cpt_code``.
 
@@ -38,12 +47,23 @@ MCP tools: ``search_patients(query="", birth_date=None)``, ``get_patient(patient
 ``list_requests(patient_id=None, status=None)``, ``get_request(request_id)``,
 ``create_request(patient_id, cpt_code=None, icd10_codes=None, referral_id=None,
 type="prior_auth", payer=None, notes=None, status="draft")``, ``update_request(request_id,
-status=None, cpt_code=None, icd10_codes=None, payer=None, notes=None)``. Created requests get
-ids ``REQ-NNNN``; every status change is appended to the request's ``history``.
+status=None, cpt_code=None, icd10_codes=None, payer=None, notes=None)``,
+``place_call(number, say, patient_id=None)`` (the line answers each utterance from its seeded
+``answers``, then "Thank you."), ``list_calls(number=None)``, ``send_fax(to, content="",
+title="", patient_id=None, document_ids=None)`` (attaches copies of inbox documents),
+``list_outbound_faxes()``. Created requests get ids ``REQ-NNNN``; every status change is
+appended to the request's ``history``.
 
 Trigger action ``drop_inbox_document``: ``{"at": ISO time, "action": "drop_inbox_document",
 "data": <inbox document>}`` files the document (``document_id`` defaults to ``DOC-NNNN``,
-``received_at`` to ``at``) once the clock reaches ``at``.
+``received_at`` to ``at``) once the clock reaches ``at``. ``drop_file_inbox`` files a dropped
+file: ``data`` is the record it is about plus ``inbound_path`` (default ``inbox/``) and optional
+``file_name``, ``title``, ``content``, ``kind``; the document's ``path`` is
+``<inbound_path>/<file_name or document_id.txt>`` and its text lists the record's fields unless
+``content`` is given. ``leave_voicemail`` (``from``, ``message``, ``patient_id``) logs an
+inbound call with status ``voicemail``. ``post_hl7_message`` (``message``: HL7 v2 text, e.g. an
+ORU^R01 result) files an inbox document of kind ``hl7`` whose patient comes from PID-3 and whose
+content lists the OBX observations.
 """
 
 from prefect_agentenv.envs.records.env import RecordsEnv

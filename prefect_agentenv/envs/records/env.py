@@ -38,7 +38,17 @@ class RecordsEnv(EnvBackend):
         register_tools(mcp, self.records)
 
     def trigger_actions(self) -> Mapping[str, TriggerAction]:
-        return {"drop_inbox_document": self._drop_inbox_document}
+        return {"drop_inbox_document": self._drop_inbox_document, "drop_file_inbox": self._drop_file_inbox,
+                "leave_voicemail": self._leave_voicemail, "post_hl7_message": self._post_hl7_message}
 
     def _drop_inbox_document(self, data: dict[str, Any], at: datetime) -> None:
         self.records.drop_document(data, at)
+
+    def _drop_file_inbox(self, data: dict[str, Any], at: datetime) -> None:
+        self.records.drop_file(data, at)
+
+    def _post_hl7_message(self, data: dict[str, Any], at: datetime) -> None:
+        self.records.post_hl7(data, at)
+
+    def _leave_voicemail(self, data: dict[str, Any], at: datetime) -> None:
+        self.records.leave_voicemail(data, at)

@@ -9,6 +9,17 @@ from typing import Any, Generic, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from prefect_agentenv.envs.records.base import Record
+from prefect_agentenv.envs.records.comms import (
+    Call,
+    FaxAttachment,
+    OutboundFax,
+    PhoneLine,
+    file_document,
+    hl7_document,
+    line_transcript,
+    voicemail,
+)
 from prefect_agentenv.envs.server import VirtualClock
 from prefect_agentenv.protocols.env import UtcDatetime
 from prefect_agentenv.protocols.jsonrpc import JsonRpcFault
@@ -17,13 +28,7 @@ RequestStatus = Literal["draft", "received", "submitted", "pending_info", "appro
 REQUEST_STATUSES: tuple[str, ...] = get_args(RequestStatus)
 
 
-class _Record(BaseModel):
-    """Records keep unknown members, so seeds can carry whatever their scenario needs."""
-
-    model_config = ConfigDict(extra="allow")
-
-    def record(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
+_Record = Record
 
 
 class Patient(_Record):
@@ -94,6 +99,17 @@ class RecordsSeed(BaseModel):
     referrals: list[Referral] = Field(default_factory=list)
     requests: list[ServiceRequest] = Field(default_factory=list)
     inbox: list[InboxDocument] = Field(default_factory=list)
+    phone_lines: list[PhoneLine] = Field(default_factory=list)
+    calls: list[Call] = Field(default_factory=list)
+    outbound_faxes: list[OutboundFax] = Field(default_factory=list)
+    prior_auth_requests: list[ServiceRequest] = Field(default_factory=list)
+    """The prior-auth requests under Verial's name: the export's view of ``requests``. Loaded as
+    requests (of type prior_auth) unless the same document lists them under ``requests``."""
+
+    def merged_requests(self) -> list[ServiceRequest]:
+        listed = {r.request_id for r in self.requests}
+        return [*self.requests, *(r.model_copy(update={"type": "prior_auth"}) for r in self.prior_auth_requests
+                                  if r.request_id not in listed)]
 
 
 R = TypeVar("R", bound=_Record)
@@ -151,14 +167,21 @@ class Records:
         self.referrals: Table[Referral] = Table("referrals", "referral_id", "REF")
         self.requests: Table[ServiceRequest] = Table("requests", "request_id", "REQ")
         self.inbox: Table[InboxDocument] = Table("inbox", "document_id", "DOC")
+        self.phone_lines: Table[PhoneLine] = Table("phone_lines", "number", "LINE")
+        self.calls: Table[Call] = Table("calls", "call_id", "CALL")
+        self.outbound_faxes: Table[OutboundFax] = Table("outbound_faxes", "fax_id", "FAX")
 
     def _tables(self) -> dict[str, Table[Any]]:
-        return {t.resource: t for t in (self.patients, self.referrals, self.requests, self.inbox)}
+        return {t.resource: t for t in (self.patients, self.referrals, self.requests, self.inbox, self.phone_lines,
+                                        self.calls, self.outbound_faxes)}
+
+    def _incoming(self, seed: RecordsSeed, name: str) -> list[Any]:
+        return seed.merged_requests() if name == "requests" else list(getattr(seed, name))
 
     def load(self, documents: Iterable[dict[str, Any]]) -> None:
         """Validate every document, then add its records; a key already present is refused."""
         seeds = [RecordsSeed.model_validate(doc) for doc in documents]
-        clashes = {name: table.clashes(r for seed in seeds for r in getattr(seed, name))
+        clashes = {name: table.clashes(r for seed in seeds for r in self._incoming(seed, name))
                    for name, table in self._tables().items()}
         clashes = {name: keys for name, keys in clashes.items() if keys}
         if clashes:
@@ -169,14 +192,20 @@ class Records:
                 self.patients.put(patient)
             for referral in seed.referrals:
                 self.referrals.put(referral.model_copy(update={"received_at": referral.received_at or now}))
-            for request in seed.requests:
+            for request in seed.merged_requests():
                 self.requests.put(_stamped(request, now))
             for document in seed.inbox:
                 self.inbox.put(document.model_copy(update={"received_at": document.received_at or now}))
+            for table, rows in ((self.phone_lines, seed.phone_lines), (self.calls, seed.calls),
+                                (self.outbound_faxes, seed.outbound_faxes)):
+                for row in rows:
+                    table.put(row)
 
     def export(self) -> dict[str, Any]:
-        """``{"patients", "referrals", "requests", "inbox"}`` — the shape ``load`` accepts."""
-        return {name: table.export() for name, table in self._tables().items()}
+        """Every resource, and ``prior_auth_requests`` (the prior-auth requests) — the shape ``load`` accepts."""
+        state = {name: table.export() for name, table in self._tables().items()}
+        state["prior_auth_requests"] = [r for r in state["requests"] if r.get("type") == "prior_auth"]
+        return state
 
     def search_patients(self, query: str = "", birth_date: date | None = None) -> list[Patient]:
         """Patients whose name, MRN or id contains every word of ``query``, optionally by birth date."""
@@ -194,6 +223,34 @@ class Records:
         if document.document_id in self.inbox:
             raise ValueError(f"inbox document {document.document_id!r} already present")
         return self.inbox.put(document.model_copy(update={"received_at": document.received_at or at}))
+
+    def drop_file(self, data: dict[str, Any], at: datetime) -> InboxDocument:
+        """File a dropped inbound file as an inbox document (trigger action ``drop_file_inbox``)."""
+        return self.drop_document(file_document(data, self.inbox.new_key(), at), at)
+
+    def post_hl7(self, data: dict[str, Any], at: datetime) -> InboxDocument:
+        """File a posted HL7 message (an ORU^R01 result, say) in the inbox (trigger ``post_hl7_message``)."""
+        return self.drop_document(hl7_document(data, self.inbox.new_key(), at), at)
+
+    def leave_voicemail(self, data: dict[str, Any], at: datetime) -> Call:
+        """Log a voicemail left on the clinic's line (trigger action ``leave_voicemail``)."""
+        return self.calls.put(voicemail(data, self.calls.new_key(), at))
+
+    def place_call(self, number: str, utterances: list[str], patient_id: str | None = None) -> Call:
+        """Call a line and say each utterance; the exchange is logged with its transcript."""
+        line = self.phone_lines.get(number) if number in self.phone_lines else None
+        call = Call(call_id=self.calls.new_key(), number=number, started_at=self.clock.now(), patient_id=patient_id,
+                    transcript=line_transcript(line, number, utterances))
+        return self.calls.put(call)
+
+    def send_fax(self, to: str, content: str = "", title: str = "", patient_id: str | None = None,
+                 document_ids: list[str] | None = None) -> OutboundFax:
+        """Queue a fax with a cover text and copies of inbox documents; raises ``KeyError`` for an unknown one."""
+        attachments = [FaxAttachment(document_id=d.document_id, title=d.title, content=d.content)
+                       for d in (self.inbox.get(i) for i in document_ids or [])]
+        fax = OutboundFax(fax_id=self.outbound_faxes.new_key(), to=to, title=title, content=content,
+                          patient_id=patient_id, attachments=attachments, sent_at=self.clock.now())
+        return self.outbound_faxes.put(fax)
 
     def create_request(self, patient_id: str, **fields: Any) -> ServiceRequest:
         """A new request for a patient; raises ``KeyError`` for an unknown patient or referral."""

@@ -26,7 +26,7 @@ def _tool_errors() -> Iterator[None]:
 
 def register_tools(mcp: MCPServer, records: Records) -> None:
     """Add the patient, referral, inbox and request tools."""
-    for tool in (*_lookup_tools(records), *_request_tools(records)):
+    for tool in (*_lookup_tools(records), *_request_tools(records), *_comms_tools(records)):
         mcp.tool()(tool)
 
 
@@ -99,3 +99,26 @@ def _request_tools(records: Records) -> list[Callable[..., Any]]:
     create_request.__doc__ = f"{create_request.__doc__} Statuses: {statuses}."
     update_request.__doc__ = f"{update_request.__doc__} Statuses: {statuses}."
     return [list_requests, get_request, create_request, update_request]
+
+
+def _comms_tools(records: Records) -> list[Callable[..., Any]]:
+    async def place_call(number: str, say: list[str], patient_id: str | None = None) -> dict[str, Any]:
+        """Call a phone number (a payer's line, say) and say each utterance in turn; returns the
+        call with its transcript, the line's answers included."""
+        return records.place_call(number, say, patient_id).record()
+
+    async def list_calls(number: str | None = None) -> dict[str, Any]:
+        """The call log (calls placed and voicemails left), optionally one number's, with transcripts."""
+        return {"calls": [c.record() for c in records.calls if number in (None, c.number)]}
+
+    async def send_fax(to: str, content: str = "", title: str = "", patient_id: str | None = None,
+                       document_ids: list[str] | None = None) -> dict[str, Any]:
+        """Fax a cover text to a number, attaching inbox documents by document_id."""
+        with _tool_errors():
+            return records.send_fax(to, content, title, patient_id, document_ids).record()
+
+    async def list_outbound_faxes() -> dict[str, Any]:
+        """Faxes sent so far, with their cover text and attachments."""
+        return {"faxes": [f.record() for f in records.outbound_faxes]}
+
+    return [place_call, list_calls, send_fax, list_outbound_faxes]

@@ -1,0 +1,233 @@
+"""Configuration of the Python agent API: the agent, the task, and where and how a rollout is scored.
+
+Scoring settings come from two places: the task's defaults (``TaskData.scoring``) and the
+agent's (``AgentConfig.scoring``). Only the fields an agent *sets* override the task's (pydantic's
+``model_fields_set``), so ``ScoringConfig(mode="isolated")`` on the agent keeps the task's env
+and retries; ``env`` is merged (the agent's values win), ``network`` replaced.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from prefect_agentenv.documents.models import TaskDocument, dump_step
+from prefect_agentenv.documents.validation import validate_file
+from prefect_agentenv.exceptions import ConfigurationError
+from prefect_agentenv.steps.base import StepModel, VerifierStep
+
+SkipPolicy = Literal["zero", "exclude"]
+"""How a skipped scoring counts: ``zero`` (reward 0, the default) or ``exclude`` (no reward)."""
+
+
+class _Config(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class RetryConfig(_Config):
+    """Retries of isolated scoring: the same submission is scored again in a fresh runtime."""
+
+    max_retries: int = Field(default=2, ge=0)
+    """How many times a failed isolated scoring is tried again (so 1 + max_retries attempts)."""
+
+
+class NetworkPolicy(_Config):
+    """What the scoring processes (verify scripts, sandbox probes, judges) may reach.
+
+    ``open`` leaves the network alone; ``loopback`` lets them reach this machine only; ``allowlist``
+    adds the ``allow`` hosts. Enforced through the proxy variables those processes read
+    (``HTTP(S)_PROXY``/``ALL_PROXY`` point at a closed loopback port, ``NO_PROXY`` lists what is
+    allowed); a process that ignores proxy variables is not held back.
+    """
+
+    mode: Literal["open", "loopback", "allowlist"] = "open"
+    allow: list[str] = Field(default_factory=list)
+    """Hosts reachable besides loopback (``allowlist``)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return {"mode": "loopback" if value in ("none", "deny", "loopback") else value}
+        if isinstance(value, list):
+            return {"mode": "allowlist", "allow": value}
+        return value
+
+    def env(self) -> dict[str, str]:
+        """The variables that apply the policy to a child process."""
+        if self.mode == "open":
+            return {}
+        blackhole = "http://127.0.0.1:9"
+        allowed = ",".join(["127.0.0.1", "localhost", "::1", *self.allow])
+        return {"HTTP_PROXY": blackhole, "HTTPS_PROXY": blackhole, "ALL_PROXY": blackhole,
+                "http_proxy": blackhole, "https_proxy": blackhole, "all_proxy": blackhole,
+                "NO_PROXY": allowed, "no_proxy": allowed}
+
+
+class ScoringConfig(_Config):
+    """Where and how a task is scored (see docs/python-api.md, "Scoring placement")."""
+
+    mode: Literal["shared", "isolated"] = "shared"
+    """``shared``: in the agent's envs and sandbox as it left them; ``isolated``: the envs' state and
+    the sandbox's files are restored into fresh instances first."""
+    runtime: dict[str, Any] = Field(default_factory=dict)
+    """deploy_env fields for the fresh envs of isolated scoring (``version``, ``startup_timeout_seconds``)."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Variables for scoring only; ``${VAR}`` and ``${VAR:-default}`` are read from this machine's
+    environment when scoring starts, and never reach a report."""
+    network: NetworkPolicy | None = None
+    """Network policy while scoring runs (none: unchanged)."""
+    retries: RetryConfig = Field(default_factory=RetryConfig)
+    """Retries of isolated scoring; shared scoring is not retried."""
+    skip_on_truncated: bool = False
+    """Do not score a run cut off by a turn or token cap (``Trace.is_truncated``)."""
+    skip_on_timeout: bool = False
+    """Do not score a run whose deadline expired (``Trace.is_timeout``)."""
+    skip_policy: SkipPolicy = "zero"
+    """A skipped run's reward: ``zero`` (0, so it counts as a failure) or ``exclude`` (None)."""
+
+    def over(self, defaults: ScoringConfig) -> ScoringConfig:
+        """These settings over a task's defaults: fields set here win, env merges, network replaces."""
+        merged = defaults.model_dump(exclude_unset=True)
+        mine = self.model_dump(exclude_unset=True)
+        env = {**defaults.env, **self.env}
+        merged.update(mine)
+        merged["env"] = env
+        return ScoringConfig.model_validate(merged)
+
+
+class AgentConfig(_Config):
+    """The agent under test and how it runs a task."""
+
+    agent: str = "llm"
+    """Registry id of the agent (an A2AAgent block or a reference agent: ``llm``, ``scripted``…)."""
+    model: str | None = None
+    """The model it uses (the built-in mock model when nothing is configured)."""
+    max_turns: int | None = Field(default=None, ge=1)
+    """Cap on the agent's model turns in one segment, and on the segments of an interaction."""
+    max_turn_tokens: int | None = Field(default=None, ge=1)
+    """Cap on each model response; a response that hits it stops the run (truncated)."""
+    system_prompt: str | None = None
+    agent_config: dict[str, Any] = Field(default_factory=dict)
+    """Other agent-config fields (a scripted agent's plan, say)."""
+    timeout_seconds: float = Field(default=600, gt=0)
+    """Deadline of the rollout; past it the run is cut off (``Trace.is_timeout``)."""
+    scoring: ScoringConfig = Field(default_factory=ScoringConfig)
+    keep: bool = False
+    """Keep the agent's sandbox after the run."""
+
+    def deploy_config(self) -> dict[str, Any]:
+        """The agent-config fields sent when the agent is deployed."""
+        fields = {"model": self.model, "max_turns": self.max_turns, "max_turn_tokens": self.max_turn_tokens,
+                  "system_prompt": self.system_prompt}
+        return {**{k: v for k, v in fields.items() if v is not None}, **self.agent_config}
+
+
+class TaskData(_Config):
+    """One task: what the agent is asked, the envs it works in, and how the outcome is scored."""
+
+    prompt: str | None = None
+    """The opening message; None when the caller writes the first message (``interaction``)."""
+    id: str = "task"
+    envs: dict[str, str | None] = Field(default_factory=dict)
+    """Env ids to deploy, each with the environment artifact to load (or None)."""
+    verifiers: list[dict[str, Any]] = Field(default_factory=list)
+    """Verifier steps, as in a task document (``env_state_verifier``, ``rubrics_verifier``…);
+    ``prompt_id``, ``agent_name``, ``env_id`` (one env) and ``id`` are filled in when omitted."""
+    scoring: ScoringConfig = Field(default_factory=ScoringConfig)
+    """The task's scoring defaults; the agent's explicit settings override them."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _env_list(cls, value: Any) -> Any:
+        if isinstance(value, dict) and isinstance(value.get("envs"), list):
+            return {**value, "envs": {e: None for e in value["envs"]}}
+        return value
+
+
+class Task:
+    """A task to run: ``Task(TaskData(prompt=...))``, or ``Task.from_document(task_document)``."""
+
+    def __init__(self, data: TaskData | None = None, **fields: Any) -> None:
+        self.data = data if data is not None else TaskData(**fields)
+
+    @classmethod
+    def from_document(cls, document: TaskDocument | str | Path) -> Task:
+        """A task document (a validated one, or its file) as a Task; see :func:`task_from_document`."""
+        if not isinstance(document, TaskDocument):
+            from_file = validate_file(document)
+            document = from_file.raise_for_problems()
+        return task_from_document(document)
+
+    @property
+    def prompt(self) -> str | None:
+        return self.data.prompt
+
+    def __repr__(self) -> str:
+        return f"Task({self.data!r})"
+
+
+def load_agent_config(source: str | Path) -> AgentConfig:
+    """An AgentConfig from TOML: the ``[env.agent]`` table (and ``[env.agent.scoring]`` under it).
+
+    ``source`` is a file path, or TOML text when it contains a newline or a ``[``.
+
+    Raises:
+        ValueError: the TOML has no ``[env.agent]`` table or a field is invalid.
+    """
+    text = source if isinstance(source, str) and ("\n" in source or "[" in source) else Path(source).read_text()
+    data = tomllib.loads(text)
+    table = data.get("env", {}).get("agent")
+    if not isinstance(table, dict):
+        raise ValueError("the TOML has no [env.agent] table")
+    return AgentConfig.model_validate(table)
+
+
+def task_from_document(document: TaskDocument) -> Task:
+    """A task document as a Task: its envs and their artifacts, its one prompt, its verifiers.
+
+    The document's agent is not carried over (the AgentConfig says which agent runs), and its
+    ``skip_policy`` becomes the task's scoring default. A verifier's ``prompt_id`` pointing at the
+    document's prompt becomes the rollout's, and an ``agent_name`` naming the prompted agent is
+    dropped (filled with the agent under test).
+
+    Raises:
+        ConfigurationError: the document has several prompts, or steps a rollout has no place
+            for (scenario triggers, clock moves, collections…), named with their ids.
+    """
+    envs: dict[str, str | None] = {}
+    prompts = [s for s in document.steps if s.type == "prompt_agent"]
+    if len(prompts) > 1:
+        raise ConfigurationError(f"task '{document.id}' prompts {len(prompts)} times "
+                                 f"({', '.join(s.id for s in prompts)}): a rollout has one opening prompt")
+    prompt = prompts[0] if prompts else None
+    verifiers: list[dict[str, Any]] = []
+    foreign: list[str] = []
+    for step in document.steps:
+        data = dump_step(step)
+        if step.type == "deploy_env":
+            envs.setdefault(data["env_id"], None)
+        elif step.type == "load_artifact" and data.get("env_id") and data.get("artifact_id"):
+            envs[data["env_id"]] = data["artifact_id"]
+        elif isinstance(step, VerifierStep):
+            verifiers.append(_as_rollout_verifier(data, prompt))
+        elif step.type not in ("deploy_agent", "prompt_agent"):
+            foreign.append(f"{step.id} ({step.type})")
+    if foreign:
+        raise ConfigurationError(f"task '{document.id}' has steps an agent-API rollout cannot run: "
+                                 f"{', '.join(foreign)}; run it as a task document instead")
+    text = getattr(prompt, "prompt", None)
+    return Task(TaskData(id=document.id, prompt=text, envs=envs, verifiers=verifiers,
+                         scoring=ScoringConfig(skip_policy=document.skip_policy)))
+
+
+def _as_rollout_verifier(data: dict[str, Any], prompt: StepModel | None) -> dict[str, Any]:
+    data.pop("depends_on", None)
+    if prompt is not None and data.get("prompt_id") == getattr(prompt, "prompt_id", None):
+        data["prompt_id"] = "prompt"
+    if prompt is not None and data.get("agent_name") == getattr(prompt, "agent_name", None):
+        data.pop("agent_name")
+    return data

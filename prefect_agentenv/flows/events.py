@@ -1,0 +1,57 @@
+"""Prefect events of a benchmark run, so automations can act on results and regressions.
+
+* ``prefect-agentenv.benchmark.task-result`` — every task run's result (outcome, score, epoch);
+* ``prefect-agentenv.benchmark.finished`` — the run's headline (mean score, pass rate, counts);
+* ``prefect-agentenv.benchmark.regressed`` — the run regressed against the previous one of its slug:
+  ``score``, ``previous_score``, ``slug``, the run ids and every flagged regression.
+
+The resource is the benchmark, ``prefect-agentenv.benchmark.<slug>``; the flow run is related, so the
+UI's event feed links back to it. docs/benchmarks.md has an automation example.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect.context import FlowRunContext
+from prefect.events import emit_event
+
+from prefect_agentenv.grading.benchmark_stats import BenchmarkSummary, Comparison, TaskResult
+
+PREFIX = "prefect-agentenv.benchmark"
+
+
+def _resource(slug: str) -> dict[str, str]:
+    return {"prefect.resource.id": f"{PREFIX}.{slug}", "prefect.resource.name": slug,
+            "prefect.resource.role": "benchmark"}
+
+
+def _related() -> list[dict[str, str]]:
+    ctx = FlowRunContext.get()
+    if ctx is None or ctx.flow_run is None:
+        return []
+    return [{"prefect.resource.id": f"prefect.flow-run.{ctx.flow_run.id}",
+             "prefect.resource.role": "flow-run", "prefect.resource.name": ctx.flow_run.name}]
+
+
+def task_result_event(slug: str, run_id: str, result: TaskResult) -> None:
+    """One task run of the benchmark finished."""
+    emit_event(event=f"{PREFIX}.task-result", resource=_resource(slug), related=_related(), payload={
+        "slug": slug, "run_id": run_id, "task_id": result.task_id, "seed_index": result.seed_index,
+        "epoch": result.epoch, "outcome": result.outcome.value, "score": result.score,
+        "flow_run_id": result.flow_run_id})
+
+
+def finished_events(slug: str, run_id: str, summary: BenchmarkSummary, comparison: Comparison | None) -> None:
+    """The run's result, and a regression event when the comparison flagged any."""
+    headline = summary.headline
+    payload: dict[str, Any] = {"slug": slug, "run_id": run_id, "score": headline.mean_score,
+                               "pass_rate": headline.pass_rate, "counts": summary.counts.model_dump(mode="json")}
+    emit_event(event=f"{PREFIX}.finished", resource=_resource(slug), related=_related(), payload=payload)
+    if comparison is None or not comparison.has_regressions:
+        return
+    emit_event(event=f"{PREFIX}.regressed", resource=_resource(slug), related=_related(), payload={
+        **payload, "previous_score": comparison.previous_mean, "previous_run_id": comparison.previous_run_id,
+        "regressions": comparison.regressions,
+        "regressed_tasks": [{"task_id": c.task_id, "seed_index": c.seed_index, "score": c.current_score,
+                             "previous_score": c.previous_score} for c in comparison.of_kind("regressed")]})

@@ -1,0 +1,74 @@
+"""Global concurrency limits per env and agent id: ``env:<env_id>`` and ``agent:<a2a_agent_id>``.
+
+A fleet may run many task runs at once, but an env backed by a sandbox account, or an agent with a
+rate-limited API key, may only have so many live instances. Create a Prefect global concurrency
+limit named after it (``prefect gcl create env:crm --limit 2``) and every deploy of that id holds
+one slot for the instance's whole life: taken before it starts, given back after its teardown
+stopped it. Without a limit of that name nothing waits.
+
+Slots are held with a lease (``PREFECT_AGENTENV_CONCURRENCY_LEASE_SECONDS``), so a run killed
+with SIGKILL cannot keep its slots forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Literal
+from uuid import UUID
+
+import httpx
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.responses import ConcurrencyLimitWithLeaseResponse
+
+from prefect_agentenv.exceptions import ConfigurationError
+from prefect_agentenv.runtime.resolve import prefect_api_configured
+from prefect_agentenv.runtime.run import RunResources
+from prefect_agentenv.settings import get_settings
+
+logger = logging.getLogger("prefect_agentenv.concurrency")
+
+_LOCKED = 423
+"""The API's answer while every slot of the limit is taken; it says when to ask again."""
+
+
+async def hold_slot(run: RunResources, kind: Literal["env", "agent"], ident: str, *, owner_step: str) -> None:
+    """Wait for one slot of the limit ``<kind>:<ident>`` (if it exists) and give it back at teardown."""
+    if not prefect_api_configured():
+        return
+    name = f"{kind}:{ident}"
+    lease = await _acquire(name)
+    if lease is None:
+        return
+
+    async def release() -> None:
+        async with get_client() as client:
+            await client.release_concurrency_slots_with_lease(lease)
+
+    # Registered before the instance is started: teardown runs newest first, so the slot is given
+    # back only after the instance is stopped.
+    run.teardown.add(f"concurrency slot {name}", release, owner_step=owner_step, kind="slot")
+
+
+async def _acquire(name: str) -> UUID | None:
+    """The lease of one slot of ``name`` once one is free; None when no limit has that name."""
+    lease_seconds = get_settings().concurrency_lease_seconds
+    waited = False
+    async with get_client() as client:
+        while True:
+            try:
+                response = await client.increment_concurrency_slots_with_lease(
+                    names=[name], slots=1, mode="concurrency", lease_duration=lease_seconds)
+            except httpx.HTTPStatusError as exc:
+                if exc.response.status_code != _LOCKED:
+                    raise ConfigurationError(f"the concurrency limit {name!r} refused a slot: {exc}") from None
+                if not waited:
+                    logger.warning("waiting for a free slot of the concurrency limit %s", name)
+                    waited = True
+                await asyncio.sleep(min(30.0, float(exc.response.headers.get("Retry-After") or 1)))
+                continue
+            break
+    result = ConcurrencyLimitWithLeaseResponse.model_validate(response.json())
+    if not result.limits:
+        return None
+    return result.lease_id

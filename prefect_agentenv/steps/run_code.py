@@ -1,0 +1,161 @@
+"""run_code: run a Python script artifact beside an env or in a sandbox; its JSON result goes in the context."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from prefect_agentenv.context import RunContext
+from prefect_agentenv.exceptions import AgentEnvError, AgentTimeoutError, StepError
+from prefect_agentenv.runtime import script_runner
+from prefect_agentenv.runtime.run import current_run, safe_segment
+from prefect_agentenv.steps.base import DEFAULT_AGENT_NAME, AgentRef, EnvRef, SandboxRef, StepModel
+from prefect_agentenv.steps.registry import StepDefinition
+from prefect_agentenv.steps.sandbox_support import sandbox_target
+from prefect_agentenv.steps.services import artifact_store, as_step_error, deployed_env
+
+RUN_FOLDER = "/tmp/agentenv_run_code"
+"""Sandbox folder each run_code step stages its script in (``<RUN_FOLDER>/<step id>``)."""
+
+
+class RunCodeStep(StepModel):
+    """Runs ``run(input) -> JSON`` from a script artifact; the result is metadata.script_results[result_id].
+
+    ``input`` is ``{"args", "results", "sandbox_root"?, "env"?}``: the step's args, the results of
+    earlier run_code steps, and, beside an env, its ``{id, url, mcp_url}``.
+    """
+
+    type: Literal["run_code"] = "run_code"
+    script_artifact_id: str = Field(min_length=1)
+    """File artifact (or universe) holding the script; its .py files are staged side by side."""
+    script_file: str | None = None
+    """The entry file when the artifact holds several .py files (default: the only one, else run.py)."""
+    entrypoint: str = Field(default="run", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    """Function called with the input."""
+    args: Any = None
+    """Any JSON, passed as input["args"]."""
+    result_id: str | None = None
+    """Key of the result in metadata.script_results (the step id when omitted)."""
+    timeout_seconds: float = Field(default=300, gt=0)
+    """The script's process group is killed after this long."""
+    env_id: EnvRef | None = None
+    """Run beside this env (a scratch folder of the run); input["env"] gives its addresses."""
+    agent_name: AgentRef | None = None
+    """Run in this agent's sandbox (cwd: the sandbox root)."""
+    sandbox_name: SandboxRef | None = None
+    """Run in this deploy_sandbox sandbox (cwd: the sandbox root)."""
+
+    reference_aliases = {"script_artifact_version": "version"}
+
+    @classmethod
+    def reference_forms(cls, data: dict[str, Any], notices: list[str]) -> dict[str, Any]:
+        """No target named: the default agent's sandbox, as in AgentEnv; a null timeout is the default."""
+        if data.get("timeout_seconds", 0) is None:
+            del data["timeout_seconds"]
+        if not any(data.get(k) is not None for k in ("env_id", "agent_name", "sandbox_name")):
+            data["agent_name"] = DEFAULT_AGENT_NAME
+        return data
+
+    @model_validator(mode="after")
+    def _one_target(self) -> RunCodeStep:
+        if sum(t is not None for t in (self.env_id, self.agent_name, self.sandbox_name)) != 1:
+            raise ValueError("give one target: env_id, agent_name or sandbox_name")
+        if self.script_file is not None and not self.script_file.endswith(".py"):
+            raise ValueError(f"script_file {self.script_file!r} must be a .py file")
+        return self
+
+
+async def run(step: RunCodeStep, ctx: RunContext) -> RunContext:
+    """Stage the script and its input, run it in its own process, keep its JSON result."""
+    folder, cwd, env, payload = _target(step, ctx)
+    payload = {"args": step.args, "results": dict(ctx.metadata.model_extra.get("script_results", {})), **payload}  # type: ignore[union-attr]
+    entry = await _stage(step, folder, payload)
+    result = await _execute(step, folder, entry, cwd, env)
+    results = ctx.metadata.model_extra.setdefault("script_results", {})  # type: ignore[union-attr]
+    results[step.result_id or step.id] = result
+    return ctx
+
+
+def _target(step: RunCodeStep, ctx: RunContext) -> tuple[Path, Path, dict[str, str], dict[str, Any]]:
+    """The staging folder, the working folder, extra env vars and target-specific input."""
+    if step.env_id is not None:
+        env = deployed_env(ctx, step.env_id, step)
+        folder = current_run().step_folder("run_code", step.id)
+        info = {"id": env.env_id, "url": env.base_url or env.mcp_url.rsplit("/", 1)[0], "mcp_url": env.mcp_url}
+        return folder, folder, {}, {"env": info}
+    sandbox, extra_env, _ = sandbox_target(ctx, step, agent_name=step.agent_name, sandbox_name=step.sandbox_name)
+    try:
+        folder = sandbox.path(f"{RUN_FOLDER}/{safe_segment(step.id)}")
+    except (AgentEnvError, ValueError) as exc:
+        raise StepError(f"staging folder for step id {step.id!r}: {exc}", step_id=step.id, step_type=step.type) from None
+    return folder, sandbox.root, {**sandbox.env(), **extra_env}, {"sandbox_root": str(sandbox.root)}
+
+
+async def _stage(step: RunCodeStep, folder: Path, payload: dict[str, Any]) -> str:
+    """Download the artifact's files into a fresh folder, write input.json, return the entry file."""
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    store = await artifact_store(current_run())
+    try:
+        meta = await asyncio.to_thread(store.get_metadata, step.script_artifact_id, step.version or "latest")
+        written = await asyncio.to_thread(store.download, meta, folder / "script")
+    except AgentEnvError as exc:
+        raise as_step_error(exc, step, f"fetching script artifact '{step.script_artifact_id}'") from exc
+    names = sorted(p.relative_to(folder / "script").as_posix() for p in written)
+    entry = _entry(step, [n for n in names if n.endswith(".py")], names)
+    (folder / "input.json").write_text(json.dumps(payload, default=str), encoding="utf-8")
+    return f"script/{entry}"
+
+
+def _entry(step: RunCodeStep, py: list[str], names: list[str]) -> str:
+    if step.script_file is not None:
+        if step.script_file not in py:
+            raise StepError(f"script_file '{step.script_file}' is not in '{step.script_artifact_id}' "
+                            f"(its .py files: {', '.join(py) or 'none'})", step_id=step.id, step_type=step.type)
+        return step.script_file
+    if len(py) == 1:
+        return py[0]
+    if "run.py" in py:
+        return "run.py"
+    raise StepError(f"artifact '{step.script_artifact_id}' holds {', '.join(names) or 'nothing'}: name the entry "
+                    "with script_file", step_id=step.id, step_type=step.type)
+
+
+async def _execute(step: RunCodeStep, folder: Path, entry: str, cwd: Path, env: dict[str, str]) -> Any:
+    argv = [sys.executable, "-P", script_runner.__file__, str(folder), entry, step.entrypoint]
+    proc = await asyncio.create_subprocess_exec(*argv, cwd=cwd, env={**os.environ, **env},
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                                                start_new_session=True)
+    try:
+        _, err = await asyncio.wait_for(proc.communicate(), step.timeout_seconds)
+    except (asyncio.TimeoutError, asyncio.CancelledError) as exc:
+        _kill_group(proc.pid)
+        await proc.wait()
+        if isinstance(exc, asyncio.CancelledError):
+            raise
+        raise AgentTimeoutError(f"script {step.script_artifact_id} did not finish within {step.timeout_seconds:g}s "
+                                "and was stopped", step_id=step.id, step_type=step.type) from None
+    output = folder / "output.json"
+    if proc.returncode != 0 or not output.is_file():
+        tail = "\n".join(err.decode(errors="replace").strip().splitlines()[-8:]) or "(no output)"
+        raise StepError(f"script {step.script_artifact_id} failed (exit {proc.returncode}):\n{tail}",
+                        step_id=step.id, step_type=step.type)
+    return json.loads(output.read_text(encoding="utf-8"))
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+definition = StepDefinition(RunCodeStep, run)

@@ -1,0 +1,125 @@
+"""The step types as Prefect tasks, for flows of your own.
+
+Each task takes the run context and the step's fields, and returns the context with what the step
+added, exactly as the step does inside a task document::
+
+    from prefect import flow
+    from prefect_agentenv.tasks import agentenv_run, deploy_agent, deploy_env, prompt_agent, rubrics_verifier
+
+    @flow
+    async def reply_check() -> float | None:
+        async with agentenv_run("reply-check") as ctx:
+            ctx = await deploy_env(ctx, env_id="email")
+            ctx = await deploy_agent(ctx, agent_name="assistant", a2a_agent_id="llm", env_ids=["email"])
+            ctx = await prompt_agent(ctx, agent_name="assistant", prompt_id="reply", prompt="Reply to Dana.")
+            ctx = await rubrics_verifier(ctx, prompt_id="reply", verifier_id="tone",
+                                         criteria=[{"id": "polite", "criterion": "The reply is polite."}])
+        return ctx.metadata.verifications["tone"]["score"]
+
+``agentenv_run`` holds what the steps start (envs, agents, sandboxes, the mock model) and stops all
+of it when the block exits, however it exits. Fields are validated like a document's
+(``id`` defaults to the step type); a bad field raises a ``TaskDocumentError`` naming it. Step
+types from plugins are reached with :func:`step_task`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from prefect import Task, task
+from prefect.cache_policies import NO_CACHE
+from pydantic import ValidationError
+
+from prefect_agentenv.context import RunContext
+from prefect_agentenv.documents.problems import Problem
+from prefect_agentenv.exceptions import TaskDocumentError
+from prefect_agentenv.runtime.run import RunResources, bind_run, unbind_run
+from prefect_agentenv.runtime.teardown import TeardownRegistry
+from prefect_agentenv.settings import get_settings
+from prefect_agentenv.steps.registry import get_step
+
+__all__ = [
+    "agentenv_run", "step_task", "deploy_env", "load_artifact", "deploy_agent", "prompt_agent",
+    "rubrics_verifier", "collect_artifacts", "env_outcome_verifier", "env_state_verifier", "reset_env",
+    "sync_env_clock", "register_env_triggers", "snapshot_env", "agent_prompt_response_verifier",
+    "aggregate_verifiers", "verify_sandbox", "teardown_sandboxes", "deploy_sandbox", "review", "run_code",
+    "deploy_human_agent", "peer_agents", "modify_env_tool_access", "register_agent_triggers",
+    "snapshot_agent_state", "run_container_unit_tests_verifier", "verify_env_card", "verify_a2a_core_protocol",
+]
+
+
+@asynccontextmanager
+async def agentenv_run(task_id: str = "flow", *, keep: bool = False,
+                       overrides: dict[str, str] | None = None) -> AsyncIterator[RunContext]:
+    """A run for the step tasks called inside it; yields an empty context, tears everything down at exit.
+
+    Args:
+        task_id: Names the run's folder and the files it stores.
+        keep: Keep agent sandboxes after the run.
+        overrides: Per-run overrides, as for a task document (``a2a_agent_id``, ``judge_model``, …).
+    """
+    settings = get_settings()
+    run_id = uuid.uuid4().hex
+    run = RunResources(run_id=run_id, task_id=task_id, workdir=(settings.runs_dir / run_id).resolve(),
+                       teardown=TeardownRegistry(per_entry_timeout=settings.step_teardown_timeout_seconds),
+                       keep=keep, overrides=dict(overrides or {}))
+    run.workdir.mkdir(parents=True, exist_ok=True)
+    token = bind_run(run)
+    try:
+        yield RunContext()
+    finally:
+        try:
+            await run.teardown.stop_all(settings.teardown_timeout_seconds)
+        finally:
+            unbind_run(token)
+
+
+def step_task(step_type: str) -> Task[..., Any]:
+    """A Prefect task running one step of ``step_type`` (any registered type, plugins included)."""
+
+    async def run_step(ctx: RunContext | None = None, **fields: Any) -> RunContext:
+        definition = get_step(step_type)
+        data = {"id": step_type, **fields, "type": step_type}
+        try:
+            step = definition.model.model_validate(data)
+        except ValidationError as exc:
+            raise TaskDocumentError([Problem(f"{'.'.join(str(p) for p in e['loc']) or step_type}: {e['msg']}",
+                                             step_id=str(data["id"])) for e in exc.errors()], step_type) from None
+        if definition.run is None:
+            raise TaskDocumentError([Problem(f"step type {step_type!r} is not implemented yet")], step_type)
+        return await definition.run(step, (ctx or RunContext()).model_copy(deep=True))
+
+    run_step.__doc__ = f"Run a ``{step_type}`` step on ``ctx``; the keyword arguments are its fields."
+    return task(run_step, name=step_type, cache_policy=NO_CACHE, persist_result=False)
+
+
+deploy_env = step_task("deploy_env")
+load_artifact = step_task("load_artifact")
+deploy_agent = step_task("deploy_agent")
+prompt_agent = step_task("prompt_agent")
+rubrics_verifier = step_task("rubrics_verifier")
+collect_artifacts = step_task("collect_artifacts")
+env_outcome_verifier = step_task("env_outcome_verifier")
+env_state_verifier = step_task("env_state_verifier")
+reset_env = step_task("reset_env")
+sync_env_clock = step_task("sync_env_clock")
+register_env_triggers = step_task("register_env_triggers")
+snapshot_env = step_task("snapshot_env")
+agent_prompt_response_verifier = step_task("agent_prompt_response_verifier")
+aggregate_verifiers = step_task("aggregate_verifiers")
+verify_sandbox = step_task("verify_sandbox")
+teardown_sandboxes = step_task("teardown_sandboxes")
+deploy_sandbox = step_task("deploy_sandbox")
+review = step_task("review")
+run_code = step_task("run_code")
+deploy_human_agent = step_task("deploy_human_agent")
+peer_agents = step_task("peer_agents")
+modify_env_tool_access = step_task("modify_env_tool_access")
+register_agent_triggers = step_task("register_agent_triggers")
+snapshot_agent_state = step_task("snapshot_agent_state")
+run_container_unit_tests_verifier = step_task("run_container_unit_tests_verifier")
+verify_env_card = step_task("verify_env_card")
+verify_a2a_core_protocol = step_task("verify_a2a_core_protocol")

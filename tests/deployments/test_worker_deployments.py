@@ -1,0 +1,109 @@
+"""prefect.yaml on a process work pool, as docs/deployments.md walks through it: the pool, `prefect
+deploy --all` from a folder with no checkout (flows load by module), a real `prefect worker`, and
+`prefect deployment run` of both deployments; the benchmark dispatches its tasks to the pool."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import shutil
+import time
+from collections.abc import Iterator
+from uuid import UUID
+
+import pytest
+import yaml
+from deployment_helpers import BIN, REPO, prefect_cli
+from prefect.client.orchestration import PrefectClient
+from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
+from servers import LOOPBACK, PORT, Server
+
+STUCK_TIMEOUT = 15
+"""Long enough for the worker to start the child flow run, short enough to keep the test cheap."""
+
+
+@pytest.fixture(scope="module")
+def deployed(server_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """The agentenv process pool, both deployments of prefect.yaml, and a worker polling every second."""
+    folder = tmp_path_factory.mktemp("deploy")
+    bench = folder / "nightly.yaml"
+    bench.write_text(yaml.safe_dump({"name": "Worker smoke", "slug": "worker-smoke", "tasks": [
+        {"id": "quick", "tags": ["smoke"], "steps": [{"id": "work", "type": "test_noop", "depends_on": []},
+                                                     {"id": "grade", "type": "test_score", "score": 1.0}]},
+        {"id": "stuck", "timeout_seconds": STUCK_TIMEOUT,
+         "steps": [{"id": "wait", "type": "test_sleep", "seconds": 300}]}]}))
+    shutil.copy(REPO / "prefect.yaml", folder / "prefect.yaml")  # no package source next to it
+    env = {**server_env, "PREFECT_AGENTENV_BENCHMARK": str(bench), "PREFECT_WORKER_QUERY_SECONDS": "1",
+           "PREFECT_WORKER_PREFETCH_SECONDS": "1"}
+    created = prefect_cli(env, "work-pool", "create", "agentenv", "--type", "process")
+    assert created.returncode == 0, created.stdout + created.stderr
+    deploy = prefect_cli(env, "--no-prompt", "deploy", "--all", cwd=folder)
+    assert deploy.returncode == 0, deploy.stdout + deploy.stderr
+    worker_env = {**env, "PREFECT_WORKER_WEBSERVER_HOST": LOOPBACK, "PREFECT_WORKER_WEBSERVER_PORT": PORT}
+    with Server([str(BIN / "prefect"), "worker", "start", "--pool", "agentenv", "--with-healthcheck"],
+                ready="/health", log=folder / "worker.log", env=worker_env, name="prefect worker", timeout=90,
+                stop_timeout=30, cwd=folder):
+        yield env
+
+
+def test_prefect_deploy_registers_both_deployments_by_module_with_the_nightly_cron(
+        deployed: dict[str, str]) -> None:
+    async def check() -> None:
+        async with PrefectClient(deployed["PREFECT_API_URL"]) as client:
+            task_dep = await client.read_deployment_by_name("agent-task/agent-task")
+            nightly = await client.read_deployment_by_name("benchmark/nightly")
+        assert task_dep.entrypoint == "prefect_agentenv.flows.agent_task.agent_task"
+        assert nightly.entrypoint == "prefect_agentenv.flows.benchmark.benchmark"
+        assert not task_dep.pull_steps and task_dep.work_pool_name == "agentenv"
+        assert nightly.parameters["path"] == deployed["PREFECT_AGENTENV_BENCHMARK"]
+        (schedule,) = nightly.schedules
+        assert schedule.active and schedule.schedule.cron == "0 2 * * *"  # type: ignore[union-attr]
+        assert "task" in task_dep.parameter_openapi_schema["required"]
+
+    asyncio.run(check())
+
+
+def test_a_list_of_steps_runs_through_the_agent_task_deployment_on_the_worker(deployed: dict[str, str]) -> None:
+    steps = [{"id": "work", "type": "test_noop", "depends_on": []}, {"id": "grade", "type": "test_score"}]
+    run = prefect_cli(deployed, "deployment", "run", "agent-task/agent-task", "--params", "-", "--watch",
+                      "--watch-timeout", "240", stdin=json.dumps({"task": steps}))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "Completed" in run.stdout
+
+
+def test_the_nightly_benchmark_dispatches_to_the_pool_and_a_timed_out_task_run_is_cancelled(
+        deployed: dict[str, str]) -> None:
+    run = prefect_cli(deployed, "deployment", "run", "benchmark/nightly", "--param", "dispatch=deployment",
+                      "--watch", "--watch-timeout", "240")
+    assert run.returncode == 0, run.stdout + run.stderr
+
+    bench_run_id = UUID(re.search(r"UUID: ([0-9a-f-]{36})", run.stdout).group(1))  # type: ignore[union-attr]
+
+    async def children() -> list:  # type: ignore[type-arg]
+        async with PrefectClient(deployed["PREFECT_API_URL"]) as client:
+            bench_run = await client.read_flow_run(bench_run_id)
+            assert bench_run.state and bench_run.state.is_completed(), bench_run.state
+            return await client.read_flow_runs(
+                flow_run_filter=FlowRunFilter(parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[bench_run.id])))
+
+    runs = {r.name.split(" · ")[0]: r for r in asyncio.run(children())}
+    assert set(runs) == {"quick", "stuck"}
+    assert runs["quick"].state and runs["quick"].state.is_completed()
+    assert {"benchmark:worker-smoke", "smoke", "epoch:0", "seed:0", "agentenv"} <= set(runs["quick"].tags)
+    deadline = time.monotonic() + 120
+    while True:  # the worker stops the stuck run's process; its teardown runs, then it is Cancelled
+        (stuck,) = [r for r in asyncio.run(children()) if r.name.startswith("stuck")]
+        if stuck.state and stuck.state.is_final() or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert stuck.state and stuck.state.is_final(), stuck.state
+
+    async def history() -> list[str]:
+        async with PrefectClient(deployed["PREFECT_API_URL"]) as client:
+            return [s.name for s in await client.read_flow_run_states(stuck.id)]
+
+    # The benchmark asked for the cancellation; how the worker's stop then ends the run (Cancelled, or
+    # Crashed on the way) is the stop path's business, not the dispatcher's.
+    states = asyncio.run(history())
+    assert "Cancelling" in states or states[-1] == "Cancelled", states

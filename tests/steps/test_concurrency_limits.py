@@ -1,0 +1,47 @@
+"""A Prefect global concurrency limit named ``env:<env_id>`` caps the live instances of that env."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import datetime
+
+import pytest
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
+
+from prefect_agentenv.blocks import AgentEnvironment
+from prefect_agentenv.documents import validate_data
+from prefect_agentenv.envs.catalog import REFERENCE_ENVS
+from prefect_agentenv.flows.agent_task import agent_task
+
+pytestmark = pytest.mark.usefixtures("prefect_harness", "agentenv_home")
+
+
+def step_end(report: dict, step_id: str) -> float:
+    step = next(s for s in report["steps"] if s["id"] == step_id)
+    return datetime.fromisoformat(step["started_at"]).timestamp() + step["duration_s"]
+
+
+async def test_two_runs_never_hold_more_instances_of_an_env_than_its_limit_allows() -> None:
+    env_id = f"capped-{uuid.uuid4().hex[:6]}"
+    await AgentEnvironment(command=REFERENCE_ENVS["email"].command()).asave(env_id)
+    async with get_client() as client:
+        await client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=f"env:{env_id}", limit=1))
+
+    def document(task_id: str):  # type: ignore[no-untyped-def]
+        return validate_data([{"id": "env", "type": "deploy_env", "env_id": env_id, "depends_on": []},
+                              {"id": "use", "type": "test_sleep", "seconds": 1.0}], default_id=task_id).document
+
+    try:
+        states = await asyncio.gather(*(agent_task(document(name), return_state=True) for name in ("one", "two")))
+        first, second = sorted([await s.result() for s in states], key=lambda r: step_end(r, "env"))
+        assert first["status"] == second["status"] == "completed"
+        # The second instance could start only once the first run had finished with its env.
+        assert step_end(second, "env") > step_end(first, "use")
+        async with get_client() as client:
+            limit = await client.read_global_concurrency_limit_by_name(f"env:{env_id}")
+        assert limit.active_slots == 0  # both slots given back at teardown
+    finally:
+        async with get_client() as client:
+            await client.delete_global_concurrency_limit_by_name(f"env:{env_id}")
