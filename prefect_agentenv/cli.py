@@ -3,25 +3,67 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
+import click
 import typer
+from typer.core import TyperGroup
 
-from prefect_agentenv.commands.agent import agent_app
-from prefect_agentenv.commands.artifact import artifact_app
-from prefect_agentenv.commands.env import env_app
-from prefect_agentenv.commands.rollout import rollout_command
 from prefect_agentenv.commands.review import review_command
+from prefect_agentenv.commands.rollout import rollout_command
 from prefect_agentenv.commands.view import view_command
-from prefect_agentenv.documents import BenchmarkValidationResult, TaskDocument, validate_any_file, validate_file
-from prefect_agentenv.documents.graph import levels, resolve_dependencies
-from prefect_agentenv.documents.models import explain_step
-from prefect_agentenv.documents.schema import document_schema
-from prefect_agentenv.runtime.paths import writable_problem
+
+if TYPE_CHECKING:
+    from prefect_agentenv.documents import TaskDocument
+
+# Every import of the documents, the flows or Prefect happens inside the command that needs it:
+# `--help`, `validate` and `schema` must start in a fraction of a second.
+
+_SUBGROUPS: dict[str, tuple[str, str, str]] = {
+    "agent": ("prefect_agentenv.commands.agent", "agent_app",
+              "Register, list and show agents (A2AAgent blocks and the reference agents)."),
+    "artifact": ("prefect_agentenv.commands.artifact", "artifact_app",
+                 "Publish, list and fetch versioned artifacts in the artifact store."),
+    "env": ("prefect_agentenv.commands.env", "env_app",
+            "Register, list and show environments (AgentEnvironment blocks and the reference envs)."),
+}
+"""Command groups loaded only when invoked (they import Prefect's block machinery): name →
+(module, Typer app, the app's help, repeated here so `--help` can list it without the import)."""
+
+
+class _LazyGroup(TyperGroup):
+    """The root command: sub-groups from :data:`_SUBGROUPS` are imported when one is run."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(_SUBGROUPS))
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None,
+                                                                            list[str]]:
+        if args and args[0] in _SUBGROUPS:
+            self.load(args[0])
+        return super().resolve_command(ctx, args)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        found = super().get_command(ctx, cmd_name)
+        if found is None and cmd_name in _SUBGROUPS:
+            # Listing for --help: the name and its help line, without importing the group.
+            return TyperGroup(name=cmd_name, help=_SUBGROUPS[cmd_name][2])
+        return found
+
+    def load(self, name: str) -> click.Command:
+        """Import a sub-group and register it under ``name``."""
+        if name not in self.commands:
+            module, attr, _ = _SUBGROUPS[name]
+            command = typer.main.get_group(getattr(importlib.import_module(module), attr))
+            command.name = name
+            self.add_command(command, name)
+        return self.commands[name]
+
 
 app = typer.Typer(
     name="prefect-agentenv",
@@ -29,10 +71,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=_LazyGroup,
 )
-app.add_typer(agent_app, name="agent")
-app.add_typer(artifact_app, name="artifact")
-app.add_typer(env_app, name="env")
 
 
 @app.command()
@@ -42,6 +82,9 @@ def validate(
                                           "(AgentEnv field names and forms read as this runner's).")] = False,
 ) -> None:
     """Check task and benchmark documents; list every problem. Exit 0 when all are valid, 2 otherwise."""
+    from prefect_agentenv.documents import BenchmarkValidationResult, validate_any_file
+    from prefect_agentenv.documents.models import explain_step
+
     failed = False
     for path in files:
         result = validate_any_file(path)
@@ -68,6 +111,8 @@ def validate(
 @app.command()
 def schema() -> None:
     """Print the JSON Schema of task and benchmark documents (point your editor at it)."""
+    from prefect_agentenv.documents.schema import document_schema
+
     json.dump(document_schema(), sys.stdout, indent=2)
     sys.stdout.write("\n")
 
@@ -93,6 +138,8 @@ def _pairs(values: list[str], option: str) -> dict[str, str]:
 
 def _waves(doc: TaskDocument) -> list[list[str]]:
     """Steps grouped by how soon they can start (a wave's steps run in parallel)."""
+    from prefect_agentenv.documents.graph import levels, resolve_dependencies
+
     deps = resolve_dependencies([s.id for s in doc.steps], [s.dependency_ids() for s in doc.steps])
     level = levels(deps)
     waves: list[list[str]] = [[] for _ in range(max(level.values(), default=-1) + 1)]
@@ -113,6 +160,8 @@ def run(
     dry_run: Annotated[bool, typer.Option(help="Validate and print the plan without running.")] = False,
 ) -> None:
     """Run one task. Exit 0 when the run completed (whatever the score), 1 when it failed, 2 when invalid."""
+    from prefect_agentenv.documents import validate_file
+
     seeds = _pairs(seed, "--seed")
     overrides = _pairs(override, "--override")
     result = validate_file(task_file, seeds)
@@ -143,6 +192,8 @@ def run(
 
 def _check_writable(path: Path, option: str) -> None:
     """Refuse a report path that cannot be written, before anything runs (exit 2)."""
+    from prefect_agentenv.runtime.paths import writable_problem
+
     problem = writable_problem(path)
     if problem:
         typer.echo(f"error: {option} {path}: {problem}", err=True)

@@ -15,6 +15,8 @@ class ReferenceServer:
     version: str
     module: str
     description: str
+    uses_model: bool = True
+    """False for a server known to call no model: no mock model is started for it."""
 
     def command(self) -> list[str]:
         """argv template; ``{host}`` and ``{port}`` are filled by the launcher."""

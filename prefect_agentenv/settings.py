@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import SettingsConfigDict
@@ -23,9 +24,11 @@ class AgentEnvSettings(PrefectBaseSettings):
     """Working folder for runs: logs, sandboxes, reports and the local artifact store."""
     artifact_store_block: str | None = None
     """Name of an ArtifactStore block to use instead of the local folder under ``home``."""
-    tag_task_runs: bool = True
-    """Tag each step's task run with its step type (lets Prefect tag concurrency limits cap a step
-    type; on a busy SQLite-backed server the per-tag limit lookups can stall runs, see benchmarks/)."""
+    tag_task_runs: Literal["auto"] | bool = "auto"
+    """Tags of each step's task run: ``auto`` the step type and the run's tags that have a Prefect
+    concurrency limit (so a tag limit still caps a step type), ``true`` all of them, ``false``
+    none. Every tag costs an API request per task run, which a busy SQLite-backed server can
+    stall for seconds (see ``flows/task_tags.py`` and benchmarks/)."""
     retry_delay_seconds: float = Field(default=1.0, ge=0)
     """Wait before each retry of a step whose retry_config retries only itself (Prefect task retries)."""
     concurrency_lease_seconds: float = Field(default=6 * 3600, ge=60, le=86400)

@@ -11,7 +11,8 @@ ReferenceAgent = ReferenceServer
 
 REFERENCE_AGENTS: dict[str, ReferenceAgent] = {
     "scripted": ReferenceAgent("scripted", "1.0.0", "prefect_agentenv.agents.scripted",
-                               "Deterministic: calls MCP tools, writes files and replies as its plan says."),
+                               "Deterministic: calls MCP tools, writes files and replies as its plan says.",
+                               uses_model=False),
     "user-sim": ReferenceAgent("user-sim", "1.0.0", "prefect_agentenv.agents.user_sim",
                                "Plays the user in a conversation, answering {message, done}."),
     "llm": ReferenceAgent("llm", "1.0.0", "prefect_agentenv.agents.llm",

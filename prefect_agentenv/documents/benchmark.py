@@ -445,6 +445,10 @@ class BenchmarkHeader(_Strict):
     """How many times each task runs with each seed row (for pass@k)."""
     concurrency: int = Field(default=2, ge=1)
     """How many task runs at the same time."""
+    pool: bool = False
+    """Keep env and agent processes alive across task runs (a warm pool): envs are reset through
+    data/reset, agents get an emptied sandbox and a new A2A context per task run. Runs here only
+    (not when task runs are dispatched to a deployment)."""
     tags: TagFilter = Field(default_factory=TagFilter)
     """Tag filter selecting the tasks that run."""
     env: TaskEnv | None = None

@@ -32,6 +32,7 @@ from prefect_agentenv.flows.step_log import describe_step, send_package_logs_to_
 from prefect_agentenv.flows.scheduler import DagScheduler, ScheduleResult
 from prefect_agentenv.flows.task_parameter import TaskParameter, resolve_task_parameter
 from prefect_agentenv.redaction import MIN_SECRET_LENGTH, Redactor
+from prefect_agentenv.flows.task_tags import only_tags, step_task_tags
 from prefect_agentenv.runtime.run import RunResources, bind_run, current_run, unbind_run
 from prefect_agentenv.runtime.stop import StopRequest, stop_on_signals
 from prefect_agentenv.runtime.sweep import write_owner
@@ -124,8 +125,9 @@ async def _execute_as_prefect_task(step: StepModel, inputs: list[RunContext]) ->
     started: set[str] = run.services.setdefault(_STARTED, set())
     started.discard(step.id)
     settings = get_settings()
-    tags = {step.type} if settings.tag_task_runs else set()
-    runnable = _step_task.with_options(name=step.id, task_run_name=step.id, tags=tags)
+    chosen = await step_task_tags(step.type)
+    runnable = _step_task.with_options(name=step.id, task_run_name=step.id,
+                                       tags={step.type} if chosen is None else chosen)
     retry = step.retry_config
     own_retries = bool(retry and retry.max_retries > 0 and retry.retry_from_step_id == step.id)
     if own_retries:
@@ -138,9 +140,10 @@ async def _execute_as_prefect_task(step: StepModel, inputs: list[RunContext]) ->
     # A step run again by a span retry continues its own task run: the UI shows one step with
     # several attempts (run_count) instead of unrelated task runs.
     try:
-        state = await run_task_async(runnable, parameters={"step": step, "inputs": inputs}, return_type="state",
-                                     task_run=graph.task_runs.get(step.id) if graph else None,
-                                     dependencies=graph.upstream(step.id) if graph else None)
+        with only_tags(chosen):
+            state = await run_task_async(runnable, parameters={"step": step, "inputs": inputs}, return_type="state",
+                                         task_run=graph.task_runs.get(step.id) if graph else None,
+                                         dependencies=graph.upstream(step.id) if graph else None)
     except Exception as exc:  # Prefect's own machinery failed (its API went away), not the step
         if step.id in started:
             raise

@@ -10,12 +10,13 @@ summary compares with the previous run of the same benchmark slug.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import json
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -50,6 +51,8 @@ from prefect_agentenv.flows.view_data import benchmark_view, publish_benchmark_r
 from prefect_agentenv.viewer import write
 from prefect_agentenv.grading.benchmark_stats import RunKey, TaskResult, compare, summarize, summary_markdown
 from prefect_agentenv.grading.outcome import Outcome
+from prefect_agentenv.runtime.pool import WarmPool, bind_pool, unbind_pool
+from prefect_agentenv.settings import get_settings
 
 logger = logging.getLogger("prefect_agentenv.benchmark")
 
@@ -188,8 +191,24 @@ class _Runner:
                 except Exception as exc:  # the progress bar is a view; a failed update must not stop the rest
                     logger.warning("could not update the progress artifact: %s", exc)
 
-        await asyncio.gather(*(one(k) for k in pending))
+        async with self._warm_pool():
+            await asyncio.gather(*(one(k) for k in pending))
         return await self._finish()
+
+    @contextlib.asynccontextmanager
+    async def _warm_pool(self) -> AsyncIterator[None]:
+        """With ``pool: true`` (and task runs in this process), one warm pool for all task runs."""
+        if not self.bench.pool or self.dispatch != "subflow":
+            yield
+            return
+        pool = WarmPool(workdir=get_settings().runs_dir / f"pool-{self.run_id}")
+        token = bind_pool(pool)
+        try:
+            yield
+        finally:
+            unbind_pool(token)
+            logger.info("warm pool: %s instance(s) served the benchmark's task runs", pool.size)
+            await asyncio.shield(pool.close())
 
     async def _run_one(self, key: RunKey) -> TaskResult:
         task = await asyncio.to_thread(self._frozen, self.tasks[key.task_id], task_key(key.task_id, key.seed_index))

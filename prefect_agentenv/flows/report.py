@@ -156,26 +156,33 @@ def verification_rows(report: TaskReport) -> list[dict[str, Any]]:
 
 
 async def publish_artifacts(report: TaskReport, secrets: set[str] | None = None) -> None:
-    """Create the summary, steps and verifications artifacts on the current flow run."""
+    """Create the summary, steps, verifications and transcript artifacts on the current flow run.
+
+    They are created at once (each is one API request, and the run waits for them to end).
+    """
     key = artifact_key("agentenv", report.task_id)
     markdown = summary_markdown(report)
     collected = report.context.get("metadata", {}).get("collected_artifacts") or {}
     if collected:
         with await asyncio.to_thread(get_artifact_store) as store:
             markdown += "\n".join(await asyncio.to_thread(file_links_markdown, store, collected))
-    await acreate_markdown_artifact(markdown=redact(markdown, secrets or set()), key=f"{key}-summary"[:100],
-                                    description=f"Outcome of task {report.task_id}")
-    await acreate_table_artifact(
-        table=[{k: s.get(k) for k in ("id", "type", "state", "started_at", "duration_s", "attempts", "error")}
-               for s in report.steps],
-        key=f"{key}-steps"[:100], description=f"Steps of task {report.task_id}")
+    pending = [
+        acreate_markdown_artifact(markdown=redact(markdown, secrets or set()), key=f"{key}-summary"[:100],
+                                  description=f"Outcome of task {report.task_id}"),
+        acreate_table_artifact(
+            table=[{k: s.get(k) for k in ("id", "type", "state", "started_at", "duration_s", "attempts", "error")}
+                   for s in report.steps],
+            key=f"{key}-steps"[:100], description=f"Steps of task {report.task_id}"),
+    ]
     rows = verification_rows(report)
     if rows:
-        await acreate_table_artifact(table=rows, key=f"{key}-verifications"[:100],
-                                     description=f"Verifications of task {report.task_id}")
+        pending.append(acreate_table_artifact(table=rows, key=f"{key}-verifications"[:100],
+                                              description=f"Verifications of task {report.task_id}"))
     if report.transcript is not None:
-        await acreate_markdown_artifact(markdown=transcript_markdown(report.transcript), key=transcript_key(report),
-                                        description=f"Transcript of task {report.task_id}")
+        pending.append(acreate_markdown_artifact(markdown=transcript_markdown(report.transcript),
+                                                 key=transcript_key(report),
+                                                 description=f"Transcript of task {report.task_id}"))
+    await asyncio.gather(*pending)
 
 
 def transcript_key(report: TaskReport) -> str:

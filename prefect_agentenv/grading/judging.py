@@ -206,7 +206,7 @@ class AgentAsk:
     Args:
         client: the judge agent's client.
         timeout_seconds: bound on each attempt; the agent's task is cancelled past it.
-        poll_interval_seconds: pause between two polls of the task.
+        poll_interval_seconds: the longest pause between two polls of the task (see ``A2AClient.send``).
 
     Attributes:
         replies: the agent's replies, one per attempt (task ids, trajectory locations).

@@ -81,6 +81,8 @@ DEFAULT_REQUEST_TIMEOUT = 30.0
 """Bound on one HTTP exchange with an agent; a prompt's own bound is ``timeout_seconds``."""
 DEFAULT_CANCEL_TIMEOUT = 5.0
 """How long a cancellation after a timeout may take before we give up on it."""
+_FIRST_POLL_SECONDS = 0.02
+"""First pause before polling a task; agents on loopback often finish within tens of milliseconds."""
 _CONNECTION_LOST = (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
 
 
@@ -318,7 +320,9 @@ class A2AClient:
             context_id: continue this conversation (the previous reply's ``context_id``).
             task_id: continue this task (one that is waiting for input).
             timeout_seconds: bound on the whole exchange; the task is cancelled past it.
-            poll_interval_seconds: pause between two polls.
+            poll_interval_seconds: the longest pause between two polls. The first poll comes
+                after 20 ms and the pause grows by half each time up to this, so a quick answer
+                is seen quickly and a long task is not polled more than before.
             cancel_timeout_seconds: bound on the cancellation sent after a timeout.
 
         Raises:
@@ -336,10 +340,12 @@ class A2AClient:
     async def _poll(self, seen: _Progress, interval: float) -> AgentReply:
         reply = seen.reply
         assert reply is not None
+        delay = min(_FIRST_POLL_SECONDS, interval)
         while not reply.done:
             if reply.task_id is None:
                 raise ProtocolError(f"{self.url} answered with a {reply.state} task that has no id", url=self.url)
-            await asyncio.sleep(interval)
+            await asyncio.sleep(delay)
+            delay = min(delay * 1.5, interval)
             try:
                 reply = await self.get_task(reply.task_id)
             except ProtocolError as exc:

@@ -12,16 +12,17 @@ Resolution order, first match wins:
 from __future__ import annotations
 
 import logging
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import httpx
 from pydantic import BaseModel, ConfigDict, SecretStr
 
-from prefect_agentenv.blocks.model_endpoint import ModelEndpoint
 from prefect_agentenv.exceptions import ConfigurationError
 from prefect_agentenv.protocols.openai import OpenAIClient
 from prefect_agentenv.runtime.resolve import is_block_name, load_block, prefect_api_configured
-from prefect_agentenv.settings import get_settings
+
+if TYPE_CHECKING:
+    from prefect_agentenv.blocks.model_endpoint import ModelEndpoint
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +76,9 @@ async def load_model_endpoint_block(name: str = DEFAULT_MODEL_BLOCK) -> ModelEnd
     if not is_block_name(name):
         raise ConfigurationError(f"{name!r} cannot name a ModelEndpoint block: use lowercase letters, "
                                  "digits and dashes")
+    # The block class brings in Prefect: imported on use, like resolve's block classes.
+    from prefect_agentenv.blocks.model_endpoint import ModelEndpoint
+
     return await load_block(ModelEndpoint, name)
 
 
@@ -107,6 +111,8 @@ async def resolve_model_endpoint(
             return ResolvedModel(role=role, base_url=block.base_url, api_key=block.api_key,
                                  model=model or block.model_for(role), source="block",
                                  request_timeout_seconds=block.request_timeout_seconds)
+    from prefect_agentenv.settings import get_settings  # on Prefect's settings base: read on use
+
     settings = get_settings()
     if settings.openai_base_url:
         return ResolvedModel(role=role, base_url=settings.openai_base_url, api_key=settings.openai_api_key,

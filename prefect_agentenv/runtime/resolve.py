@@ -11,23 +11,25 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable, Mapping
-from typing import Literal, NamedTuple, TypeVar
+import importlib
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
 
 import httpx
-from prefect.blocks.core import Block
-from prefect.context import FlowRunContext, TaskRunContext
-from prefect.settings import get_current_settings
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from prefect_agentenv.agents.catalog import REFERENCE_AGENTS, ReferenceAgent
-from prefect_agentenv.blocks.agent import A2A_CARD_PATH, A2AAgent
-from prefect_agentenv.blocks.environment import AgentEnvironment
 from prefect_agentenv.envs.catalog import REFERENCE_ENVS, ReferenceEnv
 from prefect_agentenv.exceptions import ConfigurationError
 from prefect_agentenv.runtime.docker import DockerLauncher
 from prefect_agentenv.runtime.launch import DEFAULT_READY_PATH, Launcher, LauncherKind, LaunchSpec
 from prefect_agentenv.runtime.process import ProcessLauncher
 from prefect_agentenv.runtime.url import UrlLauncher
+
+if TYPE_CHECKING:
+    from prefect.blocks.core import Block
+
+    from prefect_agentenv.blocks.agent import A2AAgent
+    from prefect_agentenv.blocks.environment import AgentEnvironment
 
 logger = logging.getLogger("prefect_agentenv.runtime.resolve")
 
@@ -37,7 +39,15 @@ _NOT_FOUND = "Unable to find block document named"
 EnvSource = Literal["block", "reference"]
 AgentSource = Literal["block", "reference"]
 
-_B = TypeVar("_B", bound=Block)
+_B = TypeVar("_B", bound="Block")
+A2A_CARD_PATH = "/.well-known/agent-card.json"
+"""Where a reference agent is ready (the A2A card), as ``blocks.agent`` says for registered agents."""
+
+
+def _block_class(module: str, name: str) -> Any:
+    """A block class, imported on first use: it brings in Prefect, which validating a document
+    or printing ``--help`` must not pay for."""
+    return getattr(importlib.import_module(module), name)
 
 
 class ResolvedEnv(BaseModel):
@@ -72,6 +82,8 @@ class ResolvedAgent(BaseModel):
     """Where it came from: a registered block or a reference agent shipped in the package."""
     description: str | None = None
     """What the agent is."""
+    uses_model: bool = True
+    """False for a reference agent that calls no model (no mock model is started for it)."""
 
 
 def is_block_name(name: str) -> bool:
@@ -85,6 +97,9 @@ def prefect_api_configured() -> bool:
     That is when ``PREFECT_API_URL`` is set, or when this code runs inside a flow or task run
     (whose API, ephemeral or not, is already up).
     """
+    from prefect.context import FlowRunContext, TaskRunContext  # Prefect on use (see _block_class)
+    from prefect.settings import get_current_settings
+
     if get_current_settings().api.url:
         return True
     return FlowRunContext.get() is not None or TaskRunContext.get() is not None
@@ -117,6 +132,7 @@ class _Found(NamedTuple):
     spec: LaunchSpec
     source: Literal["block", "reference"]
     description: str | None
+    uses_model: bool = True
 
 
 async def _find(block_type: type[AgentEnvironment] | type[A2AAgent], name: str,
@@ -131,7 +147,7 @@ async def _find(block_type: type[AgentEnvironment] | type[A2AAgent], name: str,
     if reference is None:
         return None
     spec = LaunchSpec(command=reference.command(), ready_path=reference_ready_path)
-    return _Found(reference.version, spec, "reference", reference.description)
+    return _Found(reference.version, spec, "reference", reference.description, reference.uses_model)
 
 
 async def resolve_env(env_id: str, *, use_blocks: bool | None = None) -> ResolvedEnv:
@@ -146,11 +162,12 @@ async def resolve_env(env_id: str, *, use_blocks: bool | None = None) -> Resolve
             block is invalid or could not be read.
     """
     consult_blocks = prefect_api_configured() if use_blocks is None else use_blocks
-    found = await _find(AgentEnvironment, env_id, REFERENCE_ENVS, consult_blocks=consult_blocks,
+    found = await _find(_block_class("prefect_agentenv.blocks.environment", "AgentEnvironment"), env_id, REFERENCE_ENVS, consult_blocks=consult_blocks,
                         reference_ready_path=DEFAULT_READY_PATH)
     if found is None:
         raise ConfigurationError(not_found_message(env_id, consulted_blocks=consult_blocks))
-    return ResolvedEnv(env_id=env_id, **found._asdict())
+    return ResolvedEnv(env_id=env_id, version=found.version, spec=found.spec, source=found.source,
+                       description=found.description)
 
 
 def not_found_message(env_id: str, *, consulted_blocks: bool) -> str:
@@ -172,7 +189,7 @@ async def resolve_agent(a2a_agent_id: str, *, use_blocks: bool | None = None) ->
             block is invalid or could not be read.
     """
     consult_blocks = prefect_api_configured() if use_blocks is None else use_blocks
-    found = await _find(A2AAgent, a2a_agent_id, REFERENCE_AGENTS, consult_blocks=consult_blocks,
+    found = await _find(_block_class("prefect_agentenv.blocks.agent", "A2AAgent"), a2a_agent_id, REFERENCE_AGENTS, consult_blocks=consult_blocks,
                         reference_ready_path=A2A_CARD_PATH)
     if found is None:
         raise ConfigurationError(agent_not_found_message(a2a_agent_id, consulted_blocks=consult_blocks))

@@ -177,6 +177,25 @@ class Sandbox:
         with _open_no_follow(self.path(path), os.O_RDONLY) as source:
             return source.read()
 
+    def clear(self) -> None:
+        """Empty the folder and rebuild its standard layout, keeping the root itself.
+
+        A pooled agent runs with this folder as its working directory, so the next task run
+        gets a fresh folder at the same path instead of a new one.
+        """
+        for child in list(self.root.iterdir()):
+            if child.is_dir() and not child.is_symlink():
+                try:
+                    shutil.rmtree(child)
+                except OSError:
+                    _make_writable(child)
+                    shutil.rmtree(child, ignore_errors=True)
+            else:
+                child.unlink(missing_ok=True)
+        self.home.mkdir(exist_ok=True)
+        for folder in STANDARD_FOLDERS:
+            self.path(folder).mkdir(parents=True, exist_ok=True)
+
     def remove(self) -> bool:
         """Delete the sandbox folder, best effort; True when it is gone.
 

@@ -19,6 +19,8 @@ from prefect_agentenv.exceptions import InstanceExitedError
 logger = logging.getLogger("prefect_agentenv.teardown")
 
 StopFunction = Callable[[], Awaitable[Any]]
+_AFTER_INSTANCES = ("sandbox", "client")
+"""Kinds stopped after every instance: sandbox folders, then shared clients."""
 
 
 @dataclass
@@ -54,7 +56,7 @@ class TeardownRecord:
 
 @dataclass
 class TeardownRegistry:
-    """Instances of one run, stopped last-in first-out."""
+    """Instances of one run; :meth:`stop_all` stops them together, then sandboxes, then clients."""
 
     per_entry_timeout: float = 10.0
     entries: list[TeardownEntry] = field(default_factory=list)
@@ -103,15 +105,33 @@ class TeardownRegistry:
         return records
 
     async def stop_all(self, overall_timeout: float = 30.0) -> list[TeardownRecord]:
-        """Stop everything still running, newest first, within ``overall_timeout`` in all."""
+        """Stop everything still running, within ``overall_timeout`` in all.
+
+        Instances (envs, agents, models) are stopped all at once: each waits on its own process,
+        so one slow stop no longer delays the others. Then the sandboxes they worked in are
+        removed, then the run's shared clients are closed newest first (a stopping instance may
+        still need them).
+        """
         deadline = time.monotonic() + overall_timeout
-        for entry in reversed(self.entries):
-            if entry.done:
-                continue
-            if time.monotonic() > deadline:
-                entry.done = True
-                self.records.append(TeardownRecord(entry.label, entry.kind, entry.owner_step, False, 0.0,
-                                                   "skipped: the overall teardown time ran out"))
-                continue
-            await self.stop(entry)
+        pending = [e for e in reversed(self.entries) if not e.done]
+        instances = [e for e in pending if e.kind not in _AFTER_INSTANCES]
+        sandboxes = [e for e in pending if e.kind == "sandbox"]
+        clients = [e for e in pending if e.kind == "client"]
+        for group, together in ((instances, True), (sandboxes, True), (clients, False)):
+            if group and time.monotonic() > deadline:
+                self._skip(group)
+            elif together:
+                await asyncio.gather(*(self.stop(e) for e in group))
+            else:
+                for entry in group:
+                    if time.monotonic() > deadline:
+                        self._skip([entry])
+                    else:
+                        await self.stop(entry)
         return list(self.records)
+
+    def _skip(self, entries: list[TeardownEntry]) -> None:
+        for entry in entries:
+            entry.done = True
+            self.records.append(TeardownRecord(entry.label, entry.kind, entry.owner_step, False, 0.0,
+                                               "skipped: the overall teardown time ran out"))

@@ -14,7 +14,7 @@ from typing import Any
 from prefect_agentenv.context import DeployedAgent, DeployedEnv, RunContext
 from prefect_agentenv.exceptions import DeployError, NotInContextError, StepError
 from prefect_agentenv.protocols.a2a import A2AClient
-from prefect_agentenv.runtime.launch import LaunchSpec
+from prefect_agentenv.runtime.launch import Instance, LaunchSpec
 from prefect_agentenv.runtime.models import ResolvedModel, resolve_model_endpoint
 from prefect_agentenv.runtime.resolve import resolve_agent
 from prefect_agentenv.runtime.run import RunResources, current_run
@@ -22,6 +22,7 @@ from prefect_agentenv.runtime.sandbox import Sandbox, create_sandbox
 from prefect_agentenv.steps.agent_configuration import ConfigRequest, deliver
 from prefect_agentenv.steps.base import StepModel
 from prefect_agentenv.steps.concurrency_slots import hold_slot
+from prefect_agentenv.steps.pooling import pooled_agent
 from prefect_agentenv.steps.services import http_client, launchers
 
 logger = logging.getLogger("prefect_agentenv.agents")
@@ -56,10 +57,12 @@ def sandbox_of(run: RunResources, agent: DeployedAgent) -> Sandbox:
     return sandboxes[agent.instance_id]
 
 
-async def model_for(run: RunResources, role: str, model: str | None = None) -> ResolvedModel:
-    """The model endpoint for a role; starts the run's mock model when nothing is configured."""
+async def model_for(run: RunResources, role: str, model: str | None = None, *,
+                    start_mock: bool = True) -> ResolvedModel:
+    """The model endpoint for a role; starts the run's mock model when nothing is configured
+    (unless ``start_mock`` is False: the caller only needs the model's name)."""
     resolved = await resolve_model_endpoint(role, model=model, mock_base_url=run.services.get("mock_model_url"))
-    if resolved.is_mock and resolved.base_url is None:
+    if resolved.is_mock and resolved.base_url is None and start_mock:
         url = await _start_mock_model(run)
         resolved = await resolve_model_endpoint(role, model=model, mock_base_url=url)
     if resolved.api_key is not None:
@@ -89,27 +92,37 @@ async def start_agent(step: StepModel, *, agent_name: str, a2a_agent_id: str, ro
     """Resolve, sandbox and start an agent; register its teardown; return it once its card answers."""
     run = current_run()
     resolved = await resolve_agent(a2a_agent_id)
-    endpoint = await model_for(run, _ROLE_OF.get(a2a_agent_id, role), model)
-    sandbox = create_sandbox(run.workdir, agent_name)
-    if not run.keep:
-        run.teardown.add(f"sandbox of {agent_name}", _remover(sandbox), owner_step=step.id, kind="sandbox")
-    extra_env = {**sandbox.env(), **_model_env(endpoint), **(extra_env or {})}
     run.redact.update(resolved.spec.secret_values().values())  # the agent may echo its env in an error
-    await hold_slot(run, "agent", a2a_agent_id, owner_step=step.id)
-    launcher = launchers(run).for_spec(resolved.spec)
-    try:
-        instance = await launcher.start(resolved.spec, name=agent_name, workdir=run.workdir / "agents",
-                                        cwd=sandbox.root, extra_env=extra_env)
-    except DeployError as exc:
-        exc.step_id, exc.step_type = step.id, step.type
-        raise
-    run.teardown.add(f"agent {agent_name} ({instance.instance_id})", lambda: launcher.stop(instance),
-                     owner_step=step.id, kind="agent", key=agent_name)
+    # An agent known to call no model (the scripted one) does not wait for a mock model to start.
+    endpoint = await model_for(run, _ROLE_OF.get(a2a_agent_id, role), model, start_mock=resolved.uses_model)
+    env = {**_model_env(endpoint), **(extra_env or {})}
+    pooled = await pooled_agent(step, agent_name=agent_name, a2a_agent_id=a2a_agent_id, spec=resolved.spec, env=env,
+                                per_run_model=endpoint.is_mock and endpoint.base_url is not None)
+    instance, sandbox = pooled or await _start_own(step, run, resolved.spec, agent_name, a2a_agent_id, env)
     run.services.setdefault("sandboxes", {})[instance.instance_id] = sandbox
     agent = DeployedAgent(agent_name=agent_name, a2a_url=instance.base_url, sandbox=str(sandbox.root),
                           instance_id=instance.instance_id, a2a_agent_id=a2a_agent_id,
                           model=endpoint.model)
     return agent, sandbox
+
+
+async def _start_own(step: StepModel, run: RunResources, spec: LaunchSpec, agent_name: str, a2a_agent_id: str,
+                     env: dict[str, str]) -> tuple[Instance, Sandbox]:
+    """Start the agent for this run alone, in a new sandbox; both go at the run's teardown."""
+    sandbox = create_sandbox(run.workdir, agent_name)
+    if not run.keep:
+        run.teardown.add(f"sandbox of {agent_name}", _remover(sandbox), owner_step=step.id, kind="sandbox")
+    await hold_slot(run, "agent", a2a_agent_id, owner_step=step.id)
+    launcher = launchers(run).for_spec(spec)
+    try:
+        instance = await launcher.start(spec, name=agent_name, workdir=run.workdir / "agents",
+                                        cwd=sandbox.root, extra_env={**sandbox.env(), **env})
+    except DeployError as exc:
+        exc.step_id, exc.step_type = step.id, step.type
+        raise
+    run.teardown.add(f"agent {agent_name} ({instance.instance_id})", lambda: launcher.stop(instance),
+                     owner_step=step.id, kind="agent", key=agent_name)
+    return instance, sandbox
 
 
 def _remover(sandbox: Sandbox) -> Any:

@@ -15,6 +15,7 @@ from prefect_agentenv.runtime.resolve import resolve_env
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.steps.base import Provides, StepModel
 from prefect_agentenv.steps.concurrency_slots import hold_slot
+from prefect_agentenv.steps.pooling import pooled_env
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.services import http_client, launchers
 
@@ -59,6 +60,9 @@ async def run(step: DeployEnvStep, ctx: RunContext) -> RunContext:
 async def _start(step: DeployEnvStep, spec: LaunchSpec) -> Instance:
     run = current_run()
     run.redact.update(spec.secret_values().values())  # a failing env may echo its environment
+    pooled = await pooled_env(step, step.env_id, spec)
+    if pooled is not None:
+        return pooled
     await hold_slot(run, "env", step.env_id, owner_step=step.id)
     launcher = launchers(run).for_spec(spec)
     try:

@@ -19,7 +19,6 @@ from prefect_agentenv.grading.verification import normalize_row, prompt_error, s
 from prefect_agentenv.runtime.command import run_bounded
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.runtime.sweep import RUN_MARKER
-from prefect_agentenv.settings import get_settings
 from prefect_agentenv.steps.base import Aggregator, EnvRef, PromptRef, VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.services import artifact_store, as_step_error, deployed_env
@@ -121,6 +120,9 @@ def _interpreter() -> list[str]:
     """This Python, or the configured one (``--override verify_python=`` first, then the
     ``PREFECT_AGENTENV_VERIFY_PYTHON`` setting), which may not have this package: the runner file,
     which needs only the standard library, is then run by path (``-P``: its folder stays off sys.path)."""
+    # Settings sit on Prefect's settings base: read on use, so validating documents stays light.
+    from prefect_agentenv.settings import get_settings
+
     python = current_run().overrides.get("verify_python") or get_settings().verify_python
     if not python:
         return [sys.executable, "-m", outcome_script.__name__]

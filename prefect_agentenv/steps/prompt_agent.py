@@ -54,7 +54,7 @@ class PromptAgentStep(StepModel):
     timeout_seconds: float = Field(default=1800, gt=0)
     """The whole exchange is cancelled after this long."""
     poll_interval_seconds: float = Field(default=0.5, gt=0)
-    """How often a non-blocking A2A task is polled."""
+    """The longest pause between two polls of the agent's task (polling starts at 20 ms and backs off to it)."""
     model: str | None = None
     max_turns: int | None = Field(default=None, ge=1)
     """Cap on the agent's model turns, sent through its agent-config extension."""

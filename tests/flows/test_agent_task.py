@@ -7,10 +7,13 @@ from typing import Any
 
 import pytest
 from prefect.client.orchestration import get_client
+from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
 from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, FlowRunFilter, FlowRunFilterId
 
 from prefect_agentenv.documents import validate_data
+from prefect_agentenv.flows import task_tags
 from prefect_agentenv.flows.agent_task import agent_task
+from prefect_agentenv.settings import get_settings
 
 pytestmark = pytest.mark.usefixtures("prefect_harness", "agentenv_home")
 
@@ -21,13 +24,22 @@ def doc(steps: list[dict[str, Any]], task_id: str):
     return result.document
 
 
-async def test_each_step_is_a_task_run_named_by_its_id_and_tagged_with_its_type(tmp_path: Path) -> None:
+async def test_each_step_is_a_task_run_named_by_its_id_and_tagged_with_its_type_when_a_limit_uses_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(task_tags, "_cache", None)
     report_path = tmp_path / "out" / "report.json"
-    state = await agent_task(
-        doc([{"id": "first", "type": "test_noop", "depends_on": []},
-             {"id": "second", "type": "test_sleep", "seconds": 0.01}], "named-steps"),
-        report_path=str(report_path), return_state=True)
-    assert state.is_completed()
+    async with get_client() as client:
+        limit_id = await client.create_global_concurrency_limit(
+            GlobalConcurrencyLimitCreate(name="tag:test_sleep", limit=5))
+    try:
+        state = await agent_task(
+            doc([{"id": "first", "type": "test_noop", "depends_on": []},
+                 {"id": "second", "type": "test_sleep", "seconds": 0.01}], "named-steps"),
+            report_path=str(report_path), return_state=True)
+    finally:
+        async with get_client() as client:
+            await client.delete_global_concurrency_limit_by_name("tag:test_sleep")
+    assert limit_id and state.is_completed()
     report = await state.result()
     assert report["status"] == "completed" and report["flow_run_id"] == str(state.state_details.flow_run_id)
     assert report_path.exists()
@@ -37,9 +49,25 @@ async def test_each_step_is_a_task_run_named_by_its_id_and_tagged_with_its_type(
         flow_run = await client.read_flow_run(state.state_details.flow_run_id)
     by_name = {r.name: r for r in runs}
     assert set(by_name) == {"first", "second"}
-    assert by_name["first"].tags == ["test_noop"] and by_name["second"].tags == ["test_sleep"]
+    # Only the limited step type is tagged (a tag costs a slot request per task run).
+    assert by_name["first"].tags == [] and by_name["second"].tags == ["test_sleep"]
     assert all(r.state and r.state.is_completed() for r in runs)
     assert flow_run.name == "named-steps"
+
+
+async def test_with_tagging_on_every_step_is_tagged_with_its_type(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PREFECT_AGENTENV_TAG_TASK_RUNS", "true")
+    get_settings.cache_clear()
+    try:
+        state = await agent_task(doc([{"id": "first", "type": "test_noop", "depends_on": []}], "tagged"),
+                                 return_state=True)
+    finally:
+        monkeypatch.delenv("PREFECT_AGENTENV_TAG_TASK_RUNS")
+        get_settings.cache_clear()
+    async with get_client() as client:
+        runs = await client.read_task_runs(
+            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[state.state_details.flow_run_id])))
+    assert [r.tags for r in runs] == [["test_noop"]]
 
 
 async def test_a_fatal_step_failure_fails_the_flow_run_with_the_report_as_its_data() -> None:

@@ -171,3 +171,16 @@ def test_removal_leaves_what_symlinks_point_to(sandbox: Sandbox, tmp_path: Path)
     (sandbox.root / "link").symlink_to(outside)
     assert sandbox.remove()
     assert (outside / "precious.txt").exists()
+
+
+def test_clearing_a_sandbox_empties_it_and_rebuilds_its_layout_at_the_same_path(tmp_path: Path) -> None:
+    sandbox = create_sandbox(tmp_path, "pooled")
+    sandbox.path("/app/artifact/report.md").write_text("from the last task run")
+    (sandbox.home / ".history").write_text("secret")
+    (sandbox.root / "scratch").mkdir()
+
+    sandbox.clear()
+
+    assert sandbox.root.is_dir() and sandbox.list_files() == []
+    assert sandbox.home.is_dir() and sandbox.path("/app/artifact").is_dir()
+    assert not (sandbox.root / "scratch").exists()

@@ -63,6 +63,9 @@ async def test_the_reply_goes_through_the_env_tools_and_the_prompt_response_carr
     assert response["tool_call_count"] == 3  # email_search, send, and the file write
     assert response["error"] is None and not response["is_timeout"]
     assert report.context["metadata"]["verifications"]["sent"]["score"] == 1.0
+    # The scripted agent calls no model: it is labelled with the run's model, but no mock model was started.
+    assert report.context["deployed_agents"]["assistant"]["model"] == "mock"
+    assert [t["label"] for t in report.teardown if t["label"].startswith("mock model")] == []
     with get_artifact_store() as store:
         key = response["trajectory"].split("/runs/", 1)[1]
         events = json.loads(store.get_object(key))

@@ -1,0 +1,82 @@
+"""Which tags a step's task run carries.
+
+Prefect asks its API for a concurrency slot for every tag of every task run (one
+``increment-with-lease`` request before the task body starts), whether or not a limit exists.
+On a SQLite-backed server that request is often answered 503 while the server is writing the
+run's events, and the client then backs off for 2 s: in ``benchmarks/task_overhead.py`` that
+was 2.4 s before three of the five steps of a one-prompt task. A tag is only worth that request
+when a concurrency limit uses it, so by default (``PREFECT_AGENTENV_TAG_TASK_RUNS=auto``) a
+step's task run carries just the tags that have a limit — among its step type and the tags of
+the run it belongs to (a benchmark's slug, the task's tags) — which the API is asked for once
+per process every :data:`LIMITS_TTL_SECONDS`. The flow run keeps all its tags.
+
+``true`` tags every step's task run with its step type and the run's tags (the requests are
+always made); ``false`` adds no step-type tag.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from prefect.client.orchestration import get_client
+from prefect.context import TagsContext
+
+from prefect_agentenv.settings import get_settings
+
+logger = logging.getLogger("prefect_agentenv.flow")
+
+LIMITS_TTL_SECONDS = 30.0
+"""How long the list of limited tags is reused: a limit created meanwhile applies to steps that
+start after that."""
+_PAGE = 200
+
+_cache: tuple[float, frozenset[str]] | None = None
+
+
+async def limited_tags() -> frozenset[str] | None:
+    """Tags that have a Prefect concurrency limit (``tag:<tag>``); None when the API cannot say."""
+    global _cache
+    now = time.monotonic()
+    if _cache is not None and now - _cache[0] < LIMITS_TTL_SECONDS:
+        return _cache[1]
+    names: set[str] = set()
+    try:
+        async with get_client() as client:
+            offset = 0
+            while True:
+                page = await client.read_global_concurrency_limits(limit=_PAGE, offset=offset)
+                names.update(limit.name.removeprefix("tag:") for limit in page if limit.name.startswith("tag:"))
+                if len(page) < _PAGE:
+                    break
+                offset += _PAGE
+    except Exception as exc:  # unknown limits: tag as before rather than risk ignoring one
+        logger.debug("could not read concurrency limits: %s", exc)
+        return None
+    _cache = (now, frozenset(names))
+    return _cache[1]
+
+
+async def step_task_tags(step_type: str) -> set[str] | None:
+    """The tags of a step's task run; None means "the step type plus the run's tags" (``true``)."""
+    mode = get_settings().tag_task_runs
+    if mode is True:
+        return None
+    if mode is False:
+        return set()
+    limited = await limited_tags()
+    if limited is None:
+        return None
+    return ({step_type} | TagsContext.get().current_tags) & limited
+
+
+@contextmanager
+def only_tags(tags: set[str] | None) -> Iterator[None]:
+    """Run a task with exactly ``tags`` (the run's inherited tags are not added); no-op for None."""
+    if tags is None:
+        yield
+        return
+    with TagsContext(current_tags=set(tags)):
+        yield

@@ -1,0 +1,92 @@
+"""Deploy steps with a warm pool: take an instance from the benchmark's pool, reset it, give it back.
+
+Used by deploy_env and by agent deployment when :func:`~prefect_agentenv.runtime.pool.active_pool`
+is set (a benchmark with ``pool: true``); each returns None when the step should start its own
+instance instead (no pool, a live URL, an agent whose model lives only as long as the run).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from prefect_agentenv.exceptions import DeployError
+from prefect_agentenv.protocols.env import EnvClient
+from prefect_agentenv.runtime.launch import Instance, LaunchSpec
+from prefect_agentenv.runtime.pool import Warm, WarmPool, active_pool
+from prefect_agentenv.runtime.resolve import launcher_for
+from prefect_agentenv.runtime.run import RunResources, current_run
+from prefect_agentenv.runtime.sandbox import Sandbox, create_sandbox
+from prefect_agentenv.steps.base import StepModel
+from prefect_agentenv.steps.services import http_client
+
+_NOT_CONFIG = {"id", "depends_on", "fail_task_on_error", "retry_config", "version"}
+
+
+async def pooled_env(step: StepModel, env_id: str, spec: LaunchSpec) -> Instance | None:
+    """A reset env instance from the pool (registered to go back at teardown), or None."""
+    pool = active_pool()
+    if pool is None or spec.kind == "url":
+        return None
+    run = current_run()
+    key = WarmPool.key("env", env_id, spec)
+
+    async def start() -> Warm:
+        launcher = launcher_for(spec)
+        return Warm(await launcher.start(spec, name=env_id, workdir=pool.workdir / "envs"), launcher, spec)
+
+    warm = await _acquire(pool, key, start, step, run)
+    if warm.uses > 1:
+        client = EnvClient(warm.instance.base_url, http_client(run), name=env_id)
+        if await client.supports("data/reset"):
+            await client.data_reset()
+    _give_back_at_teardown(run, pool, key, warm, step, kind="env", key_name=env_id)
+    return warm.instance
+
+
+async def pooled_agent(step: StepModel, *, agent_name: str, a2a_agent_id: str, spec: LaunchSpec,
+                       env: dict[str, str], per_run_model: bool) -> tuple[Instance, Sandbox] | None:
+    """An agent instance from the pool, its sandbox emptied, or None.
+
+    ``env`` is what the process is started with besides its sandbox (model endpoint, …); the
+    step's own fields and the run's overrides are part of the key too, so an agent is only
+    handed to task runs that configure it the same way (config set by one run cannot leak).
+    """
+    pool = active_pool()
+    if pool is None or spec.kind == "url" or per_run_model:
+        return None
+    run = current_run()
+    fingerprint = {"step": step.model_dump(mode="json", exclude=_NOT_CONFIG), "overrides": run.overrides, "env": env}
+    key = WarmPool.key("agent", f"{a2a_agent_id}/{agent_name}", spec, {"x": json.dumps(fingerprint, sort_keys=True,
+                                                                                         default=str)})
+
+    async def start() -> Warm:
+        sandbox = create_sandbox(pool.workdir, agent_name)
+        launcher = launcher_for(spec)
+        instance = await launcher.start(spec, name=agent_name, workdir=pool.workdir / "agents", cwd=sandbox.root,
+                                        extra_env={**sandbox.env(), **env})
+        return Warm(instance, launcher, spec, sandbox)
+
+    warm = await _acquire(pool, key, start, step, run)
+    assert warm.sandbox is not None
+    if warm.uses > 1:
+        warm.sandbox.clear()
+    _give_back_at_teardown(run, pool, key, warm, step, kind="agent", key_name=agent_name)
+    return warm.instance, warm.sandbox
+
+
+async def _acquire(pool: WarmPool, key: str, start: Any, step: StepModel, run: RunResources) -> Warm:
+    try:
+        return await pool.acquire(key, start, client=http_client(run))
+    except DeployError as exc:
+        exc.step_id, exc.step_type = step.id, step.type
+        raise
+
+
+def _give_back_at_teardown(run: RunResources, pool: WarmPool, key: str, warm: Warm, step: StepModel, *,
+                           kind: str, key_name: str) -> None:
+    async def give_back() -> None:
+        pool.release(key, warm)
+
+    run.teardown.add(f"{kind} {key_name} ({warm.instance.instance_id}) back to the pool", give_back,
+                     owner_step=step.id, kind=kind, key=key_name)

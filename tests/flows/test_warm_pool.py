@@ -1,0 +1,65 @@
+"""Warm pools: a benchmark with ``pool: true`` reuses env and agent processes, and nothing leaks
+from one task run to the next (real email env and scripted agent on loopback)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from prefect_agentenv.flows.benchmark import benchmark
+
+pytestmark = pytest.mark.usefixtures("prefect_harness", "agentenv_home")
+
+PLAN = {"tool_calls": [{"tool": "send", "arguments": {"to": "dana@northwind.example", "subject": "Hello",
+                                                      "body": "Written by the first task run."}}],
+        "files": [{"path": "/app/artifact/note.md", "content": "left behind?"}],
+        "reply": "Sent."}
+
+
+def steps(*, write: bool) -> list[dict[str, Any]]:
+    """Both tasks deploy the same env and the same agent; only the writer prompts it."""
+    out: list[dict[str, Any]] = [
+        {"id": "email", "type": "deploy_env", "env_id": "email", "depends_on": []},
+        {"id": "assistant", "type": "deploy_agent", "a2a_agent_id": "scripted", "agent_name": "assistant",
+         "env_ids": ["email"], "agent_config": {"plan": PLAN}, "depends_on": ["email"]},
+    ]
+    if write:
+        out.append({"id": "reply", "type": "prompt_agent", "agent_name": "assistant", "prompt_id": "reply",
+                    "prompt": "Write to Dana.", "depends_on": ["assistant"]})
+    last = "reply" if write else "assistant"
+    out += [
+        {"id": "sent", "type": "env_state_verifier", "env_id": "email", "verifier_id": "sent", "depends_on": [last],
+         "assertions": [{"assert": "record_count", "id": "sent", "resource": "sent", "equals": 1 if write else 0}]},
+        {"id": "files", "type": "verify_sandbox", "agent_name": "assistant", "verifier_id": "files", "depends_on": [last],
+         "checks": [{"id": "note", "kind": "file_exists", "path": "/app/artifact/note.md"}]},
+    ]
+    return out
+
+
+async def test_a_pooled_task_run_sees_a_clean_env_and_sandbox_after_one_that_wrote(tmp_path: Path) -> None:
+    bench = tmp_path / "bench.yaml"
+    bench.write_text(yaml.safe_dump({"name": "Pool", "slug": "pool-leak", "concurrency": 1, "pool": True, "tasks": [
+        {"id": "writer", "steps": steps(write=True)}, {"id": "reader", "steps": steps(write=False)}]}))
+    reports_dir = tmp_path / "reports"
+
+    state = await benchmark(path=str(bench), report_dir=str(reports_dir), return_state=True)
+
+    assert state.is_completed(), state.message
+    reports = {p.name.split(".")[0]: json.loads(p.read_text()) for p in reports_dir.glob("*-epoch*.json")}
+    writer, reader = reports["writer"], reports["reader"]
+    assert writer["outcome"] == "PASSED", writer["error"]
+    # The same processes served both task runs...
+    for kind, name in (("deployed_envs", "email"), ("deployed_agents", "assistant")):
+        assert writer["context"][kind][name]["instance_id"] == reader["context"][kind][name]["instance_id"]
+    # ...and the reader saw neither the writer's email nor its file.
+    verifications = reader["context"]["metadata"]["verifications"]
+    assert verifications["sent"]["score"] == 1.0, verifications["sent"]
+    assert verifications["files"]["results"][0]["result"] == "fail"  # the file is gone
+    # Handing back is not stopping: the pool stopped the processes when the benchmark ended.
+    assert all(t["ok"] and "back to the pool" in t["label"] for t in reader["teardown"]
+               if t["kind"] in ("env", "agent"))
+    assert not (Path(reader["context"]["deployed_agents"]["assistant"]["sandbox"])).exists()

@@ -1,0 +1,44 @@
+"""The light commands stay light: `--help`, `validate` and `schema` never import Prefect."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from prefect_agentenv.cli import _SUBGROUPS, app
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+_PROBE = """
+import json, sys
+from typer.testing import CliRunner
+from prefect_agentenv.cli import app
+runner = CliRunner()
+codes = [runner.invoke(app, args).exit_code for args in
+         (["--help"], ["validate", sys.argv[1], sys.argv[2]], ["schema"])]
+heavy = sorted({m.split(".")[0] for m in sys.modules} & {"prefect", "boto3", "mcp"})
+print(json.dumps({"codes": codes, "heavy": heavy}))
+"""
+
+
+def test_help_validate_and_schema_do_not_import_prefect() -> None:
+    out = subprocess.run([sys.executable, "-c", _PROBE, str(EXAMPLES / "reply-to-dana.json"),
+                          str(EXAMPLES / "benchmark.yaml")], capture_output=True, text=True, timeout=120, check=True)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result == {"codes": [0, 0, 0], "heavy": []}
+
+
+def test_the_help_listing_says_what_each_command_group_says_of_itself() -> None:
+    for name, (module, attr, help_line) in _SUBGROUPS.items():
+        assert getattr(importlib.import_module(module), attr).info.help == help_line, name
+
+
+def test_a_command_group_loads_when_it_is_run() -> None:
+    result = CliRunner().invoke(app, ["env", "--help"])
+    assert result.exit_code == 0
+    assert "register" in result.output and "install-completion" not in result.output
