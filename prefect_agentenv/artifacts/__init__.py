@@ -6,6 +6,12 @@ Use :func:`get_artifact_store` for the configured store: the ArtifactStore block
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from prefect_agentenv.artifacts.keys import LATEST, UnsafeKeyError
+from prefect_agentenv.artifacts.local import LocalArtifactBackend
+from prefect_agentenv.artifacts.models import ArtifactFile, ArtifactKind, ArtifactMetadata, ArtifactRef
 from prefect_agentenv.artifacts.store import (
     ArtifactBackend,
     ArtifactConflictError,
