@@ -79,9 +79,10 @@ async def test_a_run_whose_only_verifier_errored_is_failed_not_unscored(store_ho
 
 def test_unscored_is_kept_for_documented_skips_only() -> None:
     skipped = {"v": {"skipped": True, "skip_reason": "truncated", "score": None}}
-    assert task_outcome(skipped, failed=False) == (Outcome.UNSCORED, None)
+    assert task_outcome(skipped, failed=False) == (Outcome.BELOW_ONE, 0.0)  # skip_policy zero, the default
+    assert task_outcome(skipped, failed=False, skip_policy="exclude") == (Outcome.UNSCORED, None)
     assert task_outcome({}, failed=False) == (Outcome.UNSCORED, None)
-    assert task_outcome(skipped, failed=False, tolerated_failures=1) == (Outcome.UNSCORED, None)
+    assert task_outcome(skipped, failed=False, skip_policy="exclude", tolerated_failures=1) == (Outcome.UNSCORED, None)
     assert task_outcome({}, failed=False, tolerated_failures=1) == (Outcome.FAILED, 0.0)
     no_score = {"ok": {"score": 1.0}, "bad": {"score": "n/a"}}
     assert task_outcome(no_score, failed=False) == (Outcome.BELOW_ONE, 0.5)
