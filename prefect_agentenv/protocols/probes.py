@@ -35,7 +35,6 @@ from prefect_agentenv.protocols.env import (
     EnvCard,
     EnvClient,
 )
-from prefect_agentenv.protocols.mcp import mcp_session
 
 ProbeStatus = Literal["ok", "declared", "missing", "warning", "failed"]
 
@@ -148,6 +147,9 @@ async def _env_tools(report: ProbeReport, url: str, mcp_http: httpx2.AsyncClient
     names: list[str] = []
 
     async def listing() -> str:
+        # The MCP client is loaded on use: step modules (this one's callers) are imported by `validate`.
+        from prefect_agentenv.protocols.mcp import mcp_session
+
         async with mcp_session(url, http=mcp_http, timeout=30) as session:
             names.extend(t.name for t in await session.list_tools())
             version = session.protocol_version

@@ -18,13 +18,10 @@ from typing import Literal
 from uuid import UUID
 
 import httpx
-from prefect.client.orchestration import get_client
-from prefect.client.schemas.responses import ConcurrencyLimitWithLeaseResponse
 
 from prefect_agentenv.exceptions import ConfigurationError
 from prefect_agentenv.runtime.resolve import prefect_api_configured
 from prefect_agentenv.runtime.run import RunResources
-from prefect_agentenv.settings import get_settings
 
 logger = logging.getLogger("prefect_agentenv.concurrency")
 
@@ -42,6 +39,8 @@ async def hold_slot(run: RunResources, kind: Literal["env", "agent"], ident: str
         return
 
     async def release() -> None:
+        from prefect.client.orchestration import get_client
+
         async with get_client() as client:
             await client.release_concurrency_slots_with_lease(lease)
 
@@ -52,6 +51,12 @@ async def hold_slot(run: RunResources, kind: Literal["env", "agent"], ident: str
 
 async def _acquire(name: str) -> UUID | None:
     """The lease of one slot of ``name`` once one is free; None when no limit has that name."""
+    # Prefect's client is imported on use: step modules are loaded by `validate`, which must stay light.
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.responses import ConcurrencyLimitWithLeaseResponse
+
+    from prefect_agentenv.settings import get_settings
+
     lease_seconds = get_settings().concurrency_lease_seconds
     waited = False
     async with get_client() as client:

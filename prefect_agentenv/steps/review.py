@@ -5,10 +5,6 @@ from __future__ import annotations
 import logging
 from typing import Literal
 
-from prefect.context import FlowRunContext
-from prefect.exceptions import FlowPauseTimeout
-from prefect.flow_runs import pause_flow_run
-from prefect.input import RunInput
 from pydantic import Field
 
 from prefect_agentenv.context import RunContext
@@ -17,13 +13,6 @@ from prefect_agentenv.steps.base import StepModel
 from prefect_agentenv.steps.registry import StepDefinition
 
 logger = logging.getLogger("prefect_agentenv.review")
-
-
-class ReviewDecision(RunInput):
-    """What the reviewer answers in the Prefect UI's resume form."""
-
-    approve: bool = Field(description="Approve to let the task go on; leave unticked to reject it.")
-    note: str = Field(default="", description="Why: kept in the report under metadata.reviews.")
 
 
 class ReviewStep(StepModel):
@@ -44,6 +33,13 @@ class ReviewStep(StepModel):
 
 async def run(step: ReviewStep, ctx: RunContext) -> RunContext:
     """Pause with a ReviewDecision form; record the answer; a rejection fails the step."""
+    # Prefect's pause machinery is loaded on use: step modules are imported by `validate`, which stays light.
+    from prefect.context import FlowRunContext
+    from prefect.exceptions import FlowPauseTimeout
+    from prefect.flow_runs import pause_flow_run
+
+    from prefect_agentenv.steps.review_input import ReviewDecision
+
     flow_run = FlowRunContext.get()
     if flow_run is None or flow_run.flow_run is None:
         raise StepError("a review pauses a Prefect flow run, and this run has none: run the task with "
