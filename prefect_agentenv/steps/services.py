@@ -17,7 +17,6 @@ from prefect_agentenv.protocols.env import EnvClient
 from prefect_agentenv.redaction import Redactor
 from prefect_agentenv.runtime.resolve import Launchers
 from prefect_agentenv.runtime.run import RunResources, current_run
-from prefect_agentenv.settings import get_settings
 from prefect_agentenv.steps.base import StepModel
 
 
@@ -25,6 +24,9 @@ def http_client(run: RunResources) -> httpx.AsyncClient:
     """The run's one HTTP client (card reads, data plane, readiness probes)."""
     client = run.services.get("http")
     if client is None:
+        # Settings are loaded on use: step modules are imported by `validate`, which must stay light.
+        from prefect_agentenv.settings import get_settings
+
         settings = get_settings()
         timeout = httpx.Timeout(settings.http_read_timeout_seconds, connect=settings.http_connect_timeout_seconds)
         client = run.services["http"] = httpx.AsyncClient(timeout=timeout, trust_env=False)
