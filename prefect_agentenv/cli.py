@@ -138,18 +138,13 @@ def _pairs(values: list[str], option: str) -> dict[str, str]:
 
 def _waves(doc: TaskDocument) -> list[list[str]]:
     """Steps grouped by how soon they can start (a wave's steps run in parallel)."""
-    from prefect_agentenv.documents.graph import resolve_dependencies
+    from prefect_agentenv.documents.graph import levels, resolve_dependencies
 
     deps = resolve_dependencies([s.id for s in doc.steps], [s.dependency_ids() for s in doc.steps])
-    level: dict[str, int] = {}
-    remaining = dict(deps)
-    waves: list[list[str]] = []
-    while remaining:
-        ready = [s for s, d in remaining.items() if all(x in level for x in d)]
-        for s in ready:
-            level[s] = len(waves)
-            del remaining[s]
-        waves.append(ready)
+    level = levels(deps)
+    waves: list[list[str]] = [[] for _ in range(max(level.values(), default=-1) + 1)]
+    for step_id in deps:
+        waves[level[step_id]].append(step_id)
     return waves
 
 
@@ -178,6 +173,8 @@ def run(
             typer.echo(f"  - {p.render()}", err=True)
         raise typer.Exit(2)
     doc = result.document
+    if report is not None:
+        _check_writable(report, "--report")
     if dry_run:
         typer.echo(f"task {doc.id}: {len(doc.steps)} steps")
         for i, wave in enumerate(_waves(doc), 1):
@@ -185,43 +182,22 @@ def run(
         raise typer.Exit(0)
     # Offline machines: Prefect's analytics ping would only time out.
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    data = _run_flow(doc, overrides, keep)
-    if not isinstance(data, dict) or "status" not in data:
-        typer.echo(f"error: the run crashed before it could report: {data}", err=True)
-        raise typer.Exit(1)
-    if report:
-        report.parent.mkdir(parents=True, exist_ok=True)
-        report.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    _print_summary(data, report)
-    raise typer.Exit(0 if data["status"] == "completed" else 1)
+    # Prefect retries API calls on 5xx/connection errors with exponential backoff (2, 4, 8 s): a
+    # run whose API went away gives up after ~15 s per call, not minutes.
+    os.environ.setdefault("PREFECT_CLIENT_MAX_RETRIES", "3")
+    from prefect_agentenv.cli_run import run_task_cli
+
+    raise typer.Exit(run_task_cli(doc, overrides=overrides, keep=keep, report=report))
 
 
-def _run_flow(doc: TaskDocument, overrides: dict[str, str], keep: bool) -> Any:
-    # Imported here so `validate` and `schema` stay fast: the flow pulls in all of Prefect.
-    from prefect_agentenv.flows.agent_task import agent_task
+def _check_writable(path: Path, option: str) -> None:
+    """Refuse a report path that cannot be written, before anything runs (exit 2)."""
+    from prefect_agentenv.runtime.paths import writable_problem
 
-    async def go() -> Any:
-        state = await agent_task(doc, overrides=overrides, keep=keep, return_state=True)
-        return await state.result(raise_on_failure=False)
-
-    try:
-        return asyncio.run(go())
-    except KeyboardInterrupt:
-        typer.echo("interrupted: everything the run started was stopped", err=True)
-        raise typer.Exit(130) from None
-
-
-def _print_summary(data: dict[str, Any], report: Path | None) -> None:
-    score = "-" if data.get("score") is None else f"{data['score']:.3f}"
-    typer.echo(f"task {data['task_id']}: {data['outcome']} score={score} status={data['status']} "
-               f"({data['duration_s']:.1f}s)")
-    for s in data.get("steps", []):
-        err = f"  {s['error']}" if s.get("error") else ""
-        typer.echo(f"  {s['state']:<10} {s['id']} ({s['type']}){err}")
-    if data.get("error"):
-        typer.echo(f"error: {data['error']}")
-    if report:
-        typer.echo(f"report: {report}")
+    problem = writable_problem(path)
+    if problem:
+        typer.echo(f"error: {option} {path}: {problem}", err=True)
+        raise typer.Exit(2)
 
 
 @app.command()
@@ -237,6 +213,8 @@ def bench(
     from prefect_agentenv.documents.benchmark_validation import validate_benchmark_file
 
     overrides = _pairs(override, "--override")
+    if report_dir is not None:
+        _check_writable(report_dir / "summary.json", "--report-dir")
     checked = validate_benchmark_file(bench_file)
     if checked.problems:
         typer.echo(f"{bench_file}: {len(checked.problems)} problem(s)", err=True)
@@ -245,7 +223,10 @@ def bench(
         raise typer.Exit(2)
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     from prefect_agentenv.cli_progress import run_benchmark_with_progress
+    from prefect_agentenv.runtime.sweep import sweep_dead_runs
+    from prefect_agentenv.settings import get_settings
 
+    sweep_dead_runs(get_settings().runs_dir)  # what killed runs left behind (logged)
     code = run_benchmark_with_progress(bench_file, run_id=resume, overrides=overrides, epochs=epochs,
                                        concurrency=concurrency, report_dir=report_dir)
     raise typer.Exit(code)

@@ -5,6 +5,7 @@ Every error the package raises on purpose derives from ``AgentEnvError``::
     AgentEnvError
     ├── TaskDocumentError        a document is invalid; ``.problems`` lists every problem
     ├── ContextConflictError     two dependencies disagree on one context key
+    ├── InstanceExitedError      an env or agent process exited on its own during the run; ``.exit_code``
     ├── ConfigurationError       a registry entry, block or setting is missing or wrong
     ├── StepError                a step failed; ``.step_id`` and ``.step_type`` name it
     │   ├── DeployError          an env or agent could not be deployed or never became ready
@@ -62,6 +63,18 @@ class TaskDocumentError(AgentEnvError):
 
 class ContextConflictError(AgentEnvError):
     """Two dependencies of a step returned different values for the same context key."""
+
+
+class InstanceExitedError(AgentEnvError):
+    """An instance the run started (env, agent) was already gone when teardown came to stop it.
+
+    Attributes:
+        exit_code: its exit code (negative: the signal that ended it), when known.
+    """
+
+    def __init__(self, message: str, exit_code: int | None = None) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 class ConfigurationError(AgentEnvError):

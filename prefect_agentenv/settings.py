@@ -38,6 +38,19 @@ class AgentEnvSettings(PrefectBaseSettings):
     """Upper bound for stopping everything a run started."""
     step_teardown_timeout_seconds: float = 10.0
     """Upper bound for stopping one instance."""
+    http_connect_timeout_seconds: float = Field(default=5.0, gt=0)
+    """Connect timeout of the run's HTTP client (env cards, data planes, readiness probes)."""
+    http_read_timeout_seconds: float = Field(default=30.0, gt=0)
+    """Read (and write) timeout of the run's HTTP client: a peer that accepts a connection but never
+    answers fails after this long."""
+    s3_connect_timeout_seconds: float = Field(default=5.0, gt=0)
+    """Connect timeout of S3 requests."""
+    s3_read_timeout_seconds: float = Field(default=30.0, gt=0)
+    """Read timeout of S3 requests (an endpoint that accepts connections but never answers)."""
+    s3_max_attempts: int = Field(default=2, ge=1)
+    """Attempts per S3 request (botocore's standard retry mode, with backoff)."""
+    cancel_poll_seconds: float = 2.0
+    """How often a run against a Prefect server checks whether it was cancelled (0: never)."""
     verify_python: str | None = None
     """Python interpreter that runs env_outcome_verifier scripts (this one when unset). Scripts written
     for another runtime (AgentEnv's examples use the mcp 1.x client) need an interpreter that has it."""

@@ -18,6 +18,7 @@ from pydantic import SecretStr
 from prefect_agentenv.artifacts.keys import MAX_KEY_BYTES, UnsafeKeyError, check_prefix
 from prefect_agentenv.artifacts.store import ArtifactBackend, ArtifactNotFoundError, ArtifactStoreError
 from prefect_agentenv.exceptions import ConfigurationError
+from prefect_agentenv.settings import get_settings
 
 _NOT_FOUND = {"NoSuchKey", "404", "NotFound"}
 # 412: the object exists; 409: a concurrent conditional write to the same key is in flight.
@@ -168,8 +169,12 @@ class S3ArtifactBackend(ArtifactBackend):
 
 def _make_client(endpoint_url: str | None, region_name: str | None,
                  access_key_id: SecretStr | str | None, secret_access_key: SecretStr | str | None) -> BaseClient:
-    options: dict[str, Any] = {"retries": {"max_attempts": 3, "mode": "standard"},
-                               "connect_timeout": 10, "read_timeout": 60}
+    settings = get_settings()
+    # Bounded: an endpoint that accepts connections but never answers fails in about
+    # max_attempts x (connect + read timeout), not minutes (PREFECT_AGENTENV_S3_* settings).
+    options: dict[str, Any] = {"retries": {"max_attempts": settings.s3_max_attempts, "mode": "standard"},
+                               "connect_timeout": settings.s3_connect_timeout_seconds,
+                               "read_timeout": settings.s3_read_timeout_seconds}
     if endpoint_url:
         # S3-compatible servers (MinIO, moto) want path-style addressing, and some reject the
         # CRC checksums boto3 adds by default; sha256 is checked on every read anyway.

@@ -16,7 +16,7 @@ import os
 import re
 import tempfile
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -76,6 +76,9 @@ class ArtifactBackend(ABC):
     Subclasses implement the primitives ``_get``, ``_put``, ``_exists``, ``_list`` and ``_url``
     on keys relative to the store; keys reach them already checked by :mod:`.keys`.
     """
+
+    record_filter: Callable[[bytes | str], bytes | str] | None = None
+    """Applied to every run record before it is stored (a run sets its secret redaction here)."""
 
     # -- primitives ---------------------------------------------------------------------------
 
@@ -369,6 +372,8 @@ class ArtifactBackend(ABC):
         records are overwritten in place.
         """
         full = keys.record_key(key)
+        if self.record_filter is not None:
+            data = self.record_filter(data)
         self._put(full, data.encode() if isinstance(data, str) else data)
         return self._url(full)
 

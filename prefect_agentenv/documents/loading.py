@@ -1,4 +1,10 @@
-"""Reading task documents: JSON or YAML text, seeds for ``<name>`` placeholders, ``${VAR}``."""
+"""Reading task documents: JSON or YAML text, seeds for ``<name>`` placeholders, ``${VAR}``.
+
+Parsing is bounded, so a hostile or broken document costs seconds, never the machine: at most
+``MAX_DOCUMENT_BYTES`` of text, ``MAX_DEPTH`` levels of nesting, ``MAX_YAML_ALIASES`` YAML
+aliases and ``MAX_NODES`` values once aliases are expanded (a "billion laughs" document is
+refused while it is read). The same limits hold for task and benchmark documents.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +23,16 @@ _PLACEHOLDER = re.compile(r"<([A-Za-z_][A-Za-z0-9_.-]*)>")
 _ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
+MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
+"""Largest document read (16 MiB)."""
+MAX_DEPTH = 64
+"""Deepest nesting of lists and objects."""
+MAX_YAML_ALIASES = 1000
+"""Most ``*alias`` references in one YAML document."""
+MAX_NODES = 1_000_000
+"""Most values (strings, numbers, lists, objects) in a document after YAML aliases are expanded."""
+
+
 class ParseError(Exception):
     """The text is not valid JSON/YAML; ``.problem`` says where."""
 
@@ -26,11 +42,25 @@ class ParseError(Exception):
 
 
 def parse_text(text: str, source: str = "<document>") -> Any:
-    """Parse JSON (or YAML when the text is not JSON-looking or the file is .yaml/.yml)."""
+    """Parse JSON (or YAML when the text is not JSON-looking or the file is .yaml/.yml), within the limits.
+
+    Raises:
+        ParseError: the text is not valid, or passes one of the module's limits.
+    """
+    if len(text) > MAX_DOCUMENT_BYTES:
+        raise ParseError(_too_big(f"the document is larger than {MAX_DOCUMENT_BYTES // (1024 * 1024)} MiB"))
+    data = _parse(text, source)
+    check_bounds(data)
+    return data
+
+
+def _parse(text: str, source: str) -> Any:
     is_yaml = source.endswith((".yaml", ".yml")) or not text.lstrip().startswith(("[", "{"))
     if not is_yaml:
         try:
             return json.loads(text)
+        except RecursionError:
+            raise ParseError(_too_big(f"the document is nested more than {MAX_DEPTH} levels deep")) from None
         except json.JSONDecodeError as exc:
             raise ParseError(
                 Problem(
@@ -41,7 +71,11 @@ def parse_text(text: str, source: str = "<document>") -> Any:
                 )
             ) from exc
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_BoundedLoader)  # noqa: S506 - a SafeLoader with limits
+    except _LimitError as exc:
+        raise ParseError(_too_big(str(exc))) from None
+    except RecursionError:
+        raise ParseError(_too_big(f"the document is nested more than {MAX_DEPTH} levels deep")) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise ParseError(
@@ -55,9 +89,64 @@ def parse_text(text: str, source: str = "<document>") -> Any:
 
 
 def read_document(path: str | Path) -> Any:
-    """Read and parse a document file."""
+    """Read and parse a document file (refused unread when it is larger than the limit)."""
     p = Path(path)
+    if p.is_file() and p.stat().st_size > MAX_DOCUMENT_BYTES:
+        raise ParseError(_too_big(f"the file is larger than {MAX_DOCUMENT_BYTES // (1024 * 1024)} MiB"))
     return parse_text(p.read_text(encoding="utf-8"), str(p))
+
+
+class _LimitError(Exception):
+    pass
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, counting aliases and nesting while it composes the document."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._aliases = 0
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > MAX_YAML_ALIASES:
+                raise _LimitError(f"the document uses more than {MAX_YAML_ALIASES} YAML aliases")
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise _LimitError(f"the document is nested more than {MAX_DEPTH} levels deep")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def check_bounds(data: Any) -> None:
+    """Refuse data nested deeper than ``MAX_DEPTH`` or holding more than ``MAX_NODES`` values.
+
+    Iterative and stopping at the first limit, so YAML aliases that expand a small file into
+    billions of values are refused in bounded time.
+
+    Raises:
+        ParseError: a limit is passed.
+    """
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    nodes = 0
+    while stack:
+        value, depth = stack.pop()
+        nodes += 1
+        if nodes > MAX_NODES:
+            raise ParseError(_too_big(f"the document holds more than {MAX_NODES:,} values (YAML aliases count "
+                                      "once per use)"))
+        if isinstance(value, dict | list):
+            if depth > MAX_DEPTH:
+                raise ParseError(_too_big(f"the document is nested more than {MAX_DEPTH} levels deep"))
+            stack.extend((v, depth + 1) for v in (value.values() if isinstance(value, dict) else value))
+
+
+def _too_big(message: str) -> Problem:
+    return Problem(message, hint="split the document, or write it without deep nesting and repeated YAML aliases")
 
 
 def fill_placeholders(value: Any, seeds: Mapping[str, Any]) -> Any:

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler
 from pydantic_core import PydanticCustomError, core_schema
 
-from prefect_agentenv.steps.base import StepModel
+from prefect_agentenv.steps.base import Identifier, StepModel
 from prefect_agentenv.steps.registry import all_steps, get_step, unknown_type_message
 from prefect_agentenv.exceptions import ConfigurationError
 
@@ -66,7 +66,7 @@ class TaskDocument(BaseModel):
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
-    id: str = Field(default="task", min_length=1)
+    id: Identifier = "task"
     """Task id (the file name when the document is a bare list)."""
     description: str | None = None
     tags: list[str] = Field(default_factory=list)

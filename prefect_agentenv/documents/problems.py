@@ -29,13 +29,19 @@ class Problem:
     """``notice``: how an AgentEnv field was read (accepted, nothing to fix)."""
 
     def render(self) -> str:
-        where = f"step '{self.step_id}' " if self.step_id else ""
+        where = f"step '{shown(self.step_id)}' " if self.step_id else ""
         pos = f" (line {self.line}, column {self.column})" if self.line is not None else ""
         hint = f" — {self.hint}" if self.hint else ""
         return f"{where}at {self.path}{pos}: {self.message}{hint}"
 
     def to_dict(self) -> dict[str, object]:
         return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+def shown(text: str, limit: int = 80) -> str:
+    """``text`` safe to print: control characters escaped, cut to ``limit`` characters."""
+    safe = text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return safe if len(safe) <= limit else f"{safe[:limit - 1]}…"
 
 
 def json_path(prefix: str, loc: tuple[str | int, ...]) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import os
 import types
 from collections import defaultdict
 from collections.abc import Mapping
@@ -12,8 +13,8 @@ from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from prefect_agentenv.documents.graph import ancestors, find_cycle, resolve_dependencies
-from prefect_agentenv.documents.loading import ParseError, fill_placeholders, read_document
+from prefect_agentenv.documents.graph import ancestor_masks, find_cycle, is_ancestor, resolve_dependencies
+from prefect_agentenv.documents.loading import ParseError, env_var_names, fill_placeholders, read_document
 from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.documents.problems import Problem, json_path
 from prefect_agentenv.exceptions import TaskDocumentError
@@ -86,10 +87,30 @@ def validate_data(data: Any, *, default_id: str = "task", seeds: Mapping[str, An
         if step is not None:
             warnings += [Problem(n, path=f"{prefix}[{i}]", step_id=step.id, severity="notice") for n in step.notices]
     problems += _check_graph(raw_steps, steps, prefix)
+    warnings += unset_env_var_warnings(raw_steps, prefix)
     if problems:
         return ValidationResult(None, problems, warnings)
     doc = TaskDocument.model_validate({**header, "steps": [s for s in steps if s is not None]})
     return ValidationResult(doc, [], warnings)
+
+
+def unset_env_var_warnings(raw_steps: list[Any], prefix: str = "$",
+                           environ: Mapping[str, str] | None = None) -> list[Problem]:
+    """A warning per step naming each ``${VAR}`` (without a default) that is not set here.
+
+    A warning, not an error: the document may be meant for another machine. A run on this one
+    refuses to start with any of them unset (before anything is deployed).
+    """
+    env = os.environ if environ is None else environ
+    warnings: list[Problem] = []
+    for i, raw in enumerate(raw_steps):
+        missing = sorted(name for name in env_var_names(raw) if name not in env)
+        if missing:
+            names = ", ".join(f"${{{n}}}" for n in missing)
+            warnings.append(Problem(f"environment variable(s) not set here: {names}", path=f"{prefix}[{i}]",
+                                    step_id=_raw_id(raw), severity="warning",
+                                    hint="set them before running, or write ${NAME:-default}"))
+    return warnings
 
 
 def _split(data: Any, default_id: str) -> tuple[dict[str, Any], list[Any] | None, str, list[Problem]]:
@@ -353,13 +374,13 @@ def _check_names(ids: list[str], steps: list[StepModel | None], deps: dict[str, 
                 problems.append(_second_provider(kind, name, json_path(f"{prefix}[{i}]", loc), _raw_id(raw_steps[i]),
                                                  _raw_id(raw_steps[first[0]])))
             first.append(i)
-    anc = ancestors(deps)
+    position, masks = ancestor_masks(deps)
     for i, step in enumerate(steps):
         if step is None:
             continue
         for kind, name, loc in step.required():
             owners = providers.get((kind, name), [])
-            if any(ids[o] in anc[ids[i]] for o in owners):
+            if any(is_ancestor(position, masks, ids[o], ids[i]) for o in owners):
                 continue
             field_name, what = _KIND_WORDS[kind]
             if owners:
@@ -372,7 +393,7 @@ def _check_names(ids: list[str], steps: list[StepModel | None], deps: dict[str, 
                                     path=json_path(f"{prefix}[{i}]", loc), step_id=step.id, hint=hint))
         if step.retry_config:
             start = step.retry_config.retry_from_step_id
-            if start != step.id and start not in anc[ids[i]]:
+            if start != step.id and not is_ancestor(position, masks, start, ids[i]):
                 problems.append(Problem(f"retry_from_step_id '{start}' is not this step or one of its ancestors",
                                         path=f"{prefix}[{i}].retry_config.retry_from_step_id", step_id=step.id,
                                         hint="retry from this step or from a step it depends on"))

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import signal
-import threading
+import os
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import nullcontext
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -17,23 +15,27 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.context import FlowRunContext, TaskRunContext
 from prefect.client.schemas.objects import RunInput, TaskRun, TaskRunResult
-from prefect.states import Completed, Failed, State
+from prefect.states import Cancelled, Completed, Failed, State
 from prefect.task_engine import run_task_async
 
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.documents.graph import resolve_dependencies
-from prefect_agentenv.documents.loading import fill_placeholders, resolve_env_vars
+from prefect_agentenv.documents.loading import env_var_names, fill_placeholders, resolve_env_vars
 from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError, StepError, TaskDocumentError
+from prefect_agentenv.flows.cancellation import watch_cancellation
 from prefect_agentenv.flows.redaction import redacting_logs
 from prefect_agentenv.flows.report import TaskReport, build_report, publish_artifacts, redact, write_report
 from prefect_agentenv.flows.run_tags import add_flow_run_tags
 from prefect_agentenv.flows.step_log import describe_step, send_package_logs_to_prefect
 from prefect_agentenv.flows.scheduler import DagScheduler, ScheduleResult
 from prefect_agentenv.flows.task_parameter import TaskParameter, resolve_task_parameter
+from prefect_agentenv.redaction import MIN_SECRET_LENGTH, Redactor
 from prefect_agentenv.flows.task_tags import only_tags, step_task_tags
 from prefect_agentenv.runtime.run import RunResources, bind_run, current_run, unbind_run
+from prefect_agentenv.runtime.stop import StopRequest, stop_on_signals
+from prefect_agentenv.runtime.sweep import write_owner
 from prefect_agentenv.runtime.teardown import TeardownRegistry
 from prefect_agentenv.settings import get_settings
 from prefect_agentenv.steps.base import StepModel
@@ -41,6 +43,11 @@ from prefect_agentenv.steps.registry import get_step
 from prefect_agentenv.transcript import Transcript, build_transcript
 
 logger = logging.getLogger("prefect_agentenv.flow")
+
+_STARTED = "started_steps"
+"""``run.services`` key: ids of steps whose body started inside their Prefect task run."""
+_PREFECT_DOWN = "prefect_down"
+"""``run.services`` key: why steps stopped being Prefect task runs (the API went away)."""
 
 
 async def _run_step(step: StepModel, inputs: list[RunContext]) -> RunContext:
@@ -62,6 +69,7 @@ async def _step_task_body(step: StepModel, inputs: list[RunContext]) -> RunConte
     """Expected failures (our own errors) end the task run as Failed with their message and
     no traceback; anything else is a bug and propagates with its traceback, unless its message
     holds a secret value (then it fails like an expected one, redacted)."""
+    current_run().services.setdefault(_STARTED, set()).add(step.id)
     log = get_run_logger()
     task_run = TaskRunContext.get()
     graph: _PrefectSteps | None = current_run().services.get("prefect_steps")
@@ -71,6 +79,10 @@ async def _step_task_body(step: StepModel, inputs: list[RunContext]) -> RunConte
         await current_run().teardown.stop_owned_by({step.id})
     try:
         out = await _run_step(step, inputs)
+    except asyncio.CancelledError:
+        # Stopped on purpose (the run was stopped, or another step failed it): the task run ends
+        # Cancelled rather than Crashed; the caller re-raises the cancellation.
+        return Cancelled(message="stopped before it finished: the run was stopped or another step failed")
     except Exception as exc:
         # A state message is stored by the Prefect API: it never carries a secret in clear.
         message = redact(str(exc), current_run().redact) or type(exc).__name__
@@ -105,6 +117,11 @@ class _PrefectSteps:
 
 
 async def _execute_as_prefect_task(step: StepModel, inputs: list[RunContext]) -> RunContext:
+    run = current_run()
+    if run.services.get(_PREFECT_DOWN):
+        return await _run_step(step, inputs)
+    started: set[str] = run.services.setdefault(_STARTED, set())
+    started.discard(step.id)
     settings = get_settings()
     chosen = await step_task_tags(step.type)
     runnable = _step_task.with_options(name=step.id, task_run_name=step.id,
@@ -120,10 +137,20 @@ async def _execute_as_prefect_task(step: StepModel, inputs: list[RunContext]) ->
     graph: _PrefectSteps | None = current_run().services.get("prefect_steps")
     # A step run again by a span retry continues its own task run: the UI shows one step with
     # several attempts (run_count) instead of unrelated task runs.
-    with only_tags(chosen):
-        state = await run_task_async(runnable, parameters={"step": step, "inputs": inputs}, return_type="state",
-                                     task_run=graph.task_runs.get(step.id) if graph else None,
-                                     dependencies=graph.upstream(step.id) if graph else None)
+    try:
+        with only_tags(chosen):
+            state = await run_task_async(runnable, parameters={"step": step, "inputs": inputs}, return_type="state",
+                                         task_run=graph.task_runs.get(step.id) if graph else None,
+                                         dependencies=graph.upstream(step.id) if graph else None)
+    except Exception as exc:  # Prefect's own machinery failed (its API went away), not the step
+        if step.id in started:
+            raise
+        return await _without_prefect(run, step, inputs, f"{type(exc).__name__}: {exc}")
+    if not state.is_final() or (state.is_failed() and step.id not in started):
+        # The task run never reached the step (e.g. its concurrency slot could not be acquired).
+        return await _without_prefect(run, step, inputs, state.message or state.type.value)
+    if state.is_cancelled():
+        raise asyncio.CancelledError(state.message)
     result = await state.result(raise_on_failure=False)
     if not state.is_completed():
         error = result if isinstance(result, BaseException) else StepError(
@@ -131,6 +158,16 @@ async def _execute_as_prefect_task(step: StepModel, inputs: list[RunContext]) ->
         error.retries_exhausted = own_retries  # type: ignore[union-attr]  # the scheduler must not retry again
         raise error
     return result
+
+
+async def _without_prefect(run: RunResources, step: StepModel, inputs: list[RunContext], why: str) -> RunContext:
+    """Run the step without a Prefect task run: the run finishes its steps even when Prefect's API
+    is gone, and the report says so."""
+    if not run.services.get(_PREFECT_DOWN):
+        run.services[_PREFECT_DOWN] = f"from step '{step.id}' on, steps ran without Prefect task runs ({why})"
+        logger.warning("Prefect could not run step %s as a task run (%s); running the rest without Prefect",
+                       step.id, why)
+    return await _run_step(step, inputs)
 
 
 async def run_task_document(
@@ -142,8 +179,17 @@ async def run_task_document(
     run_id: str | None = None,
     execute_in_prefect: bool = True,
     publish: bool = True,
+    report_path: Path | None = None,
+    stop: StopRequest | None = None,
+    handle_signals: bool = False,
 ) -> TaskReport:
-    """Run a validated task document and return its report (teardown always runs)."""
+    """Run a validated task document and return its report (teardown always runs).
+
+    Args:
+        report_path: also write the report here, whatever way the run ends (even cancelled).
+        stop: lets a caller (the Prefect cancellation watcher) stop the run in order.
+        handle_signals: SIGINT/SIGTERM stop the run in order (the process's top-level run).
+    """
     if seeds:
         document = TaskDocument.model_validate(fill_placeholders(document.model_dump(mode="json"), seeds))
     settings = get_settings()
@@ -157,6 +203,7 @@ async def run_task_document(
         overrides=dict(overrides or {}),
     )
     run.workdir.mkdir(parents=True, exist_ok=True)
+    write_owner(run.workdir, run_id=run_id, flow_run_id=_flow_run_id(), keep=keep)
     if execute_in_prefect:
         run.services["prefect_steps"] = _PrefectSteps(document)
     warnings = [f"step '{s.id}': accepted but not acted on: {', '.join(s.ignored_fields)}"
@@ -164,17 +211,20 @@ async def run_task_document(
     started_at = datetime.now(timezone.utc).isoformat()
     t0 = time.monotonic()
     token = bind_run(run)
+    stop = stop or StopRequest()
+    scheduler = DagScheduler(
+        document,
+        _execute_as_prefect_task if execute_in_prefect else _run_step,
+        before_retry=lambda span: run.teardown.stop_owned_by(set(span)),
+    )
+    stop.on_stop(scheduler.stop)
     result: ScheduleResult | None = None
-    error: str | None = None
+    error = _unset_env_vars(document)
     timed_out = False
-    with redacting_logs(run.redact):  # secrets resolved by any step stay out of every log line
+    # Secrets resolved by any step stay out of every log line; signals stop the run in order.
+    with stop_on_signals(stop) if handle_signals else nullcontext(), redacting_logs(run.redact):
         try:
-            with _cancel_on_sigterm():
-                scheduler = DagScheduler(
-                    document,
-                    _execute_as_prefect_task if execute_in_prefect else _run_step,
-                    before_retry=lambda span: run.teardown.stop_owned_by(set(span)),
-                )
+            if error is None:
                 result = await scheduler.run()
         except asyncio.CancelledError:
             error = "the run was cancelled"
@@ -185,6 +235,9 @@ async def run_task_document(
         finally:
             teardown = await asyncio.shield(run.teardown.stop_all(settings.teardown_timeout_seconds))
             unbind_run(token)
+            await asyncio.to_thread(Redactor(run.redact).files, run.workdir)
+            warnings += _run_warnings(run)
+            result = result or scheduler.result()
             transcript = await _transcript(document, run_id, result, error)
             report = build_report(
                 task_id=document.id,
@@ -200,14 +253,47 @@ async def run_task_document(
                 skip_policy=document.skip_policy,
                 transcript=transcript,
             )
-            write_report(report, run.workdir / "report.json")
-            await _upload_report(report, run_id)
-            if publish and _flow_run_id():
-                try:
-                    await publish_artifacts(report, run.redact)
-                except Exception as exc:  # artifacts are a view; a failed upload must not hide the report
-                    logger.warning("could not publish Prefect artifacts: %s", exc)
+            await _keep_report(report, run, report_path, publish=publish)
     return report
+
+
+def _run_warnings(run: RunResources) -> list[str]:
+    """What the report must say about how the run was recorded and redacted."""
+    out = [str(run.services[_PREFECT_DOWN])] if run.services.get(_PREFECT_DOWN) else []
+    if any(0 < len(secret) < MIN_SECRET_LENGTH for secret in run.redact):
+        out.append(f"a secret value shorter than {MIN_SECRET_LENGTH} characters was not masked "
+                   "(masking it would garble every text that contains it)")
+    return out
+
+
+def _unset_env_vars(document: TaskDocument) -> str | None:
+    """Why the run must not start: a ``${VAR}`` without a default that is not set (checked before
+    anything is deployed, so nothing starts only to fail later)."""
+    missing: dict[str, list[str]] = {}
+    for step in document.steps:
+        for name in sorted(env_var_names(step.model_dump(by_alias=True)) - set(os.environ)):
+            missing.setdefault(name, []).append(step.id)
+    if not missing:
+        return None
+    what = "; ".join(f"environment variable {name} is not set (step {', '.join(repr(s) for s in steps)})"
+                     for name, steps in missing.items())
+    return f"{what}: nothing was deployed (set it, or write ${{NAME:-default}} to give a default)"
+
+
+async def _keep_report(report: TaskReport, run: RunResources, report_path: Path | None, *, publish: bool) -> None:
+    """Write the report locally first (it must survive whatever fails next), then the copies."""
+    write_report(report, run.workdir / "report.json")
+    if report_path is not None:
+        try:
+            write_report(report, report_path)
+        except OSError as exc:
+            logger.error("could not write the report to %s: %s", report_path, exc)
+    await _upload_report(report, run.run_id)
+    if publish and _flow_run_id() and not run.services.get(_PREFECT_DOWN):
+        try:
+            await publish_artifacts(report, run.redact)
+        except Exception as exc:  # artifacts are a view; a failed upload must not hide the report
+            logger.warning("could not publish Prefect artifacts: %s", exc)
 
 
 async def _transcript(document: TaskDocument, run_id: str, result: ScheduleResult | None,
@@ -245,24 +331,10 @@ def report_key(run_id: str) -> str:
     return f"{run_id}/report.json"
 
 
-@contextmanager
-def _cancel_on_sigterm() -> Iterator[None]:
-    """Turn SIGTERM (how workers and `serve` stop a cancelled run) into task cancellation,
-    so the teardown in ``finally`` runs instead of the process dying with instances alive."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    loop = asyncio.get_running_loop()
-    current = asyncio.current_task()
-    try:
-        loop.add_signal_handler(signal.SIGTERM, lambda: current and current.cancel())
-    except (NotImplementedError, RuntimeError, ValueError):
-        yield
-        return
-    try:
-        yield
-    finally:
-        loop.remove_signal_handler(signal.SIGTERM)
+def _is_top_level() -> bool:
+    """Whether this flow run is its process's own (a CLI run, a worker's run), not a subflow."""
+    ctx = FlowRunContext.get()
+    return ctx is None or ctx.flow_run is None or ctx.flow_run.parent_task_run_id is None
 
 
 def _flow_run_id() -> str | None:
@@ -316,11 +388,18 @@ async def agent_task(
         return Failed(message=str(exc))
     send_package_logs_to_prefect()
     await add_flow_run_tags(document.tags)
-    report = await run_task_document(document, seeds=seeds, overrides=overrides, keep=keep)
-    if report_path:
-        write_report(report, Path(report_path))
+    stop = StopRequest()
+    top_level = _is_top_level()
+    # Only a process's own run watches for cancellation: subflows of a benchmark stop with it.
+    async with watch_cancellation(stop, _flow_run_id() if top_level else None):
+        report = await run_task_document(document, seeds=seeds, overrides=overrides, keep=keep, stop=stop,
+                                         report_path=Path(report_path) if report_path else None,
+                                         handle_signals=top_level)
     get_run_logger().info("task %s: %s (score %s)", report.task_id, report.outcome.value, report.score)
     data = report.model_dump(mode="json")
+    if report.stop_reason:
+        # Returned, not raised: the engine moves the run to Cancelled, with no Crashed detour.
+        return Cancelled(message=report.error or "the run was stopped", data=data)
     if report.status == "failed":
         return Failed(message=report.error or "the task failed", data=data)
     return Completed(message=f"{report.outcome.value} score={report.score}", data=data)

@@ -31,13 +31,14 @@ from prefect.artifacts import (
 from prefect.context import FlowRunContext
 from prefect.deployments import run_deployment
 from prefect.states import Completed, Failed, State
-import yaml
+
 from pydantic import Field
 
 from prefect_agentenv.artifacts import ArtifactBackend, ArtifactNotFoundError, get_artifact_store
 from prefect_agentenv.documents.benchmark import Benchmark
 from prefect_agentenv.documents.benchmark_validation import validate_benchmark_data, validate_benchmark_file
 from prefect_agentenv.documents.compile import ExpandedTask
+from prefect_agentenv.documents.loading import ParseError, read_document
 from prefect_agentenv.exceptions import AgentEnvError, ArtifactError, TaskDocumentError
 from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.flows.agent_task import agent_task, report_key
@@ -98,8 +99,8 @@ def _current_flow_run_id() -> str | None:
 def _slug_of(path: Path) -> str | None:
     """The slug a benchmark file declares (for the run's name only; errors are reported by the run)."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
+        data = read_document(path)
+    except (OSError, ParseError, UnicodeDecodeError):
         return None
     return data.get("slug") if isinstance(data, dict) else None
 
@@ -185,7 +186,10 @@ class _Runner:
             self.done += 1
             _emit("result", result.model_dump(mode="json"))
             if self.progress_id is not None:
-                await aupdate_progress_artifact(self.progress_id, progress=100.0 * self.done / max(1, len(keys)))
+                try:
+                    await aupdate_progress_artifact(self.progress_id, progress=100.0 * self.done / max(1, len(keys)))
+                except Exception as exc:  # the progress bar is a view; a failed update must not stop the rest
+                    logger.warning("could not update the progress artifact: %s", exc)
 
         async with self._warm_pool():
             await asyncio.gather(*(one(k) for k in pending))
@@ -220,6 +224,10 @@ class _Runner:
                               epoch=key.epoch, tags=task.tags, status="failed", outcome=Outcome.TIMED_OUT, score=0.0,
                               duration_s=round(time.monotonic() - t0, 3), snapshot=snapshot, started_at=started,
                               error=f"the task did not finish within {task.timeout_seconds:g}s")
+        except Exception as exc:  # one failed API call (after Prefect's own retries) costs this run only
+            logger.warning("task %s (epoch %s) could not run: %s", key.task_id, key.epoch, exc)
+            return crashed_result(key, f"the task could not run: {type(exc).__name__}: {exc}", started_at=started,
+                                  duration_s=round(time.monotonic() - t0, 3), **common)
         if report is None:
             return crashed_result(key, "the task's flow run ended without a report", flow_run_id=flow_run_id,
                                   started_at=started, duration_s=round(time.monotonic() - t0, 3), **common)

@@ -16,9 +16,11 @@ from prefect_agentenv.context import RunContext
 from prefect_agentenv.flows.links import file_links_markdown
 from prefect_agentenv.flows.scheduler import ScheduleResult
 from prefect_agentenv.grading.outcome import Outcome, SkipPolicy, task_outcome
+from prefect_agentenv.redaction import MASK, Redactor
+from prefect_agentenv.runtime.stop import DESCRIPTIONS
 from prefect_agentenv.transcript import Transcript, transcript_markdown
 
-REDACTED = "***"
+REDACTED = MASK
 
 
 class TaskReport(BaseModel):
@@ -37,6 +39,8 @@ class TaskReport(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     error: str | None = None
     """Why the run failed, when it did."""
+    stop_reason: str | None = None
+    """``SIGINT``, ``SIGTERM`` or ``cancelled`` when the run was stopped from outside (status failed)."""
     transcript: Transcript | None = None
     """What happened, step by step: prompts, turns, tool calls, replies, verdicts, env changes, files
     (docs/reading-results.md). ``None`` when it could not be built."""
@@ -59,11 +63,20 @@ def build_report(
 ) -> TaskReport:
     """Assemble the report of a run, with every secret value redacted."""
     context = result.context if result else RunContext()
-    failed = error is not None or timed_out or (result is not None and result.fatal is not None)
+    crashed = [t for t in teardown if t.get("crashed")]
+    stop_reason = result.stopped if result else None
+    if stop_reason and not error:
+        error = f"the run was {DESCRIPTIONS.get(stop_reason, stop_reason)}; every step in flight was stopped"
+    failed = (error is not None or timed_out or bool(crashed) or bool(stop_reason)
+              or (result is not None and result.fatal is not None))
     if result and result.fatal and not error:
         error = f"step '{result.fatal.id}' failed: {result.fatal.error}"
+    if crashed:
+        # An env or agent that died under the run explains whatever else failed: say it first.
+        died = "; ".join(f"{t['label']}: exit code {t.get('exit_code')}" for t in crashed)
+        error = f"exited on its own during the run: {died}" + (f" (then {error})" if error else "")
     outcome, score = task_outcome(context.metadata.verifications, failed=failed, timed_out=timed_out,
-                                  skip_policy=skip_policy)
+                                  skip_policy=skip_policy, tolerated_failures=len(context.metadata.failed_steps))
     report = TaskReport(
         task_id=task_id,
         flow_run_id=flow_run_id,
@@ -77,28 +90,15 @@ def build_report(
         teardown=teardown,
         warnings=warnings + _unsupported_config_warnings(context),
         error=error,
+        stop_reason=stop_reason,
         transcript=transcript,
     )
     return TaskReport.model_validate(redact(report.model_dump(mode="json"), secrets or set()))
 
 
 def redact(value: Any, secrets: set[str]) -> Any:
-    """Replace every occurrence of a secret value in strings, at any depth."""
-    live = sorted((s for s in secrets if s and len(s) >= 3), key=len, reverse=True)
-    if not live:
-        return value
-    pattern = re.compile("|".join(re.escape(s) for s in live))
-
-    def walk(v: Any) -> Any:
-        if isinstance(v, str):
-            return pattern.sub(REDACTED, v)
-        if isinstance(v, list):
-            return [walk(x) for x in v]
-        if isinstance(v, dict):
-            return {k: walk(x) for k, x in v.items()}
-        return v
-
-    return walk(value)
+    """Replace every occurrence of a secret value in strings, at any depth (see ``redaction``)."""
+    return Redactor(secrets).data(value)
 
 
 def write_report(report: TaskReport, path: str | Path) -> Path:

@@ -17,7 +17,8 @@ from typing import Any, Literal
 from prefect_agentenv.context import FailedStep, RunContext
 from prefect_agentenv.documents.graph import resolve_dependencies, retry_span
 from prefect_agentenv.documents.models import TaskDocument
-from prefect_agentenv.steps.base import StepModel
+from prefect_agentenv.grading.verification import errored
+from prefect_agentenv.steps.base import StepModel, VerifierStep
 
 Execute = Callable[[StepModel, list[RunContext]], Awaitable[RunContext]]
 BeforeRetry = Callable[[list[str]], Awaitable[Any]]
@@ -52,6 +53,8 @@ class ScheduleResult:
     fatal: StepRecord | None = None
     order: list[str] = field(default_factory=list)
     """Step ids in the order they finished."""
+    stopped: str | None = None
+    """Why the run was stopped from outside (``SIGINT``, ``SIGTERM``, ``cancelled``), if it was."""
 
 
 class _Fatal(Exception):
@@ -72,13 +75,32 @@ class DagScheduler:
         self.outputs: dict[str, RunContext] = {}
         self.order: list[str] = []
         self._done: dict[str, asyncio.Future[RunContext]] = {}
+        self._tasks: dict[str, asyncio.Task[None]] = {}
         self._retried = False
+        self.stopped: str | None = None
+
+    def stop(self, reason: str) -> None:
+        """Stop the run from outside: cancel every step in flight; steps not started never start."""
+        if self.stopped is None:
+            self.stopped = reason
+        for t in self._tasks.values():
+            if not t.done():
+                t.cancel()
+
+    def result(self, fatal: StepRecord | None = None) -> ScheduleResult:
+        """What ran so far, e.g. after the run itself was cancelled."""
+        self.finalize_records()
+        final = RunContext.merge([self.outputs[s] for s in self.order], later_wins=True)
+        return ScheduleResult(final, self.records, fatal, list(self.order), self.stopped)
 
     async def run(self) -> ScheduleResult:
         """Run every step; return when all finished or the first fatal failure stopped the run."""
         loop = asyncio.get_running_loop()
         self._done = {sid: loop.create_future() for sid in self.steps}
         tasks = {sid: asyncio.create_task(self._run_one(sid), name=f"step:{sid}") for sid in self.steps}
+        self._tasks = tasks
+        if self.stopped:
+            self.stop(self.stopped)
         fatal: StepRecord | None = None
         try:
             for finished in asyncio.as_completed(list(tasks.values())):
@@ -86,6 +108,12 @@ class DagScheduler:
                     await finished
                 except _Fatal as exc:
                     fatal = exc.record
+                    break
+                except asyncio.CancelledError:
+                    # A step cancelled by stop() ends the run; our own cancellation propagates.
+                    current = asyncio.current_task()
+                    if self.stopped is None or (current is not None and current.cancelling()):
+                        raise
                     break
         finally:
             # On a fatal failure (or our own cancellation) stop everything still in flight.
@@ -97,8 +125,7 @@ class DagScheduler:
                 if not fut.done():
                     fut.cancel()
             self.finalize_records()
-        final = RunContext.merge([self.outputs[s] for s in self.order], later_wins=True)
-        return ScheduleResult(final, self.records, fatal, list(self.order))
+        return self.result(fatal)
 
     async def _run_one(self, step_id: str) -> None:
         for d in self.deps[step_id]:
@@ -211,6 +238,12 @@ class DagScheduler:
                 duration_s=record.duration_s or 0.0,
             )
         )
+        if isinstance(step, VerifierStep):
+            # An errored verifier still counts, as 0: leaving it out would let a tolerated
+            # failure raise the task score (docs/scoring.md, "Errors").
+            ctx.metadata.verifications.setdefault(
+                step.verifier_id, errored(record.error or record.error_type or "failed", weight=step.weight,
+                                          step_type=step.type))
         return ctx
 
     def finalize_records(self) -> None:

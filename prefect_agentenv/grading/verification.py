@@ -34,6 +34,21 @@ def skipped(reason: str, *, weight: float, fmt: str | None = None, **extra: Any)
     return out
 
 
+def errored(error: str, *, weight: float, fmt: str | None = None, **extra: Any) -> dict[str, Any]:
+    """A verifier that could not grade (it raised, timed out, returned garbage) scores 0.
+
+    It stays in the task score and in every aggregate with one failing ``verifier_error`` row, so
+    a tolerated failure can never raise a score (docs/scoring.md, "Errors").
+    """
+    row = {"id": "verifier_error", "result": "fail", "score": 0.0, "weight": 1.0,
+           "justification": f"the verifier failed: {error}"}
+    out: dict[str, Any] = {"results": [row], "score": 0.0, "weight": weight, "errored": True, "error": error}
+    if fmt:
+        out["format"] = fmt
+    out.update(extra)
+    return out
+
+
 def prompt_error(response: PromptResponse, *, weight: float, fmt: str | None = None) -> dict[str, Any]:
     """A reply that ended in error scores 0 with one ``prompt_error`` row; no judge is asked."""
     row = {"id": "prompt_error", "result": "fail", "score": 0.0, "weight": 1.0,

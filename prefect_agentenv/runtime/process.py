@@ -4,27 +4,30 @@ Each instance runs in its own session (so its process group id is its pid) with 
 stderr written to files in the run's folder. Stopping sends SIGTERM to the whole group, waits
 a bounded grace, then SIGKILLs the group.
 
-No orphans when the flow process dies without cleaning up (SIGKILL, OOM): on Linux every child
-asks the kernel for SIGKILL when its parent goes away (``prctl(PR_SET_PDEATHSIG)``). The kernel
-ties that signal to the *thread* that forked the child, not to the process, so children are
+No orphans when the flow process dies without cleaning up (SIGKILL, OOM): on Linux every
+command is started under a small supervisor (``runtime/supervisor.py``) that leads the
+command's process group and asks the kernel for a signal when its parent goes away
+(``prctl(PR_SET_PDEATHSIG)``); on that signal it SIGKILLs the whole group, so a shell wrapper
+that does not ``exec`` and the helpers a server forks die with the run too. The kernel ties the
+parent-death signal to the *thread* that forked the child, not to the process, so children are
 forked from one long-lived spawner thread owned by this module: it lives as long as the
-process, and the signal fires only when the process is gone (or at interpreter exit, after
-teardown). Caveats: it covers the direct child only, so a command that forks its real server
-(a shell wrapper without ``exec``) can still leave that grandchild running; and it does not
-exist outside Linux, where only the teardown registry and ``cleanup`` stop instances. The
-prctl call runs as a ``preexec_fn``, which CPython warns about in threaded programs; it only
-calls a libc function resolved before the fork, so it takes no lock the fork could have copied
-held.
+process. Every child also carries ``PREFECT_AGENTENV_RUN_ID`` in its environment, so the next
+start can find what a dead run left (``runtime/sweep.py``). Outside Linux there is no
+supervisor: only the teardown registry and ``cleanup`` stop instances. The prctl call runs as
+a ``preexec_fn``, which CPython warns about in threaded programs; it only calls a libc function
+resolved before the fork, so it takes no lock the fork could have copied held.
 """
 
 from __future__ import annotations
 
 import asyncio
 import ctypes
+import errno
 import functools
 import logging
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -36,7 +39,7 @@ from typing import Any
 
 import httpx
 
-from prefect_agentenv.exceptions import DeployError
+from prefect_agentenv.exceptions import DeployError, InstanceExitedError
 from prefect_agentenv.runtime.launch import (
     Instance,
     LaunchSpec,
@@ -49,6 +52,7 @@ from prefect_agentenv.runtime.launch import (
     wait_until_ready,
 )
 from prefect_agentenv.runtime.ports import LOOPBACK, free_port
+from prefect_agentenv.runtime.sweep import RUN_MARKER
 
 logger = logging.getLogger("prefect_agentenv.runtime.process")
 
@@ -73,11 +77,14 @@ _prctl = _load_prctl()
 _spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentenv-spawner")
 
 
+_SUPERVISOR = str(Path(__file__).with_name("supervisor.py"))
+
+
 def _die_with_parent(parent_pid: int) -> None:
-    """Runs in the child between fork and exec: SIGKILL me when my parent goes away."""
+    """Runs in the child between fork and exec: signal me (the supervisor) when my parent goes away."""
     if _prctl is None:
         return
-    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGUSR1, 0, 0, 0)
     # The parent may have died before prctl took effect; then we were already re-parented.
     if os.getppid() != parent_pid:
         os.kill(os.getpid(), signal.SIGKILL)
@@ -145,7 +152,7 @@ class ProcessLauncher:
         stdout_path = logs / f"{instance_id}.stdout.log"
         stderr_path = logs / f"{instance_id}.stderr.log"
         argv = [fill_template(part, host=self.host, port=port) for part in spec.command or []]
-        env = _child_env(spec, host=self.host, port=port, extra_env=extra_env)
+        env = _child_env(spec, host=self.host, port=port, extra_env=extra_env, run_id=self.run_id)
 
         process = await _spawn(argv, env=env, cwd=cwd, stdout_path=stdout_path, stderr_path=stderr_path, name=name)
         instance = Instance(instance_id=instance_id, name=name, kind="process", base_url=base_url,
@@ -185,15 +192,24 @@ class ProcessLauncher:
         """SIGTERM the instance's process group, wait up to the grace, then SIGKILL it.
 
         Idempotent: an instance this launcher does not run (any more) is left alone.
+
+        Raises:
+            InstanceExitedError: the server had already exited on its own (it crashed during the
+                run); its group is swept all the same, and the error carries the exit code.
         """
         running = self._running.pop(instance.instance_id, None)
         if running is None:
             return
+        gone = _exit_status(running.process)
         try:
             code = await _terminate(running.process, grace=self.stop_grace_seconds)
         except BaseException:
             _kill_now(running.process)
             raise
+        if gone is not None:
+            note = _stderr_note(tail(instance.stderr_path), instance.stderr_path) if instance.stderr_path else ""
+            raise InstanceExitedError(f"{instance.name} (pid {running.process.pid}) exited on its own during the "
+                                      f"run with exit code {gone}{note}", exit_code=gone)
         logger.info("%s: stopped pid %s (exit %s)", instance.name, running.process.pid, code)
 
     async def cleanup(self, run_id: str, interrupted: bool) -> None:
@@ -219,30 +235,62 @@ class _PortTaken(Exception):
         self.error = error
 
 
-def _child_env(spec: LaunchSpec, *, host: str, port: int, extra_env: dict[str, str] | None) -> dict[str, str]:
+def _child_env(spec: LaunchSpec, *, host: str, port: int, extra_env: dict[str, str] | None,
+               run_id: str | None = None) -> dict[str, str]:
     # The server inherits this process's environment (PATH, virtualenv, proxies) like any child.
     env = dict(os.environ)
     env.update({k: fill_template(v, host=host, port=port) for k, v in spec.env.items()})
     env.update(spec.secret_values())
     env.update(extra_env or {})
+    if run_id:
+        env[RUN_MARKER] = run_id
     return env
 
 
 async def _spawn(argv: list[str], *, env: dict[str, str], cwd: Path | None, stdout_path: Path,
                  stderr_path: Path, name: str) -> subprocess.Popen[bytes]:
-    def popen() -> subprocess.Popen[bytes]:
-        with stdout_path.open("ab") as out, stderr_path.open("ab") as err:
-            return subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env, cwd=cwd,
-                start_new_session=True,
-                preexec_fn=functools.partial(_die_with_parent, os.getpid()) if _prctl is not None else None,
-            )
+    with stdout_path.open("ab") as out, stderr_path.open("ab") as err:
+        try:
+            return await spawn_supervised(argv, env=env, cwd=cwd, stdout=out, stderr=err)
+        except OSError as exc:
+            where = f" in {cwd}" if cwd is not None else ""
+            raise DeployError(f"{name!r}: cannot run {argv[0]!r}{where}: {exc}") from exc
 
-    try:
-        return await asyncio.get_running_loop().run_in_executor(_spawner, popen)
-    except OSError as exc:
-        where = f" in {cwd}" if cwd is not None else ""
-        raise DeployError(f"{name!r}: cannot run {argv[0]!r}{where}: {exc}") from exc
+
+async def spawn_supervised(argv: list[str], *, env: dict[str, str], cwd: Path | None, stdout: Any,
+                           stderr: Any) -> subprocess.Popen[bytes]:
+    """Start ``argv`` in its own process group that dies with this process (see the module docstring).
+
+    Raises:
+        OSError: the command cannot be found or run (checked here, before the supervisor starts).
+    """
+    _check_runnable(argv, cwd=cwd, env=env)
+    if _prctl is not None:
+        argv = [sys.executable, "-I", "-S", _SUPERVISOR, str(os.getpid()), "--", *argv]
+
+    def popen() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, env=env, cwd=cwd,
+            start_new_session=True,
+            preexec_fn=functools.partial(_die_with_parent, os.getpid()) if _prctl is not None else None,
+        )
+
+    return await asyncio.get_running_loop().run_in_executor(_spawner, popen)
+
+
+def _check_runnable(argv: list[str], *, cwd: Path | None, env: dict[str, str]) -> None:
+    """The OSError Popen would raise for a missing command, raised before any process starts."""
+    if cwd is not None and not Path(cwd).is_dir():
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(cwd))
+    program = argv[0]
+    if os.sep in program:
+        path = Path(cwd or ".") / program if not os.path.isabs(program) else Path(program)
+        if not path.is_file():
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+        if not os.access(path, os.X_OK):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), program)
+    elif shutil.which(program, path=env.get("PATH")) is None:
+        raise FileNotFoundError(errno.ENOENT, f"{os.strerror(errno.ENOENT)} (not found on PATH)", program)
 
 
 def _exit_status(process: subprocess.Popen[bytes]) -> int | None:
@@ -283,7 +331,8 @@ async def _terminate(process: subprocess.Popen[bytes], *, grace: float) -> int |
         while _exit_status(process) is None and time.monotonic() < deadline:
             await asyncio.sleep(_POLL_SECONDS)
     # Always sweep with SIGKILL before reaping: the leader may be gone while helpers it forked
-    # into its group still run.
+    # into its group still run. The supervisor first kills and reaps its command itself.
+    await _supervisor_stop_now(process)
     _signal_group(process, signal.SIGKILL)
     for _ in range(250):
         if _exit_status(process) is not None:
@@ -295,8 +344,33 @@ async def _terminate(process: subprocess.Popen[bytes], *, grace: float) -> int |
     return code
 
 
+async def _supervisor_stop_now(process: subprocess.Popen[bytes]) -> None:
+    """Ask a supervisor to kill and reap its command (no zombie left to an init that may not reap)."""
+    if _prctl is None or _exit_status(process) is not None:
+        return
+    _signal_leader(process, signal.SIGUSR2)
+    for _ in range(50):
+        if _exit_status(process) is not None:
+            return
+        await asyncio.sleep(_POLL_SECONDS)
+
+
+def _signal_leader(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+    if process.returncode is None:
+        try:
+            os.kill(process.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
 def _kill_now(process: subprocess.Popen[bytes]) -> None:
     """Synchronous last resort (cancellation paths): SIGKILL the group and reap briefly."""
+    if _prctl is not None and _exit_status(process) is None:
+        _signal_leader(process, signal.SIGUSR2)
+        try:
+            process.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            pass
     _signal_group(process, signal.SIGKILL)
     try:
         process.wait(timeout=1.0)

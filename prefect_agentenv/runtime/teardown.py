@@ -14,6 +14,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from prefect_agentenv.exceptions import InstanceExitedError
+
 logger = logging.getLogger("prefect_agentenv.teardown")
 
 StopFunction = Callable[[], Awaitable[Any]]
@@ -44,6 +46,9 @@ class TeardownRecord:
     ok: bool
     duration_s: float
     error: str | None = None
+    crashed: bool = False
+    """The instance had exited on its own before it was stopped (the run counts as FAILED)."""
+    exit_code: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -73,15 +78,19 @@ class TeardownRegistry:
         entry.done = True
         started = time.monotonic()
         error: str | None = None
+        exited: InstanceExitedError | None = None
         try:
             # Shielded so a second cancellation (Ctrl-C twice) does not leave a process half-stopped.
             await asyncio.wait_for(asyncio.shield(entry.stop()), self.per_entry_timeout)
         except asyncio.TimeoutError:
             error = f"did not stop within {self.per_entry_timeout:g}s"
+        except InstanceExitedError as exc:
+            exited, error = exc, str(exc)
         except Exception as exc:  # best effort: one failed stop must not keep the others running
             error = f"{type(exc).__name__}: {exc}"
         record = TeardownRecord(entry.label, entry.kind, entry.owner_step, error is None,
-                                round(time.monotonic() - started, 3), error)
+                                round(time.monotonic() - started, 3), error, crashed=exited is not None,
+                                exit_code=exited.exit_code if exited else None)
         if error:
             logger.warning("teardown of %s failed: %s", entry.label, error)
         self.records.append(record)
@@ -90,7 +99,10 @@ class TeardownRegistry:
     async def stop_owned_by(self, steps: set[str]) -> list[TeardownRecord]:
         """Stop what the given steps started (before a retry re-runs them)."""
         owned = [e for e in reversed(self.entries) if not e.done and e.owner_step in steps]
-        return [await self.stop(e) for e in owned]
+        records = [await self.stop(e) for e in owned]
+        for record in records:
+            record.crashed = False  # the retry replaces the instance: its crash is what the retry is for
+        return records
 
     async def stop_all(self, overall_timeout: float = 30.0) -> list[TeardownRecord]:
         """Stop everything still running, within ``overall_timeout`` in all.

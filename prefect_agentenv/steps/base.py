@@ -18,8 +18,27 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, GetJsonSchemaHandler, PrivateAttr, model_validator
+from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field, GetJsonSchemaHandler, PrivateAttr, model_validator
 from pydantic.json_schema import JsonSchemaValue
+
+MAX_ID_LENGTH = 128
+"""Longest step, task or verifier id: ids appear in file names, task-run names and report tables."""
+
+
+def _check_identifier(value: str) -> str:
+    if not value:
+        raise ValueError("must not be empty")
+    if len(value) > MAX_ID_LENGTH:
+        raise ValueError(f"is {len(value):,} characters long; ids are at most {MAX_ID_LENGTH}")
+    if not value.isprintable():
+        bad = next(c for c in value if not c.isprintable())
+        raise ValueError(f"contains the unprintable character {bad!r}; ids are printable text")
+    return value
+
+
+Identifier = Annotated[str, AfterValidator(_check_identifier),
+                       Field(min_length=1, max_length=MAX_ID_LENGTH, pattern=r"^[^\x00-\x1f\x7f]+$")]
+"""A printable id of at most ``MAX_ID_LENGTH`` characters (no control characters, no NUL)."""
 
 NameKind = Literal["env", "agent", "prompt", "verifier", "collect", "sandbox"]
 Aggregator = Literal["all_pass", "any_pass", "weighted_average"]
@@ -76,8 +95,8 @@ class StepModel(_Strict):
     """Fields shared by every step type."""
 
     type: str
-    id: str = Field(min_length=1)
-    """Unique id of the step within the task."""
+    id: Identifier
+    """Unique id of the step within the task (printable, at most 128 characters)."""
     version: str | None = None
     """Version of what the step names (env, agent, artifact); latest when omitted."""
     depends_on: list[str | DependsOnRef] | None = None
@@ -236,7 +255,7 @@ class VerifierStep(StepModel):
 
     schema_optional = ("verifier_id",)
 
-    verifier_id: Annotated[str, Provides("verifier")]
+    verifier_id: Annotated[Identifier, Provides("verifier")]
     """Key of this verifier's results in metadata.verifications."""
     weight: float = 1.0
     """Weight of this verifier in the task score."""

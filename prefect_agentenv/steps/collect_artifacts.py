@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import model_validator
 
 from prefect_agentenv.artifacts import ArtifactBackend
+from prefect_agentenv.artifacts.keys import UnsafeKeyError, check_id
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import AgentEnvError, StepError
 from prefect_agentenv.runtime.run import current_run
@@ -60,6 +61,11 @@ async def run(step: CollectArtifactsStep, ctx: RunContext) -> RunContext:
     record: dict[str, object] = {"artifacts": {}, "file_artifact_universe": None, "missing": missing}
     if files:
         universe_id = step.artifact_id or _safe(f"{run_.task_id}-{step.id}")
+        try:
+            # Checked before any file is published: a bad id must leave nothing half-stored.
+            check_id(universe_id)
+        except UnsafeKeyError as exc:
+            raise StepError(f"artifact_id: {exc}", step_id=step.id, step_type=step.type) from None
         try:
             urls, universe = await asyncio.to_thread(_publish, await artifact_store(run_), universe_id, files)
         except AgentEnvError as exc:

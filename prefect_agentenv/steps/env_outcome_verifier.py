@@ -9,7 +9,6 @@ from pydantic import Field
 import asyncio
 import json
 import os
-import signal
 import sys
 from pathlib import Path
 
@@ -17,7 +16,9 @@ from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import AgentEnvError, AgentTimeoutError, StepError
 from prefect_agentenv.grading import outcome_script
 from prefect_agentenv.grading.verification import normalize_row, prompt_error, scored, skip_reason, skipped
+from prefect_agentenv.runtime.command import run_bounded
 from prefect_agentenv.runtime.run import current_run
+from prefect_agentenv.runtime.sweep import RUN_MARKER
 from prefect_agentenv.steps.base import Aggregator, EnvRef, PromptRef, VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.services import artifact_store, as_step_error, deployed_env
@@ -99,28 +100,20 @@ async def _run_script(step: EnvOutcomeVerifierStep, script: Path, mcp_url: str, 
         argv.append(str(run_file))
     # scoring_env reaches only the script's process; its values were resolved when the step started
     # and are redacted from every report.
-    env = {**os.environ, **step.scoring_env}
+    run = current_run()
+    env = {**os.environ, **step.scoring_env, RUN_MARKER: run.run_id}
     try:
-        proc = await asyncio.create_subprocess_exec(*argv, cwd=folder, env=env, stdout=asyncio.subprocess.PIPE,
-                                                    stderr=asyncio.subprocess.PIPE, start_new_session=True)
+        done = await run_bounded(argv, cwd=folder, env=env, timeout=step.timeout_seconds)
     except OSError as exc:
         raise StepError(f"cannot start the verify script's interpreter {argv[0]!r} (verify_python): {exc}",
                         step_id=step.id, step_type=step.type) from None
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(), step.timeout_seconds)
-    except (asyncio.TimeoutError, asyncio.CancelledError) as exc:
-        _kill_group(proc.pid)
-        await proc.wait()
-        if isinstance(exc, asyncio.CancelledError):
-            raise
+    if done.timed_out:
         raise AgentTimeoutError(f"verify script {step.script_artifact_id} did not finish within "
                                 f"{step.timeout_seconds:g}s and was stopped", step_id=step.id,
-                                step_type=step.type) from None
-    finally:
-        if proc.returncode is None:
-            _kill_group(proc.pid)
-    (folder / "stderr.txt").write_bytes(err)
-    return _rows_from(step, proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"))
+                                step_type=step.type)
+    (folder / "stderr.txt").write_bytes(done.stderr)
+    return _rows_from(step, done.returncode, done.stdout.decode(errors="replace"),
+                      done.stderr.decode(errors="replace"))
 
 
 def _interpreter() -> list[str]:
@@ -142,18 +135,15 @@ def _rows_from(step: EnvOutcomeVerifierStep, code: int | None, out: str, err: st
         last = "\n".join(err.strip().splitlines()[-8:]) or "(no output)"
         raise StepError(f"verify script {step.script_artifact_id} failed (exit {code}):\n{last}",
                         step_id=step.id, step_type=step.type)
-    rows = json.loads(line[len(outcome_script.MARKER):])
+    try:
+        rows = json.loads(line[len(outcome_script.MARKER):])
+    except ValueError as exc:
+        raise StepError(f"verify script {step.script_artifact_id}: its result line is not valid JSON ({exc})",
+                        step_id=step.id, step_type=step.type) from None
     if not isinstance(rows, list):
         raise StepError(f"verify script {step.script_artifact_id} must return a list of rows, got "
                         f"{type(rows).__name__}", step_id=step.id, step_type=step.type)
     return rows
-
-
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 definition = StepDefinition(EnvOutcomeVerifierStep, run)

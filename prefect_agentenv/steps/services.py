@@ -14,18 +14,22 @@ from prefect_agentenv.artifacts import ArtifactBackend, get_artifact_store
 from prefect_agentenv.context import DeployedEnv, RunContext
 from prefect_agentenv.exceptions import AgentEnvError, NotInContextError, StepError
 from prefect_agentenv.protocols.env import EnvClient
+from prefect_agentenv.redaction import Redactor
 from prefect_agentenv.runtime.resolve import Launchers
 from prefect_agentenv.runtime.run import RunResources, current_run
 from prefect_agentenv.steps.base import StepModel
-
-_HTTP_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
 
 
 def http_client(run: RunResources) -> httpx.AsyncClient:
     """The run's one HTTP client (card reads, data plane, readiness probes)."""
     client = run.services.get("http")
     if client is None:
-        client = run.services["http"] = httpx.AsyncClient(timeout=_HTTP_TIMEOUT, trust_env=False)
+        # Settings are loaded on use: step modules are imported by `validate`, which must stay light.
+        from prefect_agentenv.settings import get_settings
+
+        settings = get_settings()
+        timeout = httpx.Timeout(settings.http_read_timeout_seconds, connect=settings.http_connect_timeout_seconds)
+        client = run.services["http"] = httpx.AsyncClient(timeout=timeout, trust_env=False)
         run.teardown.add("http client", client.aclose, kind="client")
     return client  # type: ignore[no-any-return]
 
@@ -44,6 +48,8 @@ async def artifact_store(run: RunResources) -> ArtifactBackend:
     store = run.services.get("store")
     if store is None:
         store = run.services["store"] = await asyncio.to_thread(get_artifact_store)
+        # Trajectories, conversations and judge records pass the run's one redaction on the way in.
+        store.record_filter = lambda body: Redactor(run.redact).record(body)
         run.teardown.add("artifact store", lambda: asyncio.to_thread(store.close), kind="client")
     return store  # type: ignore[no-any-return]
 

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
-import signal
 from pathlib import Path
 from typing import Any, Literal
 
@@ -14,7 +12,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import AgentEnvError
 from prefect_agentenv.grading.verification import scored
+from prefect_agentenv.runtime.command import run_bounded
+from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.runtime.sandbox import Sandbox
+from prefect_agentenv.runtime.sweep import RUN_MARKER
 from prefect_agentenv.steps.base import Aggregator, AgentRef, SandboxRef, VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.sandbox_support import sandbox_target
@@ -196,7 +197,8 @@ def _contents(sandbox: Sandbox, base_dir: str | None, check: SandboxCheck) -> tu
 
 async def _command(sandbox: Sandbox, base_dir: str | None, check: SandboxCheck,
                    env: dict[str, str]) -> tuple[bool, str]:
-    """Run the command in the sandbox (cwd base_dir, HOME there), in its own process group, bounded in time."""
+    """Run the command in the sandbox (cwd base_dir, HOME there), in its own process group, bounded in
+    time and output."""
     argv = ["bash", "-c", check.command] if isinstance(check.command, str) else list(check.command or [])
     shown = check.command if isinstance(check.command, str) else " ".join(argv)
     try:
@@ -205,20 +207,16 @@ async def _command(sandbox: Sandbox, base_dir: str | None, check: SandboxCheck,
         return False, f"base_dir {base_dir!r}: {exc}"
     if not cwd.is_dir():
         return False, f"base_dir {base_dir} does not exist in the sandbox"
+    full_env = {**os.environ, **sandbox.env(), **env, RUN_MARKER: current_run().run_id}
     try:
-        proc = await asyncio.create_subprocess_exec(
-            *argv, cwd=cwd, env={**os.environ, **sandbox.env(), **env}, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT, start_new_session=True)
+        done = await run_bounded(argv, cwd=cwd, env=full_env, timeout=check.timeout_seconds,
+                                 max_output_bytes=64 * 1024, merge_stderr=True)
     except OSError as exc:
         return False, f"{shown} could not start: {exc}"
-    try:
-        out, _ = await asyncio.wait_for(proc.communicate(), check.timeout_seconds)
-    except asyncio.TimeoutError:
-        os.killpg(proc.pid, signal.SIGKILL)
-        await proc.wait()
+    if done.timed_out:
         return False, f"{shown} did not finish within {check.timeout_seconds:g}s"
-    tail = out.decode(errors="replace").strip()[-300:]
-    return proc.returncode == 0, f"{shown} exited {proc.returncode}" + (f": {tail}" if tail else "")
+    tail = done.stdout.decode(errors="replace").strip()[-300:]
+    return done.returncode == 0, f"{shown} exited {done.returncode}" + (f": {tail}" if tail else "")
 
 
 definition = StepDefinition(VerifySandboxStep, run)

@@ -15,7 +15,7 @@ from prefect_agentenv.documents import (
     validate_data,
     validate_file,
 )
-from prefect_agentenv.documents.graph import resolve_dependencies
+from prefect_agentenv.documents.graph import ancestors, resolve_dependencies
 from prefect_agentenv.documents.loading import env_var_names
 from prefect_agentenv.exceptions import TaskDocumentError
 
@@ -80,7 +80,22 @@ def test_depends_on_omitted_or_null_means_after_every_earlier_step(omitted: bool
     assert result.problems == []
     assert result.document is not None
     assert result.document.step("reply").depends_on is None
-    assert dependencies(result.document)["reply"] == ["email", "assistant"]
+    # Kept as the earlier steps nothing else waits for; its ancestors are every earlier step.
+    deps = dependencies(result.document)
+    assert deps["reply"] == ["assistant"]
+    assert ancestors(deps)["reply"] == {"email", "assistant"}
+
+
+@pytest.mark.usefixtures("every_step_implemented")
+def test_an_omitted_depends_on_waits_for_every_earlier_branch() -> None:
+    calendar = {"id": "calendar", "type": "deploy_env", "env_id": "calendar", "depends_on": []}
+    reply = {k: v for k, v in REPLY.items() if k != "depends_on"}
+    result = validate_data([EMAIL, calendar, ASSISTANT, reply])
+
+    assert result.document is not None
+    deps = dependencies(result.document)
+    assert deps["reply"] == ["calendar", "assistant"]
+    assert ancestors(deps)["reply"] == {"email", "calendar", "assistant"}
 
 
 def test_depends_on_omitted_on_the_first_step_means_no_dependencies() -> None:

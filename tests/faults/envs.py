@@ -1,0 +1,39 @@
+"""Fault envs registered as reference envs (in-process tests monkeypatch the catalogue with them)."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from prefect_agentenv.envs.catalog import REFERENCE_ENVS
+from prefect_agentenv.reference import ReferenceServer
+
+FAULT_ENV = Path(__file__).with_name("fault_env.py")
+
+
+@dataclass(frozen=True)
+class FaultEnv(ReferenceServer):
+    """A reference env entry whose command is the fault env script with extra arguments."""
+
+    args: tuple[str, ...] = field(default=())
+    shell: bool = False
+
+    def command(self) -> list[str]:
+        argv = [sys.executable, str(FAULT_ENV), "--host", "{host}", "--port", "{port}", *self.args]
+        if self.shell:
+            # A wrapper that does not exec: the real server is the shell's child, the run's grandchild.
+            return ["sh", "-c", " ".join(argv) + "; exit $?"]
+        return argv
+
+
+FAULT_ENVS = {
+    "dying": FaultEnv("dying", "1.0.0", "fault", "exits with code 7 after half a second", args=("--die-after", "0.5")),
+    "wrapped": FaultEnv("wrapped", "1.0.0", "fault", "started through sh -c, with a helper child",
+                        args=("--child",), shell=True),
+}
+
+
+def install() -> None:
+    """Add the fault envs to the reference catalogue of this process."""
+    REFERENCE_ENVS.update(FAULT_ENVS)

@@ -1,0 +1,31 @@
+"""A benchmark never aborts on a failed Prefect API call: the task run is recorded errored and
+the rest go on (here every dispatch is refused by a real API: the deployment does not exist)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from prefect_agentenv.artifacts import get_artifact_store
+from prefect_agentenv.flows.benchmark import benchmark
+from prefect_agentenv.flows.results import read_results
+
+pytestmark = pytest.mark.usefixtures("prefect_harness", "agentenv_home")
+
+
+async def test_a_refused_dispatch_is_recorded_errored_and_the_benchmark_finishes(tmp_path: Path) -> None:
+    tasks = [{"id": name, "steps": [{"id": "grade", "type": "test_score", "score": 1.0}]} for name in ("a", "b")]
+    path = tmp_path / "bench.yaml"
+    path.write_text(yaml.safe_dump({"name": "Faults", "slug": "fault-bench", "concurrency": 2, "tasks": tasks}))
+    state = await benchmark(path=str(path), dispatch="deployment", deployment="agent-task/does-not-exist",
+                            return_state=True)
+    out = await state.result(raise_on_failure=False)
+    assert isinstance(out, dict), out
+    assert out["counts"]["total"] == 2
+    with get_artifact_store() as store:
+        results = read_results(store, "fault-bench", out["run_id"])
+    assert sorted(r.task_id for r in results) == ["a", "b"]
+    assert all(r.status == "crashed" and r.outcome.value == "FAILED" and r.score == 0.0 for r in results)
+    assert all("could not run" in (r.error or "") for r in results)
