@@ -86,7 +86,6 @@ def test_depends_on_omitted_or_null_means_after_every_earlier_step(omitted: bool
     assert ancestors(deps)["reply"] == {"email", "assistant"}
 
 
-@pytest.mark.usefixtures("every_step_implemented")
 def test_an_omitted_depends_on_waits_for_every_earlier_branch() -> None:
     calendar = {"id": "calendar", "type": "deploy_env", "env_id": "calendar", "depends_on": []}
     reply = {k: v for k, v in REPLY.items() if k != "depends_on"}
