@@ -79,7 +79,10 @@ def main():
     _sweep_group()
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        signal.signal(sig, signal.SIG_DFL)
+        # Die of the same signal so the parent sees what the child saw; SIGKILL and SIGSTOP
+        # cannot (and need not) have their handler reset.
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):
+            signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)
     os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
 
