@@ -26,11 +26,11 @@ if TYPE_CHECKING:
 
 _SUBGROUPS: dict[str, tuple[str, str, str]] = {
     "agent": ("prefect_agentenv.commands.agent", "agent_app",
-              "Register, list and show agents (A2AAgent blocks and the reference agents)."),
+              "Register, list, show and check agents (A2AAgent blocks and the reference agents)."),
     "artifact": ("prefect_agentenv.commands.artifact", "artifact_app",
                  "Publish, list and fetch versioned artifacts in the artifact store."),
     "env": ("prefect_agentenv.commands.env", "env_app",
-            "Register, list and show environments (AgentEnvironment blocks and the reference envs)."),
+            "Register, list, show and check environments (AgentEnvironment blocks and the reference envs)."),
 }
 """Command groups loaded only when invoked (they import Prefect's block machinery): name →
 (module, Typer app, the app's help, repeated here so `--help` can list it without the import)."""

@@ -24,7 +24,7 @@ from prefect_agentenv.commands.check import run_check
 from prefect_agentenv.runtime.resolve import ResolvedAgent, resolve_agent
 
 agent_app = typer.Typer(
-    help="Register, list and show agents (A2AAgent blocks and the reference agents).",
+    help="Register, list, show and check agents (A2AAgent blocks and the reference agents).",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )

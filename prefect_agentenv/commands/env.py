@@ -23,7 +23,7 @@ from prefect_agentenv.envs.catalog import REFERENCE_ENVS
 from prefect_agentenv.runtime.resolve import ResolvedEnv, resolve_env
 
 env_app = typer.Typer(
-    help="Register, list and show environments (AgentEnvironment blocks and the reference envs).",
+    help="Register, list, show and check environments (AgentEnvironment blocks and the reference envs).",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
