@@ -25,6 +25,7 @@ from prefect_agentenv.flows.results import RunEntry, list_runs, read_results, re
 from prefect_agentenv.grading.benchmark_stats import (
     RunKey,
     TaskResult,
+    axis_values,
     compare,
     latest_per_run_key,
     mean_interval,
@@ -104,30 +105,13 @@ def score_bars(results: Sequence[TaskResult]) -> list[ScoreBar]:
             for tag in dict.fromkeys(r.tags):
                 by_tag[tag].append(r.counted_score)
     bars = [_bar("tag", tag, values) for tag, values in sorted(by_tag.items())]
-    return bars + [_bar("axis", axis, values) for axis, values in sorted(_axis_values(results).items())]
+    return bars + [_bar("axis", axis, values) for axis, values in sorted(axis_values(results).items())]
 
 
 def _bar(kind: str, label: str, values: list[float]) -> ScoreBar:
     ci = mean_interval(values)
     return ScoreBar(kind=kind, label=label, mean=fmean(values), n=len(values),  # type: ignore[arg-type]
                     low=ci.low if ci else None, high=ci.high if ci else None)
-
-
-def _axis_values(results: Iterable[TaskResult]) -> dict[str, list[float]]:
-    """As the summary's axis breakdown: errored runs count 0 on every axis their task scored."""
-    results = list(results)
-    task_axes: dict[str, set[str]] = defaultdict(set)
-    for r in results:
-        task_axes[r.task_id].update(r.axis_scores)
-    values: dict[str, list[float]] = defaultdict(list)
-    for r in results:
-        if r.errored:
-            for axis in task_axes[r.task_id]:
-                values[axis].append(0.0)
-        elif r.counted:
-            for axis, score in r.axis_scores.items():
-                values[axis].append(score)
-    return values
 
 
 def _trend(store: ArtifactBackend, slug: str, run_id: str, runs: Sequence[RunEntry],

@@ -47,11 +47,13 @@ from prefect_agentenv.grading.benchmark_stats.summary import (
     Breakdown,
     Headline,
     OutcomeCounts,
+    axis_values,
     latest_per_run_key,
     summarize,
 )
 
 __all__ = [
+    "axis_values",
     "DEFAULT_CONFIDENCE",
     "DENOMINATOR_OUTCOMES",
     "DENOMINATOR_POLICY",

@@ -215,11 +215,17 @@ def _by_tag(runs: Sequence[TaskResult]) -> dict[str, Breakdown]:
 
 
 def _by_axis(runs: Sequence[TaskResult]) -> dict[str, Breakdown]:
-    """Per axis, the mean axis score over the runs that scored it, errored runs counting 0.
+    """Per axis, the mean axis score over the runs that scored it, errored runs counting 0."""
+    return {axis: Breakdown(n=len(v), mean=fmean(v)) for axis, v in sorted(axis_values(runs).items())}
+
+
+def axis_values(runs: Iterable[TaskResult]) -> dict[str, list[float]]:
+    """Per axis, the score of every counted run, errored runs counting 0.
 
     An errored run rarely reaches its verifiers, so it counts 0 on every axis that any run of
     the same ``task_id`` scored: a crash must not lift an axis mean by leaving the average.
     """
+    runs = list(runs)
     task_axes: dict[str, set[str]] = defaultdict(set)
     for run in runs:
         task_axes[run.task_id].update(run.axis_scores)
@@ -231,4 +237,4 @@ def _by_axis(runs: Sequence[TaskResult]) -> dict[str, Breakdown]:
         elif run.counted:
             for axis, score in run.axis_scores.items():
                 values[axis].append(score)
-    return {axis: Breakdown(n=len(v), mean=fmean(v)) for axis, v in sorted(values.items())}
+    return values
