@@ -395,7 +395,7 @@ def breakdown(data: dict[str, Any], wall: float) -> list[tuple[str, float, float
     for step, t in sorted(tasks.items(), key=lambda kv: kv[1]["start"]):
         b = bodies.get(step)
         if b:
-            rows.append((f"Prefect task run overhead", t["start"], (t["end"] - t["start"]) - (b["end"] - b["start"]), step))
+            rows.append(("Prefect task run overhead", t["start"], (t["end"] - t["start"]) - (b["end"] - b["start"]), step))
             rows.append(("step body", b["start"], b["end"] - b["start"], step))
     inner = [s for s in spans if not s["label"].startswith("step:") and s["label"] not in ("run command: flow call", "flow body")]
     for s in inner:

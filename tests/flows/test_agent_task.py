@@ -6,9 +6,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prefect_reads import settled_task_runs
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
-from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, FlowRunFilter, FlowRunFilterId
+from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
 
 from prefect_agentenv.documents import validate_data
 from prefect_agentenv.flows import task_tags
@@ -44,8 +45,7 @@ async def test_each_step_is_a_task_run_named_by_its_id_and_tagged_with_its_type_
     assert report["status"] == "completed" and report["flow_run_id"] == str(state.state_details.flow_run_id)
     assert report_path.exists()
     async with get_client() as client:
-        runs = await client.read_task_runs(
-            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[state.state_details.flow_run_id])))
+        runs = await settled_task_runs([state.state_details.flow_run_id], client)
         flow_run = await client.read_flow_run(state.state_details.flow_run_id)
     by_name = {r.name: r for r in runs}
     assert set(by_name) == {"first", "second"}
@@ -64,9 +64,7 @@ async def test_with_tagging_on_every_step_is_tagged_with_its_type(monkeypatch: p
     finally:
         monkeypatch.delenv("PREFECT_AGENTENV_TAG_TASK_RUNS")
         get_settings.cache_clear()
-    async with get_client() as client:
-        runs = await client.read_task_runs(
-            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[state.state_details.flow_run_id])))
+    runs = await settled_task_runs([state.state_details.flow_run_id])
     assert [r.tags for r in runs] == [["test_noop"]]
 
 

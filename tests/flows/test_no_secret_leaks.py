@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from prefect_reads import flushed_logs, settled_task_runs
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import (
     ArtifactFilter,
@@ -69,10 +70,10 @@ async def test_no_secret_reaches_any_output_of_a_benchmark_run(tmp_path: Path, a
             flow_run_filter=FlowRunFilter(parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[bench_run_id])))
         run_ids = [bench_run_id, *(c.id for c in children)]
         flow_runs = [await client.read_flow_run(i) for i in run_ids]
-        task_runs = await client.read_task_runs(flow_run_filter=FlowRunFilter(id={"any_": run_ids}))  # type: ignore[arg-type]
+        task_runs = await settled_task_runs(run_ids, client)
         artifacts = await client.read_artifacts(
             artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=run_ids)))
-        logs = await client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=run_ids)))
+        logs = await flushed_logs(LogFilter(flow_run_id=LogFilterFlowRunId(any_=run_ids)), client)
     assert len(children) == 1 and artifacts and logs
     failed = next(t for t in task_runs if t.name == "call")
     assert failed.state and "***" in (failed.state.message or "")

@@ -9,9 +9,9 @@ from typing import Any
 from uuid import UUID
 
 import pytest
+from prefect_reads import flushed_logs, settled_task_runs
 from prefect.client.orchestration import get_client
-from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId, LogFilter, LogFilterTaskRunId
-from prefect.logging.handlers import APILogHandler
+from prefect.client.schemas.filters import LogFilter, LogFilterTaskRunId
 
 from prefect_agentenv.deployments import build_deployments
 from prefect_agentenv.documents import validate_data
@@ -27,15 +27,11 @@ def doc(data: Any, task_id: str = "ui") -> Any:
 
 
 async def task_runs_of(flow_run_id: UUID) -> dict[str, Any]:
-    async with get_client() as client:
-        runs = await client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
-    return {r.name: r for r in runs}
+    return {r.name: r for r in await settled_task_runs([flow_run_id])}
 
 
 async def logs_of(task_run_id: UUID) -> list[str]:
-    await APILogHandler.aflush()  # logs reach the API in batches
-    async with get_client() as client:
-        logs = await client.read_logs(log_filter=LogFilter(task_run_id=LogFilterTaskRunId(any_=[task_run_id])))
+    logs = await flushed_logs(LogFilter(task_run_id=LogFilterTaskRunId(any_=[task_run_id])))
     return [lg.message for lg in logs]
 
 

@@ -9,9 +9,8 @@ from types import ModuleType
 
 import httpx
 import pytest
+from prefect_reads import settled_task_runs
 from prefect import flow
-from prefect.client.orchestration import get_client
-from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
 from prefect_agentenv.exceptions import TaskDocumentError
 from prefect_agentenv.tasks import agentenv_run, deploy_env
@@ -38,9 +37,7 @@ async def test_the_example_flow_chains_step_tasks_and_stops_everything_at_exit()
     assert ctx.metadata.verifications["tone"]["score"] is not None
     with pytest.raises(httpx.HTTPError):  # the env was stopped when the agentenv_run block ended
         httpx.get(f"{ctx.deployed_envs['email'].base_url}/.well-known/agent-env.json", timeout=2)
-    async with get_client() as client:
-        runs = await client.read_task_runs(
-            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[state.state_details.flow_run_id])))
+    runs = await settled_task_runs([state.state_details.flow_run_id])
     assert sorted(r.name.rsplit("-", 1)[0] for r in runs) == ["deploy_agent", "deploy_env", "prompt_agent",
                                                               "rubrics_verifier"]
     assert all(r.state and r.state.is_completed() for r in runs)

@@ -1,0 +1,55 @@
+"""Reads of what a finished run left in the Prefect API, waiting out Prefect's own delivery lag.
+
+A flow call returns before the API holds everything about it: task run states travel as events that
+the server records in the background, and log lines go out in batches. A test that reads straight
+away sees a Running task run or no logs on a busy machine. These helpers poll, with a deadline,
+until what they read is settled; they never hide a wrong value, only a late one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from uuid import UUID
+
+from prefect.client.orchestration import PrefectClient, get_client
+from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId, LogFilter
+from prefect.client.schemas.objects import Log, TaskRun
+from prefect.logging.handlers import APILogHandler
+
+DEADLINE_SECONDS = 30.0
+
+
+async def settled_task_runs(flow_run_ids: Sequence[UUID], client: PrefectClient | None = None,
+                            deadline: float = DEADLINE_SECONDS) -> list[TaskRun]:
+    """The task runs of these flow runs, once every one of them is in a final state (or the deadline passed)."""
+    async def read(c: PrefectClient) -> list[TaskRun]:
+        return await c.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=list(flow_run_ids))))
+
+    give_up = time.monotonic() + deadline
+    while True:
+        if client is None:
+            async with get_client() as own:
+                runs = await read(own)
+        else:
+            runs = await read(client)
+        if all(r.state and r.state.is_final() for r in runs) or time.monotonic() > give_up:
+            return runs
+        await asyncio.sleep(0.2)
+
+
+async def flushed_logs(log_filter: LogFilter, client: PrefectClient | None = None,
+                       deadline: float = DEADLINE_SECONDS) -> list[Log]:
+    """The log lines matching the filter, after flushing this process's batch and waiting for the first line."""
+    await APILogHandler.aflush()
+    give_up = time.monotonic() + deadline
+    while True:
+        if client is None:
+            async with get_client() as own:
+                logs = await own.read_logs(log_filter=log_filter)
+        else:
+            logs = await client.read_logs(log_filter=log_filter)
+        if logs or time.monotonic() > give_up:
+            return logs
+        await asyncio.sleep(0.2)
