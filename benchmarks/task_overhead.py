@@ -343,6 +343,31 @@ class Bench:
             out.append(Measure(name, wall, cpu, scpu, code == 0))
         return out
 
+    def api_calls(self, runs: int) -> dict[str, Any]:
+        """Prefect API requests and events of ``run`` and of pooled ``bench`` with 1 and 1 + ``runs``
+        task runs (``_api_calls.py``); the difference of the two benches, per task run, is what one
+        more task run costs the API."""
+        out: dict[str, Any] = {}
+        for name, argv in (("run", ["run", str(self.task_file)]),
+                           ("bench-pool-1", ["bench", str(self.bench_pool_file), "--epochs", "1", "--concurrency", "1"]),
+                           ("bench-pool", ["bench", str(self.bench_pool_file), "--epochs", str(1 + runs),
+                                           "--concurrency", "1"])):
+            self.n += 1
+            calls = self.tmp / f"api-{self.n}.json"
+            wall, _, _, code, output = run_child([PY, str(HERE / "_api_calls.py"), *argv], {**self.env,
+                                                 "BENCH_API_CALLS": str(calls)}, self.server, self.tmp)
+            data = json.loads(calls.read_text()) if calls.exists() else {"counts": {}, "events": {}}
+            out[name] = {"wall_s": wall, "ok": code == 0, "counts": data["counts"], "events": data["events"],
+                         "calls": data.get("calls", []),
+                         **({} if code == 0 else {"output": output[-2000:]})}
+        one, many = out["bench-pool-1"], out["bench-pool"]
+        out["per_extra_task_run"] = {
+            "requests": {k: (many["counts"].get(k, 0) - one["counts"].get(k, 0)) / runs
+                         for k in sorted(set(many["counts"]) | set(one["counts"]))},
+            "events": {k: (many["events"].get(k, 0) - one["events"].get(k, 0)) / runs
+                       for k in sorted(set(many["events"]) | set(one["events"]))}}
+        return out
+
     def phases(self) -> tuple[Measure, dict[str, Any]]:
         self.n += 1
         report, spans = self.tmp / "reports" / f"phases-{self.n}.json", self.tmp / f"spans-{self.n}.json"
@@ -417,6 +442,17 @@ def print_breakdown(rows: list[tuple[str, float, float, str]], wall: float) -> N
 
 
 # --------------------------------------------------------------------------- main
+
+
+def print_api_calls(pair: str, data: dict[str, Any]) -> None:
+    print(f"\nPrefect API round trips ({pair}): `run` of one task, and one more task run of a pooled `bench`")
+    run, extra = data["run"], data["per_extra_task_run"]
+    print(f"| {'request or event':<58} | {'run':>5} | {'per extra task run':>18} |")
+    print(f"|{'-' * 60}|{'-' * 7}|{'-' * 20}|")
+    for kind, key in (("counts", "requests"), ("events", "events")):
+        for name in sorted(set(run[kind]) | set(extra[key])):
+            print(f"| {name[:58]:<58} | {run[kind].get(name, 0):>5} | {extra[key].get(name, 0):>18.2f} |")
+    print(f"| {'total HTTP requests':<58} | {sum(run['counts'].values()):>5} | {sum(extra['requests'].values()):>18.2f} |")
 
 
 def med(xs: list[float]) -> float:
@@ -498,7 +534,7 @@ def main() -> None:
     parser.add_argument("--bench-runs", type=int, default=8, help="task runs per bench (default 8)")
     parser.add_argument("--concurrency", type=int, default=4, help="bench concurrency (default 4)")
     parser.add_argument("--modes", default="cli,bare,run,bench,pool,phases",
-                        help="comma-separated subset of cli,bare,run,bench,pool,scale,phases")
+                        help="comma-separated subset of cli,bare,run,bench,pool,scale,phases,api")
     parser.add_argument("--code", type=Path, help="run the package from this source tree instead (PYTHONPATH), "
                         "e.g. a `git archive` of an older commit, to compare before and after in one invocation")
     parser.add_argument("--scale-sizes", default="8,64", help="task runs per bench in the scale mode")
@@ -555,8 +591,14 @@ def main() -> None:
                           f"{'ok' if m.ok else 'NOT OK ' + json.dumps(m.detail)[:300]}", flush=True)
                 if counted:
                     measures += round_ms
+        api: dict[str, Any] = {}
+        if "api" in modes:  # once, after the timed rounds: the counts do not depend on load
+            for bench in benches:
+                api[bench.pair.name] = bench.api_calls(args.bench_runs)
         summary = summarize(measures)
         print_summary(summary, args)
+        for pair, data in api.items():
+            print_api_calls(pair, data)
         rows: list[Any] = []
         if phase_runs:
             phase_runs.sort(key=lambda p: p[0].wall_s)
@@ -569,7 +611,7 @@ def main() -> None:
                 "label": args.label, "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "load_before": load_before},
                 "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-                "summary": summary, "measures": [m.__dict__ for m in measures],
+                "summary": summary, "measures": [m.__dict__ for m in measures], "api_calls": api,
                 "breakdown": [{"phase": r[0], "start_s": round(r[1], 4), "took_s": round(r[2], 4), "step": r[3]}
                               for r in rows],
                 "phase_runs": [d for _, d in phase_runs],

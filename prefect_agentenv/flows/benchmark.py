@@ -181,15 +181,15 @@ class _Runner:
         async def one(key: RunKey) -> None:
             async with gate:
                 result = await self._run_one(key)
-            await self.results.append_async(result)
-            task_result_event(self.bench.slug, self.run_id, result)
-            self.done += 1
-            _emit("result", result.model_dump(mode="json"))
-            if self.progress_id is not None:
-                try:
-                    await aupdate_progress_artifact(self.progress_id, progress=100.0 * self.done / max(1, len(keys)))
-                except Exception as exc:  # the progress bar is a view; a failed update must not stop the rest
-                    logger.warning("could not update the progress artifact: %s", exc)
+                await self.results.append_async(result)
+                task_result_event(self.bench.slug, self.run_id, result)
+                self.done += 1
+                _emit("result", result.model_dump(mode="json"))
+                if self.progress_id is not None:
+                    try:
+                        await aupdate_progress_artifact(self.progress_id, progress=100.0 * self.done / max(1, len(keys)))
+                    except Exception as exc:  # the progress bar is a view; a failed update must not stop the rest
+                        logger.warning("could not update the progress artifact: %s", exc)
 
         async with self._warm_pool():
             await asyncio.gather(*(one(k) for k in pending))

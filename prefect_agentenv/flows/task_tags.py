@@ -8,7 +8,8 @@ was 2.4 s before three of the five steps of a one-prompt task. A tag is only wor
 when a concurrency limit uses it, so by default (``PREFECT_AGENTENV_TAG_TASK_RUNS=auto``) a
 step's task run carries just the tags that have a limit — among its step type and the tags of
 the run it belongs to (a benchmark's slug, the task's tags) — which the API is asked for once
-per process every :data:`LIMITS_TTL_SECONDS`. The flow run keeps all its tags.
+per process every ``LIMITS_TTL_SECONDS`` (the listing ``steps/concurrency_slots.py`` keeps for
+env and agent limits too). The flow run keeps all its tags.
 
 ``true`` tags every step's task run with its step type and the run's tags (the requests are
 always made); ``false`` adds no step-type tag.
@@ -16,47 +17,21 @@ always made); ``false`` adds no step-type tag.
 
 from __future__ import annotations
 
-import logging
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from prefect.client.orchestration import get_client
 from prefect.context import TagsContext
 
 from prefect_agentenv.settings import get_settings
-
-logger = logging.getLogger("prefect_agentenv.flow")
-
-LIMITS_TTL_SECONDS = 30.0
-"""How long the list of limited tags is reused: a limit created meanwhile applies to steps that
-start after that."""
-_PAGE = 200
-
-_cache: tuple[float, frozenset[str]] | None = None
+from prefect_agentenv.steps.concurrency_slots import limit_names
 
 
 async def limited_tags() -> frozenset[str] | None:
     """Tags that have a Prefect concurrency limit (``tag:<tag>``); None when the API cannot say."""
-    global _cache
-    now = time.monotonic()
-    if _cache is not None and now - _cache[0] < LIMITS_TTL_SECONDS:
-        return _cache[1]
-    names: set[str] = set()
-    try:
-        async with get_client() as client:
-            offset = 0
-            while True:
-                page = await client.read_global_concurrency_limits(limit=_PAGE, offset=offset)
-                names.update(limit.name.removeprefix("tag:") for limit in page if limit.name.startswith("tag:"))
-                if len(page) < _PAGE:
-                    break
-                offset += _PAGE
-    except Exception as exc:  # unknown limits: tag as before rather than risk ignoring one
-        logger.debug("could not read concurrency limits: %s", exc)
+    names = await limit_names()
+    if names is None:
         return None
-    _cache = (now, frozenset(names))
-    return _cache[1]
+    return frozenset(name.removeprefix("tag:") for name in names if name.startswith("tag:"))
 
 
 async def step_task_tags(step_type: str) -> set[str] | None:

@@ -8,12 +8,20 @@ stopped it. Without a limit of that name nothing waits.
 
 Slots are held with a lease (``PREFECT_AGENTENV_CONCURRENCY_LEASE_SECONDS``), so a run killed
 with SIGKILL cannot keep its slots forever.
+
+A slot is only asked for when a limit of that name exists: the names of the API's global
+concurrency limits are read once and reused for :data:`LIMITS_TTL_SECONDS` (the same listing tells
+``flows/task_tags.py`` which tags to put on task runs). Asking for a slot is a write on the API's
+database; on a busy SQLite-backed server it was answered 503 and cost a 2 s client back-off before
+deploys that no limit governs. A limit created while a process runs applies to its deploys that
+start up to :data:`LIMITS_TTL_SECONDS` later.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Literal
 from uuid import UUID
 
@@ -27,6 +35,43 @@ logger = logging.getLogger("prefect_agentenv.concurrency")
 
 _LOCKED = 423
 """The API's answer while every slot of the limit is taken; it says when to ask again."""
+LIMITS_TTL_SECONDS = 30.0
+"""How long the listing of limit names is reused: a limit created meanwhile applies to deploys and
+steps that start after that."""
+_PAGE = 200
+
+_limits: tuple[float, frozenset[str]] | None = None
+
+
+async def limit_names() -> frozenset[str] | None:
+    """Names of the API's global concurrency limits; None when the API cannot say (no API, or an error)."""
+    global _limits
+    now = time.monotonic()
+    if _limits is not None and now - _limits[0] < LIMITS_TTL_SECONDS:
+        return _limits[1]
+    from prefect.client.orchestration import get_client
+
+    names: set[str] = set()
+    try:
+        async with get_client() as client:
+            offset = 0
+            while True:
+                page = await client.read_global_concurrency_limits(limit=_PAGE, offset=offset)
+                names.update(limit.name for limit in page)
+                if len(page) < _PAGE:
+                    break
+                offset += _PAGE
+    except Exception as exc:  # unknown limits: ask for every slot rather than risk ignoring a limit
+        logger.debug("could not read concurrency limits: %s", exc)
+        return None
+    _limits = (now, frozenset(names))
+    return _limits[1]
+
+
+def forget_limit_names() -> None:
+    """Read the limits again on next use (after creating or deleting one in this process)."""
+    global _limits
+    _limits = None
 
 
 async def hold_slot(run: RunResources, kind: Literal["env", "agent"], ident: str, *, owner_step: str) -> None:
@@ -34,6 +79,9 @@ async def hold_slot(run: RunResources, kind: Literal["env", "agent"], ident: str
     if not prefect_api_configured():
         return
     name = f"{kind}:{ident}"
+    known = await limit_names()
+    if known is not None and name not in known:
+        return
     lease = await _acquire(name)
     if lease is None:
         return

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from pathlib import Path
 from datetime import datetime
 
 import pytest
@@ -14,6 +15,7 @@ from prefect_agentenv.blocks import AgentEnvironment
 from prefect_agentenv.documents import validate_data
 from prefect_agentenv.envs.catalog import REFERENCE_ENVS
 from prefect_agentenv.flows.agent_task import agent_task
+from prefect_agentenv.steps import concurrency_slots
 
 pytestmark = pytest.mark.usefixtures("prefect_harness", "agentenv_home")
 
@@ -28,6 +30,7 @@ async def test_two_runs_never_hold_more_instances_of_an_env_than_its_limit_allow
     await AgentEnvironment(command=REFERENCE_ENVS["email"].command()).asave(env_id)
     async with get_client() as client:
         await client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=f"env:{env_id}", limit=1))
+    concurrency_slots.forget_limit_names()  # a listing read earlier in this process has no such limit
 
     def document(task_id: str):  # type: ignore[no-untyped-def]
         return validate_data([{"id": "env", "type": "deploy_env", "env_id": env_id, "depends_on": []},
@@ -45,3 +48,19 @@ async def test_two_runs_never_hold_more_instances_of_an_env_than_its_limit_allow
     finally:
         async with get_client() as client:
             await client.delete_global_concurrency_limit_by_name(f"env:{env_id}")
+        concurrency_slots.forget_limit_names()
+
+
+async def test_a_deploy_that_no_limit_names_asks_the_api_for_no_slot(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Asking is a write on the API's database (a busy SQLite server answers 503 and the client
+    # backs off for seconds); the listing of limit names says there is nothing to ask for.
+    from prefect_agentenv.runtime.run import RunResources
+
+    async def refuse(name: str) -> None:
+        raise AssertionError(f"a slot of {name} was requested")
+
+    concurrency_slots.forget_limit_names()
+    monkeypatch.setattr(concurrency_slots, "_acquire", refuse)
+    run = RunResources(run_id="r", task_id="t", workdir=Path("."))
+    await concurrency_slots.hold_slot(run, "env", f"unlimited-{uuid.uuid4().hex[:6]}", owner_step="env")
+    assert not run.teardown.pending()
