@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import json
 import os
@@ -21,8 +20,9 @@ from prefect_agentenv.commands.view import view_command
 if TYPE_CHECKING:
     from prefect_agentenv.documents import TaskDocument
 
-# Every import of the documents, the flows or Prefect happens inside the command that needs it:
-# `--help`, `validate` and `schema` must start in a fraction of a second.
+# Every import of the documents, the flows or Prefect (and asyncio, a third of this module's own
+# import time) happens inside the command that needs it: `--help`, `validate` and `schema` must
+# start in a fraction of a second.
 
 _SUBGROUPS: dict[str, tuple[str, str, str]] = {
     "agent": ("prefect_agentenv.commands.agent", "agent_app",
@@ -255,6 +255,8 @@ def serve_command(
 def upgrade_blocks_command() -> None:
     """Save env, agent, model and store blocks again under their current schema (masks secret_env values
     of blocks saved by earlier versions)."""
+    import asyncio
+
     from prefect_agentenv.blocks.upgrade import upgrade_blocks
 
     upgraded = asyncio.run(upgrade_blocks())
