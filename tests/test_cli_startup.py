@@ -42,3 +42,12 @@ def test_a_command_group_loads_when_it_is_run() -> None:
     result = CliRunner().invoke(app, ["env", "--help"])
     assert result.exit_code == 0
     assert "register" in result.output and "install-completion" not in result.output
+
+
+def test_loading_an_env_or_agent_block_class_leaves_s3_support_unimported() -> None:
+    # A run resolves its env and agent blocks on the critical path of its first steps; the
+    # ArtifactStore block's S3 support (prefect-aws, boto3, docker) is for the store alone.
+    code = ("import json, sys; from prefect_agentenv.blocks import A2AAgent, AgentEnvironment, ModelEndpoint; "
+            "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules} & {'prefect_aws', 'boto3', 'docker'})))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
