@@ -276,11 +276,14 @@ def run_child(argv: list[str], env: dict[str, str], server: PrefectServer, cwd: 
 class Bench:
     """The modes for one pair, in its own folder, against the shared Prefect server."""
 
-    def __init__(self, args: argparse.Namespace, tmp: Path, server: PrefectServer, pair: Pair) -> None:
+    def __init__(self, args: argparse.Namespace, tmp: Path, server: PrefectServer, pair: Pair,
+                 code: Path | None = None, label: str | None = None) -> None:
         self.args, self.server, self.pair = args, server, pair
-        self.tmp = tmp / pair.name
+        self.label = label or pair.name
+        """How this bench's measurements are named: the pair, and ``(before)`` for the ``--before`` tree."""
+        self.tmp = tmp / self.label.replace(" ", "-").replace("(", "").replace(")", "")
         self.tmp.mkdir(parents=True, exist_ok=True)
-        self.env = {**os.environ, **({"PYTHONPATH": str(args.code.resolve())} if args.code else {}),
+        self.env = {**os.environ, **({"PYTHONPATH": str(code.resolve())} if code else {}),
                     "PREFECT_API_URL": server.url, "PREFECT_HOME": str(tmp / "client-prefect"),
                     "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_AGENTENV_HOME": str(tmp / "agentenv")}
         self.pair_file = self.tmp / "pair.json"
@@ -537,6 +540,8 @@ def main() -> None:
                         help="comma-separated subset of cli,bare,run,bench,pool,scale,phases,api")
     parser.add_argument("--code", type=Path, help="run the package from this source tree instead (PYTHONPATH), "
                         "e.g. a `git archive` of an older commit, to compare before and after in one invocation")
+    parser.add_argument("--before", type=Path, help="also run every mode from this source tree, interleaved with "
+                        "the current one in the same rounds (its results are labelled `PAIR (before)`)")
     parser.add_argument("--scale-sizes", default="8,64", help="task runs per bench in the scale mode")
     parser.add_argument("--scale-concurrency", type=int, default=16, help="concurrency of the scale mode")
     parser.add_argument("--pairs", default="reference", help="reference, sdk or reference,sdk (default reference)")
@@ -553,16 +558,20 @@ def main() -> None:
         pairs = [reference_pair() if name == "reference" else sdk_pair(tmp) for name in args.pairs.split(",")]
         if any(p.name == "sdk" for p in pairs) and not PEERS_PY.exists():
             raise SystemExit("the sdk pair needs the peers' venv: run `make peers`")
-        benches = [Bench(args, tmp, server, p) for p in pairs]
+        benches: list[Bench] = []
+        for p in pairs:  # with --before, each pair twice: the two trees' rounds interleave
+            benches.append(Bench(args, tmp, server, p, code=args.code))
+            if args.before:
+                benches.append(Bench(args, tmp, server, p, code=args.before, label=f"{p.name} (before)"))
         for b in benches:
             b.prepare()
         measures: list[Measure] = []
-        phase_runs: list[tuple[Measure, dict[str, Any]]] = []
+        phase_runs: dict[str, list[tuple[Measure, dict[str, Any]]]] = {}
         for rnd in range(args.warmup + args.reps):
             counted = rnd >= args.warmup
             for bench in benches:
                 round_ms: list[Measure] = []
-                if "cli" in modes and bench is benches[0]:
+                if "cli" in modes and bench.pair is pairs[0]:
                     round_ms += bench.cli()
                 if "bare" in modes:
                     round_ms.append(bench.bare(1, 1))
@@ -576,16 +585,16 @@ def main() -> None:
                         bare = bench.bare(runs, 1, pool=True)
                         bare.mode += suffix
                         round_ms += [bare, bench.bench(runs, 1, pool=True, mode=f"bench-pool{suffix}")]
-                if "scale" in modes and bench is benches[0]:
+                if "scale" in modes and bench.pair is pairs[0] and bench is benches[0]:
                     for n in (int(x) for x in args.scale_sizes.split(",")):
                         round_ms.append(bench.bench(n, min(n, args.scale_concurrency), mode=f"scale {n}"))
                 if "phases" in modes:
                     m, data = bench.phases()
                     round_ms.append(m)
-                    if counted and bench is benches[0]:
-                        phase_runs.append((m, data))
+                    if counted and bench.pair is pairs[0]:
+                        phase_runs.setdefault(bench.label, []).append((m, data))
                 for m in round_ms:
-                    m.pair = bench.pair.name
+                    m.pair = bench.label
                     print(f"  round {rnd}{'' if counted else ' (warm-up)'}: {m.pair:<9} {m.mode:<12} {m.wall_s:6.2f} s  "
                           f"cpu {m.client_cpu_s:5.2f} s  server {m.server_cpu_s:5.2f} s  "
                           f"{'ok' if m.ok else 'NOT OK ' + json.dumps(m.detail)[:300]}", flush=True)
@@ -594,17 +603,18 @@ def main() -> None:
         api: dict[str, Any] = {}
         if "api" in modes:  # once, after the timed rounds: the counts do not depend on load
             for bench in benches:
-                api[bench.pair.name] = bench.api_calls(args.bench_runs)
+                api[bench.label] = bench.api_calls(args.bench_runs)
         summary = summarize(measures)
         print_summary(summary, args)
         for pair, data in api.items():
             print_api_calls(pair, data)
-        rows: list[Any] = []
-        if phase_runs:
-            phase_runs.sort(key=lambda p: p[0].wall_s)
-            m, data = phase_runs[len(phase_runs) // 2]
-            rows = breakdown(data, m.wall_s)
-            print_breakdown(rows, m.wall_s)
+        breakdowns: dict[str, list[Any]] = {}
+        for label, runs in phase_runs.items():
+            runs.sort(key=lambda p: p[0].wall_s)
+            m, data = runs[len(runs) // 2]
+            breakdowns[label] = breakdown(data, m.wall_s)
+            print(f"\n{label}:", end="")
+            print_breakdown(breakdowns[label], m.wall_s)
         if args.json:
             args.json.parent.mkdir(parents=True, exist_ok=True)
             args.json.write_text(json.dumps({
@@ -612,9 +622,9 @@ def main() -> None:
                 "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "load_before": load_before},
                 "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
                 "summary": summary, "measures": [m.__dict__ for m in measures], "api_calls": api,
-                "breakdown": [{"phase": r[0], "start_s": round(r[1], 4), "took_s": round(r[2], 4), "step": r[3]}
-                              for r in rows],
-                "phase_runs": [d for _, d in phase_runs],
+                "breakdown": {label: [{"phase": r[0], "start_s": round(r[1], 4), "took_s": round(r[2], 4),
+                                       "step": r[3]} for r in rows] for label, rows in breakdowns.items()},
+                "phase_runs": {label: [d for _, d in runs] for label, runs in phase_runs.items()},
             }, indent=1) + "\n")
             print(f"\nwritten: {args.json}")
     finally:
