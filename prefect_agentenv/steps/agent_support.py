@@ -22,7 +22,7 @@ from prefect_agentenv.runtime.sandbox import Sandbox, create_sandbox
 from prefect_agentenv.steps.agent_configuration import ConfigRequest, deliver
 from prefect_agentenv.steps.base import StepModel
 from prefect_agentenv.steps.concurrency_slots import hold_slot
-from prefect_agentenv.steps.pooling import pooled_agent
+from prefect_agentenv.steps.pooling import pooled_agent, resolve_once
 from prefect_agentenv.steps.services import http_client, launchers
 
 logger = logging.getLogger("prefect_agentenv.agents")
@@ -61,7 +61,9 @@ async def model_for(run: RunResources, role: str, model: str | None = None, *,
                     start_mock: bool = True) -> ResolvedModel:
     """The model endpoint for a role; starts the run's mock model when nothing is configured
     (unless ``start_mock`` is False: the caller only needs the model's name)."""
-    resolved = await resolve_model_endpoint(role, model=model, mock_base_url=run.services.get("mock_model_url"))
+    mock_url = run.services.get("mock_model_url")
+    resolved = await resolve_once(("model", role, model or "", mock_url or ""),
+                                  lambda: resolve_model_endpoint(role, model=model, mock_base_url=mock_url))
     if resolved.is_mock and resolved.base_url is None and start_mock:
         url = await _start_mock_model(run)
         resolved = await resolve_model_endpoint(role, model=model, mock_base_url=url)
@@ -91,7 +93,7 @@ async def start_agent(step: StepModel, *, agent_name: str, a2a_agent_id: str, ro
                       extra_env: dict[str, str] | None = None) -> tuple[DeployedAgent, Sandbox]:
     """Resolve, sandbox and start an agent; register its teardown; return it once its card answers."""
     run = current_run()
-    resolved = await resolve_agent(a2a_agent_id)
+    resolved = await resolve_once(("agent", a2a_agent_id), lambda: resolve_agent(a2a_agent_id))
     run.redact.update(resolved.spec.secret_values().values())  # the agent may echo its env in an error
     # An agent known to call no model (the scripted one) does not wait for a mock model to start.
     endpoint = await model_for(run, _ROLE_OF.get(a2a_agent_id, role), model, start_mock=resolved.uses_model)

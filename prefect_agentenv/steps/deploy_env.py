@@ -15,7 +15,7 @@ from prefect_agentenv.runtime.resolve import resolve_env
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.steps.base import Provides, StepModel
 from prefect_agentenv.steps.concurrency_slots import hold_slot
-from prefect_agentenv.steps.pooling import pooled_env
+from prefect_agentenv.steps.pooling import pooled_env, resolve_once
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.services import http_client, launchers
 
@@ -41,7 +41,7 @@ async def run(step: DeployEnvStep, ctx: RunContext) -> RunContext:
     """Resolve the env, start it, register its teardown, and record where its MCP endpoint is."""
     if step.env_id in ctx.deployed_envs:
         raise StepError(f"Env '{step.env_id}' is already deployed", step_id=step.id, step_type=step.type)
-    resolved = await resolve_env(step.env_id)
+    resolved = await resolve_once(("env", step.env_id), lambda: resolve_env(step.env_id))
     spec = resolved.spec
     if step.startup_timeout_seconds:
         spec = spec.model_copy(update={"startup_timeout_seconds": step.startup_timeout_seconds})

@@ -8,7 +8,8 @@ instance instead (no pool, a live URL, an agent whose model lives only as long a
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from prefect_agentenv.exceptions import DeployError
 from prefect_agentenv.protocols.env import EnvClient
@@ -21,6 +22,15 @@ from prefect_agentenv.steps.base import StepModel
 from prefect_agentenv.steps.services import http_client
 
 _NOT_CONFIG = {"id", "depends_on", "fail_task_on_error", "retry_config", "version"}
+_T = TypeVar("_T")
+
+
+async def resolve_once(key: tuple[str, ...], lookup: Callable[[], Awaitable[_T]]) -> _T:
+    """``lookup()``, or with a warm pool the benchmark run's first result of it (see WarmPool.remember)."""
+    pool = active_pool()
+    if pool is None:
+        return await lookup()
+    return await pool.remember(key, lookup)
 
 
 async def pooled_env(step: StepModel, env_id: str, spec: LaunchSpec) -> Instance | None:

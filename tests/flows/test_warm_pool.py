@@ -63,3 +63,20 @@ async def test_a_pooled_task_run_sees_a_clean_env_and_sandbox_after_one_that_wro
     assert all(t["ok"] and "back to the pool" in t["label"] for t in reader["teardown"]
                if t["kind"] in ("env", "agent"))
     assert not (Path(reader["context"]["deployed_agents"]["assistant"]["sandbox"])).exists()
+
+
+async def test_a_pool_looks_each_block_up_once_and_retries_a_failed_lookup(tmp_path: Path) -> None:
+    from prefect_agentenv.runtime.pool import WarmPool
+
+    pool, calls = WarmPool(workdir=tmp_path), []
+
+    async def lookup() -> str:
+        calls.append(1)
+        if len(calls) == 1:
+            raise ConnectionError("the API did not answer")
+        return "spec"
+
+    with pytest.raises(ConnectionError):
+        await pool.remember(("env", "email"), lookup)
+    assert [await pool.remember(("env", "email"), lookup) for _ in range(3)] == ["spec"] * 3
+    assert len(calls) == 2  # the failure was not kept; the success was
