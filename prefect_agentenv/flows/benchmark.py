@@ -41,7 +41,7 @@ from prefect_agentenv.documents.compile import ExpandedTask
 from prefect_agentenv.documents.loading import ParseError, read_document
 from prefect_agentenv.exceptions import AgentEnvError, ArtifactError, TaskDocumentError
 from prefect_agentenv.documents.models import TaskDocument
-from prefect_agentenv.flows.agent_task import agent_task, report_key
+from prefect_agentenv.flows.agent_task import agent_task, report_key, subflow_run_name
 from prefect_agentenv.flows.events import finished_events, task_result_event
 from prefect_agentenv.flows.fleet import cancel_flow_run, wait_for_flow_run
 from prefect_agentenv.flows.links import flow_run_url
@@ -258,8 +258,11 @@ class _Runner:
         with tags(*run_tags):
             if self.dispatch == "deployment":
                 return await self._dispatch_to_deployment(task, name, run_tags)
-            state = await agent_task.with_options(flow_run_name=name)(
-                task=task.document, overrides=self.overrides, return_state=True)
+            named = subflow_run_name.set(name)  # not with_options: that rebuilds the flow's parameter schema
+            try:
+                state = await agent_task(task=task.document, overrides=self.overrides, return_state=True)
+            finally:
+                subflow_run_name.reset(named)
             data = await state.result(raise_on_failure=False)
         report = TaskReport.model_validate(data) if isinstance(data, dict) else None
         return report, str(state.state_details.flow_run_id) if state.state_details else None
