@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -9,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -101,12 +103,28 @@ def cli(*args: str) -> list[str]:
 def test_run_exits_0_and_writes_the_report_when_the_run_completes(tmp_path: Path, cli_env: dict[str, str]) -> None:
     path = write(tmp_path, "good.json", [{"id": "a", "type": "test_noop", "depends_on": []}])
     out = tmp_path / "report.json"
-    proc = subprocess.run(cli("run", str(path), "--report", str(out)), env=cli_env, capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(cli("run", str(path), "--report", str(out)), env={**cli_env, "PREFECT_LOGGING_LEVEL": "INFO"},
+                          capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(out.read_text())
     assert report["task_id"] == "good" and report["status"] == "completed"
     assert "task good: UNSCORED" in proc.stdout
+    # The process ends without tearing the interpreter down, but only after Prefect's workers sent
+    # what they held: the step's task run (events) and the flow run's log lines reached the API.
+    task_runs, logs = asyncio.run(_task_runs_and_logs(report["flow_run_id"]))
+    assert [(r.name, r.state.type.value if r.state else None) for r in task_runs] == [("a", "COMPLETED")]
+    assert any("task good: UNSCORED" in line.message for line in logs), [line.message for line in logs]
+
+
+async def _task_runs_and_logs(flow_run_id: str) -> tuple[list[Any], list[Any]]:
+    from uuid import UUID
+
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+    from prefect_reads import flushed_logs, settled_task_runs
+
+    runs = await settled_task_runs([UUID(flow_run_id)])
+    logs = await flushed_logs(LogFilter(flow_run_id=LogFilterFlowRunId(any_=[UUID(flow_run_id)])))
+    return runs, logs
 
 
 def test_run_exits_1_when_a_step_fails_the_task(tmp_path: Path, cli_env: dict[str, str]) -> None:
