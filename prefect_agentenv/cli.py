@@ -297,9 +297,12 @@ def _exit_now(code: object) -> NoReturn:
     else:  # sys.exit("message"): printed, status 1, as the interpreter does
         print(code, file=sys.stderr)
         status = 1
-    for thread in threading.enumerate():
-        if thread is not threading.current_thread() and not thread.daemon:
-            thread.join()
+    shutdown = getattr(threading, "_shutdown", None)
+    if shutdown is None or threading.current_thread() is not threading.main_thread():
+        sys.exit(status)  # not CPython's usual main thread: leave the exit to the interpreter
+    # What the interpreter does first at exit: thread-pool workers are told to stop, then the
+    # remaining non-daemon threads are waited for.
+    shutdown()
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:
