@@ -179,6 +179,9 @@ class _Runner:
         gate = asyncio.Semaphore(self.concurrency)
 
         async def one(key: RunKey) -> None:
+            # The bookkeeping below ends before the gate lets the next task run start: its progress
+            # PATCH racing the next subflow's POST /task_runs/ made a SQLite server answer 503, and
+            # the client waited ~2 s before retrying (benchmarks/README.md, round 2).
             async with gate:
                 result = await self._run_one(key)
                 await self.results.append_async(result)
