@@ -7,9 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from prefect_agentenv import AgentConfig, ScoringConfig, Task, TaskData, load_agent_config, make_agent
-from prefect_agentenv.api.scoring import runtime_step, scoring_env, verifier_steps
+from prefect_agentenv.api.scoring import scoring_env, verifier_steps
+from prefect_agentenv.documents.scoring import runtime_step
 from prefect_agentenv.documents.benchmark import Benchmark
 from prefect_agentenv.documents.compile import expand_tasks
 from prefect_agentenv.exceptions import ConfigurationError
@@ -111,8 +113,8 @@ def test_the_skip_policy_comes_from_the_task_then_its_document_then_the_benchmar
 def test_scoring_runtime_overrides_the_fresh_envs_deploy_fields_and_a_wrong_one_is_named() -> None:
     step = runtime_step("records", "1.0.0", ScoringConfig(runtime={"startup_timeout_seconds": 90}))
     assert (step.env_id, step.version, step.startup_timeout_seconds) == ("records", "1.0.0", 90)
-    with pytest.raises(ConfigurationError, match="scoring.runtime: .*startup_timeout"):
-        runtime_step("records", None, ScoringConfig(runtime={"startup_timeout": 90}))
+    with pytest.raises(ValidationError, match=r"runtime\n.*startup_timeout: Extra inputs"):
+        ScoringConfig(runtime={"startup_timeout": 90})  # named when the config is made, not at scoring
 
 
 def test_a_task_document_becomes_a_task_with_its_envs_prompt_verifiers_and_skip_policy(tmp_path: Any) -> None:
