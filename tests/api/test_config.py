@@ -3,6 +3,7 @@ and the skip policy in task and benchmark documents (no server is started here).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +109,34 @@ def test_the_skip_policy_comes_from_the_task_then_its_document_then_the_benchmar
     assert policies == {"plain": "exclude", "own": "zero"}
     unset = Benchmark.model_validate({"name": "b", "slug": "b", "tasks": [{"id": "plain", "steps": STEPS}]})
     assert expand_tasks(unset, ".")[0].document.skip_policy == "zero"
+
+
+def test_a_benchmark_scoring_default_is_overridden_field_by_field_by_the_document_then_the_task(
+        tmp_path: Path) -> None:
+    rollout = [*STEPS, {"id": "a", "type": "deploy_agent", "a2a_agent_id": "scripted", "agent_name": "a"},
+               {"id": "p", "type": "prompt_agent", "agent_name": "a", "prompt_id": "p", "prompt": "Hi"},
+               {"id": "v", "type": "agent_prompt_response_verifier", "prompt_id": "p", "response_contains": ["x"]}]
+    (tmp_path / "doc.json").write_text(json.dumps(
+        {"id": "doc", "scoring": {"retries": {"max_retries": 5}, "env": {"B": "doc"}}, "steps": rollout}))
+    bench = Benchmark.model_validate({"name": "b", "slug": "b", "defaults": {"scoring": {
+        "mode": "isolated", "env": {"A": "bench", "B": "bench"}, "network": "loopback", "skip_on_timeout": True}},
+        "tasks": [{"id": "plain", "steps": rollout},
+                  {"id": "doc", "path": "doc.json", "scoring": {"mode": "shared", "skip_policy": "exclude"}},
+                  {"name": "Verial", "task_item": {"instruction": "Hi"}, "env": {"env_id": "email"},
+                   "criteria": [{"label": "Says hi", "assertion": {"assert": "response_contains", "needles": ["hi"]}}],
+                   "scoring": {"retries": {"max_retries": 0}}}]})
+    docs = {t.task_id: t.document for t in expand_tasks(bench, tmp_path)}
+    plain, doc, verial = docs["plain"].scoring, docs["doc"].scoring, docs["verial"].scoring
+    assert plain is not None and doc is not None and verial is not None
+    assert (plain.mode, plain.retries.max_retries, plain.env, plain.network.mode) == (  # type: ignore[union-attr]
+        "isolated", 2, {"A": "bench", "B": "bench"}, "loopback")
+    assert (doc.mode, doc.retries.max_retries, doc.env, doc.skip_policy) == (
+        "shared", 5, {"A": "bench", "B": "doc"}, "exclude")
+    assert docs["doc"].skip_policy == "exclude"
+    assert (verial.mode, verial.retries.max_retries) == ("isolated", 0)
+    assert [s.skip_on_timeout for s in docs["plain"].steps if s.id == "v"] == [True]  # onto verifiers setting none
+    task = Task.from_document(docs["plain"])
+    assert task.data.scoring.mode == "isolated" and task.data.scoring.env == {"A": "bench", "B": "bench"}
 
 
 def test_scoring_runtime_overrides_the_fresh_envs_deploy_fields_and_a_wrong_one_is_named() -> None:
