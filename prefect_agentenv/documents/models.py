@@ -88,6 +88,7 @@ class TaskDocument(BaseModel):
         """scoring.skip_policy is the document's skip_policy; scoring's defaults go onto the verifiers."""
         if self.scoring is None:
             return self
+        self.scoring = self.scoring.model_copy(deep=True)  # its skip flags are consumed below
         written = self.skip_policy if "skip_policy" in self.model_fields_set else None
         policy = fold_skip_policy(written, self.scoring)
         if policy is not None:

@@ -287,14 +287,15 @@ class _Isolated:
 def _placed(document: TaskDocument) -> tuple[TaskDocument, _Isolated | None]:
     """The document with its ``scoring`` env and network on its verifiers, and, when it is scored
     in isolation, its rollout and verifier halves."""
-    if document.scoring is None:
+    scoring = document.scoring
+    if scoring is None:
         return document, None
-    document = document.model_copy(update={"steps": with_scoring_env(document.steps, document.scoring)})
-    if document.scoring.mode != "isolated":
+    document = document.model_copy(update={"steps": with_scoring_env(document.steps, scoring)})
+    if scoring.mode != "isolated":
         return document, None
     rollout, verifiers = split_for_isolation(document.steps)
     return document, _Isolated(document.model_copy(update={"steps": rollout}),
-                               document.model_copy(update={"steps": verifiers}), document.scoring)
+                               document.model_copy(update={"steps": verifiers}), scoring)
 
 
 def _scoring_summary(document: TaskDocument, scoring: IsolatedScoring | None) -> ScoringSummary | None:

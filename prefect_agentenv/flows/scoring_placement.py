@@ -36,6 +36,8 @@ from prefect_agentenv.steps.services import env_client
 
 logger = logging.getLogger("prefect_agentenv.scoring")
 
+PREFECT_DOWN = "prefect_down"
+"""The run service saying Prefect's API went away (kept by the agent_task flow)."""
 SHARED_SERVICES = ("prefect_steps", "mock_model_url", "sandbox_env")
 """Run services a scoring run shares with the run it scores (the rest it makes and tears down itself)."""
 
@@ -133,7 +135,12 @@ class IsolatedScoring:
         with the verifiers' records and verifications of the last attempt."""
         if not self.document.steps:
             return rollout
-        submission = await capture(parent, rollout.context)
+        try:
+            submission = await capture(parent, rollout.context)
+        except (AgentEnvError, OSError) as exc:  # the run still ends with a report saying why
+            failed = _unrestored(DagScheduler(self.document, self.execute), rollout.context,
+                                 f"capturing the submission failed: {exc}")
+            return _combined(rollout, failed, 0)
         last = self.scoring.retries.max_retries + 1
         result: ScheduleResult | None = None
         for attempt in range(1, last + 1):
@@ -152,28 +159,31 @@ class IsolatedScoring:
                        attempt: int) -> tuple[ScheduleResult, str | None]:
         run = scoring_run(parent, attempt)
         token = bind_run(run)
-        scheduler = self._current = DagScheduler(self.document, self.execute)
-        if self._stopped:
-            scheduler.stop(self._stopped)
         try:
             try:
                 fresh = await restore(run, ctx, self.scoring, submission)
-            except AgentEnvError as exc:
-                return _unrestored(scheduler, ctx, f"restoring the submission failed: {exc}"), str(exc)
-            base = fresh
-
-            async def on_fresh(step: StepModel, inputs: list[RunContext]) -> RunContext:
-                return await self.execute(step, [base, *inputs] if not inputs else inputs)
-
-            scheduler.execute = on_fresh
+            except (AgentEnvError, OSError) as exc:
+                failed = _unrestored(DagScheduler(self.document, self.execute), ctx,
+                                     f"restoring the submission failed: {exc}")
+                return failed, str(exc)
+            scheduler = self._current = DagScheduler(self.document, _on(fresh, self.execute))
+            if self._stopped:
+                scheduler.stop(self._stopped)
             result = await scheduler.run()
         finally:
             await run.teardown.stop_all(get_settings().teardown_timeout_seconds)
             unbind_run(token)
-            for key in ("prefect_down",):
-                if run.services.get(key):
-                    parent.services[key] = run.services[key]
+            if run.services.get(PREFECT_DOWN):  # the report must say steps ran without Prefect
+                parent.services.setdefault(PREFECT_DOWN, run.services[PREFECT_DOWN])
         return result, _attempt_error(result)
+
+
+def _on(fresh: RunContext, execute: Execute) -> Execute:
+    """``execute`` with the restored context as the input of the verifiers that wait for none."""
+    async def on_fresh(step: StepModel, inputs: list[RunContext]) -> RunContext:
+        return await execute(step, inputs or [fresh])
+
+    return on_fresh
 
 
 def _attempt_error(result: ScheduleResult) -> str | None:
