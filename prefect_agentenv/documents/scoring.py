@@ -11,7 +11,16 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from prefect_agentenv.documents.graph import resolve_dependencies
 from prefect_agentenv.grading.outcome import SkipPolicy
@@ -89,6 +98,13 @@ class ScoringConfig(_Config):
     """Do not score a run whose deadline expired (in a document: every verifier's default)."""
     skip_policy: SkipPolicy = "zero"
     """A skipped run's reward: ``zero`` (0, so it counts as a failure) or ``exclude`` (None)."""
+
+    @model_serializer(mode="wrap")
+    def _as_written(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Only the fields written: a dumped layer read back still overrides only those (a task's
+        ``{retries: …}`` must not become a ``mode: shared`` over the benchmark's default)."""
+        data: dict[str, Any] = handler(self)
+        return {k: v for k, v in data.items() if k in self.model_fields_set}
 
     @field_validator("runtime")
     @classmethod

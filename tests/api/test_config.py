@@ -126,6 +126,10 @@ def test_a_benchmark_scoring_default_is_overridden_field_by_field_by_the_documen
                    "criteria": [{"label": "Says hi", "assertion": {"assert": "response_contains", "needles": ["hi"]}}],
                    "scoring": {"retries": {"max_retries": 0}}}]})
     docs = {t.task_id: t.document for t in expand_tasks(bench, tmp_path)}
+    # a dumped benchmark (a deployment's parameter) layers the same: only written fields are dumped
+    again = Benchmark.model_validate(bench.model_dump(mode="json", by_alias=True, exclude_none=True))
+    assert {t.task_id: t.document.scoring for t in expand_tasks(again, tmp_path)} == {
+        k: d.scoring for k, d in docs.items()}
     plain, doc, verial = docs["plain"].scoring, docs["doc"].scoring, docs["verial"].scoring
     assert plain is not None and doc is not None and verial is not None
     assert (plain.mode, plain.retries.max_retries, plain.env, plain.network.mode) == (  # type: ignore[union-attr]

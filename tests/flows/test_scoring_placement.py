@@ -101,9 +101,11 @@ async def test_a_task_document_with_isolated_scoring_is_scored_in_a_fresh_env_an
 
 
 @pytest.mark.usefixtures("published")
-async def test_a_benchmark_scores_in_isolation_by_default_and_a_task_overrides_it(tmp_path: Path) -> None:
+async def test_a_benchmark_scores_in_isolation_by_default_and_a_task_overrides_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAIL_FIRST", "1")
     bench = {"name": "Placement", "slug": "placement",
-             "defaults": {"scoring": {"mode": "isolated", "retries": {"max_retries": 0}}},
+             "defaults": {"scoring": {"mode": "isolated", "retries": {"max_retries": 1}}},
              "tasks": [{"id": "inherits", "steps": steps(tmp_path / "inherits")},
                        {"id": "shared", "steps": steps(tmp_path / "shared"), "scoring": {"mode": "shared"}}]}
     for task in bench["tasks"]:  # in the agent's own sandbox the 'fresh' probe fails: keep it for isolated only
@@ -115,12 +117,18 @@ async def test_a_benchmark_scores_in_isolation_by_default_and_a_task_overrides_i
     assert state.is_completed(), state.message
     inherits, shared = (json.loads((tmp_path / "reports" / f"{name}.seed0-epoch0.json").read_text())
                         for name in ("inherits", "shared"))
-    assert inherits["scoring"]["mode"] == "isolated" and inherits["scoring"]["attempts"] == 1
-    assert shared["scoring"]["mode"] == "shared"
-    assert (inherits["score"], shared["score"]) == (pytest.approx(2 / 3), 0.5)  # no token, no proxy here
-    seen = {name: (tmp_path / name / "attempt-0").read_text() for name in ("inherits", "shared")}
-    assert seen["inherits"] != inherits["context"]["deployed_envs"]["records"]["mcp_url"]
-    assert seen["shared"] == shared["context"]["deployed_envs"]["records"]["mcp_url"]
+    assert inherits["scoring"]["mode"] == "isolated" and inherits["scoring"]["attempts"] == 2
+    assert shared["scoring"]["mode"] == "shared" and shared["scoring"]["attempts"] is None
+    # shared scoring is not retried (though it inherits retries): the verifier's failure fails the task
+    checks = next(step for step in shared["steps"] if step["id"] == "checks")
+    assert (checks["state"], checks["attempts"]) == ("failed", 1) and "the first attempt fails" in checks["error"]
+    assert (shared["outcome"], shared["score"]) == ("FAILED", 0.0)
+    assert inherits["score"] == pytest.approx(2 / 3)  # isolated, retried: scored (no token, no proxy here)
+    seen = {name: [p.read_text() for p in sorted((tmp_path / name).glob("attempt-*"))]
+            for name in ("inherits", "shared")}
+    assert len(seen["inherits"]) == 2 and inherits["context"]["deployed_envs"]["records"]["mcp_url"] not in seen[
+        "inherits"]
+    assert seen["shared"] == [shared["context"]["deployed_envs"]["records"]["mcp_url"]]
 
 
 def test_a_bad_scoring_value_is_a_validation_error_naming_the_field(tmp_path: Path) -> None:
