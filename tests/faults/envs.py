@@ -29,6 +29,7 @@ class FaultEnv(ReferenceServer):
 
 FAULT_ENVS = {
     "dying": FaultEnv("dying", "1.0.0", "fault", "exits with code 7 after half a second", args=("--die-after", "0.5")),
+    "plain": FaultEnv("plain", "1.0.0", "fault", "serves its card only: every data-plane call fails"),
     "wrapped": FaultEnv("wrapped", "1.0.0", "fault", "started through sh -c, with a helper child",
                         args=("--child",), shell=True),
 }

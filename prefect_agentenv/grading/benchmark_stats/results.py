@@ -91,6 +91,9 @@ class TaskResult(StatsModel):
     snapshot: TaskSnapshot | None = None
     axis_scores: dict[str, float] = Field(default_factory=dict)
     """Score per axis (``correctness``, ``safety``…): see :func:`axis_scores`."""
+    axes_unknown_errors: list[str] = Field(default_factory=list)
+    """Verifiers that errored whose axes the document does not declare (a script's rows): the run
+    counts 0 on every axis its task scored in other runs and this one did not."""
     files: dict[str, str] = Field(default_factory=dict)
     """Files collected from the agent's sandbox: name → object URL."""
     started_at: str | None = None
@@ -141,7 +144,8 @@ def axis_scores(verifications: Mapping[str, Mapping[str, Any]]) -> dict[str, flo
         axis score = clamp((Σ_P w·s − Σ_N |w|·s) / Σ_P w, 0, 1)     (clamp(1 − Σ_N |w|·s) when P is empty)
 
     Rows without a numeric ``score`` or with weight 0 are ignored; an axis with no counted row
-    is left out.
+    is left out. An **errored** verifier counts 0 on every axis its document declares (its
+    ``axes``, the ``|weight|`` of its criteria per axis): an error never lifts an axis.
     """
     gains: dict[str, float] = defaultdict(float)
     totals: dict[str, float] = defaultdict(float)
@@ -151,7 +155,7 @@ def axis_scores(verifications: Mapping[str, Mapping[str, Any]]) -> dict[str, flo
         verifier_weight = _number(verification.get("weight"), 1.0)
         if verification.get("skipped") or verifier_weight <= 0:
             continue
-        for row in verification.get("results") or []:
+        for row in _axis_rows(verification):
             axis, score = row.get("axis"), row.get("score")
             if not isinstance(axis, str) or not axis or not _is_number(score):
                 continue
@@ -169,6 +173,21 @@ def axis_scores(verifications: Mapping[str, Mapping[str, Any]]) -> dict[str, flo
         raw = (gains[axis] - losses[axis]) / totals[axis] if totals[axis] > 0 else 1.0 - losses[axis]
         scores[axis] = min(1.0, max(0.0, raw))
     return scores
+
+
+def _axis_rows(verification: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The rows of a verification, and for an errored one a row at 0 for each axis it declares."""
+    rows = list(verification.get("results") or [])
+    if verification.get("errored") and isinstance(verification.get("axes"), Mapping):
+        rows += [{"axis": axis, "score": 0.0, "weight": abs(_number(weight, 1.0))}
+                 for axis, weight in verification["axes"].items()]
+    return rows
+
+
+def axes_unknown_errors(verifications: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Counted verifiers that errored without declared axes (their rows come from a script)."""
+    return [vid for vid, v in verifications.items()
+            if v.get("errored") and _number(v.get("weight"), 1.0) > 0 and not isinstance(v.get("axes"), Mapping)]
 
 
 def _is_number(value: Any) -> bool:
