@@ -142,3 +142,15 @@ async def test_an_errored_verifier_scores_zero_on_its_axes_in_every_per_axis_agg
     assert by_axis["correctness"].mean == pytest.approx(0.75) and by_axis["safety"].mean == pytest.approx(0.5)
     # The script that errored may have graded tone: its run counts 0 there instead of leaving the mean.
     assert by_axis["tone"].n == 2 and by_axis["tone"].mean == pytest.approx(0.5)
+
+
+def test_an_aggregate_that_folds_an_errored_verifier_scores_its_axes_zero() -> None:
+    from prefect_agentenv.grading.benchmark_stats import axis_scores
+    from prefect_agentenv.grading.verification import errored, scored
+
+    judge = errored("the judge could not be reached", weight=0, axes={"tone": 1.0})
+    polite = scored([{"id": "polite", "result": "pass", "score": 1.0, "axis": "tone"}], aggregator="all_pass", weight=0)
+    folded = [{**row, "id": f"{vid}.{row['id']}", "verifier_id": vid}
+              for vid, v in (("judge", judge), ("polite", polite)) for row in v["results"]]
+    both = scored(folded, aggregator="weighted_average", weight=1, fmt="aggregate", verifier_ids=["judge", "polite"])
+    assert axis_scores({"judge": judge, "polite": polite, "both": both}) == {"tone": 0.5}

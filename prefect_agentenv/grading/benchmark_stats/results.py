@@ -155,7 +155,7 @@ def axis_scores(verifications: Mapping[str, Mapping[str, Any]]) -> dict[str, flo
         verifier_weight = _number(verification.get("weight"), 1.0)
         if verification.get("skipped") or verifier_weight <= 0:
             continue
-        for row in _axis_rows(verification):
+        for row in _axis_rows(verification, verifications):
             axis, score = row.get("axis"), row.get("score")
             if not isinstance(axis, str) or not axis or not _is_number(score):
                 continue
@@ -175,12 +175,18 @@ def axis_scores(verifications: Mapping[str, Mapping[str, Any]]) -> dict[str, flo
     return scores
 
 
-def _axis_rows(verification: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The rows of a verification, and for an errored one a row at 0 for each axis it declares."""
+def _axis_rows(verification: Mapping[str, Any],
+               verifications: Mapping[str, Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The rows of a verification, plus a row at 0 for each axis an errored verifier declares
+    (itself, or one that an ``aggregate_verifiers`` folded: its ``<id>.verifier_error`` row)."""
     rows = list(verification.get("results") or [])
-    if verification.get("errored") and isinstance(verification.get("axes"), Mapping):
-        rows += [{"axis": axis, "score": 0.0, "weight": abs(_number(weight, 1.0))}
-                 for axis, weight in verification["axes"].items()]
+    errored = [verification] if verification.get("errored") else []
+    errored += [verifications[row["verifier_id"]] for row in rows
+                if str(row.get("id", "")).endswith(".verifier_error") and row.get("verifier_id") in verifications]
+    for source in errored:
+        if source.get("errored") and isinstance(source.get("axes"), Mapping):
+            rows += [{"axis": axis, "score": 0.0, "weight": abs(_number(weight, 1.0))}
+                     for axis, weight in source["axes"].items()]
     return rows
 
 
