@@ -1,0 +1,105 @@
+"""Whether the Prefect API is still there, for a run that must finish without it.
+
+A run records itself in Prefect (task runs as events, logs in batches, artifacts, its final
+state), but its steps and its report do not need Prefect. When the API goes away mid-run, every
+one of those calls would retry with backoff for many seconds, one after the other, and
+Prefect's workers print each failure. So:
+
+* after its steps (and teardown), a process's own run asks the API once, with a short timeout
+  and no retries (:func:`probe`); when it does not answer, the report says so and the run is
+  marked **lost** (:func:`mark_lost`) once the report is on disk, which the CLI waits for to
+  leave at once with one line;
+* Prefect's own log records about failing to reach the API are dropped from the console
+  (:class:`QuietApiFailures`), counted instead: the CLI says it in one line at the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+
+import httpx
+
+PROBE_TIMEOUT_SECONDS = 3.0
+"""Connect and read timeout of the one health request (no retries)."""
+
+_lost = threading.Event()
+_lost_reason: list[str] = []
+_troubles: list[str] = []
+
+
+async def probe(timeout: float = PROBE_TIMEOUT_SECONDS) -> str | None:
+    """``None`` when the configured Prefect API answers its health check, else why not (one line).
+
+    Also ``None`` without a configured API (a temporary in-process server cannot go away alone).
+    """
+    from prefect.settings import get_current_settings
+
+    url = get_current_settings().api.url
+    if not url:
+        return None
+    try:
+        async with httpx.AsyncClient(timeout=httpx.Timeout(timeout), trust_env=False) as client:
+            response = await client.get(f"{url.rstrip('/')}/health")
+    except httpx.HTTPError as exc:
+        return f"the Prefect API at {url} is unreachable ({type(exc).__name__}: {str(exc) or 'no answer'})"
+    if response.status_code >= 500:
+        return f"the Prefect API at {url} answered {response.status_code}"
+    return None
+
+
+def mark_lost(reason: str) -> None:
+    """Say that the run's report is on disk and the Prefect API is gone (the CLI leaves at once)."""
+    if not _lost.is_set():
+        _lost_reason.append(reason)
+        _lost.set()
+
+
+def lost() -> str | None:
+    """Why the API was found gone after this process's run, if it was."""
+    return _lost_reason[0] if _lost.is_set() else None
+
+
+async def wait_lost(poll: float = 0.1) -> str:
+    """Return once :func:`mark_lost` was called (from any thread)."""
+    while not _lost.is_set():
+        await asyncio.sleep(poll)
+    return _lost_reason[0]
+
+
+def troubles() -> list[str]:
+    """The distinct API failures Prefect's own loggers reported (and that were kept off the console)."""
+    return list(_troubles)
+
+
+def _is_api_failure(record: logging.LogRecord) -> bool:
+    """A record of Prefect's services about not reaching its API (not about a user's code)."""
+    if not record.name.startswith("prefect.") or record.name.startswith(("prefect.flow_runs", "prefect.task_runs")):
+        return False
+    error = record.exc_info[1] if record.exc_info else None
+    if isinstance(error, OSError | httpx.TransportError | TimeoutError):
+        return True
+    if error is not None and type(error).__module__.startswith("websockets"):
+        return True
+    return record.name == "prefect.events.clients" and record.getMessage().startswith("Unable to connect")
+
+
+class QuietApiFailures(logging.Filter):
+    """Keeps Prefect's records about an unreachable API off the console: the CLI says it once.
+
+    ``PREFECT_LOGGING_LEVEL=DEBUG`` shows them all.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not _is_api_failure(record) or logging.getLogger(record.name).isEnabledFor(logging.DEBUG):
+            return True
+        error = record.exc_info[1] if record.exc_info else None
+        what = f"{type(error).__name__}: {error}" if error is not None else record.getMessage()
+        what = what.splitlines()[0][:200] if what else "unreachable"
+        if what not in _troubles and len(_troubles) < 20:
+            _troubles.append(what)
+        return False
+
+
+__all__ = ["PROBE_TIMEOUT_SECONDS", "QuietApiFailures", "lost", "mark_lost", "probe", "troubles", "wait_lost"]
