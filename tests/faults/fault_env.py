@@ -18,7 +18,7 @@ import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-CARD = {"name": "fault", "protocolVersion": "0.1", "url": "/agentenv",
+CARD: dict[str, object] = {"name": "fault", "protocolVersion": "0.1", "url": "/agentenv",
         "additionalInterfaces": [{"url": "/mcp", "transport": "mcp"}],
         "capabilities": {"tools": [], "operations": [], "extensions": []}}
 
@@ -75,8 +75,9 @@ def main() -> None:
     args = parser.parse_args()
     _Handler.silent_posts = args.silent_posts or args.silent
     if args.silent_posts:  # a data plane that would answer, if it answered
-        _Handler.card = {**CARD, "capabilities": {"tools": [], "extensions": [],
-                                                  "operations": ["data/reset", "data/add", "data/get"]}}
+        capabilities: dict[str, object] = {"tools": [], "extensions": [],
+                                           "operations": ["data/reset", "data/add", "data/get"]}
+        _Handler.card = {**CARD, "capabilities": capabilities}
     _Handler.silent_gets = args.silent
     if args.agent:
         _Handler.card_path, _Handler.card = "/.well-known/agent-card.json", _agent_card(args.host, args.port)

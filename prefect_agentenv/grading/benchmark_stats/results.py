@@ -175,8 +175,7 @@ def axis_scores(verifications: Mapping[str, Mapping[str, Any]]) -> dict[str, flo
     return scores
 
 
-def _axis_rows(verification: Mapping[str, Any],
-               verifications: Mapping[str, Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def _axis_rows(verification: Mapping[str, Any], verifications: Mapping[str, Mapping[str, Any]]) -> list[Any]:
     """The rows of a verification, plus a row at 0 for each axis an errored verifier declares
     (itself, or one that an ``aggregate_verifiers`` folded: its ``<id>.verifier_error`` row)."""
     rows = list(verification.get("results") or [])
