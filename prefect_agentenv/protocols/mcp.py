@@ -183,10 +183,7 @@ async def mcp_session(
         client_http = http if http is not None else await stack.enter_async_context(mcp_http_client())
         client = Client(streamable_http_client(url, http_client=client_http), mode=mode,
                         read_timeout_seconds=timeout, client_info=_client_info(), cache=None)
-        # The SDK's server/discover probe waits 10 s whatever the timeout: opening (the probe, then
-        # a legacy initialize) is bounded by two request timeouts, so a silent endpoint fails in time.
-        with anyio.fail_after(None if timeout is None else 2 * timeout):
-            await stack.enter_async_context(client)
+        await stack.enter_async_context(client)
     except BaseException as exc:
         await stack.aclose()
         _raise_mapped(exc, url, "opening the session")

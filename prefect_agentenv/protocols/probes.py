@@ -11,6 +11,7 @@ Only ``failed`` rows are hard failures. A missing card is not one: a plain MCP s
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 from urllib.parse import urljoin
@@ -19,7 +20,7 @@ import httpx
 import httpx2
 from pydantic import BaseModel, Field
 
-from prefect_agentenv.exceptions import AgentEnvError, ProtocolError
+from prefect_agentenv.exceptions import AgentEnvError, McpError, ProtocolError
 from prefect_agentenv.protocols.a2a import DEFAULT_REQUEST_TIMEOUT, A2ACard, A2AClient
 from prefect_agentenv.protocols.agentenv_ext import (
     AGENT_CONFIG_EXTENSION,
@@ -159,7 +160,16 @@ async def _env_tools(report: ProbeReport, url: str, mcp_http: httpx2.AsyncClient
         shown = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
         return f"{len(names)} tool(s) at {url} (MCP {version}): {shown or 'none'}"
 
-    await report.attempt("mcp tools", listing)
+    async def bounded() -> str:
+        # The MCP SDK's server/discover probe waits 10 s whatever the timeout, so the whole listing
+        # (discover, a legacy initialize, tools/list) is bounded here, in a task of its own: a
+        # session's task group cannot be left from inside an outer cancel scope.
+        try:
+            return await asyncio.wait_for(listing(), timeout=3 * timeout)
+        except TimeoutError as exc:
+            raise McpError(f"{url} did not answer the MCP session in time ({3 * timeout:g}s)", url=url) from exc
+
+    await report.attempt("mcp tools", bounded)
     return names
 
 
