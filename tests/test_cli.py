@@ -119,19 +119,19 @@ def test_run_exits_1_when_a_step_fails_the_task(tmp_path: Path, cli_env: dict[st
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_ctrl_c_or_a_cancellation_stops_what_the_run_started(tmp_path: Path, cli_env: dict[str, str],
                                                              sig: signal.Signals) -> None:
-    marker = tmp_path / "stopped.txt"
+    marker, started = tmp_path / "stopped.txt", tmp_path / "started.txt"
     path = write(tmp_path, "long.json", [
-        {"id": "deploy", "type": "test_record", "marker_file": str(marker), "depends_on": []},
+        {"id": "deploy", "type": "test_record", "marker_file": str(marker), "started_file": str(started),
+         "depends_on": []},
         {"id": "wait", "type": "test_sleep", "seconds": 60},
     ])
     proc = subprocess.Popen(cli("run", str(path)), env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     try:
-        deadline = time.monotonic() + 60
-        runs = Path(cli_env["PREFECT_AGENTENV_HOME"]) / "runs"
-        while time.monotonic() < deadline and not any(runs.glob("*")):
-            time.sleep(0.2)
-        time.sleep(2.0)  # let the deploy step start its process
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and not started.exists() and proc.poll() is None:
+            time.sleep(0.1)  # the deploy step's process runs and its teardown is registered
+        assert started.exists(), proc.communicate(timeout=30) if proc.poll() is not None else "never started"
         proc.send_signal(sig)  # SIGTERM is how a worker or `serve` stops a run cancelled in the UI
         proc.wait(timeout=60)
     finally:

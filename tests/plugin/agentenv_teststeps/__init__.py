@@ -60,6 +60,8 @@ class RecordStep(StepModel):
     type: Literal["test_record"] = "test_record"
     marker_file: str | None = None
     """Appended with this step's id when its teardown runs."""
+    started_file: str | None = None
+    """Written once the process runs and its teardown is registered, so a test can wait for it."""
 
 
 async def run_noop(step: NoopStep, ctx: RunContext) -> RunContext:
@@ -95,6 +97,8 @@ async def run_record(step: RecordStep, ctx: RunContext) -> RunContext:
                 f.write(f"{step.id} {proc.pid}\n")
 
     current_run().teardown.add(f"test process {proc.pid}", stop, owner_step=step.id, key=step.id)
+    if step.started_file:
+        Path(step.started_file).write_text(f"{step.id} {proc.pid}\n")
     return _mark(ctx, step.id, started, pid=proc.pid)
 
 
