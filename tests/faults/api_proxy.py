@@ -41,8 +41,6 @@ class ApiProxy:
     port: int = 0
     failed: list[str] = field(default_factory=list)
     """``METHOD path`` of every request answered 503."""
-    seen: list[str] = field(default_factory=list)
-    """``METHOD path`` of every request with a body length the proxy read."""
     _rules: list[_Rule] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _loop: asyncio.AbstractEventLoop | None = None
@@ -72,7 +70,6 @@ class ApiProxy:
     def _injected(self, method: str, path: str) -> bytes | None:
         """The 503 to answer this request with, if a rule says so."""
         with self._lock:
-            self.seen.append(f"{method} {path}")
             for rule in self._rules:
                 if rule.left > 0 and method == rule.method and path.split("?")[0] == rule.path:
                     rule.left -= 1

@@ -3,9 +3,10 @@
 It serves the env card (no tools, no data plane) and, with ``--die-after``, exits with code 7
 after that many seconds, as an env that crashes mid-run does. With ``--child`` it also starts a
 sleeping helper process of its own (a grandchild of the run), which must die with the run.
-``--silent`` answers nothing at all; with ``--silent-posts`` every POST (the env's data plane and MCP endpoint, an agent's A2A
-endpoint) is read and never answered: the connection stays open and silent. ``--agent`` serves
-a plain A2A 1.0 agent card instead of the env card.
+``--silent`` answers nothing at all; with ``--silent-posts`` every POST (the env's data plane
+and MCP endpoint, an agent's A2A endpoint and extensions) is read and never answered: the
+connection stays open and silent. ``--agent`` serves a plain A2A 1.0 agent card (declaring
+agent-config) instead of the env card.
 """
 
 from __future__ import annotations
