@@ -75,12 +75,10 @@ async def _run(doc: TaskDocument, overrides: dict[str, str], keep: bool, report:
         # The report is on disk and the API is gone: Prefect would now retry, call after call, to
         # record the run's end, ship its logs and events. Give it a moment, then leave.
         await asyncio.wait({flow_run}, timeout=LOST_API_GRACE_SECONDS)
-    if not flow_run.done():
-        written = _report_of_this_process(report)
-        assert written is not None  # the run marks the API lost only once its report is written
+    if not flow_run.done() and (written := _report_of_this_process(report)) is not None:
         _leave_without_prefect(written, report, lost.result())
     lost.cancel()
-    state = flow_run.result()
+    state = await flow_run
     return await state.result(raise_on_failure=False)
 
 
@@ -131,8 +129,8 @@ def _one_line_logs() -> None:
                                            if isinstance(lg, logging.Logger)]]:
         for handler in logger_.handlers:
             if isinstance(handler, logging.StreamHandler):
+                handler.addFilter(api_health.QuietApiFailures())  # first: it reads the traceback's error
                 handler.addFilter(_NoTraceback())
-                handler.addFilter(api_health.QuietApiFailures())
 
 
 def _report_of_this_process(report: Path | None) -> Path | None:

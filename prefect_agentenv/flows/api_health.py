@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import threading
 
 import httpx
@@ -59,7 +60,7 @@ def lost() -> str | None:
     return _lost_reason[0] if _lost.is_set() else None
 
 
-async def wait_lost(poll: float = 0.1) -> str:
+async def wait_lost(poll: float = 0.25) -> str:
     """Return once :func:`mark_lost` was called (from any thread)."""
     while not _lost.is_set():
         await asyncio.sleep(poll)
@@ -71,11 +72,26 @@ def troubles() -> list[str]:
     return list(_troubles)
 
 
+_STUCK = re.compile(r"^Finished in state (Pending|Running)\(")
+"""A run the engine left before it was even Running, or still Running: only when its API failed."""
+
+
 def _is_api_failure(record: logging.LogRecord) -> bool:
-    """A record of Prefect's services about not reaching its API (not about a user's code)."""
-    if not record.name.startswith("prefect.") or record.name.startswith(("prefect.flow_runs", "prefect.task_runs")):
-        return False
+    """A record of Prefect's own machinery about not reaching its API (never about a user's code).
+
+    Prefect's background services (events, logs, concurrency slots) talk only to the API, so each
+    of their failures is one; the engine's "Finished in state Pending()" means a task run never
+    got its state from the API; anything else must carry a connection error.
+    """
+    if record.name.startswith("prefect._internal.concurrency") and record.levelno >= logging.WARNING:
+        return True
     error = record.exc_info[1] if record.exc_info else None
+    if record.name.startswith("prefect.flow_runs") and isinstance(error, httpx.TransportError):
+        return True  # the flow's steps wrap their peers' errors: a bare one is the engine's own call
+    if record.name.startswith(("prefect.flow_runs", "prefect.task_runs")):
+        return bool(_STUCK.match(record.getMessage()))
+    if not record.name.startswith("prefect."):
+        return False
     if isinstance(error, OSError | httpx.TransportError | TimeoutError):
         return True
     if error is not None and type(error).__module__.startswith("websockets"):

@@ -67,8 +67,11 @@ def test_the_api_going_away_mid_run_ends_the_run_quickly_with_its_report_and_one
     took = time.monotonic() - cut_at
     assert code == 0, err
     assert "Traceback" not in err and "Error logging to API" not in err, err
-    assert [line for line in err.splitlines() if line.strip()] == [next(
-        line for line in err.splitlines() if "the Prefect API was lost" in line)], err
+    lines = [line for line in err.splitlines() if line.strip()]
+    # One line says the API was lost; the only others are the run's own (a step that Prefect could
+    # not start as a task run, when the cut came before it started), none of Prefect's.
+    assert len([line for line in lines if "the Prefect API was lost" in line]) == 1, err
+    assert all("the Prefect API was lost" in line or "prefect_agentenv." in line for line in lines), err
     # The steps take ~3 s; then one health check and a 2 s grace instead of a minute of retries.
     assert took < 30, took
     report = json.loads(run.report.read_text())
