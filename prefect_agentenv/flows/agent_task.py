@@ -285,9 +285,9 @@ async def _api_lost(run: RunResources, in_prefect: bool) -> str | None:
     if not (in_prefect and _flow_run_id() and _is_top_level()):
         return None
     lost = await asyncio.shield(api_health.probe())
-    if lost and not run.services.get(_PREFECT_DOWN):
-        run.services[_PREFECT_DOWN] = (f"the Prefect API was lost during the run ({lost}); the steps ran, "
-                                       "but Prefect may not have recorded all of them")
+    if lost:
+        already = run.services.get(_PREFECT_DOWN) or "the steps ran, but Prefect may not have recorded all of them"
+        run.services[_PREFECT_DOWN] = f"the Prefect API was lost during the run ({lost}); {already}"
     return lost
 
 
