@@ -177,7 +177,7 @@ def axis_scores(verifications: Mapping[str, Mapping[str, Any]], skip_policy: Ski
     return scores
 
 
-def _skipped_rows(verification: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _skipped_rows(verification: Mapping[str, Any]) -> list[Any]:
     """A skipped verifier's axes as rows scoring 0: its rows' axes and weights, else its ``axes``."""
     rows = [{**row, "score": 0.0} for row in verification.get("results") or []]
     return rows or [{"axis": axis, "score": 0.0, "weight": weight} for axis, weight in _declared(verification).items()]
