@@ -45,7 +45,7 @@ demo: install
 	$(BIN)/python -m prefect_agentenv.demo
 
 test: install-test peers
-	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=15
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=15
 
 # The browser tests use the system's Chromium (Playwright never downloads one); without it they
 # are skipped and say so. CI runs this before `make test`.

@@ -9,6 +9,7 @@ import time
 import uuid
 from contextlib import nullcontext
 from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -24,10 +25,20 @@ from prefect_agentenv.context import RunContext
 from prefect_agentenv.documents.graph import resolve_dependencies
 from prefect_agentenv.documents.loading import env_var_names, fill_placeholders, resolve_env_vars
 from prefect_agentenv.documents.models import TaskDocument
+from prefect_agentenv.documents.scoring import ScoringConfig, split_for_isolation, with_scoring_env
 from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError, StepError, TaskDocumentError
+from prefect_agentenv.flows import api_health
 from prefect_agentenv.flows.cancellation import watch_cancellation
 from prefect_agentenv.flows.redaction import redacting_logs
-from prefect_agentenv.flows.report import TaskReport, build_report, publish_artifacts, redact, write_report
+from prefect_agentenv.flows.report import (
+    ScoringSummary,
+    TaskReport,
+    build_report,
+    publish_artifacts,
+    redact,
+    write_report,
+)
+from prefect_agentenv.flows.scoring_placement import IsolatedScoring
 from prefect_agentenv.flows.run_tags import add_flow_run_tags
 from prefect_agentenv.flows.step_log import describe_step, send_package_logs_to_prefect
 from prefect_agentenv.flows.scheduler import DagScheduler, ScheduleResult
@@ -193,6 +204,7 @@ async def run_task_document(
     """
     if seeds:
         document = TaskDocument.model_validate(fill_placeholders(document.model_dump(mode="json"), seeds))
+    document, isolated = _placed(document)
     settings = get_settings()
     run_id = run_id or _flow_run_id() or uuid.uuid4().hex
     run = RunResources(
@@ -213,12 +225,16 @@ async def run_task_document(
     t0 = time.monotonic()
     token = bind_run(run)
     stop = stop or StopRequest()
+    execute = _execute_as_prefect_task if execute_in_prefect else _run_step
     scheduler = DagScheduler(
-        document,
-        _execute_as_prefect_task if execute_in_prefect else _run_step,
+        document if isolated is None else isolated.rollout,
+        execute,
         before_retry=lambda span: run.teardown.stop_owned_by(set(span)),
     )
     stop.on_stop(scheduler.stop)
+    scoring = IsolatedScoring(isolated.verifiers, isolated.scoring, execute) if isolated else None
+    if scoring:
+        stop.on_stop(scoring.stop)
     result: ScheduleResult | None = None
     error = _unset_env_vars(document)
     timed_out = False
@@ -227,6 +243,8 @@ async def run_task_document(
         try:
             if error is None:
                 result = await scheduler.run()
+                if scoring and result.fatal is None and not result.stopped:
+                    result = await scoring.run(run, result)
         except asyncio.CancelledError:
             error = "the run was cancelled"
             raise
@@ -237,6 +255,7 @@ async def run_task_document(
             teardown = await asyncio.shield(run.teardown.stop_all(settings.teardown_timeout_seconds))
             unbind_run(token)
             await asyncio.to_thread(Redactor(run.redact).files, run.workdir)
+            api_lost = await _api_lost(run, execute_in_prefect)
             warnings += _run_warnings(run)
             result = result or scheduler.result()
             transcript = await _transcript(document, run_id, result, error)
@@ -253,9 +272,55 @@ async def run_task_document(
                 secrets=run.redact,
                 skip_policy=document.skip_policy,
                 transcript=transcript,
+                scoring=_scoring_summary(document, scoring),
             )
             await _keep_report(report, run, report_path, publish=publish)
+            if api_lost:
+                api_health.mark_lost(api_lost)  # the report is on disk: the CLI may leave now
     return report
+
+
+async def _api_lost(run: RunResources, in_prefect: bool) -> str | None:
+    """Why the Prefect API is gone, asked once after a process's own run (not a benchmark's
+    subflows): the report then says so and nothing more is sent to it."""
+    if not (in_prefect and _flow_run_id() and _is_top_level()):
+        return None
+    lost = await asyncio.shield(api_health.probe())
+    if lost:
+        already = run.services.get(_PREFECT_DOWN) or "the steps ran, but Prefect may not have recorded all of them"
+        run.services[_PREFECT_DOWN] = f"the Prefect API was lost during the run ({lost}); {already}"
+    return lost
+
+
+@dataclass
+class _Isolated:
+    """A task scored in isolation: its rollout steps, then its verifiers in fresh envs."""
+
+    rollout: TaskDocument
+    verifiers: TaskDocument
+    scoring: ScoringConfig
+
+
+def _placed(document: TaskDocument) -> tuple[TaskDocument, _Isolated | None]:
+    """The document with its ``scoring`` env and network on its verifiers, and, when it is scored
+    in isolation, its rollout and verifier halves."""
+    scoring = document.scoring
+    if scoring is None:
+        return document, None
+    document = document.model_copy(update={"steps": with_scoring_env(document.steps, scoring)})
+    if scoring.mode != "isolated":
+        return document, None
+    rollout, verifiers = split_for_isolation(document.steps)
+    return document, _Isolated(document.model_copy(update={"steps": rollout}),
+                               document.model_copy(update={"steps": verifiers}), scoring)
+
+
+def _scoring_summary(document: TaskDocument, scoring: IsolatedScoring | None) -> ScoringSummary | None:
+    if document.scoring is None:
+        return None
+    network = document.scoring.network
+    return ScoringSummary(mode=document.scoring.mode, attempts=scoring.attempts if scoring else None,
+                          network=network.mode if network else None, env=sorted(document.scoring.env))
 
 
 def _run_warnings(run: RunResources) -> list[str]:

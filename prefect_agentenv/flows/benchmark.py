@@ -240,7 +240,7 @@ class _Runner:
             self.report_dir.mkdir(parents=True, exist_ok=True)
             name = f"{task_key(key.task_id, key.seed_index)}-epoch{key.epoch}.json"
             (self.report_dir / name).write_text(report.model_dump_json(indent=2))
-        return result_from_report(report, key, report_url=url, **common)
+        return result_from_report(report, key, report_url=url, skip_policy=task.document.skip_policy, **common)
 
     def _frozen(self, task: ExpandedTask, key: str) -> ExpandedTask:
         """A resumed run runs the task as it was frozen when the run first started it, so reruns are
@@ -307,8 +307,11 @@ class _Runner:
         if html_url:
             opens = self.store.browser_url(html_url) or html_url  # presigned when the store is S3
             markdown += f"\n\n**HTML report** (charts, trend, a transcript per task run): [{html_url}]({opens})\n"
-        await _publish(self.store, self.bench.slug, markdown, results, self.verification_rows,
-                       self.store.browser_url(html_url) or html_url if html_url else None)
+        try:
+            await _publish(self.store, self.bench.slug, markdown, results, self.verification_rows,
+                           self.store.browser_url(html_url) or html_url if html_url else None)
+        except Exception as exc:  # artifacts are a view of results already stored; never lose the summary
+            logger.warning("could not publish the benchmark's Prefect artifacts: %s", exc)
         finished_events(self.bench.slug, self.run_id, summary, comparison)
         out = {"run_id": self.run_id, "slug": self.bench.slug, "headline": headline_text(summary),
                "summary": summary.model_dump(mode="json"), "counts": summary.counts.model_dump(mode="json"),
@@ -353,8 +356,12 @@ def headline_text(summary: Any) -> str:
 async def _progress(slug: str, done: int, total: int) -> Any:
     if FlowRunContext.get() is None:
         return None
-    return await acreate_progress_artifact(progress=100.0 * done / max(1, total), key=artifact_key("bench", slug,
-                                           "progress"), description=f"Benchmark {slug}: share of task runs done")
+    try:
+        return await acreate_progress_artifact(progress=100.0 * done / max(1, total), key=artifact_key(
+            "bench", slug, "progress"), description=f"Benchmark {slug}: share of task runs done")
+    except Exception as exc:  # the progress bar is a view; the benchmark goes on without it
+        logger.warning("could not create the progress artifact: %s", exc)
+        return None
 
 
 async def _publish(store: ArtifactBackend, slug: str, markdown: str, results: list[TaskResult],
