@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -19,6 +18,9 @@ from prefect_agentenv.commands.rollout import rollout_command
 from prefect_agentenv.commands.view import view_command
 
 if TYPE_CHECKING:
+    # Typer (>= 0.26) carries its own copy of Click; its group methods take and return that copy's types.
+    from typer import _click as click
+
     from prefect_agentenv.documents import TaskDocument
 
 # Every import of the documents, the flows or Prefect happens inside the command that needs it:
@@ -90,11 +92,12 @@ def validate(
         result = validate_any_file(path)
         for w in result.warnings:
             typer.echo(f"{path}: {w.severity}: {w.render()}", err=True)
-        if result.ok and isinstance(result, BenchmarkValidationResult):
-            tasks = len({t.base_id for t in result.tasks})
-            typer.echo(f"{path}: ok (benchmark: {tasks} tasks, {len(result.tasks)} runs per epoch)")
-            continue
-        if result.ok:
+        if isinstance(result, BenchmarkValidationResult):
+            if result.ok:
+                tasks = len({t.base_id for t in result.tasks})
+                typer.echo(f"{path}: ok (benchmark: {tasks} tasks, {len(result.tasks)} runs per epoch)")
+                continue
+        elif result.ok:
             typer.echo(f"{path}: ok ({len(result.document.steps) if result.document else 0} steps)")
             if explain and result.document is not None:
                 doc = result.document

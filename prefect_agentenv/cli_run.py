@@ -72,7 +72,7 @@ async def _run(doc: TaskDocument, overrides: dict[str, str], keep: bool, report:
         await mark_dead_flow_runs_crashed(dead_flow_runs)
     state = await agent_task(doc, overrides=overrides, keep=keep, report_path=str(report) if report else None,
                              return_state=True)
-    return await state.result(raise_on_failure=False)
+    return await state.aresult(raise_on_failure=False)
 
 
 def _ended_early(doc: TaskDocument, report: Path | None, message: str, code: int) -> int:

@@ -91,7 +91,7 @@ def step_task(step_type: str) -> Task[..., Any]:
         return await definition.run(step, (ctx or RunContext()).model_copy(deep=True))
 
     run_step.__doc__ = f"Run a ``{step_type}`` step on ``ctx``; the keyword arguments are its fields."
-    return task(run_step, name=step_type, cache_policy=NO_CACHE, persist_result=False)
+    return task(name=step_type, cache_policy=NO_CACHE, persist_result=False)(run_step)
 
 
 deploy_env = step_task("deploy_env")

@@ -29,7 +29,7 @@ from prefect_agentenv.flows.redaction import redacting_logs
 from prefect_agentenv.flows.report import TaskReport, build_report, publish_artifacts, redact, write_report
 from prefect_agentenv.flows.run_tags import add_flow_run_tags
 from prefect_agentenv.flows.step_log import describe_step, send_package_logs_to_prefect
-from prefect_agentenv.flows.scheduler import DagScheduler, ScheduleResult
+from prefect_agentenv.flows.scheduler import DagScheduler, ScheduleResult, mark_retries_exhausted
 from prefect_agentenv.flows.task_parameter import TaskParameter, resolve_task_parameter
 from prefect_agentenv.redaction import MIN_SECRET_LENGTH, Redactor
 from prefect_agentenv.flows.task_tags import only_tags, step_task_tags
@@ -95,7 +95,7 @@ async def _step_task_body(step: StepModel, inputs: list[RunContext]) -> RunConte
     return out
 
 
-_step_task = task(_step_task_body, cache_policy=NO_CACHE, persist_result=False, log_prints=True)
+_step_task = task(cache_policy=NO_CACHE, persist_result=False, log_prints=True)(_step_task_body)
 
 
 class _PrefectSteps:
@@ -146,17 +146,21 @@ async def _execute_as_prefect_task(step: StepModel, inputs: list[RunContext]) ->
         if step.id in started:
             raise
         return await _without_prefect(run, step, inputs, f"{type(exc).__name__}: {exc}")
+    if not isinstance(state, State):  # return_type="state" always gives one
+        raise TypeError(f"Prefect returned {type(state).__name__} for step '{step.id}', not a state")
     if not state.is_final() or (state.is_failed() and step.id not in started):
         # The task run never reached the step (e.g. its concurrency slot could not be acquired).
         return await _without_prefect(run, step, inputs, state.message or state.type.value)
     if state.is_cancelled():
         raise asyncio.CancelledError(state.message)
-    result = await state.result(raise_on_failure=False)
+    result = await state.aresult(raise_on_failure=False)
     if not state.is_completed():
         error = result if isinstance(result, BaseException) else StepError(
             state.message or f"step ended in state {state.type.value}", step_id=step.id, step_type=step.type)
-        error.retries_exhausted = own_retries  # type: ignore[union-attr]  # the scheduler must not retry again
+        mark_retries_exhausted(error, own_retries)  # Prefect's task retries ran: the scheduler must not retry again
         raise error
+    if not isinstance(result, RunContext):
+        raise TypeError(f"step '{step.id}' returned {type(result).__name__}, not a RunContext")
     return result
 
 
@@ -354,9 +358,9 @@ def _agent_task_run_name() -> str:
     data = task.model_dump() if isinstance(task, TaskDocument) else task if isinstance(task, dict) else {}
     steps = data.get("steps", data) if isinstance(data, dict) else data
     overrides = params.get("overrides") or {}
-    agents = sorted({overrides.get(f"{s.get('agent_name')}.a2a_agent_id") or overrides.get("a2a_agent_id")
-                     or s.get("a2a_agent_id") for s in steps or []
-                     if isinstance(s, dict) and s.get("type") == "deploy_agent"} - {None})
+    found = (overrides.get(f"{s.get('agent_name')}.a2a_agent_id") or overrides.get("a2a_agent_id")
+             or s.get("a2a_agent_id") for s in steps or [] if isinstance(s, dict) and s.get("type") == "deploy_agent")
+    agents = sorted({str(agent) for agent in found if agent is not None})
     task_id = data.get("id", "task") if isinstance(data, dict) else "task"
     return f"{task_id} · {', '.join(agents)}" if agents else str(task_id)
 

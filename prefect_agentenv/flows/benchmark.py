@@ -29,7 +29,7 @@ from prefect.artifacts import (
     aupdate_progress_artifact,
 )
 from prefect.context import FlowRunContext
-from prefect.deployments import run_deployment
+from prefect.deployments import arun_deployment
 from prefect.states import Completed, Failed, State
 
 from pydantic import Field
@@ -215,7 +215,6 @@ class _Runner:
         snapshot = await asyncio.to_thread(self.results.snapshot_task, task_key(key.task_id, key.seed_index),
                                            task.document.model_dump(mode="json", by_alias=True))
         started, t0 = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), time.monotonic()
-        common = {"seed": task.seed_row, "tags": task.tags, "snapshot": snapshot}
         try:
             async with asyncio.timeout(task.timeout_seconds):
                 report, flow_run_id = await self._dispatch(task, key)
@@ -227,17 +226,19 @@ class _Runner:
         except Exception as exc:  # one failed API call (after Prefect's own retries) costs this run only
             logger.warning("task %s (epoch %s) could not run: %s", key.task_id, key.epoch, exc)
             return crashed_result(key, f"the task could not run: {type(exc).__name__}: {exc}", started_at=started,
-                                  duration_s=round(time.monotonic() - t0, 3), **common)
+                                  duration_s=round(time.monotonic() - t0, 3), seed=task.seed_row, tags=task.tags,
+                                  snapshot=snapshot)
         if report is None:
             return crashed_result(key, "the task's flow run ended without a report", flow_run_id=flow_run_id,
-                                  started_at=started, duration_s=round(time.monotonic() - t0, 3), **common)
+                                  started_at=started, duration_s=round(time.monotonic() - t0, 3), seed=task.seed_row,
+                                  tags=task.tags, snapshot=snapshot)
         url = self.store.object_url(report_key(report.flow_run_id or flow_run_id or ""))
         self.verification_rows += [{"task": key.task_id, "epoch": key.epoch, **row} for row in verification_rows(report)]
         if self.report_dir:
             self.report_dir.mkdir(parents=True, exist_ok=True)
             name = f"{task_key(key.task_id, key.seed_index)}-epoch{key.epoch}.json"
             (self.report_dir / name).write_text(report.model_dump_json(indent=2))
-        return result_from_report(report, key, report_url=url, **common)
+        return result_from_report(report, key, report_url=url, seed=task.seed_row, tags=task.tags, snapshot=snapshot)
 
     def _frozen(self, task: ExpandedTask, key: str) -> ExpandedTask:
         """A resumed run runs the task as it was frozen when the run first started it, so reruns are
@@ -260,7 +261,7 @@ class _Runner:
                 return await self._dispatch_to_deployment(task, name, run_tags)
             state = await agent_task.with_options(flow_run_name=name)(
                 task=task.document, overrides=self.overrides, return_state=True)
-            data = await state.result(raise_on_failure=False)
+            data = await state.aresult(raise_on_failure=False)
         report = TaskReport.model_validate(data) if isinstance(data, dict) else None
         return report, str(state.state_details.flow_run_id) if state.state_details else None
 
@@ -269,7 +270,7 @@ class _Runner:
         """Start the task as a flow run of the agent-task deployment and wait for it; when this wait is
         cut short (the task's timeout, a cancelled benchmark) the flow run is cancelled too, so its worker
         tears its envs and agents down instead of running on unobserved."""
-        flow_run = await run_deployment(
+        flow_run = await arun_deployment(
             self.deployment, parameters={"task": task.document.model_dump(mode="json", by_alias=True),
                                          "overrides": self.overrides},
             flow_run_name=name, tags=run_tags, timeout=0, as_subflow=True)
@@ -304,12 +305,13 @@ class _Runner:
         await _publish(self.store, self.bench.slug, markdown, results, self.verification_rows,
                        self.store.browser_url(html_url) or html_url if html_url else None)
         finished_events(self.bench.slug, self.run_id, summary, comparison)
+        counts = summary.counts.model_dump(mode="json")
+        counts["total"] = summary.counts.total
         out = {"run_id": self.run_id, "slug": self.bench.slug, "headline": headline_text(summary),
-               "summary": summary.model_dump(mode="json"), "counts": summary.counts.model_dump(mode="json"),
+               "summary": summary.model_dump(mode="json"), "counts": counts,
                "regressions": comparison.regressions if comparison else [],
                "regressed_tasks": [c.task_id for c in comparison.of_kind("regressed")] if comparison else [],
                "results_url": self.results.results_url, "report_url": html_url, "markdown": markdown}
-        out["counts"]["total"] = summary.counts.total
         if self.report_dir:
             await asyncio.to_thread(self._write_html, self.report_dir / "html")
             (self.report_dir / "summary.md").write_text(markdown)

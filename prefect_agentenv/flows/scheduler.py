@@ -57,6 +57,20 @@ class ScheduleResult:
     """Why the run was stopped from outside (``SIGINT``, ``SIGTERM``, ``cancelled``), if it was."""
 
 
+_RETRIES_EXHAUSTED = "retries_exhausted"
+
+
+def mark_retries_exhausted(error: BaseException, exhausted: bool) -> None:
+    """Say that the step's own retries already ran (as Prefect task retries), so the scheduler
+    does not retry it again. An attribute on the error: it may be any exception a step raised."""
+    setattr(error, _RETRIES_EXHAUSTED, exhausted)
+
+
+def retries_exhausted(error: BaseException) -> bool:
+    """Whether :func:`mark_retries_exhausted` said the step's retries already ran."""
+    return bool(getattr(error, _RETRIES_EXHAUSTED, False))
+
+
 class _Fatal(Exception):
     def __init__(self, record: StepRecord) -> None:
         super().__init__(record.error)
@@ -164,7 +178,7 @@ class DagScheduler:
             raise
         except Exception as exc:
             error: Exception = exc
-        if step.retry_config and step.retry_config.max_retries > 0 and not getattr(error, "retries_exhausted", False):
+        if step.retry_config and step.retry_config.max_retries > 0 and not retries_exhausted(error):
             out = await self._retry(step, error)
             if out is not None:
                 return out

@@ -11,12 +11,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from prefect_agentenv.context import DeployedAgent, PromptResponse, RunContext
 from prefect_agentenv.exceptions import AgentEnvError, JudgeOutputError, NotInContextError, StepError
+from prefect_agentenv.grading.aggregate import Aggregator
 from prefect_agentenv.grading.judging import AgentAsk, Ask, model_ask, run_judge
 from prefect_agentenv.grading.verification import prompt_error, scored, skip_reason, skipped
 from prefect_agentenv.protocols.agentenv_ext import AgentEnvExtensions
 from prefect_agentenv.runtime.run import RunResources, current_run
 from prefect_agentenv.steps.agent_support import a2a_client, deployed_agent, model_for, start_agent
-from prefect_agentenv.steps.base import Aggregator, AgentRef, PromptRef, VerifierStep
+from prefect_agentenv.steps.base import AgentRef, PromptRef, VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.services import artifact_store, http_client, read_record
 
