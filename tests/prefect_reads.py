@@ -22,8 +22,9 @@ DEADLINE_SECONDS = 30.0
 
 
 async def settled_task_runs(flow_run_ids: Sequence[UUID], client: PrefectClient | None = None,
-                            deadline: float = DEADLINE_SECONDS) -> list[TaskRun]:
-    """The task runs of these flow runs, once every one of them is in a final state (or the deadline passed)."""
+                            deadline: float = DEADLINE_SECONDS, at_least: int = 1) -> list[TaskRun]:
+    """The task runs of these flow runs, once there are ``at_least`` of them and every one is in a final
+    state (or the deadline passed). Task runs themselves are recorded from events, so they can lag too."""
     async def read(c: PrefectClient) -> list[TaskRun]:
         return await c.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=list(flow_run_ids))))
 
@@ -34,7 +35,8 @@ async def settled_task_runs(flow_run_ids: Sequence[UUID], client: PrefectClient 
                 runs = await read(own)
         else:
             runs = await read(client)
-        if all(r.state and r.state.is_final() for r in runs) or time.monotonic() > give_up:
+        settled = len(runs) >= at_least and all(r.state and r.state.is_final() for r in runs)
+        if settled or time.monotonic() > give_up:
             return runs
         await asyncio.sleep(0.2)
 

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from prefect_reads import settled_task_runs
 import yaml
 from prefect.client.orchestration import PrefectClient
 from prefect.client.schemas.filters import (
@@ -73,8 +74,7 @@ def test_the_nightly_benchmark_runs_when_triggered_from_the_cli(served: dict[str
                 flow_run_filter=FlowRunFilter(parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[bench_run.id])))
             assert [c.name for c in children] == ["roundtrip · epoch 0"]
             assert "benchmark:served-smoke" in children[0].tags
-            task_runs = await client.read_task_runs(
-                flow_run_filter=FlowRunFilter(id={"any_": [children[0].id]}))  # type: ignore[arg-type]
+            task_runs = await settled_task_runs([children[0].id], client, at_least=5)
             assert {t.name for t in task_runs} >= {"email", "inbox", "snapshot", "outcome", "state"}
             artifacts = await client.read_artifacts(
                 artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[bench_run.id])))

@@ -70,7 +70,7 @@ async def test_no_secret_reaches_any_output_of_a_benchmark_run(tmp_path: Path, a
             flow_run_filter=FlowRunFilter(parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[bench_run_id])))
         run_ids = [bench_run_id, *(c.id for c in children)]
         flow_runs = [await client.read_flow_run(i) for i in run_ids]
-        task_runs = await settled_task_runs(run_ids, client)
+        task_runs = await settled_task_runs(run_ids, client, at_least=3)
         artifacts = await client.read_artifacts(
             artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=run_ids)))
         logs = await flushed_logs(LogFilter(flow_run_id=LogFilterFlowRunId(any_=run_ids)), client)

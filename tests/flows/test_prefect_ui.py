@@ -26,8 +26,8 @@ def doc(data: Any, task_id: str = "ui") -> Any:
     return result.document
 
 
-async def task_runs_of(flow_run_id: UUID) -> dict[str, Any]:
-    return {r.name: r for r in await settled_task_runs([flow_run_id])}
+async def task_runs_of(flow_run_id: UUID, steps: int) -> dict[str, Any]:
+    return {r.name: r for r in await settled_task_runs([flow_run_id], at_least=steps)}
 
 
 async def logs_of(task_run_id: UUID) -> list[str]:
@@ -57,7 +57,7 @@ async def test_a_run_shows_the_document_tags_each_steps_story_and_edges_through_
         flow_run = await client.read_flow_run(flow_run_id)
     assert {"email", "nightly"} <= set(flow_run.tags)
 
-    runs = await task_runs_of(flow_run_id)
+    runs = await task_runs_of(flow_run_id, 3)
     email_lines = await logs_of(runs["email"].id)
     assert any(line.startswith("deployed env email") and "MCP at http://127.0.0.1:" in line
                for line in email_lines), email_lines
@@ -76,7 +76,7 @@ async def test_a_step_that_retries_itself_is_one_task_run_with_several_attempts(
          "retry_config": {"retry_from_step_id": "flaky", "max_retries": 2, "retry_delay_seconds": 0}}]),
         return_state=True)
     assert state.is_completed(), state.message
-    runs = await task_runs_of(state.state_details.flow_run_id)
+    runs = await task_runs_of(state.state_details.flow_run_id, 1)
     assert list(runs) == ["flaky"]
     assert runs["flaky"].run_count == 2 and runs["flaky"].state.is_completed()
 
@@ -87,7 +87,7 @@ async def test_a_retried_span_shows_as_second_attempts_of_the_same_task_runs() -
         {"id": "flaky", "type": "test_fail", "fail_times": 1,
          "retry_config": {"retry_from_step_id": "setup", "max_retries": 1}}]), return_state=True)
     assert state.is_completed(), state.message
-    runs = await task_runs_of(state.state_details.flow_run_id)
+    runs = await task_runs_of(state.state_details.flow_run_id, 2)
     assert sorted(runs) == ["flaky", "setup"]
     assert runs["setup"].run_count == 2 and runs["flaky"].run_count == 2
     assert runs["flaky"].state.is_completed()

@@ -37,7 +37,7 @@ async def test_the_example_flow_chains_step_tasks_and_stops_everything_at_exit()
     assert ctx.metadata.verifications["tone"]["score"] is not None
     with pytest.raises(httpx.HTTPError):  # the env was stopped when the agentenv_run block ended
         httpx.get(f"{ctx.deployed_envs['email'].base_url}/.well-known/agent-env.json", timeout=2)
-    runs = await settled_task_runs([state.state_details.flow_run_id])
+    runs = await settled_task_runs([state.state_details.flow_run_id], at_least=4)
     assert sorted(r.name.rsplit("-", 1)[0] for r in runs) == ["deploy_agent", "deploy_env", "prompt_agent",
                                                               "rubrics_verifier"]
     assert all(r.state and r.state.is_completed() for r in runs)
