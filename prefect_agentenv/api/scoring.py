@@ -248,5 +248,5 @@ def _restored_agent(run: RunResources, agent: DeployedAgent, submission: Submiss
     if submission.files:
         sandbox.copy_in(submission.files, ".")
     instance_id = f"{agent.instance_id}-{run.run_id.rsplit('-', 1)[-1]}-scoring"
-    run.services.setdefault("sandboxes", {})[instance_id] = sandbox
+    run.services.sandboxes[instance_id] = sandbox
     return agent.model_copy(update={"instance_id": instance_id, "sandbox": str(sandbox.root)})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import os
 import time
@@ -44,10 +45,6 @@ from prefect_agentenv.transcript import Transcript, build_transcript
 
 logger = logging.getLogger("prefect_agentenv.flow")
 
-_STARTED = "started_steps"
-"""``run.services`` key: ids of steps whose body started inside their Prefect task run."""
-_PREFECT_DOWN = "prefect_down"
-"""``run.services`` key: why steps stopped being Prefect task runs (the API went away)."""
 
 
 async def _run_step(step: StepModel, inputs: list[RunContext]) -> RunContext:
@@ -69,10 +66,10 @@ async def _step_task_body(step: StepModel, inputs: list[RunContext]) -> RunConte
     """Expected failures (our own errors) end the task run as Failed with their message and
     no traceback; anything else is a bug and propagates with its traceback, unless its message
     holds a secret value (then it fails like an expected one, redacted)."""
-    current_run().services.setdefault(_STARTED, set()).add(step.id)
+    current_run().services.started_in_task.add(step.id)
     log = get_run_logger()
     task_run = TaskRunContext.get()
-    graph: _PrefectSteps | None = current_run().services.get("prefect_steps")
+    graph = _steps_graph.get()
     if task_run is not None and graph is not None:
         graph.task_runs[step.id] = task_run.task_run
     if task_run is not None and task_run.task_run.run_count > 1:  # a Prefect retry: start clean
@@ -116,11 +113,16 @@ class _PrefectSteps:
                            if d in self.task_runs}}
 
 
+_steps_graph: contextvars.ContextVar[_PrefectSteps | None] = contextvars.ContextVar("prefect_agentenv_steps_graph",
+                                                                                   default=None)
+"""The running task's step graph as Prefect draws it (None when its steps are not Prefect task runs)."""
+
+
 async def _execute_as_prefect_task(step: StepModel, inputs: list[RunContext]) -> RunContext:
     run = current_run()
-    if run.services.get(_PREFECT_DOWN):
+    if run.services.without_prefect:
         return await _run_step(step, inputs)
-    started: set[str] = run.services.setdefault(_STARTED, set())
+    started = run.services.started_in_task
     started.discard(step.id)
     settings = get_settings()
     chosen = await step_task_tags(step.type)
@@ -134,7 +136,7 @@ async def _execute_as_prefect_task(step: StepModel, inputs: list[RunContext]) ->
         # attempts (run_count) and the delay as AwaitingRetry.
         delay = settings.retry_delay_seconds if retry.retry_delay_seconds is None else retry.retry_delay_seconds
         runnable = runnable.with_options(retries=retry.max_retries, retry_delay_seconds=delay)
-    graph: _PrefectSteps | None = current_run().services.get("prefect_steps")
+    graph = _steps_graph.get()
     # A step run again by a span retry continues its own task run: the UI shows one step with
     # several attempts (run_count) instead of unrelated task runs.
     try:
@@ -167,8 +169,8 @@ async def _execute_as_prefect_task(step: StepModel, inputs: list[RunContext]) ->
 async def _without_prefect(run: RunResources, step: StepModel, inputs: list[RunContext], why: str) -> RunContext:
     """Run the step without a Prefect task run: the run finishes its steps even when Prefect's API
     is gone, and the report says so."""
-    if not run.services.get(_PREFECT_DOWN):
-        run.services[_PREFECT_DOWN] = f"from step '{step.id}' on, steps ran without Prefect task runs ({why})"
+    if not run.services.without_prefect:
+        run.services.without_prefect = f"from step '{step.id}' on, steps ran without Prefect task runs ({why})"
         logger.warning("Prefect could not run step %s as a task run (%s); running the rest without Prefect",
                        step.id, why)
     return await _run_step(step, inputs)
@@ -208,13 +210,12 @@ async def run_task_document(
     )
     run.workdir.mkdir(parents=True, exist_ok=True)
     write_owner(run.workdir, run_id=run_id, flow_run_id=_flow_run_id(), keep=keep)
-    if execute_in_prefect:
-        run.services["prefect_steps"] = _PrefectSteps(document)
     warnings = [f"step '{s.id}': accepted but not acted on: {', '.join(s.ignored_fields)}"
                 for s in document.steps if s.ignored_fields]
     started_at = datetime.now(timezone.utc).isoformat()
     t0 = time.monotonic()
     token = bind_run(run)
+    graph_token = _steps_graph.set(_PrefectSteps(document) if execute_in_prefect else None)
     stop = stop or StopRequest()
     scheduler = DagScheduler(
         document,
@@ -238,6 +239,7 @@ async def run_task_document(
             raise
         finally:
             teardown = await asyncio.shield(run.teardown.stop_all(settings.teardown_timeout_seconds))
+            _steps_graph.reset(graph_token)
             unbind_run(token)
             await asyncio.to_thread(Redactor(run.redact).files, run.workdir)
             warnings += _run_warnings(run)
@@ -263,7 +265,7 @@ async def run_task_document(
 
 def _run_warnings(run: RunResources) -> list[str]:
     """What the report must say about how the run was recorded and redacted."""
-    out = [str(run.services[_PREFECT_DOWN])] if run.services.get(_PREFECT_DOWN) else []
+    out = [run.services.without_prefect] if run.services.without_prefect else []
     if any(0 < len(secret) < MIN_SECRET_LENGTH for secret in run.redact):
         out.append(f"a secret value shorter than {MIN_SECRET_LENGTH} characters was not masked "
                    "(masking it would garble every text that contains it)")
@@ -293,7 +295,7 @@ async def _keep_report(report: TaskReport, run: RunResources, report_path: Path 
         except OSError as exc:
             logger.error("could not write the report to %s: %s", report_path, exc)
     await _upload_report(report, run.run_id)
-    if publish and _flow_run_id() and not run.services.get(_PREFECT_DOWN):
+    if publish and _flow_run_id() and not run.services.without_prefect:
         try:
             await publish_artifacts(report, run.redact)
         except Exception as exc:  # artifacts are a view; a failed upload must not hide the report

@@ -14,7 +14,7 @@ from prefect_agentenv.exceptions import DeployError
 from prefect_agentenv.protocols.env import EnvClient
 from prefect_agentenv.runtime.launch import Instance, LaunchSpec
 from prefect_agentenv.runtime.pool import Warm, WarmPool, active_pool
-from prefect_agentenv.runtime.resolve import launcher_for
+from prefect_agentenv.runtime.launchers import launcher_for
 from prefect_agentenv.runtime.run import RunResources, current_run
 from prefect_agentenv.runtime.sandbox import Sandbox, create_sandbox
 from prefect_agentenv.steps.base import StepModel

@@ -194,7 +194,7 @@ def _parse_user(text: str, data: dict[str, Any]) -> tuple[str, bool]:
 
 
 def _user_contexts(run_: RunResources) -> dict[str, str | None]:
-    return run_.services.setdefault("user_contexts", {})  # type: ignore[no-any-return]
+    return run_.services.user_contexts
 
 
 def _user_context(run_: RunResources, step: PromptAgentStep) -> str | None:
