@@ -139,6 +139,20 @@ def _pairs(values: list[str], option: str) -> dict[str, str]:
     return out
 
 
+def _overrides(values: list[str]) -> dict[str, str]:
+    """``--override`` pairs, refused (exit 2, with a did-you-mean) when a key is not a run override."""
+    from prefect_agentenv.exceptions import ConfigurationError
+    from prefect_agentenv.runtime.overrides import RunOverrides
+
+    pairs = _pairs(values, "--override")
+    try:
+        RunOverrides.parse(pairs)
+    except ConfigurationError as exc:
+        typer.echo(f"error: --override: {exc}", err=True)
+        raise typer.Exit(2) from None
+    return pairs
+
+
 def _waves(doc: TaskDocument) -> list[list[str]]:
     """Steps grouped by how soon they can start (a wave's steps run in parallel)."""
     from prefect_agentenv.documents.graph import levels, resolve_dependencies
@@ -166,7 +180,7 @@ def run(
     from prefect_agentenv.documents import validate_file
 
     seeds = _pairs(seed, "--seed")
-    overrides = _pairs(override, "--override")
+    overrides = _overrides(override)
     result = validate_file(task_file, seeds)
     for w in result.warnings:
         typer.echo(f"warning: {w.render()}", err=True)
@@ -215,7 +229,7 @@ def bench(
     """Run a benchmark with live progress; exit 0 when it ran (whatever the scores), 1 when it failed, 2 invalid."""
     from prefect_agentenv.documents.benchmark_validation import validate_benchmark_file
 
-    overrides = _pairs(override, "--override")
+    overrides = _overrides(override)
     if report_dir is not None:
         _check_writable(report_dir / "summary.json", "--report-dir")
     checked = validate_benchmark_file(bench_file)

@@ -34,6 +34,7 @@ from prefect_agentenv.flows.scheduler import DagScheduler, ScheduleResult, mark_
 from prefect_agentenv.flows.task_parameter import TaskParameter, resolve_task_parameter
 from prefect_agentenv.redaction import MIN_SECRET_LENGTH, Redactor
 from prefect_agentenv.flows.task_tags import only_tags, step_task_tags
+from prefect_agentenv.runtime.overrides import RunOverrides
 from prefect_agentenv.runtime.run import RunResources, bind_run, current_run, unbind_run
 from prefect_agentenv.runtime.stop import StopRequest, stop_on_signals
 from prefect_agentenv.runtime.sweep import write_owner
@@ -200,13 +201,14 @@ async def run_task_document(
         document = TaskDocument.model_validate(fill_placeholders(document.model_dump(mode="json"), seeds))
     settings = get_settings()
     run_id = run_id or _flow_run_id() or uuid.uuid4().hex
+    parsed, override_error = _parse_overrides(overrides)
     run = RunResources(
         run_id=run_id,
         task_id=document.id,
         workdir=(settings.runs_dir / run_id).resolve(),
         teardown=TeardownRegistry(per_entry_timeout=settings.step_teardown_timeout_seconds),
         keep=keep,
-        overrides=dict(overrides or {}),
+        overrides=parsed,
     )
     run.workdir.mkdir(parents=True, exist_ok=True)
     write_owner(run.workdir, run_id=run_id, flow_run_id=_flow_run_id(), keep=keep)
@@ -224,7 +226,7 @@ async def run_task_document(
     )
     stop.on_stop(scheduler.stop)
     result: ScheduleResult | None = None
-    error = _unset_env_vars(document)
+    error = override_error or _unset_env_vars(document)
     timed_out = False
     # Secrets resolved by any step stay out of every log line; signals stop the run in order.
     with stop_on_signals(stop) if handle_signals else nullcontext(), redacting_logs(run.redact):
@@ -270,6 +272,14 @@ def _run_warnings(run: RunResources) -> list[str]:
         out.append(f"a secret value shorter than {MIN_SECRET_LENGTH} characters was not masked "
                    "(masking it would garble every text that contains it)")
     return out
+
+
+def _parse_overrides(overrides: dict[str, str] | None) -> tuple[RunOverrides, str | None]:
+    """The run's overrides, or why the run must not start (a key this runner does not know)."""
+    try:
+        return RunOverrides.parse(overrides), None
+    except ConfigurationError as exc:
+        return RunOverrides(), f"{exc}: nothing was deployed"
 
 
 def _unset_env_vars(document: TaskDocument) -> str | None:

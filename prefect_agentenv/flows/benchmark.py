@@ -39,7 +39,7 @@ from prefect_agentenv.documents.benchmark import Benchmark
 from prefect_agentenv.documents.benchmark_validation import validate_benchmark_data, validate_benchmark_file
 from prefect_agentenv.documents.compile import ExpandedTask
 from prefect_agentenv.documents.loading import ParseError, read_document
-from prefect_agentenv.exceptions import AgentEnvError, ArtifactError, TaskDocumentError
+from prefect_agentenv.exceptions import AgentEnvError, ArtifactError, ConfigurationError, TaskDocumentError
 from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.flows.agent_task import agent_task, report_key
 from prefect_agentenv.flows.events import finished_events, task_result_event
@@ -51,6 +51,7 @@ from prefect_agentenv.flows.view_data import benchmark_view, publish_benchmark_r
 from prefect_agentenv.viewer import write
 from prefect_agentenv.grading.benchmark_stats import RunKey, TaskResult, compare, summarize, summary_markdown
 from prefect_agentenv.grading.outcome import Outcome
+from prefect_agentenv.runtime.overrides import RunOverrides
 from prefect_agentenv.runtime.pool import WarmPool, bind_pool, unbind_pool
 from prefect_agentenv.settings import get_settings
 
@@ -133,7 +134,8 @@ async def benchmark(
     """
     try:
         bench, tasks = load(benchmark, path)
-    except TaskDocumentError as exc:  # a user mistake: the message lists every problem, no traceback
+        RunOverrides.parse({**bench.defaults.overrides, **(overrides or {})})  # refused before any task runs
+    except (TaskDocumentError, ConfigurationError) as exc:  # a user mistake: the message says what, no traceback
         get_run_logger().error("%s", exc)
         return Failed(message=str(exc))
     # The flow run's id by default: the UI's Retry reruns the same flow run, so it resumes this benchmark run.

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from prefect_agentenv.context import FailedStep, RunContext
 from prefect_agentenv.documents.graph import resolve_dependencies, retry_span
 from prefect_agentenv.documents.models import TaskDocument
+from prefect_agentenv.exceptions import StepError
 from prefect_agentenv.grading.verification import errored
 from prefect_agentenv.steps.base import StepModel, VerifierStep
 
@@ -69,6 +70,12 @@ def mark_retries_exhausted(error: BaseException, exhausted: bool) -> None:
 def retries_exhausted(error: BaseException) -> bool:
     """Whether :func:`mark_retries_exhausted` said the step's retries already ran."""
     return bool(getattr(error, _RETRIES_EXHAUSTED, False))
+
+
+def _partial_context(error: Exception) -> RunContext | None:
+    """What a failed step produced before it failed (a failed prompt still leaves its PromptResponse)."""
+    left = error.context if isinstance(error, StepError) else None
+    return left if isinstance(left, RunContext) else None
 
 
 class _Fatal(Exception):
@@ -182,11 +189,11 @@ class DagScheduler:
             out = await self._retry(step, error)
             if out is not None:
                 return out
-        partial = getattr(error, "context", None)
+        partial = _partial_context(error)
         if not step.fail_task_on_error:
             record.state = "tolerated"
-            return self._tolerated_context(step, [partial] if isinstance(partial, RunContext) else inputs, record)
-        if isinstance(partial, RunContext):
+            return self._tolerated_context(step, [partial] if partial is not None else inputs, record)
+        if partial is not None:
             # The report keeps what the step left (e.g. the failed prompt's PromptResponse).
             self.outputs[step.id] = partial
             self.order.append(step.id)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from prefect_agentenv.exceptions import AgentEnvError
+from prefect_agentenv.runtime.overrides import RunOverrides
 from prefect_agentenv.runtime.teardown import TeardownRegistry
 
 if TYPE_CHECKING:  # only named in annotations: `validate` imports the steps, which import this module
@@ -69,7 +70,7 @@ class RunResources:
     workdir: Path
     teardown: TeardownRegistry = field(default_factory=TeardownRegistry)
     keep: bool = False
-    overrides: dict[str, str] = field(default_factory=dict)
+    overrides: RunOverrides = field(default_factory=RunOverrides)
     services: RunServices = field(default_factory=RunServices)
     redact: set[str] = field(default_factory=set)
     """Secret values (resolved ${VAR}s, keys) that must never reach a report or a log."""

@@ -83,7 +83,7 @@ async def _start_mock_model(run: RunResources) -> str:
 
 def effective_agent_id(run: RunResources, agent_name: str, a2a_agent_id: str) -> str:
     """Per-run overrides: ``<agent_name>.a2a_agent_id`` first, then ``a2a_agent_id``."""
-    return run.overrides.get(f"{agent_name}.a2a_agent_id") or run.overrides.get("a2a_agent_id") or a2a_agent_id
+    return run.overrides.agent_id(agent_name) or a2a_agent_id
 
 
 async def start_agent(step: StepModel, *, agent_name: str, a2a_agent_id: str, role: str = "agent",

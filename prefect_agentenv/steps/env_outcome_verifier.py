@@ -123,7 +123,7 @@ def _interpreter() -> list[str]:
     # Settings sit on Prefect's settings base: read on use, so validating documents stays light.
     from prefect_agentenv.settings import get_settings
 
-    python = current_run().overrides.get("verify_python") or get_settings().verify_python
+    python = current_run().overrides.verify_python or get_settings().verify_python
     if not python:
         return [sys.executable, "-m", outcome_script.__name__]
     return [python, "-P", outcome_script.__file__]

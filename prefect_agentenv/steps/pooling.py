@@ -56,7 +56,7 @@ async def pooled_agent(step: StepModel, *, agent_name: str, a2a_agent_id: str, s
     if pool is None or spec.kind == "url" or per_run_model:
         return None
     run = current_run()
-    fingerprint = {"step": step.model_dump(mode="json", exclude=_NOT_CONFIG), "overrides": run.overrides, "env": env}
+    fingerprint = {"step": step.model_dump(mode="json", exclude=_NOT_CONFIG), "overrides": run.overrides.as_pairs(), "env": env}
     key = WarmPool.key("agent", f"{a2a_agent_id}/{agent_name}", spec, {"x": json.dumps(fingerprint, sort_keys=True,
                                                                                          default=str)})
 

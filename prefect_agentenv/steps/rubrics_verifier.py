@@ -158,7 +158,7 @@ class _Judge:
     @classmethod
     async def open(cls, step: RubricsVerifierStep, ctx: RunContext) -> _Judge:
         run_ = current_run()
-        model = step.judge_model or run_.overrides.get("judge_model")
+        model = step.judge_model or run_.overrides.judge_model
         if step.judge_mode == "model" and step.agent_name is None:
             endpoint = await model_for(run_, "judge", model)
             ask = model_ask(endpoint.client(http=http_client(run_)), endpoint.model,
@@ -167,7 +167,7 @@ class _Judge:
         if step.agent_name is not None:
             agent, own = deployed_agent(ctx, step.agent_name, step), False
         else:
-            judge_id = run_.overrides.get("judge_agent_id") or step.judge_agent_id
+            judge_id = run_.overrides.judge_agent_id or step.judge_agent_id
             agent, _ = await start_agent(step, agent_name=f"judge-{step.id}", a2a_agent_id=judge_id,
                                          role="judge", model=model, extra_env=step.scoring_env)
             own = True
