@@ -46,7 +46,7 @@ demo: install
 
 # The linter and the type checker run first: a lint or type error fails `make test` in seconds.
 test: install-test peers lint typecheck
-	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=15
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=15
 
 # The browser tests use the system's Chromium (Playwright never downloads one); without it they
 # are skipped and say so. CI runs this before `make test`.

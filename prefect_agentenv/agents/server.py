@@ -17,6 +17,10 @@ wraps it in one Starlette app served by uvicorn:
 * ``/ext/trajectory`` — ``POST {task_id}`` or ``{context_id}`` (or ``GET`` with the same as
   query parameters) returns ``{task_id?, context_id, trajectory: [events], path?}``.
 
+A backend with ``steerable = True`` also takes a message naming a task that is still working
+(same ``taskId``/``contextId``): its card declares the steering extension and the running turn
+reads the message at its next safe point (:mod:`prefect_agentenv.agents.steering`).
+
 Every reply message ends with a data part, as AgentEnv agents' do: ``{usage: {tool_call_count},
 trajectory}`` on success, ``{error_type, error_code, error_message, trajectory}`` on failure
 (the task then ends ``failed``). A trajectory is the list of events of one task —
@@ -48,7 +52,6 @@ import uvicorn
 from a2a.helpers import new_data_part, new_task_from_user_message, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
-from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentExtension, AgentInterface, AgentSkill, Part
@@ -59,6 +62,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from prefect_agentenv.agents.steering import STEERING_EXTENSION, SteeringRequestHandler
 from prefect_agentenv.agents.state import (
     SANDBOX_ROOT_VARIABLE,
     AgentState,
@@ -108,6 +112,22 @@ class Turn:
     """1 for the first prompt of a context, 2 for the next, …"""
     trajectory: Trajectory
     state: AgentState
+    inbox: list[str] = field(default_factory=list)
+    """Steering messages delivered while the turn runs (see :meth:`take_steered`)."""
+
+    def steer(self, text: str) -> None:
+        """A follow-up message into this running turn (A2A: same taskId while ``working``)."""
+        self.inbox.append(text)
+
+    def take_steered(self) -> list[str]:
+        """The steering messages delivered since the last call, recorded in the trajectory.
+
+        A backend calls it at its safe points; the last call must come after its last ``await``,
+        so no message can arrive between it and the end of the turn."""
+        taken, self.inbox = self.inbox, []
+        for text in taken:
+            self.trajectory.record("message", role="user", text=text, steered=True)
+        return taken
 
 
 @dataclass
@@ -139,6 +159,9 @@ class AgentBackend(ABC):
     version: ClassVar[str] = "1.0.0"
     config_fields: ClassVar[tuple[str, ...]] = BASE_CONFIG_FIELDS
     """Agent-config fields the card declares; a POST with any other field is refused."""
+    steerable: ClassVar[bool] = False
+    """Takes messages into a working task (its turns read them with ``Turn.take_steered``); the
+    card then declares the steering extension."""
 
     def __init__(self, state: AgentState) -> None:
         self.state = state
@@ -156,6 +179,8 @@ class _Executor(AgentExecutor):
 
     def __init__(self, backend: AgentBackend) -> None:
         self.backend = backend
+        self.live: dict[str, Turn] = {}
+        """The running turns of a steerable backend, by task id."""
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         task = context.current_task
@@ -171,8 +196,7 @@ class _Executor(AgentExecutor):
         text = context.get_user_input()
         trajectory.record("message", role="user", text=text)
         try:
-            result = await self.backend.respond(Turn(text, task.id, task.context_id, number, trajectory,
-                                                     self.backend.state))
+            result = await self._respond(Turn(text, task.id, task.context_id, number, trajectory, self.backend.state))
         except asyncio.CancelledError:
             trajectory.record("error", error_type="cancelled", message="the task was cancelled")
             trajectory.save()
@@ -189,6 +213,19 @@ class _Executor(AgentExecutor):
             data = {**result.data, "usage": {"tool_call_count": result.tool_call_count},
                     "trajectory": str(trajectory.path)}
             await updater.complete(updater.new_agent_message(_reply_parts(result.text, data)))
+
+    async def _respond(self, turn: Turn) -> TurnResult:
+        """The backend's answer; a steerable backend's turn takes steering messages meanwhile."""
+        if not self.backend.steerable:
+            return await self.backend.respond(turn)
+        self.live[turn.task_id] = turn
+        try:
+            return await self.backend.respond(turn)
+        finally:
+            del self.live[turn.task_id]  # no await since the backend's last take: nothing is lost
+            for text in turn.take_steered():
+                logger.warning("task %s ended before it read a steering message (%d characters)",
+                               turn.task_id, len(text))
 
     async def _fail(self, updater: TaskUpdater, trajectory: Trajectory, failure: AgentFailure) -> None:
         trajectory.record("error", error_type=failure.error_type, error_code=failure.error_code,
@@ -237,6 +274,10 @@ def build_card(backend: AgentBackend, public_url: str) -> AgentCard:
             "methods": {"get": {"method": "POST", "request": {"oneOf": [{"required": ["task_id"]},
                                                                        {"required": ["context_id"]}]}}}}),
     ]
+    if backend.steerable:
+        extensions.append(_extension(STEERING_EXTENSION, "Takes a follow-up message into a working task "
+                                     "(same taskId and contextId) at the turn's next safe point.", {
+                                         "task_states": ["working"], "delivery": "next_safe_point"}))
     return AgentCard(
         name=backend.name, description=backend.description, version=backend.version,
         supported_interfaces=[AgentInterface(url=rpc_url, protocol_binding="JSONRPC", protocol_version=v)
@@ -349,8 +390,9 @@ def build_app(backend_type: type[AgentBackend], *, public_url: str, state: Agent
     state = state or AgentState(config_fields=backend_type.config_fields)
     backend = backend_type(state)
     card = build_card(backend, public_url)
-    handler = DefaultRequestHandler(agent_executor=_Executor(backend), task_store=InMemoryTaskStore(),
-                                    agent_card=card)
+    executor = _Executor(backend)
+    handler = SteeringRequestHandler(agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card,
+                                     live=executor.live)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

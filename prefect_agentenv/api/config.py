@@ -3,100 +3,34 @@
 Scoring settings come from two places: the task's defaults (``TaskData.scoring``) and the
 agent's (``AgentConfig.scoring``). Only the fields an agent *sets* override the task's (pydantic's
 ``model_fields_set``), so ``ScoringConfig(mode="isolated")`` on the agent keeps the task's env
-and retries; ``env`` is merged (the agent's values win), ``network`` replaced.
+and retries; ``env`` is merged (the agent's values win), ``network`` replaced. ``ScoringConfig``
+is the model task and benchmark documents use for their ``scoring`` too
+(:mod:`prefect_agentenv.documents.scoring`).
 """
 
 from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from prefect_agentenv.documents.models import TaskDocument, dump_step
+from prefect_agentenv.documents.scoring import NetworkPolicy, ScoringConfig, ScoringRetries, SkipPolicy
 from prefect_agentenv.documents.validation import validate_file
 from prefect_agentenv.exceptions import ConfigurationError
 from prefect_agentenv.steps.base import StepModel, VerifierStep
 
-SkipPolicy = Literal["zero", "exclude"]
-"""How a skipped scoring counts: ``zero`` (reward 0, the default) or ``exclude`` (no reward)."""
+__all__ = ["AgentConfig", "NetworkPolicy", "RetryConfig", "ScoringConfig", "SkipPolicy", "Task", "TaskData",
+           "load_agent_config", "task_from_document"]
+
+RetryConfig = ScoringRetries
+"""The seed's name for the retries of isolated scoring."""
 
 
 class _Config(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-
-class RetryConfig(_Config):
-    """Retries of isolated scoring: the same submission is scored again in a fresh runtime."""
-
-    max_retries: int = Field(default=2, ge=0)
-    """How many times a failed isolated scoring is tried again (so 1 + max_retries attempts)."""
-
-
-class NetworkPolicy(_Config):
-    """What the scoring processes (verify scripts, sandbox probes, judges) may reach.
-
-    ``open`` leaves the network alone; ``loopback`` lets them reach this machine only; ``allowlist``
-    adds the ``allow`` hosts. Enforced through the proxy variables those processes read
-    (``HTTP(S)_PROXY``/``ALL_PROXY`` point at a closed loopback port, ``NO_PROXY`` lists what is
-    allowed); a process that ignores proxy variables is not held back.
-    """
-
-    mode: Literal["open", "loopback", "allowlist"] = "open"
-    allow: list[str] = Field(default_factory=list)
-    """Hosts reachable besides loopback (``allowlist``)."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _shorthand(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return {"mode": "loopback" if value in ("none", "deny", "loopback") else value}
-        if isinstance(value, list):
-            return {"mode": "allowlist", "allow": value}
-        return value
-
-    def env(self) -> dict[str, str]:
-        """The variables that apply the policy to a child process."""
-        if self.mode == "open":
-            return {}
-        blackhole = "http://127.0.0.1:9"
-        allowed = ",".join(["127.0.0.1", "localhost", "::1", *self.allow])
-        return {"HTTP_PROXY": blackhole, "HTTPS_PROXY": blackhole, "ALL_PROXY": blackhole,
-                "http_proxy": blackhole, "https_proxy": blackhole, "all_proxy": blackhole,
-                "NO_PROXY": allowed, "no_proxy": allowed}
-
-
-class ScoringConfig(_Config):
-    """Where and how a task is scored (see docs/python-api.md, "Scoring placement")."""
-
-    mode: Literal["shared", "isolated"] = "shared"
-    """``shared``: in the agent's envs and sandbox as it left them; ``isolated``: the envs' state and
-    the sandbox's files are restored into fresh instances first."""
-    runtime: dict[str, Any] = Field(default_factory=dict)
-    """deploy_env fields for the fresh envs of isolated scoring (``version``, ``startup_timeout_seconds``)."""
-    env: dict[str, str] = Field(default_factory=dict)
-    """Variables for scoring only; ``${VAR}`` and ``${VAR:-default}`` are read from this machine's
-    environment when scoring starts, and never reach a report."""
-    network: NetworkPolicy | None = None
-    """Network policy while scoring runs (none: unchanged)."""
-    retries: RetryConfig = Field(default_factory=RetryConfig)
-    """Retries of isolated scoring; shared scoring is not retried."""
-    skip_on_truncated: bool = False
-    """Do not score a run cut off by a turn or token cap (``Trace.is_truncated``)."""
-    skip_on_timeout: bool = False
-    """Do not score a run whose deadline expired (``Trace.is_timeout``)."""
-    skip_policy: SkipPolicy = "zero"
-    """A skipped run's reward: ``zero`` (0, so it counts as a failure) or ``exclude`` (None)."""
-
-    def over(self, defaults: ScoringConfig) -> ScoringConfig:
-        """These settings over a task's defaults: fields set here win, env merges, network replaces."""
-        merged = defaults.model_dump(exclude_unset=True)
-        mine = self.model_dump(exclude_unset=True)
-        env = {**defaults.env, **self.env}
-        merged.update(mine)
-        merged["env"] = env
-        return ScoringConfig.model_validate(merged)
 
 
 class AgentConfig(_Config):
@@ -190,7 +124,7 @@ def task_from_document(document: TaskDocument) -> Task:
     """A task document as a Task: its envs and their artifacts, its one prompt, its verifiers.
 
     The document's agent is not carried over (the AgentConfig says which agent runs), and its
-    ``skip_policy`` becomes the task's scoring default. A verifier's ``prompt_id`` pointing at the
+    ``scoring`` and ``skip_policy`` become the task's scoring defaults. A verifier's ``prompt_id`` pointing at the
     document's prompt becomes the rollout's, and an ``agent_name`` naming the prompted agent is
     dropped (filled with the agent under test).
 
@@ -221,7 +155,17 @@ def task_from_document(document: TaskDocument) -> Task:
                                  f"{', '.join(foreign)}; run it as a task document instead")
     text = getattr(prompt, "prompt", None)
     return Task(TaskData(id=document.id, prompt=text, envs=envs, verifiers=verifiers,
-                         scoring=ScoringConfig(skip_policy=document.skip_policy)))
+                         scoring=_document_scoring(document)))
+
+
+def _document_scoring(document: TaskDocument) -> ScoringConfig:
+    """The document's ``scoring`` (placement, env, network, retries) and its skip policy; its
+    skip_on_* defaults are already on its verifier steps."""
+    policy = ScoringConfig(skip_policy=document.skip_policy)
+    if document.scoring is None:
+        return policy
+    placement = document.scoring.model_dump(exclude_unset=True, exclude={"skip_on_truncated", "skip_on_timeout"})
+    return ScoringConfig.model_validate(placement).over(policy)
 
 
 def _as_rollout_verifier(data: dict[str, Any], prompt: StepModel | None) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from prefect_agentenv.api.trace import Receipt, Segment, StopReason, Trace
 from prefect_agentenv.exceptions import AgentEnvError
 from prefect_agentenv.protocols.a2a import A2AClient, PromptTimeoutError
 from prefect_agentenv.protocols.a2a_reply import AgentReply
+from prefect_agentenv.protocols.steering import declares_steering
 
 if TYPE_CHECKING:
     from prefect_agentenv.api.config import AgentConfig, Task
@@ -39,6 +40,10 @@ class Interaction:
         self._opening_due = task.prompt is not None
         self._pending: list[tuple[Receipt, str]] = []
         self._busy = False
+        self._live_task: str | None = None
+        """The A2A task of the turn in flight, once the agent has answered the send."""
+        self._steered: list[str] = []
+        """Messages steered into the turn in flight (they join its segment's messages)."""
         self._woken: asyncio.Task[Segment] | None = None
         self._stop: StopReason | None = None
         self._deadline = asyncio.get_running_loop().time() + config.timeout_seconds
@@ -47,6 +52,11 @@ class Interaction:
     def client(self) -> A2AClient:
         """The A2A client of the agent under test."""
         return self._client
+
+    @property
+    def live_task_id(self) -> str | None:
+        """The A2A task of the turn in flight (None when idle, or until the agent has taken the turn)."""
+        return self._live_task
 
     @property
     def terminated(self) -> bool:
@@ -90,8 +100,8 @@ class Interaction:
 
         ``queue`` holds it until the current turn ends and delivers it, with any other queued
         message in order, at the start of the next turn (an idle interaction starts that turn
-        now). ``steer`` delivers it at once when idle; during a turn it needs an agent that takes
-        live steering (its card declares a steering extension), else it is rejected.
+        now). ``steer`` delivers it at once: into the running A2A task when a turn is in flight
+        (the agent's card must declare live steering, else it is rejected), as a turn when idle.
         """
         receipt_id = message_id or uuid.uuid4().hex
         reason = self._refusal()
@@ -102,9 +112,10 @@ class Interaction:
                                       reason=reason))
         receipt = self._keep(Receipt(message_id=receipt_id, mode=mode, accepted=True, status="queued"))
         if mode == "steer" and self._busy:
-            await self._client.start(message, context_id=self.context_id)
-            receipt.status = "delivered"
-            return receipt
+            receipt.reason = await self._steer(message)
+            if receipt.reason is None:
+                receipt.status = "delivered"
+                return receipt
         self._pending.append((receipt, message))
         if not self._busy:
             # Wake: the turn takes what is queued now; later messages wait for the turn after it.
@@ -112,6 +123,19 @@ class Interaction:
             queued, self._pending = self._take_pending(), []
             self._woken = asyncio.create_task(self._exchange([], queued))
         return receipt
+
+    async def _steer(self, message: str) -> str | None:
+        """Send the message into the running task; why it is queued instead (None: delivered)."""
+        if self._live_task is None:
+            return "the turn's task had not started yet: queued for the next turn"
+        try:
+            reply = await self._client.start(message, context_id=self.context_id, task_id=self._live_task)
+        except AgentEnvError as exc:  # the task ended meanwhile: the agent refuses a finished task
+            return f"the turn ended before the message reached it ({exc}): queued for the next turn"
+        if reply.state != "working":
+            return f"the agent answered with its task {reply.state}: queued for the next turn"
+        self._steered.append(message)
+        return None
 
     def _refusal(self) -> str | None:
         if self.trace is not None:
@@ -128,11 +152,9 @@ class Interaction:
 
     async def _steerable(self) -> bool:
         try:
-            card = await self._client.card()
+            return declares_steering(await self._client.card())
         except AgentEnvError:
             return False
-        extensions = (card.raw.get("capabilities") or {}).get("extensions") or []
-        return any("steer" in str(e.get("uri", "")) for e in extensions if isinstance(e, dict))
 
     def _take_pending(self) -> list[str]:
         """The queued messages, in order, marked delivered (they go out with the next turn)."""
@@ -147,9 +169,12 @@ class Interaction:
             if queued is None:
                 queued, self._pending = self._take_pending(), []
             delivered = queued + messages
+            self._steered = []
             segment = await self._ask("\n\n".join(delivered), delivered)
         finally:
-            self._busy = False
+            self._busy, self._live_task = False, None
+        if self._steered:
+            segment = segment.model_copy(update={"messages": [*segment.messages, *self._steered]})
         self.segments.append(segment)
         return segment
 
@@ -159,7 +184,8 @@ class Interaction:
         if left <= 0:
             return self._end(Segment(index=index, messages=delivered, is_timeout=True), "timeout")
         try:
-            reply = await self._client.send(text, context_id=self.context_id, timeout_seconds=left)
+            reply = await self._client.send(text, context_id=self.context_id, timeout_seconds=left,
+                                            on_start=self._started)
         except PromptTimeoutError as exc:
             seen = exc.reply if isinstance(exc.reply, AgentReply) else AgentReply()
             return self._end(Segment(index=index, messages=delivered, last_reply=seen.text, state=seen.state,
@@ -172,6 +198,11 @@ class Interaction:
                           is_timeout=reply.is_timeout,
                           error=(reply.error.message if reply.error else None))
         return self._after(segment, reply)
+
+    def _started(self, reply: AgentReply) -> None:
+        """The turn's task exists: a steering message can name it."""
+        self._live_task = reply.task_id
+        self.context_id = reply.context_id or self.context_id
 
     def _after(self, segment: Segment, reply: AgentReply) -> Segment:
         if reply.error is not None or reply.state in _FAILED:

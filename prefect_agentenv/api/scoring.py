@@ -16,21 +16,16 @@ from typing import Any
 from pydantic import ValidationError
 
 from prefect_agentenv.api.config import ScoringConfig, TaskData
-from prefect_agentenv.context import DeployedAgent, PromptResponse, RunContext
+from prefect_agentenv.context import PromptResponse, RunContext
 from prefect_agentenv.documents.loading import resolve_env_vars
 from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError
+from prefect_agentenv.flows import scoring_placement as placement
 from prefect_agentenv.flows.report import redact
 from prefect_agentenv.grading.outcome import task_score
-from prefect_agentenv.protocols.env import DataPart
 from prefect_agentenv.runtime.run import RunResources, bind_run, unbind_run
-from prefect_agentenv.runtime.sandbox import create_sandbox
-from prefect_agentenv.runtime.teardown import TeardownRegistry
 from prefect_agentenv.settings import get_settings
-from prefect_agentenv.steps import deploy_env
-from prefect_agentenv.steps.agent_support import sandbox_of
 from prefect_agentenv.steps.base import StepModel
 from prefect_agentenv.steps.registry import get_step
-from prefect_agentenv.steps.services import env_client
 
 logger = logging.getLogger("prefect_agentenv.api")
 
@@ -45,10 +40,8 @@ class Submission:
     """What the agent produced, captured once so every scoring attempt grades the same thing."""
 
     response: PromptResponse
-    states: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """Each env's exported state (isolated scoring only)."""
-    files: dict[str, bytes] = field(default_factory=dict)
-    """The agent's sandbox files by sandbox path (isolated scoring only)."""
+    placed: placement.Submission | None = None
+    """The envs' states and the sandboxes' files (isolated scoring only)."""
 
 
 @dataclass
@@ -123,17 +116,15 @@ def scoring_env(scoring: ScoringConfig, redact: set[str]) -> dict[str, str]:
 async def capture(session_run: RunResources, ctx: RunContext, agent_name: str, response: PromptResponse,
                   scoring: ScoringConfig) -> Submission:
     """The submission; for isolated scoring, the envs' states and the sandbox's files too."""
-    submission = Submission(response)
     if scoring.mode != "isolated":
-        return submission
-    probe = deploy_env.DeployEnvStep(id="capture", env_id="capture")
-    for env_id in ctx.deployed_envs:
-        submission.states[env_id] = await env_client(ctx, env_id, probe).export_state()
-    agent = ctx.deployed_agents.get(agent_name)
-    if agent is not None and agent.sandbox:
-        sandbox = sandbox_of(session_run, agent)
-        submission.files = {p: sandbox.read(p) for p in sandbox.list_files(".")}
-    return submission
+        return Submission(response)
+    return Submission(response, await placement.capture(session_run, _graded(ctx, agent_name)))
+
+
+def _graded(ctx: RunContext, agent_name: str) -> RunContext:
+    """The session's context with only the graded agent (whose sandbox is the submission)."""
+    agents = {n: a for n, a in ctx.deployed_agents.items() if n == agent_name}
+    return ctx.model_copy(update={"deployed_agents": agents})
 
 
 async def score(session_run: RunResources, ctx: RunContext, task: TaskData, scoring: ScoringConfig,
@@ -141,8 +132,6 @@ async def score(session_run: RunResources, ctx: RunContext, task: TaskData, scor
     """Run the verifiers where the config says; the reward follows the skip policy."""
     env = scoring_env(scoring, session_run.redact)
     steps = verifier_steps(task, agent_name, env)
-    for env_id in ctx.deployed_envs if scoring.mode == "isolated" else ():
-        runtime_step(env_id, None, scoring)  # a bad runtime field fails before any attempt
     info: dict[str, Any] = {"mode": scoring.mode, "env": sorted(scoring.env),
                             "network": scoring.network.mode if scoring.network else None}
     if scoring.mode == "shared":
@@ -184,11 +173,14 @@ async def _isolated(session_run: RunResources, ctx: RunContext, scoring: Scoring
     """Restore the submission into a fresh scoring run and score it; rebuild and retry on failure."""
     attempts = 1 + scoring.retries.max_retries
     verifications: dict[str, dict[str, Any]] = {}
+    graded = _graded(ctx, agent_name)
+    graded.prompt_responses = {PROMPT_ID: submission.response}
+    assert submission.placed is not None
     for attempt in range(1, attempts + 1):
-        run = _scoring_run(session_run, attempt)
+        run = placement.scoring_run(session_run, attempt)
         token = bind_run(run)
         try:
-            fresh = await _restore(run, ctx, scoring, submission, agent_name)
+            fresh = await placement.restore(run, graded, scoring, submission.placed)
             verifications, errors = await _run_verifiers(steps, fresh, run.redact)
         except AgentEnvError as exc:
             errors = [f"restoring the submission: {exc}"]
@@ -200,53 +192,3 @@ async def _isolated(session_run: RunResources, ctx: RunContext, scoring: Scoring
         logger.warning("isolated scoring attempt %d of %d failed: %s", attempt, attempts,
                        redact("; ".join(errors), run.redact))
     return verifications, attempts
-
-
-def _scoring_run(session_run: RunResources, attempt: int) -> RunResources:
-    settings = get_settings()
-    run = RunResources(run_id=f"{session_run.run_id}-scoring-{attempt}", task_id=session_run.task_id,
-                       workdir=session_run.workdir / f"scoring-{attempt}",
-                       teardown=TeardownRegistry(per_entry_timeout=settings.step_teardown_timeout_seconds))
-    run.redact |= session_run.redact
-    run.workdir.mkdir(parents=True, exist_ok=True)
-    return run
-
-
-async def _restore(run: RunResources, ctx: RunContext, scoring: ScoringConfig, submission: Submission,
-                   agent_name: str) -> RunContext:
-    """Fresh envs loaded with the captured states, a fresh sandbox with the captured files."""
-    fresh = RunContext(prompt_responses={PROMPT_ID: submission.response})
-    for env_id, deployed in ctx.deployed_envs.items():
-        step = runtime_step(env_id, deployed.version, scoring)
-        fresh = await deploy_env.run(step, fresh)
-        client = env_client(fresh, env_id, step)
-        await client.data_reset()
-        await client.data_add([DataPart(data=submission.states.get(env_id, {}))])
-    agent = ctx.deployed_agents.get(agent_name)
-    if agent is not None:
-        fresh.deployed_agents[agent_name] = _restored_agent(run, agent, submission)
-    return fresh
-
-
-def runtime_step(env_id: str, version: str | None, scoring: ScoringConfig) -> deploy_env.DeployEnvStep:
-    """The deploy_env step of a fresh scoring env: the agent's env, with ``scoring.runtime`` over it.
-
-    Raises:
-        ConfigurationError: ``scoring.runtime`` holds a field deploy_env does not take.
-    """
-    try:
-        return deploy_env.DeployEnvStep.model_validate(
-            {"id": f"scoring-{env_id}", "env_id": env_id, "version": version, **scoring.runtime})
-    except ValidationError as exc:
-        raise ConfigurationError("scoring.runtime: " + "; ".join(
-            f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from None
-
-
-def _restored_agent(run: RunResources, agent: DeployedAgent, submission: Submission) -> DeployedAgent:
-    """The agent as the verifiers see it: its replies, and a fresh sandbox holding its files."""
-    sandbox = create_sandbox(run.workdir, agent.agent_name)
-    if submission.files:
-        sandbox.copy_in(submission.files, ".")
-    instance_id = f"{agent.instance_id}-{run.run_id.rsplit('-', 1)[-1]}-scoring"
-    run.services.sandboxes[instance_id] = sandbox
-    return agent.model_copy(update={"instance_id": instance_id, "sandbox": str(sandbox.root)})

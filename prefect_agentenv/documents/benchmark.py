@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -27,6 +27,7 @@ from pydantic import (
     model_validator,
 )
 
+from prefect_agentenv.documents.scoring import ScoringConfig, fold_skip_policy
 from prefect_agentenv.grading.assertions import (
     CANONICAL_ASSERT,
     FaxContent,
@@ -52,6 +53,19 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def _fold_scoring_policy(model: _M) -> _M:
+    """``scoring.skip_policy`` is the same as the model's ``skip_policy`` (both written: they agree)."""
+    scoring: ScoringConfig | None = getattr(model, "scoring", None)
+    if scoring is not None:
+        policy = fold_skip_policy(getattr(model, "skip_policy", None), scoring)
+        if policy is not None:
+            model.__dict__["skip_policy"] = policy
+    return model
+
+
 # -- benchmark-wide settings ----------------------------------------------------------------------
 
 
@@ -74,6 +88,11 @@ class BenchmarkDefaults(_Strict):
     skip_policy: Literal["zero", "exclude"] | None = None
     """How skipped verifiers count in every task's score (``zero`` or ``exclude``), unless the task
     or its document says; ``zero`` when nobody does."""
+    scoring: ScoringConfig | None = None
+    """Where and how every task is scored (``mode: isolated``, ``retries``, ``env``, ``network``…);
+    a task document's ``scoring``, then a task's, override the fields they write."""
+
+    _scoring_policy = model_validator(mode="after")(_fold_scoring_policy)
 
 
 class TagFilter(_Strict):
@@ -141,6 +160,10 @@ class StepDocumentTask(_Strict):
     """Weight of this task in the benchmark's mean score."""
     skip_policy: Literal["zero", "exclude"] | None = None
     """How skipped verifiers count in this task's score; the document's, else the benchmark's."""
+    scoring: ScoringConfig | None = None
+    """Where and how this task is scored; written fields override the document's and the benchmark's."""
+
+    _scoring_policy = model_validator(mode="after")(_fold_scoring_policy)
 
     @model_validator(mode="after")
     def _one_source(self) -> StepDocumentTask:
@@ -390,6 +413,10 @@ class VerialTask(_Strict):
     criteria: list[TaskCriterion] = Field(min_length=1)
     skip_policy: Literal["zero", "exclude"] | None = None
     """How skipped verifiers count in this task's score; the benchmark's when omitted."""
+    scoring: ScoringConfig | None = None
+    """Where and how this task is scored; written fields override the benchmark's ``defaults.scoring``."""
+
+    _scoring_policy = model_validator(mode="after")(_fold_scoring_policy)
 
     @model_validator(mode="after")
     def _one_env_form(self) -> VerialTask:

@@ -36,6 +36,7 @@ from prefect_agentenv.documents.benchmark import (
 from prefect_agentenv.documents.linked import DatasetReader, Linked
 from prefect_agentenv.documents.loading import ParseError, fill_placeholders, read_document
 from prefect_agentenv.documents.models import TaskDocument
+from prefect_agentenv.documents.scoring import ScoringConfig, SkipPolicy, apply_skip_defaults, merge_scoring
 from prefect_agentenv.documents.problems import Problem
 from prefect_agentenv.documents.seeds import SeedRow, load_seed_rows, placeholder_names
 from prefect_agentenv.documents.validation import _from_pydantic as pydantic_problem  # one wording for both kinds
@@ -227,7 +228,7 @@ def _document_expander(task: StepDocumentTask, raw: Any, path: str, ctx: ExpandC
         policy = task.skip_policy or ("skip_policy" in doc.model_fields_set and doc.skip_policy) \
             or ctx.defaults.skip_policy or doc.skip_policy
         doc = doc.model_copy(update={"id": task_id, "tags": tags, "description": task.description or doc.description,
-                                     "skip_policy": policy})
+                                     **scoring_update(doc, policy, ctx.defaults.scoring, doc.scoring, task.scoring)})
         out.tasks.append(ExpandedTask(task_id=task_id, base_id=base_id, document=doc, tags=tags,
                                       timeout_seconds=task.timeout_seconds or ctx.defaults.timeout_seconds,
                                       seed_row=row, seed_index=seed_index, weight=task.weight, source=task.path))
@@ -257,13 +258,26 @@ def _validated_compiled(compiled: CompiledTask, task: VerialTask, task_id: str, 
                     warnings=compiled.warnings + [compiled.repath(p) for p in result.warnings])
     if result.document is not None:
         policy = task.skip_policy or ctx.defaults.skip_policy or result.document.skip_policy
-        document = result.document.model_copy(update={"skip_policy": policy})
+        document = result.document.model_copy(update=scoring_update(result.document, policy, ctx.defaults.scoring,
+                                                                     task.scoring))
         out.tasks.append(ExpandedTask(task_id=task_id, base_id=base_id, document=document,
                                       tags=list(result.document.tags),
                                       timeout_seconds=task.timeout or ctx.defaults.timeout_seconds,
                                       seed_row=row, seed_index=seed_index, weight=task.weight,
                                       criteria=compiled.criteria))
     return out
+
+
+def scoring_update(document: TaskDocument, policy: SkipPolicy, *layers: ScoringConfig | None) -> dict[str, Any]:
+    """The document's skip policy and scoring in a benchmark: the layers (the benchmark's default,
+    the document's, the task's) merged, later ones winning; their skip_on_* defaults go onto the
+    verifiers that set none."""
+    scoring = merge_scoring(*layers)
+    if scoring is None:
+        return {"skip_policy": policy}
+    steps = apply_skip_defaults(list(document.steps), scoring)
+    scoring.skip_policy = policy
+    return {"skip_policy": policy, "scoring": scoring, "steps": steps}
 
 
 def model_problem(err: Any, path: str, model: type[BaseModel]) -> Problem:

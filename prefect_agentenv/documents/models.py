@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler
+from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, model_validator
 from pydantic_core import PydanticCustomError, core_schema
 
+from prefect_agentenv.documents.scoring import ScoringConfig, apply_skip_defaults, fold_skip_policy, split_for_isolation
 from prefect_agentenv.steps.base import Identifier, StepModel
 from prefect_agentenv.steps.registry import all_steps, get_step, unknown_type_message
 from prefect_agentenv.exceptions import ConfigurationError
@@ -76,6 +77,30 @@ class TaskDocument(BaseModel):
     skip_policy: Literal["zero", "exclude"] = "zero"
     """How a skipped verifier (skip_on_truncated / skip_on_timeout) counts in the task score:
     as 0 (``zero``) or not at all (``exclude``)."""
+    scoring: ScoringConfig | None = None
+    """Where and how the verifiers run: ``mode`` (``shared``, or ``isolated``: the submission is
+    restored into fresh envs and sandboxes first), ``retries``, ``runtime``, ``env``, ``network``;
+    ``skip_on_truncated`` / ``skip_on_timeout`` are every verifier's defaults, ``skip_policy``
+    the same as the top-level one."""
+
+    @model_validator(mode="after")
+    def _fold_scoring(self) -> TaskDocument:
+        """scoring.skip_policy is the document's skip_policy; scoring's defaults go onto the verifiers."""
+        if self.scoring is None:
+            return self
+        self.scoring = self.scoring.model_copy(deep=True)  # its skip flags are consumed below
+        written = self.skip_policy if "skip_policy" in self.model_fields_set else None
+        policy = fold_skip_policy(written, self.scoring)
+        if policy is not None:
+            self.skip_policy = policy
+        self.steps = apply_skip_defaults(self.steps, self.scoring)
+        if self.scoring.mode == "isolated":
+            try:
+                split_for_isolation(self.steps)
+            except ValueError as exc:
+                raise PydanticCustomError("scoring_isolated_order", "{field}: {why}",
+                                          {"field": "scoring.mode", "why": str(exc)}) from None
+        return self
 
     def step(self, step_id: str) -> StepModel:
         for s in self.steps:

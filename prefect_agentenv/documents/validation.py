@@ -90,8 +90,18 @@ def validate_data(data: Any, *, default_id: str = "task", seeds: Mapping[str, An
     warnings += unset_env_var_warnings(raw_steps, prefix)
     if problems:
         return ValidationResult(None, problems, warnings)
-    doc = TaskDocument.model_validate({**header, "steps": [s for s in steps if s is not None]})
+    try:
+        doc = TaskDocument.model_validate({**header, "steps": [s for s in steps if s is not None]})
+    except ValidationError as exc:  # a check across the header and the steps (scoring.mode isolated)
+        return ValidationResult(None, [_document_problem(e) for e in exc.errors()], warnings)
     return ValidationResult(doc, [], warnings)
+
+
+def _document_problem(err: Any) -> Problem:
+    field = (err.get("ctx") or {}).get("field")
+    if field:
+        return Problem(str((err.get("ctx") or {}).get("why", err["msg"])), path=f"$.{field}")
+    return _from_pydantic(err, "$", None, TaskDocument)
 
 
 def unset_env_var_warnings(raw_steps: list[Any], prefix: str = "$",

@@ -9,6 +9,7 @@ import os
 import time
 import uuid
 from contextlib import nullcontext
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -24,10 +25,19 @@ from prefect_agentenv.context import RunContext
 from prefect_agentenv.documents.graph import resolve_dependencies
 from prefect_agentenv.documents.loading import env_var_names, fill_placeholders, resolve_env_vars
 from prefect_agentenv.documents.models import TaskDocument
+from prefect_agentenv.documents.scoring import ScoringConfig, split_for_isolation, with_scoring_env
 from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError, StepError, TaskDocumentError
 from prefect_agentenv.flows.cancellation import watch_cancellation
 from prefect_agentenv.flows.redaction import redacting_logs
-from prefect_agentenv.flows.report import TaskReport, build_report, publish_artifacts, redact, write_report
+from prefect_agentenv.flows.report import (
+    ScoringSummary,
+    TaskReport,
+    build_report,
+    publish_artifacts,
+    redact,
+    write_report,
+)
+from prefect_agentenv.flows.scoring_placement import IsolatedScoring
 from prefect_agentenv.flows.run_tags import add_flow_run_tags
 from prefect_agentenv.flows.step_log import describe_step, send_package_logs_to_prefect
 from prefect_agentenv.flows.scheduler import DagScheduler, ScheduleResult, mark_retries_exhausted
@@ -199,6 +209,7 @@ async def run_task_document(
     """
     if seeds:
         document = TaskDocument.model_validate(fill_placeholders(document.model_dump(mode="json"), seeds))
+    document, isolated = _placed(document)
     settings = get_settings()
     run_id = run_id or _flow_run_id() or uuid.uuid4().hex
     parsed, override_error = _parse_overrides(overrides)
@@ -219,12 +230,16 @@ async def run_task_document(
     token = bind_run(run)
     graph_token = _steps_graph.set(_PrefectSteps(document) if execute_in_prefect else None)
     stop = stop or StopRequest()
+    execute = _execute_as_prefect_task if execute_in_prefect else _run_step
     scheduler = DagScheduler(
-        document,
-        _execute_as_prefect_task if execute_in_prefect else _run_step,
+        document if isolated is None else isolated.rollout,
+        execute,
         before_retry=lambda span: run.teardown.stop_owned_by(set(span)),
     )
     stop.on_stop(scheduler.stop)
+    scoring = IsolatedScoring(isolated.verifiers, isolated.scoring, execute) if isolated else None
+    if scoring:
+        stop.on_stop(scoring.stop)
     result: ScheduleResult | None = None
     error = override_error or _unset_env_vars(document)
     timed_out = False
@@ -233,6 +248,8 @@ async def run_task_document(
         try:
             if error is None:
                 result = await scheduler.run()
+                if scoring and result.fatal is None and not result.stopped:
+                    result = await scoring.run(run, result)
         except asyncio.CancelledError:
             error = "the run was cancelled"
             raise
@@ -260,9 +277,41 @@ async def run_task_document(
                 secrets=run.redact,
                 skip_policy=document.skip_policy,
                 transcript=transcript,
+                scoring=_scoring_summary(document, scoring),
             )
             await _keep_report(report, run, report_path, publish=publish)
     return report
+
+
+@dataclass
+class _Isolated:
+    """A task scored in isolation: its rollout steps, then its verifiers in fresh envs."""
+
+    rollout: TaskDocument
+    verifiers: TaskDocument
+    scoring: ScoringConfig
+
+
+def _placed(document: TaskDocument) -> tuple[TaskDocument, _Isolated | None]:
+    """The document with its ``scoring`` env and network on its verifiers, and, when it is scored
+    in isolation, its rollout and verifier halves."""
+    scoring = document.scoring
+    if scoring is None:
+        return document, None
+    document = document.model_copy(update={"steps": with_scoring_env(document.steps, scoring)})
+    if scoring.mode != "isolated":
+        return document, None
+    rollout, verifiers = split_for_isolation(document.steps)
+    return document, _Isolated(document.model_copy(update={"steps": rollout}),
+                               document.model_copy(update={"steps": verifiers}), scoring)
+
+
+def _scoring_summary(document: TaskDocument, scoring: IsolatedScoring | None) -> ScoringSummary | None:
+    if document.scoring is None:
+        return None
+    network = document.scoring.network
+    return ScoringSummary(mode=document.scoring.mode, attempts=scoring.attempts if scoring else None,
+                          network=network.mode if network else None, env=sorted(document.scoring.env))
 
 
 def _run_warnings(run: RunResources) -> list[str]:

@@ -240,7 +240,8 @@ class _Runner:
             self.report_dir.mkdir(parents=True, exist_ok=True)
             name = f"{task_key(key.task_id, key.seed_index)}-epoch{key.epoch}.json"
             (self.report_dir / name).write_text(report.model_dump_json(indent=2))
-        return result_from_report(report, key, report_url=url, seed=task.seed_row, tags=task.tags, snapshot=snapshot)
+        return result_from_report(report, key, report_url=url, skip_policy=task.document.skip_policy,
+                                  seed=task.seed_row, tags=task.tags, snapshot=snapshot)
 
     def _frozen(self, task: ExpandedTask, key: str) -> ExpandedTask:
         """A resumed run runs the task as it was frozen when the run first started it, so reruns are

@@ -23,6 +23,18 @@ from prefect_agentenv.transcript import Transcript, transcript_markdown
 REDACTED = MASK
 
 
+class ScoringSummary(BaseModel):
+    """Where the verifiers ran: the document's ``scoring`` as the run applied it."""
+
+    mode: Literal["shared", "isolated"]
+    attempts: int | None = None
+    """Isolated scoring: how many scoring attempts ran (1 + the retries used)."""
+    network: str | None = None
+    """The network policy of the scoring processes (``open``, ``loopback``, ``allowlist``)."""
+    env: list[str] = Field(default_factory=list)
+    """The names of the scoring env variables (never their values)."""
+
+
 class TaskReport(BaseModel):
     """What a task run did and how it scored. Other tools read this: keep it stable."""
 
@@ -41,6 +53,8 @@ class TaskReport(BaseModel):
     """Why the run failed, when it did."""
     stop_reason: str | None = None
     """``SIGINT``, ``SIGTERM`` or ``cancelled`` when the run was stopped from outside (status failed)."""
+    scoring: ScoringSummary | None = None
+    """Where the verifiers ran, when the document says (its ``scoring``)."""
     transcript: Transcript | None = None
     """What happened, step by step: prompts, turns, tool calls, replies, verdicts, env changes, files
     (docs/reading-results.md). ``None`` when it could not be built."""
@@ -60,6 +74,7 @@ def build_report(
     secrets: set[str] | None = None,
     skip_policy: SkipPolicy = "zero",
     transcript: Transcript | None = None,
+    scoring: ScoringSummary | None = None,
 ) -> TaskReport:
     """Assemble the report of a run, with every secret value redacted."""
     context = result.context if result else RunContext()
@@ -91,6 +106,7 @@ def build_report(
         warnings=warnings + _unsupported_config_warnings(context),
         error=error,
         stop_reason=stop_reason,
+        scoring=scoring,
         transcript=transcript,
     )
     return TaskReport.model_validate(redact(report.model_dump(mode="json"), secrets or set()))

@@ -48,7 +48,7 @@ from prefect_agentenv.grading.benchmark_stats import (
     axis_scores,
     latest_per_run_key,
 )
-from prefect_agentenv.grading.outcome import Outcome
+from prefect_agentenv.grading.outcome import Outcome, SkipPolicy
 
 BENCHMARKS_FOLDER = "benchmarks"
 RUNS_INDEX = "runs.json"
@@ -110,10 +110,12 @@ def now_iso() -> str:
 
 def result_from_report(report: TaskReport, key: RunKey, *, seed: Mapping[str, Any] | None = None,
                        tags: Sequence[str] = (), report_url: str | None = None,
-                       snapshot: TaskSnapshot | None = None, finished_at: str | None = None) -> TaskResult:
+                       snapshot: TaskSnapshot | None = None, finished_at: str | None = None,
+                       skip_policy: SkipPolicy = "zero") -> TaskResult:
     """The benchmark result of a task run, from its report.
 
-    Axis scores come from the verification rows (:func:`axis_scores`) and the collected files
+    Axis scores come from the verification rows (:func:`axis_scores`, skipped verifiers counting
+    as the task's ``skip_policy`` says) and the collected files
     from ``metadata.collected_artifacts``, so the summary can link them without the report.
     """
     metadata = report.context.get("metadata", {})
@@ -121,7 +123,7 @@ def result_from_report(report: TaskReport, key: RunKey, *, seed: Mapping[str, An
         task_id=key.task_id, seed_index=key.seed_index, seed=dict(seed or {}), epoch=key.epoch, tags=list(tags),
         status=report.status, outcome=report.outcome, score=report.score, duration_s=report.duration_s,
         error=report.error, report_url=report_url, flow_run_id=report.flow_run_id, snapshot=snapshot,
-        axis_scores=axis_scores(metadata.get("verifications", {})),
+        axis_scores=axis_scores(metadata.get("verifications", {}), skip_policy),
         files=collected_files(metadata.get("collected_artifacts", {})),
         started_at=report.started_at, finished_at=finished_at or now_iso(),
     )

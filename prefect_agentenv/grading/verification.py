@@ -1,8 +1,9 @@
 """What a verifier writes: ``metadata.verifications[verifier_id]``.
 
-``{format?, results: [rows], score, weight, aggregator, skipped?, skip_reason?, ...}`` where a
+``{format?, results: [rows], score, weight, aggregator, skipped?, skip_reason?, axes?, ...}`` where a
 row is ``{id, result, score, weight, justification?, evidence?, ...}``. A skipped verifier has
-no score and is left out of the task score and of aggregates.
+no score and no rows (``axes`` lists the reporting axes it would have scored); the task's skip
+policy says whether it counts 0 or is left out (:mod:`prefect_agentenv.grading.outcome`).
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ import asyncio
 import copy
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -313,7 +314,8 @@ class A2AClient:
 
     async def send(self, text: str, *, context_id: str | None = None, task_id: str | None = None,
                    timeout_seconds: float = 1800.0, poll_interval_seconds: float = 0.5,
-                   cancel_timeout_seconds: float = DEFAULT_CANCEL_TIMEOUT) -> AgentReply:
+                   cancel_timeout_seconds: float = DEFAULT_CANCEL_TIMEOUT,
+                   on_start: Callable[[AgentReply], object] | None = None) -> AgentReply:
         """Send a prompt and poll until the task is terminal or waits for input.
 
         Args:
@@ -324,6 +326,8 @@ class A2AClient:
                 after 20 ms and the pause grows by half each time up to this, so a quick answer
                 is seen quickly and a long task is not polled more than before.
             cancel_timeout_seconds: bound on the cancellation sent after a timeout.
+            on_start: called with the task as first seen, before polling (its ids let a caller
+                send a message into the running task).
 
         Raises:
             PromptTimeoutError: the agent did not finish in time; ``.reply`` is the task as last seen.
@@ -333,6 +337,8 @@ class A2AClient:
         try:
             async with asyncio.timeout(timeout_seconds):
                 seen.reply = await self.start(text, context_id=context_id, task_id=task_id)
+                if on_start is not None:
+                    on_start(seen.reply)
                 return await self._poll(seen, poll_interval_seconds)
         except TimeoutError as exc:
             raise await self._timed_out(seen.reply, timeout_seconds, cancel_timeout_seconds) from exc

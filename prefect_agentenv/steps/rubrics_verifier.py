@@ -98,7 +98,10 @@ async def run(step: RubricsVerifierStep, ctx: RunContext) -> RunContext:
     verifications = ctx.metadata.verifications
     reason = skip_reason(response, skip_on_truncated=step.skip_on_truncated, skip_on_timeout=step.skip_on_timeout)
     if reason:
-        verifications[step.verifier_id] = skipped(reason, weight=step.weight, fmt=step.output_format)
+        # The axes it would have scored: a benchmark counts them 0 under skip_policy zero.
+        axes = list(dict.fromkeys(c.axis for c in step.criteria if c.axis))
+        verifications[step.verifier_id] = skipped(reason, weight=step.weight, fmt=step.output_format,
+                                                  **({"axes": axes} if axes else {}))
         return ctx
     if response.error:
         verifications[step.verifier_id] = prompt_error(response, weight=step.weight, fmt=step.output_format)

@@ -23,6 +23,8 @@ from prefect_agentenv import AgentConfig, ScoringConfig, Task, TaskData, make_ag
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.cli import app
 from prefect_agentenv.exceptions import ConfigurationError
+from prefect_agentenv.protocols.agentenv_ext import AgentEnvExtensions
+from prefect_agentenv.protocols.steering import STEERING_EXTENSION
 from prefect_agentenv.settings import get_settings
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -143,20 +145,41 @@ async def test_an_interaction_runs_until_terminated_and_later_turns_consume_noth
             busy = asyncio.create_task(chat.turn(f"you said: {segment.last_reply}"))
             await asyncio.sleep(0.2)
             queued = await chat.send("Also check the empty-input case.", mode="queue", message_id="followup-1")
-            steered = await chat.send("Stop!")  # steer is the default; these agents take no live steering
             segment = await busy
             while not segment.terminated:
                 segment = await chat.turn(f"you said: {segment.last_reply}")
             after = await chat.turn("ignored")
         trace = chat.trace
     assert (queued.message_id, queued.accepted, queued.status) == ("followup-1", True, "delivered")
-    assert steered.accepted is False and "steering" in (steered.reason or "")
     assert [len(s.messages) for s in chat.segments] == [1, 1, 2]
     assert chat.segments[2].messages[0] == "Also check the empty-input case."  # queued first, in order
     assert segment.stop_reason == "max_turns" and segment.is_truncated
     assert after.terminated and after.messages == [] and after.last_reply == "" and after.index == 3
     assert trace is not None and len(trace.turns) == 3 and trace.is_truncated
     assert trace.rewards == {"reply": 1.0} and trace.reward == 1.0
+
+
+async def test_steer_reaches_the_live_turn_of_an_agent_whose_card_declares_steering() -> None:
+    plan = {"reply": "done with {prompt}; also: {steered}", "sleep_seconds": 1.0}
+    async with make_agent(AgentConfig(agent="scripted", agent_config={"plan": plan})) as agent:
+        async with agent.interaction(Task(TaskData(prompt=None))) as chat:
+            card = await chat.client.card()
+            busy = asyncio.create_task(chat.turn("Check the parser."))
+            while chat.live_task_id is None:  # the turn's A2A task is working
+                await asyncio.sleep(0.05)
+            steered = await chat.send("Also check the empty-input case.", message_id="steer-1")
+            segment = await busy
+            trajectory = await AgentEnvExtensions.of(chat.client)
+            events = (await trajectory.get_trajectory(context_id=chat.context_id)).events
+        trace = chat.trace
+    assert STEERING_EXTENSION in [e["uri"] for e in card.extensions]
+    assert (steered.mode, steered.accepted, steered.status) == ("steer", True, "delivered")
+    # one turn, one A2A task: the agent read the message before it replied
+    assert segment.last_reply == "done with Check the parser.; also: Also check the empty-input case."
+    assert segment.messages == ["Check the parser.", "Also check the empty-input case."]
+    assert {"kind": "message", "role": "user", "text": "Also check the empty-input case.", "steered": True} in [
+        {k: e.get(k) for k in ("kind", "role", "text", "steered")} for e in events]
+    assert trace is not None and len(trace.turns) == 1
 
 
 @pytest.fixture(scope="module")
@@ -190,6 +213,34 @@ async def test_a_truncated_run_is_not_scored_when_skip_on_truncated_and_its_rewa
     assert trace.is_truncated and trace.turns[0].stop_reason == "max_turn_tokens"
     assert trace.info["scoring_skipped"] == "truncated" and trace.rewards == {} and trace.reward == reward
     assert trace.reply == "This answer runs on and on"  # finalisation still ran
+
+
+async def test_steer_is_refused_and_queue_waits_for_the_next_turn_with_an_agent_without_steering(
+        model_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    httpx.post(f"{model_server}/mock/reset", timeout=5).raise_for_status()
+    replies = [{"content": "first answer", "delay_seconds": 1.0}, {"content": "second answer"}]
+    httpx.post(f"{model_server}/mock/script", json={"replies": replies}, timeout=5).raise_for_status()
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{model_server}/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key-456")
+    get_settings.cache_clear()
+    try:
+        async with make_agent(AgentConfig(agent="llm")) as agent:  # the llm agent takes no live steering
+            async with agent.interaction(Task(TaskData(prompt=None))) as chat:
+                busy = asyncio.create_task(chat.turn("hello"))
+                while chat.live_task_id is None:
+                    await asyncio.sleep(0.05)
+                steered = await chat.send("Stop!")
+                queued = await chat.send("And the empty input?", mode="queue")
+                first = await busy
+                second = await chat.turn("thanks")
+            card = await chat.client.card()
+    finally:
+        get_settings.cache_clear()
+    assert STEERING_EXTENSION not in [e["uri"] for e in card.extensions]
+    assert steered.accepted is False and "steering" in (steered.reason or "")
+    assert first.messages == ["hello"] and first.last_reply == "first answer"
+    assert queued.status == "delivered" and second.messages == ["And the empty input?", "thanks"]
+    assert second.last_reply == "second answer"
 
 
 async def test_a_run_past_its_deadline_is_a_timeout_and_skip_on_timeout_skips_scoring() -> None:

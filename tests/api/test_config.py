@@ -3,13 +3,16 @@ and the skip policy in task and benchmark documents (no server is started here).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from prefect_agentenv import AgentConfig, ScoringConfig, Task, TaskData, load_agent_config, make_agent
-from prefect_agentenv.api.scoring import runtime_step, scoring_env, verifier_steps
+from prefect_agentenv.api.scoring import scoring_env, verifier_steps
+from prefect_agentenv.documents.scoring import runtime_step
 from prefect_agentenv.documents.benchmark import Benchmark
 from prefect_agentenv.documents.compile import expand_tasks
 from prefect_agentenv.exceptions import ConfigurationError
@@ -108,11 +111,43 @@ def test_the_skip_policy_comes_from_the_task_then_its_document_then_the_benchmar
     assert expand_tasks(unset, ".")[0].document.skip_policy == "zero"
 
 
+def test_a_benchmark_scoring_default_is_overridden_field_by_field_by_the_document_then_the_task(
+        tmp_path: Path) -> None:
+    rollout = [*STEPS, {"id": "a", "type": "deploy_agent", "a2a_agent_id": "scripted", "agent_name": "a"},
+               {"id": "p", "type": "prompt_agent", "agent_name": "a", "prompt_id": "p", "prompt": "Hi"},
+               {"id": "v", "type": "agent_prompt_response_verifier", "prompt_id": "p", "response_contains": ["x"]}]
+    (tmp_path / "doc.json").write_text(json.dumps(
+        {"id": "doc", "scoring": {"retries": {"max_retries": 5}, "env": {"B": "doc"}}, "steps": rollout}))
+    bench = Benchmark.model_validate({"name": "b", "slug": "b", "defaults": {"scoring": {
+        "mode": "isolated", "env": {"A": "bench", "B": "bench"}, "network": "loopback", "skip_on_timeout": True}},
+        "tasks": [{"id": "plain", "steps": rollout},
+                  {"id": "doc", "path": "doc.json", "scoring": {"mode": "shared", "skip_policy": "exclude"}},
+                  {"name": "Verial", "task_item": {"instruction": "Hi"}, "env": {"env_id": "email"},
+                   "criteria": [{"label": "Says hi", "assertion": {"assert": "response_contains", "needles": ["hi"]}}],
+                   "scoring": {"retries": {"max_retries": 0}}}]})
+    docs = {t.task_id: t.document for t in expand_tasks(bench, tmp_path)}
+    # a dumped benchmark (a deployment's parameter) layers the same: only written fields are dumped
+    again = Benchmark.model_validate(bench.model_dump(mode="json", by_alias=True, exclude_none=True))
+    assert {t.task_id: t.document.scoring for t in expand_tasks(again, tmp_path)} == {
+        k: d.scoring for k, d in docs.items()}
+    plain, doc, verial = docs["plain"].scoring, docs["doc"].scoring, docs["verial"].scoring
+    assert plain is not None and doc is not None and verial is not None
+    assert (plain.mode, plain.retries.max_retries, plain.env, plain.network.mode) == (  # type: ignore[union-attr]
+        "isolated", 2, {"A": "bench", "B": "bench"}, "loopback")
+    assert (doc.mode, doc.retries.max_retries, doc.env, doc.skip_policy) == (
+        "shared", 5, {"A": "bench", "B": "doc"}, "exclude")
+    assert docs["doc"].skip_policy == "exclude"
+    assert (verial.mode, verial.retries.max_retries) == ("isolated", 0)
+    assert [s.skip_on_timeout for s in docs["plain"].steps if s.id == "v"] == [True]  # onto verifiers setting none
+    task = Task.from_document(docs["plain"])
+    assert task.data.scoring.mode == "isolated" and task.data.scoring.env == {"A": "bench", "B": "bench"}
+
+
 def test_scoring_runtime_overrides_the_fresh_envs_deploy_fields_and_a_wrong_one_is_named() -> None:
     step = runtime_step("records", "1.0.0", ScoringConfig(runtime={"startup_timeout_seconds": 90}))
     assert (step.env_id, step.version, step.startup_timeout_seconds) == ("records", "1.0.0", 90)
-    with pytest.raises(ConfigurationError, match="scoring.runtime: .*startup_timeout"):
-        runtime_step("records", None, ScoringConfig(runtime={"startup_timeout": 90}))
+    with pytest.raises(ValidationError, match=r"runtime\n.*startup_timeout: Extra inputs"):
+        ScoringConfig(runtime={"startup_timeout": 90})  # named when the config is made, not at scoring
 
 
 def test_a_task_document_becomes_a_task_with_its_envs_prompt_verifiers_and_skip_policy(tmp_path: Any) -> None:

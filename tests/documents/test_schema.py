@@ -65,9 +65,28 @@ def test_the_schema_describes_a_task_as_an_id_and_a_non_empty_list_of_steps() ->
     assert SCHEMA["type"] == "object"
     assert SCHEMA["additionalProperties"] is False
     assert SCHEMA["required"] == ["steps"]
-    assert {"id", "description", "tags", "steps", "skip_policy"} == set(SCHEMA["properties"])
+    assert {"id", "description", "tags", "steps", "skip_policy", "scoring"} == set(SCHEMA["properties"])
     assert SCHEMA["properties"]["steps"]["type"] == "array"
     assert SCHEMA["properties"]["steps"]["minItems"] == 1
+
+
+def test_the_scoring_of_task_and_benchmark_documents_is_one_documented_shape() -> None:
+    from prefect_agentenv.documents.schema import document_schema
+
+    full = document_schema()
+    defs = full["$defs"]
+    refs = [defs["TaskDocument"]["properties"]["scoring"], defs["BenchmarkDefaults"]["properties"]["scoring"],
+            defs["StepDocumentTask"]["properties"]["scoring"], defs["VerialTask"]["properties"]["scoring"]]
+    assert all({"$ref": "#/$defs/ScoringConfig"} in r["anyOf"] for r in refs)
+    scoring = defs["ScoringConfig"]
+    assert scoring["additionalProperties"] is False
+    assert scoring["properties"]["mode"]["enum"] == ["shared", "isolated"]
+    assert set(scoring["properties"]) == {"mode", "runtime", "env", "network", "retries", "skip_on_truncated",
+                                          "skip_on_timeout", "skip_policy"}
+    assert defs["ScoringRetries"]["properties"]["max_retries"] == {
+        "default": 2, "minimum": 0, "title": "Max Retries", "type": "integer",
+        "description": "How many times a failed isolated scoring is tried again (so 1 + max_retries attempts)."}
+    assert "fresh" in scoring["properties"]["mode"]["description"]
 
 
 def test_steps_are_discriminated_on_type_and_every_registered_step_type_is_listed() -> None:

@@ -22,6 +22,8 @@ from prefect_agentenv.grading.benchmark_stats import (
     wilson_interval,
 )
 from prefect_agentenv.grading.outcome import Outcome
+from prefect_agentenv.flows.report import TaskReport
+from prefect_agentenv.flows.results import result_from_report
 
 SCORES = {Outcome.PASSED: 1.0, Outcome.FAILED: 0.0, Outcome.TIMED_OUT: 0.0, Outcome.UNSCORED: None}
 
@@ -194,7 +196,24 @@ def test_axis_scores_are_the_weighted_mean_of_the_rows_carrying_each_axis() -> N
     }
 
     # correctness: (3·1 + 1·0) / 4; safety: (1·1 + 2·0) / 3 (the judge's weight 2 scales its row)
-    assert axis_scores(verifications) == pytest.approx({"correctness": 0.75, "safety": 1 / 3})
+    expected = {"correctness": 0.75, "safety": 1 / 3}
+    assert axis_scores(verifications, "exclude") == pytest.approx(expected)
+    assert axis_scores(verifications) == pytest.approx({**expected, "tone": 0.0})  # the skipped row counts 0
+
+
+def test_a_skipped_verifiers_axes_count_zero_under_skip_policy_zero_and_stay_out_under_exclude() -> None:
+    verifications = {
+        "state": {"score": 1.0, "results": [{"id": "a", "result": "pass", "score": 1.0, "axis": "correctness"}]},
+        # skipped (truncated reply): no rows, the axes its rubric criteria carry
+        "judge": {"skipped": True, "skip_reason": "truncated", "score": None, "weight": 2, "results": [],
+                  "axes": ["correctness", "communication"]},
+    }
+    assert axis_scores(verifications, "zero") == pytest.approx({"correctness": 1 / 3, "communication": 0.0})
+    assert axis_scores(verifications, "exclude") == {"correctness": 1.0}
+    report = TaskReport(task_id="t", status="completed", outcome="BELOW_ONE", score=1 / 3, started_at="now",
+                        duration_s=1.0, steps=[], context={"metadata": {"verifications": verifications}})
+    assert result_from_report(report, RunKey("t")).axis_scores["communication"] == 0.0
+    assert "communication" not in result_from_report(report, RunKey("t"), skip_policy="exclude").axis_scores
 
 
 def test_a_penalty_row_lowers_its_axis() -> None:

@@ -119,9 +119,12 @@ async def test_skip_on_truncated_applies_to_a_reply_cut_by_max_turn_tokens(scrip
     steps = dana()
     steps[2] = {**steps[2], "a2a_agent_id": "llm", "agent_config": {}}
     steps[3] = {**steps[3], "max_turn_tokens": 5}
-    report = await run_doc([*steps, tone(judge_mode="model", skip_on_truncated=True)])
+    criteria = [{**TONE[0], "axis": "communication"}, *TONE[1:]]
+    report = await run_doc([*steps, tone(judge_mode="model", skip_on_truncated=True, criteria=criteria)])
     assert report.context["prompt_responses"]["reply"]["is_truncated"] is True
-    assert report.context["metadata"]["verifications"]["tone"]["skip_reason"] == "truncated"
+    skipped = report.context["metadata"]["verifications"]["tone"]
+    # the axes it would have scored, so a benchmark counts them 0 under skip_policy zero
+    assert skipped["skip_reason"] == "truncated" and skipped["axes"] == ["communication"]
 
 
 async def test_a_collected_file_is_loaded_into_the_judge_agent_and_graded_by_name(scripted_model: str) -> None:

@@ -28,8 +28,15 @@ configured when there is only one; else the one that has the tool); each file is
 the agent sleeps ``sleep_seconds``; with ``die`` the process exits at once (code 17), as a
 crashing agent would; with ``fail`` the task ends ``failed`` with that error in the data part;
 otherwise the reply is sent. The reply is a ``str.format`` template over ``tool_results``
-(each result's structured data, else its text), ``prompt`` and ``turn`` (so literal braces are
-written ``{{`` and ``}}``). A tool that answers with an error is an ordinary result, as for any
+(each result's structured data, else its text), ``prompt``, ``turn`` and ``steered`` (so
+literal braces are written ``{{`` and ``}}``).
+
+The agent takes live steering (its card declares the steering extension,
+:mod:`prefect_agentenv.protocols.steering`): a message sent into its task while it is still
+``working`` (same ``taskId`` and ``contextId``) is read at its safe point — after the tool calls,
+the files and the sleep, just before the reply — recorded in the trajectory as a user message
+with ``steered: true``, and given to the reply template as ``steered`` (one message a line)
+and to the reply's data part as ``steered``. A tool that answers with an error is an ordinary result, as for any
 agent; only a server that cannot be reached fails the task.
 
 ``tool_call_count`` counts every tool call of the trajectory: the MCP calls and the file writes

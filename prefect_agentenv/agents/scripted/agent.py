@@ -28,6 +28,8 @@ class ScriptedAgent(AgentBackend):
     name = "scripted"
     description = "A deterministic agent: calls the MCP tools, writes the files and replies as its plan says."
     config_fields: ClassVar[tuple[str, ...]] = (*BASE_CONFIG_FIELDS, "plan")
+    steerable: ClassVar[bool] = True
+    """A message into a working task is read before the reply: ``{steered}`` in the reply template."""
 
     _http: httpx2.AsyncClient | None = None
 
@@ -47,7 +49,10 @@ class ScriptedAgent(AgentBackend):
         if plan.fail is not None:
             raise AgentFailure(plan.fail.message, error_type=plan.fail.error_type, error_code=plan.fail.error_code,
                                tool_call_count=runner.count)
-        return TurnResult(_render(plan.reply, results, turn), tool_call_count=runner.count)
+        # The safe point: after the tool calls, the files and the sleep, with no await left.
+        steered = turn.take_steered()
+        return TurnResult(_render(plan.reply, results, turn, steered), tool_call_count=runner.count,
+                          data={"steered": steered} if steered else {})
 
     def mcp_http(self) -> httpx2.AsyncClient:
         """One httpx2 client for every MCP session of the process (sessions set up in ~3 ms)."""
@@ -139,9 +144,10 @@ class _PlanRun:
             self.turn.trajectory.record("tool_result", tool="write_file", is_error=False, text=str(target))
 
 
-def _render(template: str, results: list[Any], turn: Turn) -> str:
+def _render(template: str, results: list[Any], turn: Turn, steered: list[str]) -> str:
     try:
-        return template.format_map({"tool_results": results, "prompt": turn.text, "turn": turn.number})
+        return template.format_map({"tool_results": results, "prompt": turn.text, "turn": turn.number,
+                                    "steered": "\n".join(steered)})
     except (KeyError, IndexError, ValueError, AttributeError, TypeError) as exc:
         raise AgentFailure(f"the reply template {template!r} cannot be filled: {exc!r}", error_type="bad_plan",
                            tool_call_count=len(results)) from exc

@@ -51,7 +51,8 @@ class Plan(_Strict):
     tool_calls: list[PlannedToolCall] = Field(default_factory=list)
     files: list[PlannedFile] = Field(default_factory=list)
     reply: str = "Done."
-    """A ``str.format`` template over ``tool_results``, ``prompt`` and ``turn``."""
+    """A ``str.format`` template over ``tool_results``, ``prompt``, ``turn`` and ``steered`` (the
+    messages sent into the running task, one per line)."""
     fail: PlanFailure | None = None
     sleep_seconds: float = Field(default=0.0, ge=0)
     die: bool = False

@@ -15,11 +15,11 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Mapping
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, TypeGuard
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from prefect_agentenv.grading.outcome import Outcome
+from prefect_agentenv.grading.outcome import Outcome, SkipPolicy
 
 DENOMINATOR_OUTCOMES = frozenset({Outcome.PASSED, Outcome.BELOW_ONE, Outcome.FAILED, Outcome.TIMED_OUT})
 """Outcomes that count in the mean score and the pass rate."""
@@ -128,11 +128,10 @@ class TaskResult(StatsModel):
 # -- axis scores --------------------------------------------------------------------------------
 
 
-def axis_scores(verifications: Mapping[str, Mapping[str, Any]]) -> dict[str, float]:
+def axis_scores(verifications: Mapping[str, Mapping[str, Any]], skip_policy: SkipPolicy = "zero") -> dict[str, float]:
     """Score per axis from the verification rows that carry an ``axis`` member.
 
-    Only verifiers that count in the task score contribute: not skipped, with a weight above 0
-    (the verifiers an ``aggregate_verifiers`` step folds have weight 0, so their rows are not
+    Only verifiers that count in the task score contribute: with a weight above 0 (the verifiers an ``aggregate_verifiers`` step folds have weight 0, so their rows are not
     counted twice). Each row's effective weight is ``w = row weight × verifier weight`` (both
     1 by default), and per axis, with the weighted_average formula of
     :func:`prefect_agentenv.grading.aggregate.aggregate`::
@@ -141,7 +140,9 @@ def axis_scores(verifications: Mapping[str, Mapping[str, Any]]) -> dict[str, flo
         axis score = clamp((Σ_P w·s − Σ_N |w|·s) / Σ_P w, 0, 1)     (clamp(1 − Σ_N |w|·s) when P is empty)
 
     Rows without a numeric ``score`` or with weight 0 are ignored; an axis with no counted row
-    is left out.
+    is left out. A skipped verifier counts as the task score counts it: under ``skip_policy``
+    ``zero`` each of its axes (its rows', else its ``axes``) counts 0 with its weight, under
+    ``exclude`` it is left out.
     """
     gains: dict[str, float] = defaultdict(float)
     totals: dict[str, float] = defaultdict(float)
@@ -149,9 +150,10 @@ def axis_scores(verifications: Mapping[str, Mapping[str, Any]]) -> dict[str, flo
     seen: set[str] = set()
     for verification in verifications.values():
         verifier_weight = _number(verification.get("weight"), 1.0)
-        if verification.get("skipped") or verifier_weight <= 0:
+        skipped = bool(verification.get("skipped"))
+        if (skipped and skip_policy == "exclude") or verifier_weight <= 0:
             continue
-        for row in verification.get("results") or []:
+        for row in _skipped_rows(verification) if skipped else verification.get("results") or []:
             axis, score = row.get("axis"), row.get("score")
             if not isinstance(axis, str) or not axis or not _is_number(score):
                 continue
@@ -171,7 +173,13 @@ def axis_scores(verifications: Mapping[str, Mapping[str, Any]]) -> dict[str, flo
     return scores
 
 
-def _is_number(value: Any) -> bool:
+def _skipped_rows(verification: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A skipped verifier's axes as rows scoring 0: its rows' axes and weights, else its ``axes``."""
+    rows = [{**row, "score": 0.0} for row in verification.get("results") or []]
+    return rows or [{"axis": axis, "score": 0.0} for axis in verification.get("axes") or []]
+
+
+def _is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
