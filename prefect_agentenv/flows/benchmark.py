@@ -42,6 +42,7 @@ from prefect_agentenv.documents.loading import ParseError, read_document
 from prefect_agentenv.exceptions import AgentEnvError, ArtifactError, ConfigurationError, TaskDocumentError
 from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.flows.agent_task import agent_task, report_key
+from prefect_agentenv.flows.benchmark_result import BenchmarkRunResult
 from prefect_agentenv.flows.events import finished_events, task_result_event
 from prefect_agentenv.flows.fleet import cancel_flow_run, wait_for_flow_run
 from prefect_agentenv.flows.links import flow_run_url
@@ -142,13 +143,14 @@ async def benchmark(
     runner = _Runner(bench, tasks, run_id=run_id or _current_flow_run_id(), overrides=overrides or {}, epochs=epochs or bench.epochs,
                      concurrency=concurrency or bench.concurrency, dispatch=dispatch, deployment=deployment,
                      report_dir=Path(report_dir) if report_dir else None)
-    summary = await runner.run()
-    get_run_logger().info("benchmark %s run %s: %s", bench.slug, runner.run_id, summary["headline"])
-    if summary["regressions"]:
-        return Completed(message=f"{summary['headline']} — {len(summary['regressions'])} regression(s)", data=summary)
-    if summary["counts"].get("total", 0) == 0:
-        return Failed(message="no task ran", data=summary)
-    return Completed(message=summary["headline"], data=summary)
+    result = await runner.run()
+    get_run_logger().info("benchmark %s run %s: %s", bench.slug, runner.run_id, result.headline)
+    data = result.model_dump(mode="json")  # the flow run's result stays plain JSON for the API and the UI
+    if result.regressions:
+        return Completed(message=f"{result.headline} — {len(result.regressions)} regression(s)", data=data)
+    if result.counts.get("total", 0) == 0:
+        return Failed(message="no task ran", data=data)
+    return Completed(message=result.headline, data=data)
 
 
 class _Runner:
@@ -171,7 +173,7 @@ class _Runner:
     def keys(self) -> list[RunKey]:
         return [RunKey(t.task_id, t.seed_index, e) for t in self.tasks.values() for e in range(self.epochs)]
 
-    async def run(self) -> dict[str, Any]:
+    async def run(self) -> BenchmarkRunResult:
         keys = self.keys()
         pending = await asyncio.to_thread(self.results.pending, keys)
         await asyncio.to_thread(self.results.record_started)
@@ -290,7 +292,7 @@ class _Runner:
         except ArtifactError:
             return None
 
-    async def _finish(self) -> dict[str, Any]:
+    async def _finish(self) -> BenchmarkRunResult:
         results = await asyncio.to_thread(self.results.read_results)
         summary = summarize(results)
         previous = await asyncio.to_thread(self.results.previous_run)
@@ -308,20 +310,20 @@ class _Runner:
         await _publish(self.store, self.bench.slug, markdown, results, self.verification_rows,
                        self.store.browser_url(html_url) or html_url if html_url else None)
         finished_events(self.bench.slug, self.run_id, summary, comparison)
-        counts = summary.counts.model_dump(mode="json")
-        counts["total"] = summary.counts.total
-        out = {"run_id": self.run_id, "slug": self.bench.slug, "headline": headline_text(summary),
-               "summary": summary.model_dump(mode="json"), "counts": counts,
-               "regressions": comparison.regressions if comparison else [],
-               "regressed_tasks": [c.task_id for c in comparison.of_kind("regressed")] if comparison else [],
-               "results_url": self.results.results_url, "report_url": html_url, "markdown": markdown}
+        result = BenchmarkRunResult(
+            run_id=self.run_id, slug=self.bench.slug, headline=headline_text(summary), summary=summary,
+            counts={**summary.counts.model_dump(mode="json"), "total": summary.counts.total},
+            regressions=comparison.regressions if comparison else [],
+            regressed_tasks=[c.task_id for c in comparison.of_kind("regressed")] if comparison else [],
+            results_url=self.results.results_url, report_url=html_url, markdown=markdown)
+        out = result.model_dump(mode="json")
         if self.report_dir:
             await asyncio.to_thread(self._write_html, self.report_dir / "html")
             (self.report_dir / "summary.md").write_text(markdown)
             (self.report_dir / "summary.json").write_text(json.dumps(out, indent=2, default=str))
         _emit("summary", out)
         self.store.close()
-        return out
+        return result
 
     def _write_html(self, folder: Path) -> None:
         try:

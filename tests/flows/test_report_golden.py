@@ -18,6 +18,7 @@ from golden_reports import check, in_order
 from real_run import RealRun
 
 from prefect_agentenv.flows.benchmark import benchmark
+from prefect_agentenv.flows.benchmark_result import BenchmarkRunResult
 
 
 def _steady(report: dict[str, Any]) -> dict[str, Any]:
@@ -60,6 +61,7 @@ async def test_a_benchmark_run_its_summary_and_its_task_reports_are_unchanged(tm
     out = await _run(_bench(tmp_path, 0.5), reports)
     replace = {str(tmp_path): "<tmp>", first["run_id"]: "<previous-run>", out["run_id"]: "<run>"}
     check("benchmark_result.json", out, replace)
+    assert BenchmarkRunResult.model_validate(out).model_dump(mode="json") == out  # as the CLI reads it back
     assert json.loads((reports / "summary.json").read_text()) == json.loads(json.dumps(out, default=str))
     for name in ("alpha", "beta", "gamma"):
         (report,) = reports.glob(f"{name}*.json")
