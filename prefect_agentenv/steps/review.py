@@ -57,7 +57,7 @@ async def run(step: ReviewStep, ctx: RunContext) -> RunContext:
         raise StepError(f"review '{label}' could not pause the flow run: {exc}", step_id=step.id,
                         step_type=step.type) from None
     record = {"label": label, "approved": decision.approve, "note": decision.note}
-    reviews = ctx.metadata.model_extra.setdefault("reviews", {})  # type: ignore[union-attr]
+    reviews = ctx.metadata.reviews
     reviews[step.id] = record
     if not decision.approve:
         raise StepError(f"review '{label}' was rejected" + (f": {decision.note}" if decision.note else ""),

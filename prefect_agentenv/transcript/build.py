@@ -237,7 +237,7 @@ def _row(raw: Mapping[str, Any], index: int) -> VerifierRow:
 
 def _env_changes(context: RunContext, steps: Sequence[StepRun], store: ArtifactBackend | None) -> list[EnvChanges]:
     """Consecutive snapshots of one env, diffed: what the steps between them changed."""
-    snapshots = (context.metadata.model_extra or {}).get("env_snapshots") or {}
+    snapshots = context.metadata.env_snapshots
     if store is None or not isinstance(snapshots, dict):
         return []
     order = {s.id: i for i, s in enumerate(steps)}
