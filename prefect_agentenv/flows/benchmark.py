@@ -19,6 +19,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from uuid import UUID
 
 from prefect import flow, get_run_logger, tags
 from prefect.artifacts import (
@@ -50,7 +51,14 @@ from prefect_agentenv.flows.report import TaskReport, artifact_key, verification
 from prefect_agentenv.flows.results import ResultsStore, crashed_result, read_results, result_from_report, task_key
 from prefect_agentenv.flows.view_data import benchmark_view, publish_benchmark_report
 from prefect_agentenv.viewer import write
-from prefect_agentenv.grading.benchmark_stats import RunKey, TaskResult, compare, summarize, summary_markdown
+from prefect_agentenv.grading.benchmark_stats import (
+    BenchmarkSummary,
+    RunKey,
+    TaskResult,
+    compare,
+    summarize,
+    summary_markdown,
+)
 from prefect_agentenv.grading.outcome import Outcome
 from prefect_agentenv.runtime.overrides import RunOverrides
 from prefect_agentenv.runtime.pool import WarmPool, bind_pool, unbind_pool
@@ -167,7 +175,7 @@ class _Runner:
         self.store: ArtifactBackend = get_artifact_store()
         self.results = ResultsStore(self.store, bench.slug, self.run_id)
         self.done = 0
-        self.progress_id: Any = None
+        self.progress_id: UUID | None = None
         self.verification_rows: list[dict[str, Any]] = []
 
     def keys(self) -> list[RunKey]:
@@ -343,7 +351,8 @@ class _Runner:
             return None
 
 
-def headline_text(summary: Any) -> str:
+def headline_text(summary: BenchmarkSummary) -> str:
+    """One line: mean score, pass rate, how many passed, errored and went unscored."""
     h = summary.headline
     mean = "-" if h.mean_score is None else f"{h.mean_score:.3f}"
     rate = "-" if h.pass_rate is None else f"{h.pass_rate:.0%}"
@@ -351,7 +360,7 @@ def headline_text(summary: Any) -> str:
             f"{h.errored} errored, {h.unscored} unscored)")
 
 
-async def _progress(slug: str, done: int, total: int) -> Any:
+async def _progress(slug: str, done: int, total: int) -> UUID | None:
     if FlowRunContext.get() is None:
         return None
     return await acreate_progress_artifact(progress=100.0 * done / max(1, total), key=artifact_key("bench", slug,
