@@ -42,7 +42,10 @@ def write_owner(workdir: Path, *, run_id: str, flow_run_id: str | None, keep: bo
     """Record which process owns the run folder (read by :func:`sweep_dead_runs`)."""
     owner = {"run_id": run_id, "pid": os.getpid(), "host": socket.gethostname(),
              "start_ticks": _start_ticks(os.getpid()), "flow_run_id": flow_run_id, "keep": keep}
-    (workdir / OWNER_FILE).write_text(json.dumps(owner), encoding="utf-8")
+    # Written whole and renamed into place: a sweep or a watcher never reads half a record.
+    partial = workdir / f".{OWNER_FILE}.partial"
+    partial.write_text(json.dumps(owner), encoding="utf-8")
+    partial.replace(workdir / OWNER_FILE)
 
 
 def sweep_dead_runs(runs_dir: Path) -> list[DeadRun]:
