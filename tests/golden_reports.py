@@ -6,7 +6,8 @@ JSON, byte for byte, with the file recorded under ``tests/golden/``. What change
 placeholder first; everything else must be equal.
 
 To record the files again after an intended change of a report:
-``AGENTENV_RECORD_GOLDEN=1 .venv/bin/python -m pytest -q -p no:cacheprovider tests/flows/test_report_golden.py``
+``AGENTENV_RECORD_GOLDEN=1 .venv/bin/python -m pytest -q -p no:cacheprovider tests/flows/test_report_golden.py
+tests/transcript/test_transcript_run.py``
 (and read the diff before committing it).
 """
 
@@ -74,6 +75,14 @@ def in_order(value: dict[str, Any], path: str, key: str) -> None:
         value = value.get(part) or {}
     if isinstance(value.get(last), list):
         value[last] = sorted(value[last], key=lambda item: str(item.get(key)))
+
+
+def steady(report: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a task report with the lists ordered by when concurrent steps finished put in a fixed order."""
+    report = json.loads(json.dumps(report))
+    in_order(report, "teardown", "label")
+    in_order(report, "transcript.steps", "id")
+    return report
 
 
 def check(name: str, value: Any, replace: dict[str, str] | None = None) -> None:

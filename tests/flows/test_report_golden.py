@@ -1,9 +1,8 @@
-"""Reports byte for byte as recorded in ``tests/golden/`` (volatile fields normalised).
+"""A benchmark's result, summary file and task reports byte for byte as recorded in ``tests/golden/``.
 
-Two runs are guarded: the real CLI run shared with the transcript tests (reference email env,
-scripted agent, mock judge, snapshots, a collected file, a secret) and a small benchmark run
-twice (a passing, a partly passing and a failing task; the second run is compared with the
-first), whose result, summary file and task reports are all compared.
+A small benchmark runs twice (a passing, a partly passing and a failing task; the second run is
+compared with the first); volatile fields are normalised first (``tests/golden_reports.py``). The
+report of a real task run is guarded the same way in ``tests/transcript/test_transcript_run.py``.
 """
 
 from __future__ import annotations
@@ -14,25 +13,10 @@ from typing import Any
 
 import pytest
 import yaml
-from golden_reports import check, in_order
-from real_run import RealRun
+from golden_reports import check, steady
 
 from prefect_agentenv.flows.benchmark import benchmark
 from prefect_agentenv.flows.benchmark_result import BenchmarkRunResult
-
-
-def _steady(report: dict[str, Any]) -> dict[str, Any]:
-    """The report with the lists ordered by when concurrent steps finished put in a fixed order."""
-    report = json.loads(json.dumps(report))
-    in_order(report, "teardown", "label")
-    in_order(report, "transcript.steps", "id")
-    return report
-
-
-def test_the_report_of_a_real_run_is_unchanged(real_run: RealRun) -> None:
-    home = str(real_run.report_path.parent)
-    check("real_run_report.json", _steady(real_run.report),
-          {home: "<home>", real_run.report["flow_run_id"]: "<flow-run>"})
 
 
 def _bench(tmp_path: Path, beta: float) -> Path:
@@ -65,4 +49,4 @@ async def test_a_benchmark_run_its_summary_and_its_task_reports_are_unchanged(tm
     assert json.loads((reports / "summary.json").read_text()) == json.loads(json.dumps(out, default=str))
     for name in ("alpha", "beta", "gamma"):
         (report,) = reports.glob(f"{name}*.json")
-        check(f"benchmark_task_{name}.json", _steady(json.loads(report.read_text())), replace)
+        check(f"benchmark_task_{name}.json", steady(json.loads(report.read_text())), replace)
