@@ -14,12 +14,13 @@ import os
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import httpx
 import typer
 
 from prefect_agentenv.documents import TaskDocument
+from prefect_agentenv.flows import api_health
 from prefect_agentenv.flows.agent_task import agent_task
 from prefect_agentenv.flows.report import build_report, write_report
 from prefect_agentenv.flows.stale import mark_dead_flow_runs_crashed
@@ -28,6 +29,9 @@ from prefect_agentenv.runtime.sweep import sweep_dead_runs
 from prefect_agentenv.settings import get_settings
 
 logger = logging.getLogger("prefect_agentenv.cli")
+
+LOST_API_GRACE_SECONDS = 2.0
+"""How long a run whose Prefect API was lost waits for Prefect to record its end before leaving."""
 
 
 def run_task_cli(doc: TaskDocument, *, overrides: dict[str, str], keep: bool, report: Path | None) -> int:
@@ -43,20 +47,13 @@ def run_task_cli(doc: TaskDocument, *, overrides: dict[str, str], keep: bool, re
         written = _report_of_this_process(report)
         if written is None:
             return _ended_early(doc, report, f"the run could not start: {_describe(exc)}", 1)
-        # The steps ran and the report was written before Prefect's API went away.
-        data = json.loads(written.read_text(encoding="utf-8"))
-        print_summary(data, report)
-        typer.echo(f"warning: the run finished but Prefect could not record it ({_describe(exc)}); its report "
-                   f"is {written}", err=True)
-        code = 0 if data.get("status") == "completed" else 1
-        # Everything the run started is stopped and its report is on disk; Prefect would now spend
-        # minutes retrying to ship events and logs to an API that is gone, so leave at once.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        _leave_without_prefect(written, report, _describe(exc))  # the steps ran, the API went away
     if not isinstance(data, dict) or "status" not in data:
         return _ended_early(doc, report, f"the run crashed before it could report: {_one_line(data)}", 1)
     print_summary(data, report)
+    if api_health.troubles():
+        typer.echo(f"warning: the Prefect API could not be reached at times during the run "
+                   f"({api_health.troubles()[0]}); Prefect may be missing some of its logs or events", err=True)
     reason = data.get("stop_reason")
     if reason:
         where = f"; report: {report}" if report else ""
@@ -70,9 +67,33 @@ async def _run(doc: TaskDocument, overrides: dict[str, str], keep: bool, report:
                dead_flow_runs: list[str]) -> Any:
     if dead_flow_runs:
         await mark_dead_flow_runs_crashed(dead_flow_runs)
-    state = await agent_task(doc, overrides=overrides, keep=keep, report_path=str(report) if report else None,
-                             return_state=True)
+    flow_run = asyncio.ensure_future(agent_task(doc, overrides=overrides, keep=keep,
+                                                report_path=str(report) if report else None, return_state=True))
+    lost = asyncio.ensure_future(api_health.wait_lost())
+    await asyncio.wait({flow_run, lost}, return_when=asyncio.FIRST_COMPLETED)
+    if not flow_run.done():
+        # The report is on disk and the API is gone: Prefect would now retry, call after call, to
+        # record the run's end, ship its logs and events. Give it a moment, then leave.
+        await asyncio.wait({flow_run}, timeout=LOST_API_GRACE_SECONDS)
+    if not flow_run.done() and (written := _report_of_this_process(report)) is not None:
+        _leave_without_prefect(written, report, lost.result())
+    lost.cancel()
+    state = await flow_run
     return await state.aresult(raise_on_failure=False)
+
+
+def _leave_without_prefect(written: Path, report: Path | None, why: str) -> NoReturn:
+    """The run finished and wrote its report, but Prefect's API is gone: one line, and exit now
+    with the run's own code (0 completed, 1 failed) instead of retrying to reach the API."""
+    data = json.loads(written.read_text(encoding="utf-8"))
+    print_summary(data, report)
+    typer.echo(f"warning: the run finished but the Prefect API was lost ({why}); Prefect could not record "
+               f"its end; its report is {written}", err=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Everything the run started is stopped and its report is on disk; exiting skips Prefect's own
+    # drain of logs and events, which would retry against an API that is gone.
+    os._exit(0 if data.get("status") == "completed" else 1)
 
 
 def _ended_early(doc: TaskDocument, report: Path | None, message: str, code: int) -> int:
@@ -100,10 +121,15 @@ class _NoTraceback(logging.Filter):
 
 
 def _one_line_logs() -> None:
+    """Console log lines without tracebacks, and without Prefect's reports of an unreachable API
+    (the CLI says that once). A handler that fails to emit (Prefect's log shipping to an API that
+    is gone) stays quiet instead of printing to stderr."""
+    logging.raiseExceptions = False
     for logger_ in [logging.getLogger(), *[lg for lg in logging.Logger.manager.loggerDict.values()
                                            if isinstance(lg, logging.Logger)]]:
         for handler in logger_.handlers:
             if isinstance(handler, logging.StreamHandler):
+                handler.addFilter(api_health.QuietApiFailures())  # first: it reads the traceback's error
                 handler.addFilter(_NoTraceback())
 
 

@@ -27,6 +27,7 @@ from prefect_agentenv.documents.loading import env_var_names, fill_placeholders,
 from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.documents.scoring import ScoringConfig, split_for_isolation, with_scoring_env
 from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError, StepError, TaskDocumentError
+from prefect_agentenv.flows import api_health
 from prefect_agentenv.flows.cancellation import watch_cancellation
 from prefect_agentenv.flows.redaction import redacting_logs
 from prefect_agentenv.flows.report import (
@@ -261,6 +262,7 @@ async def run_task_document(
             _steps_graph.reset(graph_token)
             unbind_run(token)
             await asyncio.to_thread(Redactor(run.redact).files, run.workdir)
+            api_lost = await _api_lost(run, execute_in_prefect)
             warnings += _run_warnings(run)
             result = result or scheduler.result()
             transcript = await _transcript(document, run_id, result, error)
@@ -280,7 +282,21 @@ async def run_task_document(
                 scoring=_scoring_summary(document, scoring),
             )
             await _keep_report(report, run, report_path, publish=publish)
+            if api_lost:
+                api_health.mark_lost(api_lost)  # the report is on disk: the CLI may leave now
     return report
+
+
+async def _api_lost(run: RunResources, in_prefect: bool) -> str | None:
+    """Why the Prefect API is gone, asked once after a process's own run (not a benchmark's
+    subflows): the report then says so and nothing more is sent to it."""
+    if not (in_prefect and _flow_run_id() and _is_top_level()):
+        return None
+    lost = await asyncio.shield(api_health.probe())
+    if lost:
+        already = run.services.without_prefect or "the steps ran, but Prefect may not have recorded all of them"
+        run.services.without_prefect = f"the Prefect API was lost during the run ({lost}); {already}"
+    return lost
 
 
 @dataclass

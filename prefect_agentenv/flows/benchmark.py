@@ -315,8 +315,11 @@ class _Runner:
         if html_url:
             opens = self.store.browser_url(html_url) or html_url  # presigned when the store is S3
             markdown += f"\n\n**HTML report** (charts, trend, a transcript per task run): [{html_url}]({opens})\n"
-        await _publish(self.store, self.bench.slug, markdown, results, self.verification_rows,
-                       self.store.browser_url(html_url) or html_url if html_url else None)
+        try:
+            await _publish(self.store, self.bench.slug, markdown, results, self.verification_rows,
+                           self.store.browser_url(html_url) or html_url if html_url else None)
+        except Exception as exc:  # artifacts are a view of results already stored; never lose the summary
+            logger.warning("could not publish the benchmark's Prefect artifacts: %s", exc)
         finished_events(self.bench.slug, self.run_id, summary, comparison)
         result = BenchmarkRunResult(
             run_id=self.run_id, slug=self.bench.slug, headline=headline_text(summary), summary=summary,
@@ -363,8 +366,12 @@ def headline_text(summary: BenchmarkSummary) -> str:
 async def _progress(slug: str, done: int, total: int) -> UUID | None:
     if FlowRunContext.get() is None:
         return None
-    return await acreate_progress_artifact(progress=100.0 * done / max(1, total), key=artifact_key("bench", slug,
-                                           "progress"), description=f"Benchmark {slug}: share of task runs done")
+    try:
+        return await acreate_progress_artifact(progress=100.0 * done / max(1, total), key=artifact_key(
+            "bench", slug, "progress"), description=f"Benchmark {slug}: share of task runs done")
+    except Exception as exc:  # the progress bar is a view; the benchmark goes on without it
+        logger.warning("could not create the progress artifact: %s", exc)
+        return None
 
 
 async def _publish(store: ArtifactBackend, slug: str, markdown: str, results: list[TaskResult],

@@ -45,6 +45,7 @@ from prefect_agentenv.grading.benchmark_stats import (
     RunKey,
     TaskResult,
     TaskSnapshot,
+    axes_unknown_errors,
     axis_scores,
     latest_per_run_key,
 )
@@ -124,6 +125,7 @@ def result_from_report(report: TaskReport, key: RunKey, *, seed: Mapping[str, An
         status=report.status, outcome=report.outcome, score=report.score, duration_s=report.duration_s,
         error=report.error, report_url=report_url, flow_run_id=report.flow_run_id, snapshot=snapshot,
         axis_scores=axis_scores(metadata.get("verifications", {}), skip_policy),
+        axes_unknown_errors=axes_unknown_errors(metadata.get("verifications", {})),
         files=collected_files(metadata.get("collected_artifacts", {})),
         started_at=report.started_at, finished_at=finished_at or now_iso(),
     )

@@ -262,9 +262,11 @@ class DagScheduler:
         if isinstance(step, VerifierStep):
             # An errored verifier still counts, as 0: leaving it out would let a tolerated
             # failure raise the task score (docs/scoring.md, "Errors").
-            ctx.metadata.verifications.setdefault(
-                step.verifier_id, errored(record.error or record.error_type or "failed", weight=step.weight,
-                                          step_type=step.type))
+            verification = errored(record.error or record.error_type or "failed", weight=step.weight,
+                                   step_type=step.type)
+            if (axes := step.declared_axes()) is not None:  # it scores 0 on them (per-axis scores)
+                verification["axes"] = axes
+            ctx.metadata.verifications.setdefault(step.verifier_id, verification)
         return ctx
 
     def finalize_records(self) -> None:

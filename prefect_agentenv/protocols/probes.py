@@ -11,6 +11,7 @@ Only ``failed`` rows are hard failures. A missing card is not one: a plain MCP s
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 from urllib.parse import urljoin
@@ -19,8 +20,8 @@ import httpx
 import httpx2
 from pydantic import BaseModel, Field
 
-from prefect_agentenv.exceptions import AgentEnvError, ProtocolError
-from prefect_agentenv.protocols.a2a import A2ACard, A2AClient
+from prefect_agentenv.exceptions import AgentEnvError, McpError, ProtocolError
+from prefect_agentenv.protocols.a2a import DEFAULT_REQUEST_TIMEOUT, A2ACard, A2AClient
 from prefect_agentenv.protocols.agentenv_ext import (
     AGENT_CONFIG_EXTENSION,
     MCP_CONFIG_EXTENSION,
@@ -95,12 +96,14 @@ class ProbeReport(BaseModel):
 
 
 async def probe_env(base_url: str, *, http: httpx.AsyncClient, mcp_http: httpx2.AsyncClient | None = None,
-                    name: str | None = None, mcp_url: str | None = None) -> ProbeReport:
+                    name: str | None = None, mcp_url: str | None = None, mcp_timeout: float = 30.0) -> ProbeReport:
     """Probe an env: card, data plane (``data/get`` only), MCP tool listing, declared extensions.
 
     Args:
         base_url: the instance's root URL.
         mcp_url: where its MCP endpoint is when the card does not say (default ``/mcp``).
+        mcp_timeout: how long each MCP request may wait for its answer (``http``'s own timeouts
+            bound the card and data-plane calls).
     """
     report = ProbeReport(peer="env", url=base_url)
     client = EnvClient(base_url, http, name=name)
@@ -108,7 +111,7 @@ async def probe_env(base_url: str, *, http: httpx.AsyncClient, mcp_http: httpx2.
     if card is not None:
         await _env_data_plane(report, client, card)
     served = await _env_tools(report, (card.mcp_url if card else None) or mcp_url or urljoin(client.base_url, "mcp"),
-                              mcp_http)
+                              mcp_http, mcp_timeout)
     if card is not None:
         _compare_tools(report, card, served)
         await _env_extensions(report, client, card)
@@ -143,20 +146,30 @@ async def _env_data_plane(report: ProbeReport, client: EnvClient, card: EnvCard)
             report.add(operation, "declared", "offered; not called, it would change the env's data")
 
 
-async def _env_tools(report: ProbeReport, url: str, mcp_http: httpx2.AsyncClient | None) -> list[str]:
+async def _env_tools(report: ProbeReport, url: str, mcp_http: httpx2.AsyncClient | None,
+                     timeout: float) -> list[str]:
     names: list[str] = []
 
     async def listing() -> str:
         # The MCP client is loaded on use: step modules (this one's callers) are imported by `validate`.
         from prefect_agentenv.protocols.mcp import mcp_session
 
-        async with mcp_session(url, http=mcp_http, timeout=30) as session:
+        async with mcp_session(url, http=mcp_http, timeout=timeout) as session:
             names.extend(t.name for t in await session.list_tools())
             version = session.protocol_version
         shown = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
         return f"{len(names)} tool(s) at {url} (MCP {version}): {shown or 'none'}"
 
-    await report.attempt("mcp tools", listing)
+    async def bounded() -> str:
+        # The MCP SDK's server/discover probe waits 10 s whatever the timeout, so the whole listing
+        # (discover, a legacy initialize, tools/list) is bounded here, in a task of its own: a
+        # session's task group cannot be left from inside an outer cancel scope.
+        try:
+            return await asyncio.wait_for(listing(), timeout=3 * timeout)
+        except TimeoutError as exc:
+            raise McpError(f"{url} did not answer the MCP session in time ({3 * timeout:g}s)", url=url) from exc
+
+    await report.attempt("mcp tools", bounded)
     return names
 
 
@@ -188,14 +201,15 @@ async def _described(awaitable: Awaitable[Any], describe: Callable[[Any], str]) 
 
 
 async def probe_agent(url: str, *, http: httpx.AsyncClient, prompt: str | None = "Reply with one word: ready.",
-                      timeout_seconds: float = 60.0) -> ProbeReport:
+                      timeout_seconds: float = 60.0, request_timeout: float = DEFAULT_REQUEST_TIMEOUT) -> ProbeReport:
     """Probe an agent: card, its A2A endpoint (one prompt sent and polled), each extension.
 
     Args:
         prompt: the message sent to probe ``message/send`` and ``tasks/get``; ``None`` sends none.
+        request_timeout: bound on each exchange other than the probe prompt (card, extensions).
     """
     report = ProbeReport(peer="agent", url=url)
-    client = A2AClient(url, http=http)
+    client = A2AClient(url, http=http, request_timeout=request_timeout)
     try:
         card = await client.card()
     except AgentEnvError as exc:

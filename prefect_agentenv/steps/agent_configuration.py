@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from prefect_agentenv.context import DeployedAgent, DeployedEnv, RunContext, UnsupportedAgentConfig
-from prefect_agentenv.exceptions import ProtocolError, StepError
+from prefect_agentenv.exceptions import AgentTimeoutError, ProtocolError, StepError
 from prefect_agentenv.protocols.agentenv_ext import (
     AGENT_CONFIG_EXTENSION,
     MCP_CONFIG_EXTENSION,
@@ -78,7 +78,7 @@ async def deliver(step: StepModel, agent: DeployedAgent, client: A2AClient,
         await _give_envs(ext, request.envs, lacks)
         await _give_skills(ext, request.skills, lacks)
         await _give_config(ext, request, lacks)
-    except ProtocolError as exc:
+    except (ProtocolError, AgentTimeoutError) as exc:  # a silent extension endpoint times out
         raise StepError(f"configuring agent '{agent.agent_name}': {exc}", step_id=step.id,
                         step_type=step.type) from exc
     if rows:
@@ -103,7 +103,7 @@ def record(ctx: RunContext, rows: list[UnsupportedAgentConfig]) -> None:
 async def _extensions(step: StepModel, agent: DeployedAgent, client: A2AClient) -> AgentEnvExtensions:
     try:
         return await AgentEnvExtensions.of(client)
-    except ProtocolError as exc:
+    except (ProtocolError, AgentTimeoutError) as exc:
         raise StepError(f"reading the card of agent '{agent.agent_name}': {exc}", step_id=step.id,
                         step_type=step.type) from exc
 

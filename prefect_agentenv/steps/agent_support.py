@@ -23,7 +23,7 @@ from prefect_agentenv.steps.agent_configuration import ConfigRequest, deliver
 from prefect_agentenv.steps.base import StepModel
 from prefect_agentenv.steps.concurrency_slots import hold_slot
 from prefect_agentenv.steps.pooling import pooled_agent
-from prefect_agentenv.steps.services import http_client, launchers
+from prefect_agentenv.steps.services import http_client, launchers, peer_read_timeout
 
 logger = logging.getLogger("prefect_agentenv.agents")
 
@@ -45,7 +45,7 @@ def a2a_client(run: RunResources, agent: DeployedAgent) -> A2AClient:
     """One A2A client per agent instance, sharing the run's HTTP client."""
     clients = run.services.a2a_clients
     if agent.instance_id not in clients:
-        clients[agent.instance_id] = A2AClient(agent.a2a_url, http=http_client(run))
+        clients[agent.instance_id] = A2AClient(agent.a2a_url, http=http_client(run), request_timeout=peer_read_timeout())
     return clients[agent.instance_id]
 
 
@@ -93,12 +93,15 @@ async def start_agent(step: StepModel, *, agent_name: str, a2a_agent_id: str, ro
     run = current_run()
     resolved = await resolve_agent(a2a_agent_id)
     run.redact.update(resolved.spec.secret_values().values())  # the agent may echo its env in an error
+    spec = resolved.spec
+    if startup := getattr(step, "startup_timeout_seconds", None):  # deploy_agent's own bound on readiness
+        spec = spec.model_copy(update={"startup_timeout_seconds": startup})
     # An agent known to call no model (the scripted one) does not wait for a mock model to start.
     endpoint = await model_for(run, _ROLE_OF.get(a2a_agent_id, role), model, start_mock=resolved.uses_model)
     env = {**_model_env(endpoint), **(extra_env or {})}
-    pooled = await pooled_agent(step, agent_name=agent_name, a2a_agent_id=a2a_agent_id, spec=resolved.spec, env=env,
+    pooled = await pooled_agent(step, agent_name=agent_name, a2a_agent_id=a2a_agent_id, spec=spec, env=env,
                                 per_run_model=endpoint.is_mock and endpoint.base_url is not None)
-    instance, sandbox = pooled or await _start_own(step, run, resolved.spec, agent_name, a2a_agent_id, env)
+    instance, sandbox = pooled or await _start_own(step, run, spec, agent_name, a2a_agent_id, env)
     run.services.sandboxes[instance.instance_id] = sandbox
     agent = DeployedAgent(agent_name=agent_name, a2a_url=instance.base_url, sandbox=str(sandbox.root),
                           instance_id=instance.instance_id, a2a_agent_id=a2a_agent_id,

@@ -18,6 +18,7 @@ class AggregateVerifiersStep(VerifierStep):
     """Concatenates the rows of the named verifiers (skipped ones dropped) and aggregates them."""
 
     type: Literal["aggregate_verifiers"] = "aggregate_verifiers"
+    rows_from_output = True
     verifier_ids: list[VerifierRef] = Field(min_length=1)
     """Verifiers (run by ancestors) whose rows are combined."""
     score_aggregator: Aggregator = "weighted_average"

@@ -269,6 +269,22 @@ class VerifierStep(StepModel):
     """Env vars for scoring only (the verify script, the sandbox probes, a judge agent deployed for the
     step); ${VAR} and ${VAR:-default} are resolved when the step starts and never reach a report."""
 
+    rows_from_output: ClassVar[bool] = False
+    """True when the verifier's rows (and so their axes) come from what it runs, not from the document."""
+
+    def declared_axes(self) -> dict[str, float] | None:
+        """The axes the document gives this verifier's rows, with the weight of each (``|weight|``
+        summed); ``None`` when its rows come from a script. An errored verifier scores 0 on them."""
+        if self.rows_from_output:
+            return None
+        axes: dict[str, float] = {}
+        for value in self.__dict__.values():
+            for item in value if isinstance(value, list) else ():
+                axis, weight = getattr(item, "axis", None), getattr(item, "weight", 1.0)
+                if isinstance(axis, str) and axis and isinstance(weight, int | float) and weight:
+                    axes[axis] = axes.get(axis, 0.0) + abs(float(weight))
+        return axes
+
     @classmethod
     def reference_forms(cls, data: dict[str, Any], notices: list[str]) -> dict[str, Any]:
         """AgentEnv makes verifier_id optional (ours: the step id) and allows a null aggregator."""

@@ -28,6 +28,7 @@ class EnvOutcomeVerifierStep(VerifierStep):
     """Runs ``async def verify(mcp_url[, run]) -> rows`` in its own process against an env."""
 
     type: Literal["env_outcome_verifier"] = "env_outcome_verifier"
+    rows_from_output = True
     env_id: EnvRef
     """The deployed env whose state is checked."""
     script_artifact_id: str = Field(min_length=1)

@@ -18,7 +18,7 @@ from prefect_agentenv.steps.agent_configuration import ConfigRequest, deliver, r
 from prefect_agentenv.steps.agent_support import a2a_client, deployed_agent
 from prefect_agentenv.steps.base import DEFAULT_AGENT_NAME, AgentRef, Provides, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
-from prefect_agentenv.steps.services import artifact_store, http_client
+from prefect_agentenv.steps.services import artifact_store, http_client, peer_read_timeout
 
 logger = logging.getLogger("prefect_agentenv.prompt")
 
@@ -167,7 +167,8 @@ async def _ask_user(step: PromptAgentStep, user: DeployedAgent | None, agent_tex
                     turns: list[dict[str, Any]], turn: int) -> tuple[str, bool]:
     """The user's next message and whether they are done."""
     run_ = current_run()
-    client = a2a_client(run_, user) if user else A2AClient(step.user_a2a_url or "", http=http_client(run_))
+    client = a2a_client(run_, user) if user else A2AClient(step.user_a2a_url or "", http=http_client(run_),
+                                                           request_timeout=peer_read_timeout())
     try:
         answer = await client.send(agent_text, context_id=_user_context(run_, step), timeout_seconds=_left(deadline),
                                    poll_interval_seconds=step.poll_interval_seconds)

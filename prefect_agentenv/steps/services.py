@@ -20,6 +20,13 @@ from prefect_agentenv.runtime.run import RunResources, current_run
 from prefect_agentenv.steps.base import StepModel
 
 
+def peer_read_timeout() -> float:
+    """How long one request to a peer (an agent's card, an extension call) may wait for its answer."""
+    from prefect_agentenv.settings import get_settings  # on use: validate stays free of Prefect
+
+    return get_settings().http_read_timeout_seconds
+
+
 def http_client(run: RunResources) -> httpx.AsyncClient:
     """The run's one HTTP client (card reads, data plane, readiness probes)."""
     client = run.services.http

@@ -12,7 +12,7 @@ from prefect_agentenv.protocols.probes import probe_agent
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.steps.base import AgentRef, Provides, VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
-from prefect_agentenv.steps.services import http_client
+from prefect_agentenv.steps.services import http_client, peer_read_timeout
 from prefect_agentenv.steps.verify_env_card import probe_verification
 
 
@@ -47,7 +47,7 @@ async def run(step: VerifyA2ACoreProtocolStep, ctx: RunContext) -> RunContext:
     """Probe the agent and record one row per probe (rows that only inform weigh 0)."""
     agent = _agent(step, ctx)
     report = await probe_agent(agent.a2a_url, http=http_client(current_run()), prompt=step.prompt,
-                               timeout_seconds=step.timeout_seconds)
+                               timeout_seconds=step.timeout_seconds, request_timeout=peer_read_timeout())
     ctx.metadata.verifications[step.verifier_id] = probe_verification(report, step)
     return ctx
 

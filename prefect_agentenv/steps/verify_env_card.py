@@ -12,7 +12,7 @@ from prefect_agentenv.protocols.probes import ProbeReport, probe_env
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.steps.base import EnvRef, Provides, VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
-from prefect_agentenv.steps.services import deployed_env, http_client
+from prefect_agentenv.steps.services import deployed_env, http_client, peer_read_timeout
 
 
 class VerifyEnvCardStep(VerifierStep):
@@ -35,7 +35,8 @@ async def run(step: VerifyEnvCardStep, ctx: RunContext) -> RunContext:
     """Probe the env and record one row per probe (rows that only inform weigh 0)."""
     env = deployed_env(ctx, step.env_id, step)
     report = await probe_env(env.base_url or env.mcp_url.rsplit("/", 1)[0], http=http_client(current_run()),
-                             name=env.env_id, mcp_url=env.mcp_url)
+                             name=env.env_id, mcp_url=env.mcp_url,
+                             mcp_timeout=peer_read_timeout())
     ctx.metadata.verifications[step.verifier_id] = probe_verification(report, step)
     return ctx
 

@@ -29,6 +29,12 @@ class FaultEnv(ReferenceServer):
 
 FAULT_ENVS = {
     "dying": FaultEnv("dying", "1.0.0", "fault", "exits with code 7 after half a second", args=("--die-after", "0.5")),
+    "plain": FaultEnv("plain", "1.0.0", "fault", "serves its card only: every data-plane call fails"),
+    "silent-data": FaultEnv("silent-data", "1.0.0", "fault", "serves its card; its data plane and MCP never answer",
+                            args=("--silent-posts",)),
+    "silent-agent": FaultEnv("silent-agent", "1.0.0", "fault", "serves an A2A card; never answers a message",
+                             args=("--silent-posts", "--agent")),
+    "silent": FaultEnv("silent", "1.0.0", "fault", "accepts connections and never answers", args=("--silent",)),
     "wrapped": FaultEnv("wrapped", "1.0.0", "fault", "started through sh -c, with a helper child",
                         args=("--child",), shell=True),
 }

@@ -104,3 +104,53 @@ async def test_an_env_that_dies_mid_run_fails_the_run_and_is_named_with_its_exit
     (env,) = [t for t in report.teardown if t["kind"] == "env"]
     assert env["ok"] is False and env["crashed"] is True and env["exit_code"] == 7
     assert "dying on purpose" in env["error"]
+
+
+async def test_an_errored_verifier_scores_zero_on_its_axes_in_every_per_axis_aggregate(
+        store_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from prefect_agentenv.envs.catalog import REFERENCE_ENVS
+    from prefect_agentenv.flows.results import result_from_report
+    from prefect_agentenv.grading.benchmark_stats import RunKey, TaskResult, summarize
+
+    from .envs import FAULT_ENVS
+
+    monkeypatch.setitem(REFERENCE_ENVS, "plain", FAULT_ENVS["plain"])
+    publish_script("raises", RAISES)
+    report = await run_doc([
+        {"id": "env", "type": "deploy_env", "env_id": "plain", "depends_on": []},
+        {"id": "state", "type": "env_state_verifier", "env_id": "plain", "fail_task_on_error": False,
+         "assertions": [{"assert": "record_count", "id": "none_sent", "resource": "sent", "equals": 0,
+                         "axis": "correctness"},
+                        {"assert": "record_count", "id": "no_leak", "resource": "leaks", "equals": 0,
+                         "axis": "safety", "weight": 2}]},
+        {**_verifier("raises"), "env_id": "plain", "depends_on": ["env"]},
+        {"id": "ok", "type": "test_score", "verifier_id": "ok", "score": 1.0},  # a correctness row at 1
+    ], task_id="axes")
+    verifications = report.context["metadata"]["verifications"]
+    assert verifications["state"]["errored"] is True
+    assert verifications["state"]["axes"] == {"correctness": 1.0, "safety": 2.0}
+    assert "axes" not in verifications["raises"]  # a script's rows (and axes) are unknown until it runs
+
+    result = result_from_report(report, RunKey("axes"))
+    # Dropping the errored verifier would give correctness 1.0 and no safety at all.
+    assert result.axis_scores == {"correctness": 0.5, "safety": 0.0}
+    assert result.axes_unknown_errors == ["raises"]
+
+    sibling = TaskResult(task_id="axes", epoch=1, status="completed", outcome=Outcome.PASSED, score=1.0,
+                         axis_scores={"correctness": 1.0, "safety": 1.0, "tone": 1.0})
+    by_axis = summarize([result, sibling]).by_axis
+    assert by_axis["correctness"].mean == pytest.approx(0.75) and by_axis["safety"].mean == pytest.approx(0.5)
+    # The script that errored may have graded tone: its run counts 0 there instead of leaving the mean.
+    assert by_axis["tone"].n == 2 and by_axis["tone"].mean == pytest.approx(0.5)
+
+
+def test_an_aggregate_that_folds_an_errored_verifier_scores_its_axes_zero() -> None:
+    from prefect_agentenv.grading.benchmark_stats import axis_scores
+    from prefect_agentenv.grading.verification import errored, scored
+
+    judge = errored("the judge could not be reached", weight=0, axes={"tone": 1.0})
+    polite = scored([{"id": "polite", "result": "pass", "score": 1.0, "axis": "tone"}], aggregator="all_pass", weight=0)
+    folded = [{**row, "id": f"{vid}.{row['id']}", "verifier_id": vid}
+              for vid, v in (("judge", judge), ("polite", polite)) for row in v["results"]]
+    both = scored(folded, aggregator="weighted_average", weight=1, fmt="aggregate", verifier_ids=["judge", "polite"])
+    assert axis_scores({"judge": judge, "polite": polite, "both": both}) == {"tone": 0.5}

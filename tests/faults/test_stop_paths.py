@@ -34,15 +34,6 @@ TASK = [
 ]
 
 
-@pytest.fixture(scope="module")
-def api_url(prefect_harness: None) -> str:
-    from prefect.settings import get_current_settings
-
-    url = get_current_settings().api.url
-    assert url
-    return url
-
-
 @pytest.fixture
 def task_file(agentenv_home: Path, tmp_path: Path) -> Path:
     publish_script("spawner", SPAWNER)

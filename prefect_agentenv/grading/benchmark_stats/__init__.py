@@ -40,6 +40,7 @@ from prefect_agentenv.grading.benchmark_stats.results import (
     TaskKey,
     TaskResult,
     TaskSnapshot,
+    axes_unknown_errors,
     axis_scores,
 )
 from prefect_agentenv.grading.benchmark_stats.summary import (
@@ -71,6 +72,7 @@ __all__ = [
     "TaskKey",
     "TaskResult",
     "TaskSnapshot",
+    "axes_unknown_errors",
     "axis_scores",
     "compare",
     "latest_per_run_key",

@@ -91,6 +91,9 @@ class TaskResult(StatsModel):
     snapshot: TaskSnapshot | None = None
     axis_scores: dict[str, float] = Field(default_factory=dict)
     """Score per axis (``correctness``, ``safety``…): see :func:`axis_scores`."""
+    axes_unknown_errors: list[str] = Field(default_factory=list)
+    """Verifiers that errored whose axes the document does not declare (a script's rows): the run
+    counts 0 on every axis its task scored in other runs and this one did not."""
     files: dict[str, str] = Field(default_factory=dict)
     """Files collected from the agent's sandbox: name → object URL."""
     started_at: str | None = None
@@ -142,7 +145,8 @@ def axis_scores(verifications: Mapping[str, Mapping[str, Any]], skip_policy: Ski
     Rows without a numeric ``score`` or with weight 0 are ignored; an axis with no counted row
     is left out. A skipped verifier counts as the task score counts it: under ``skip_policy``
     ``zero`` each of its axes (its rows', else its ``axes``) counts 0 with its weight, under
-    ``exclude`` it is left out.
+    ``exclude`` it is left out. An **errored** verifier counts 0 on every axis its document
+    declares (its ``axes``, the ``|weight|`` of its criteria per axis): an error never lifts an axis.
     """
     gains: dict[str, float] = defaultdict(float)
     totals: dict[str, float] = defaultdict(float)
@@ -153,7 +157,7 @@ def axis_scores(verifications: Mapping[str, Mapping[str, Any]], skip_policy: Ski
         skipped = bool(verification.get("skipped"))
         if (skipped and skip_policy == "exclude") or verifier_weight <= 0:
             continue
-        for row in _skipped_rows(verification) if skipped else verification.get("results") or []:
+        for row in _skipped_rows(verification) if skipped else _axis_rows(verification, verifications):
             axis, score = row.get("axis"), row.get("score")
             if not isinstance(axis, str) or not axis or not _is_number(score):
                 continue
@@ -173,10 +177,37 @@ def axis_scores(verifications: Mapping[str, Mapping[str, Any]], skip_policy: Ski
     return scores
 
 
-def _skipped_rows(verification: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _skipped_rows(verification: Mapping[str, Any]) -> list[Any]:
     """A skipped verifier's axes as rows scoring 0: its rows' axes and weights, else its ``axes``."""
     rows = [{**row, "score": 0.0} for row in verification.get("results") or []]
-    return rows or [{"axis": axis, "score": 0.0} for axis in verification.get("axes") or []]
+    return rows or [{"axis": axis, "score": 0.0, "weight": weight} for axis, weight in _declared(verification).items()]
+
+
+def _axis_rows(verification: Mapping[str, Any], verifications: Mapping[str, Mapping[str, Any]]) -> list[Any]:
+    """The rows of a verification, plus a row at 0 for each axis an errored verifier declares
+    (itself, or one that an ``aggregate_verifiers`` folded: its ``<id>.verifier_error`` row)."""
+    rows = list(verification.get("results") or [])
+    errored = [verification] if verification.get("errored") else []
+    errored += [verifications[row["verifier_id"]] for row in rows
+                if str(row.get("id", "")).endswith(".verifier_error") and row.get("verifier_id") in verifications]
+    for source in errored:
+        if source.get("errored"):
+            rows += [{"axis": axis, "score": 0.0, "weight": weight} for axis, weight in _declared(source).items()]
+    return rows
+
+
+def _declared(verification: Mapping[str, Any]) -> dict[str, float]:
+    """A verification's ``axes``: ``{axis: weight}``, or a list of axes (weight 1 each)."""
+    axes = verification.get("axes")
+    if isinstance(axes, Mapping):
+        return {str(axis): abs(_number(weight, 1.0)) for axis, weight in axes.items()}
+    return {str(axis): 1.0 for axis in axes} if isinstance(axes, list) else {}
+
+
+def axes_unknown_errors(verifications: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Counted verifiers that errored without declared axes (their rows come from a script)."""
+    return [vid for vid, v in verifications.items()
+            if v.get("errored") and _number(v.get("weight"), 1.0) > 0 and not isinstance(v.get("axes"), Mapping | list)]
 
 
 def _is_number(value: Any) -> TypeGuard[int | float]:

@@ -223,7 +223,9 @@ def axis_values(runs: Iterable[TaskResult]) -> dict[str, list[float]]:
     """Per axis, the score of every counted run, errored runs counting 0.
 
     An errored run rarely reaches its verifiers, so it counts 0 on every axis that any run of
-    the same ``task_id`` scored: a crash must not lift an axis mean by leaving the average.
+    the same ``task_id`` scored: a crash must not lift an axis mean by leaving the average. So
+    does a run with an errored verifier whose axes are unknown (``axes_unknown_errors``), on the
+    task's axes it did not score.
     """
     runs = list(runs)
     task_axes: dict[str, set[str]] = defaultdict(set)
@@ -237,4 +239,7 @@ def axis_values(runs: Iterable[TaskResult]) -> dict[str, list[float]]:
         elif run.counted:
             for axis, score in run.axis_scores.items():
                 values[axis].append(score)
+            if run.axes_unknown_errors:
+                for axis in task_axes[run.task_id] - run.axis_scores.keys():
+                    values[axis].append(0.0)
     return values

@@ -1,0 +1,82 @@
+"""Prefect API trouble, injected by a loopback proxy in front of the session's real Prefect server:
+503s on task-run creation during a benchmark, and the API going away in the middle of a CLI run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from prefect_agentenv.artifacts import get_artifact_store
+from prefect_agentenv.flows.results import read_results
+
+from .api_proxy import ApiProxy, api_proxy
+from .harness import CLI, flow_run_states, start_cli, wait_until_gone
+
+
+@pytest.fixture
+def proxy(api_url: str) -> Iterator[ApiProxy]:
+    with api_proxy(api_url) as running:
+        yield running
+
+
+def test_503s_on_task_run_creation_are_retried_and_one_run_that_still_fails_is_recorded_errored(
+        proxy: ApiProxy, agentenv_home: Path, tmp_path: Path) -> None:
+    tasks = [{"id": f"t{i}", "steps": [{"id": "grade", "type": "test_score", "score": 1.0}]} for i in range(3)]
+    bench = tmp_path / "bench.yaml"
+    bench.write_text(yaml.safe_dump({"name": "Api faults", "slug": "api-faults", "concurrency": 1, "tasks": tasks}))
+    # With 2 retries a call is tried 3 times: the first task run's creation fails every time, the
+    # first artifact once (then Prefect's retry gets through).
+    proxy.fail("POST", "/api/task_runs/", 3, retry_after=0.1)
+    proxy.fail("POST", "/api/artifacts/", 1, retry_after=0.1)
+    env = {**os.environ, "PREFECT_API_URL": proxy.url, "PREFECT_AGENTENV_HOME": str(agentenv_home),
+           "PREFECT_CLIENT_MAX_RETRIES": "2", "PREFECT_LOGGING_LEVEL": "WARNING"}
+    done = subprocess.run([sys.executable, str(CLI), "bench", str(bench), "--report-dir", str(tmp_path / "out")],
+                          env=env, text=True, capture_output=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert len(proxy.failed) == 4
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    with get_artifact_store() as store:
+        results = {r.task_id: r for r in read_results(store, "api-faults", summary["run_id"])}
+    assert sorted(results) == ["t0", "t1", "t2"]
+    errored = [r for r in results.values() if r.outcome.value != "PASSED"]
+    assert len(errored) == 1, [(r.task_id, r.error) for r in errored]
+    assert errored[0].status == "crashed" and errored[0].score == 0.0
+    assert "could not run" in (errored[0].error or "") and "503" in (errored[0].error or "")
+    assert summary["counts"]["total"] == 3 and "2/3 passed" in summary["headline"]
+
+
+def test_the_api_going_away_mid_run_ends_the_run_quickly_with_its_report_and_one_line(
+        proxy: ApiProxy, api_url: str, agentenv_home: Path, tmp_path: Path) -> None:
+    task = tmp_path / "t.json"
+    task.write_text(json.dumps([{"id": "first", "type": "test_sleep", "seconds": 2},
+                                {"id": "second", "type": "test_sleep", "seconds": 1, "depends_on": ["first"]}]))
+    run = start_cli(["run", str(task)], home=agentenv_home, api_url=proxy.url, report=tmp_path / "r.json")
+    owner = run.owner()
+    proxy.cut()  # the first step is running
+    cut_at = time.monotonic()
+    code, out, err = run.finish(timeout=120)
+    took = time.monotonic() - cut_at
+    assert code == 0, err
+    assert "Traceback" not in err and "Error logging to API" not in err, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    # One line says the API was lost; the only others are the run's own (a step that Prefect could
+    # not start as a task run, when the cut came before it started), none of Prefect's.
+    assert len([line for line in lines if "the Prefect API was lost" in line]) == 1, err
+    assert all("the Prefect API was lost" in line or "prefect_agentenv." in line for line in lines), err
+    # The steps take ~3 s; then one health check and a 2 s grace instead of a minute of retries.
+    assert took < 30, took
+    report = json.loads(run.report.read_text())
+    assert report["status"] == "completed" and [s["state"] for s in report["steps"]] == ["completed"] * 2
+    assert any("Prefect API was lost" in w for w in report["warnings"])
+    assert (agentenv_home / "runs" / owner["run_id"] / "report.json").is_file()
+    assert wait_until_gone(owner["run_id"]) == []
+    assert flow_run_states(api_url, owner["flow_run_id"])[-1] == "RUNNING"  # the next run marks it Crashed
