@@ -44,7 +44,8 @@ demo: install
 		$(BIN)/python -m pip uninstall -q -y agentenv-teststeps && rm -f $(TEST_STAMP); fi
 	$(BIN)/python -m prefect_agentenv.demo
 
-test: install-test peers
+# The linter and the type checker run first: a lint or type error fails `make test` in seconds.
+test: install-test peers lint typecheck
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=15
 
 # The browser tests use the system's Chromium (Playwright never downloads one); without it they
@@ -59,7 +60,6 @@ screenshots: install-test browser
 bench: install
 	$(BIN)/python benchmarks/engine_overhead.py
 
-# Not yet part of `make test`: the type checker still reports errors in modules being reworked.
 .PHONY: typecheck lint
 
 typecheck: install-test

@@ -11,7 +11,6 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -20,6 +19,9 @@ from prefect_agentenv.commands.rollout import rollout_command
 from prefect_agentenv.commands.view import view_command
 
 if TYPE_CHECKING:
+    # Typer (>= 0.26) carries its own copy of Click; its group methods take and return that copy's types.
+    from typer import _click as click
+
     from prefect_agentenv.documents import TaskDocument
 
 # Every import of the documents, the flows or Prefect (and asyncio, a third of this module's own
@@ -92,11 +94,12 @@ def validate(
         result = validate_any_file(path)
         for w in result.warnings:
             typer.echo(f"{path}: {w.severity}: {w.render()}", err=True)
-        if result.ok and isinstance(result, BenchmarkValidationResult):
-            tasks = len({t.base_id for t in result.tasks})
-            typer.echo(f"{path}: ok (benchmark: {tasks} tasks, {len(result.tasks)} runs per epoch)")
-            continue
-        if result.ok:
+        if isinstance(result, BenchmarkValidationResult):
+            if result.ok:
+                tasks = len({t.base_id for t in result.tasks})
+                typer.echo(f"{path}: ok (benchmark: {tasks} tasks, {len(result.tasks)} runs per epoch)")
+                continue
+        elif result.ok:
             typer.echo(f"{path}: ok ({len(result.document.steps) if result.document else 0} steps)")
             if explain and result.document is not None:
                 doc = result.document
@@ -138,6 +141,20 @@ def _pairs(values: list[str], option: str) -> dict[str, str]:
     return out
 
 
+def _overrides(values: list[str]) -> dict[str, str]:
+    """``--override`` pairs, refused (exit 2, with a did-you-mean) when a key is not a run override."""
+    from prefect_agentenv.exceptions import ConfigurationError
+    from prefect_agentenv.runtime.overrides import RunOverrides
+
+    pairs = _pairs(values, "--override")
+    try:
+        RunOverrides.parse(pairs)
+    except ConfigurationError as exc:
+        typer.echo(f"error: --override: {exc}", err=True)
+        raise typer.Exit(2) from None
+    return pairs
+
+
 def _waves(doc: TaskDocument) -> list[list[str]]:
     """Steps grouped by how soon they can start (a wave's steps run in parallel)."""
     from prefect_agentenv.documents.graph import levels, resolve_dependencies
@@ -165,7 +182,7 @@ def run(
     from prefect_agentenv.documents import validate_file
 
     seeds = _pairs(seed, "--seed")
-    overrides = _pairs(override, "--override")
+    overrides = _overrides(override)
     result = validate_file(task_file, seeds)
     for w in result.warnings:
         typer.echo(f"warning: {w.render()}", err=True)
@@ -214,7 +231,7 @@ def bench(
     """Run a benchmark with live progress; exit 0 when it ran (whatever the scores), 1 when it failed, 2 invalid."""
     from prefect_agentenv.documents.benchmark_validation import validate_benchmark_file
 
-    overrides = _pairs(override, "--override")
+    overrides = _overrides(override)
     if report_dir is not None:
         _check_writable(report_dir / "summary.json", "--report-dir")
     checked = validate_benchmark_file(bench_file)

@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from prefect_agentenv.flows.benchmark import benchmark, progress_listener
+from prefect_agentenv.flows.benchmark_result import BenchmarkRunResult
 
 _STYLE = {"PASSED": "green", "BELOW_ONE": "yellow", "FAILED": "red", "TIMED_OUT": "red", "UNSCORED": "dim"}
 
@@ -82,10 +83,11 @@ def run_benchmark_with_progress(path: Path, *, run_id: str | None, overrides: di
     if not isinstance(out, dict):
         console.print(f"[red]the benchmark failed:[/red] {state.message}")
         return 1
-    if out.get("regressions"):
-        console.print(f"[yellow]{len(out['regressions'])} regression(s) against the previous run[/yellow]")
-    console.print(f"results: {out['results_url']}")
+    result = BenchmarkRunResult.model_validate(out)
+    if result.regressions:
+        console.print(f"[yellow]{len(result.regressions)} regression(s) against the previous run[/yellow]")
+    console.print(f"results: {result.results_url}")
     if report_dir:
         console.print(f"summary: {report_dir / 'summary.md'}")
-    console.print(f"resume or rerun missing tasks with: prefect-agentenv bench {path} --resume {out['run_id']}")
+    console.print(f"resume or rerun missing tasks with: prefect-agentenv bench {path} --resume {result.run_id}")
     return 0 if state.is_completed() else 1

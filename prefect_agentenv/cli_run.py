@@ -79,7 +79,7 @@ async def _run(doc: TaskDocument, overrides: dict[str, str], keep: bool, report:
         _leave_without_prefect(written, report, lost.result())
     lost.cancel()
     state = await flow_run
-    return await state.result(raise_on_failure=False)
+    return await state.aresult(raise_on_failure=False)
 
 
 def _leave_without_prefect(written: Path, report: Path | None, why: str) -> NoReturn:

@@ -108,8 +108,13 @@ class UnsupportedAgentConfig(_Model):
     """Why it could not be sent, e.g. "the card does not declare the extension"."""
 
 
+def _unset(value: object) -> bool:
+    """A shared record no step wrote: left out of the report, as it was before it had a field."""
+    return value is None or value == {}
+
+
 class RunMetadata(BaseModel):
-    """Run-wide records. Known keys are typed; steps from plugins may add their own."""
+    """Run-wide records. What built-in steps write is typed here; steps from plugins may add their own keys."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -123,6 +128,20 @@ class RunMetadata(BaseModel):
     """Files copied into agents: {agent_name, folder, universe, files}."""
     unsupported_agent_config: list[UnsupportedAgentConfig] = Field(default_factory=list)
     """Configuration the document asked for that an agent's card cannot take (not sent; a warning)."""
+    env_snapshots: dict[str, dict[str, Any]] = Field(default_factory=dict, exclude_if=_unset)
+    """By snapshot_env step id: {env_id, artifact: {id, version}, url, sha256} (the transcript diffs them)."""
+    default_agent_model: str | None = Field(default=None, exclude_if=_unset)
+    """The model the first deploy_agent without a model of its own got; later agents get it too."""
+    env_clocks: dict[str, Any] = Field(default_factory=dict, exclude_if=_unset)
+    """By sync_env_clock step id: what the env's clock reported."""
+    env_triggers: dict[str, Any] = Field(default_factory=dict, exclude_if=_unset)
+    """By register_env_triggers step id: what the env accepted."""
+    teardowns: dict[str, Any] = Field(default_factory=dict, exclude_if=_unset)
+    """By teardown_sandboxes step id: each stopped agent's and env's outcome."""
+    reviews: dict[str, Any] = Field(default_factory=dict, exclude_if=_unset)
+    """By review step id: {label, approved, note}."""
+    script_results: dict[str, Any] = Field(default_factory=dict, exclude_if=_unset)
+    """By result id: what each run_code script returned (later scripts read the earlier ones)."""
 
 
 class RunContext(BaseModel):

@@ -36,6 +36,7 @@ from pydantic import ValidationError
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.documents.problems import Problem
 from prefect_agentenv.exceptions import TaskDocumentError
+from prefect_agentenv.runtime.overrides import RunOverrides
 from prefect_agentenv.runtime.run import RunResources, bind_run, unbind_run
 from prefect_agentenv.runtime.teardown import TeardownRegistry
 from prefect_agentenv.settings import get_settings
@@ -65,7 +66,7 @@ async def agentenv_run(task_id: str = "flow", *, keep: bool = False,
     run_id = uuid.uuid4().hex
     run = RunResources(run_id=run_id, task_id=task_id, workdir=(settings.runs_dir / run_id).resolve(),
                        teardown=TeardownRegistry(per_entry_timeout=settings.step_teardown_timeout_seconds),
-                       keep=keep, overrides=dict(overrides or {}))
+                       keep=keep, overrides=RunOverrides.parse(overrides))
     run.workdir.mkdir(parents=True, exist_ok=True)
     token = bind_run(run)
     try:
@@ -91,7 +92,7 @@ def step_task(step_type: str) -> Task[..., Any]:
         return await definition.run(step, (ctx or RunContext()).model_copy(deep=True))
 
     run_step.__doc__ = f"Run a ``{step_type}`` step on ``ctx``; the keyword arguments are its fields."
-    return task(run_step, name=step_type, cache_policy=NO_CACHE, persist_result=False)
+    return task(name=step_type, cache_policy=NO_CACHE, persist_result=False)(run_step)
 
 
 deploy_env = step_task("deploy_env")

@@ -7,6 +7,7 @@ the API would return its values in clear, so blocks never use that shape.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 from prefect.types import SecretDict
@@ -25,6 +26,11 @@ def _plain_values(value: Any) -> Any:
 
 SecretEnv = Annotated[SecretDict, BeforeValidator(_plain_values), Field(default_factory=lambda: SecretDict({}))]
 """A block field of secret environment variables: NAME → value, every value masked by Prefect."""
+
+
+def secret_dict(values: Mapping[str, SecretStr | str]) -> SecretDict:
+    """A ``SecretEnv`` value from NAME → value pairs (as the command line parses them)."""
+    return SecretDict(_plain_values(dict(values)))
 
 
 def reveal_env(secret_env: SecretDict) -> dict[str, SecretStr]:

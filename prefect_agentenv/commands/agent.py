@@ -9,6 +9,7 @@ import typer
 
 from prefect_agentenv.agents.catalog import REFERENCE_AGENTS
 from prefect_agentenv.blocks.agent import A2A_CARD_PATH, A2AAgent
+from prefect_agentenv.blocks.secret_env import secret_dict
 from prefect_agentenv.commands._registry import (
     Noun,
     UsageProblem,
@@ -109,7 +110,7 @@ def build_block(name: str, *, command: str | None, image: str | None, url: str |
         raise UsageProblem(f"--card-path must start with /, got {card_path!r} (the default is {A2A_CARD_PATH})")
     with invalid_as_usage():
         return A2AAgent(version=version, command=options.command, image=options.image, url=options.url,
-                        env=options.env, secret_env=options.secret_env, startup_timeout_seconds=startup_timeout,
+                        env=options.env, secret_env=secret_dict(options.secret_env), startup_timeout_seconds=startup_timeout,
                         card_path=card_path, container_port=container_port, description=description)
 
 

@@ -60,10 +60,11 @@ def run_check(noun: Literal["env", "agent"], name: str, *, prompt: str | None = 
 
 
 def _json_view(noun: str, name: str, report: TaskReport, verification: dict[str, Any] | None) -> dict[str, Any]:
+    found = verification or {}
     rows = [{"check": r["id"], "status": r["status"], "detail": r.get("justification", "")}
-            for r in (verification or {}).get("results", [])]
-    return {noun: name, "ok": report.status == "completed" and bool(verification) and verification.get("score") == 1.0,
-            "url": (verification or {}).get("url"), "checks": rows, "card": (verification or {}).get("card"),
+            for r in found.get("results", [])]
+    return {noun: name, "ok": report.status == "completed" and bool(found) and found.get("score") == 1.0,
+            "url": found.get("url"), "checks": rows, "card": found.get("card"),
             "not_sent": report.context["metadata"].get("unsupported_agent_config", []),
             "error": report.error, "teardown_ok": all(t.get("ok") for t in report.teardown)}
 

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from prefect_agentenv.blocks.environment import AgentEnvironment
+from prefect_agentenv.blocks.secret_env import secret_dict
 from prefect_agentenv.commands._registry import (
     Noun,
     echo_view,
@@ -100,7 +101,7 @@ def build_block(name: str, *, command: str | None, image: str | None, url: str |
     options = parse_launch_options(ENV, name, command=command, image=image, url=url, env=env, secret_env=secret_env)
     with invalid_as_usage():
         return AgentEnvironment(version=version, command=options.command, image=options.image, url=options.url,
-                                env=options.env, secret_env=options.secret_env, startup_timeout_seconds=startup_timeout,
+                                env=options.env, secret_env=secret_dict(options.secret_env), startup_timeout_seconds=startup_timeout,
                                 container_port=container_port, description=description)
 
 

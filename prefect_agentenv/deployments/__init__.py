@@ -7,7 +7,9 @@ load the flows by module path (``prefect_agentenv.flows...``), never by a file i
 
 from __future__ import annotations
 
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any
 
 from prefect import serve
 from prefect.deployments.runner import EntrypointType, RunnerDeployment
@@ -49,18 +51,27 @@ def build_deployments(benchmark_path: str | Path = "examples/benchmark.yaml", *,
     """The ``agent-task`` deployment and the ``nightly`` benchmark deployment (scheduled unless cron is None)."""
     path = str(Path(benchmark_path).resolve())
     return [
-        agent_task.to_deployment(
+        _built(agent_task.to_deployment(
             name="agent-task", tags=["agentenv"], entrypoint_type=EntrypointType.MODULE_PATH,
-            description=AGENT_TASK_DESCRIPTION),
-        benchmark.to_deployment(
+            description=AGENT_TASK_DESCRIPTION)),
+        _built(benchmark.to_deployment(
             name="nightly", tags=["agentenv", "benchmark"], parameters={"path": path},
             entrypoint_type=EntrypointType.MODULE_PATH,
             schedules=[Cron(cron, timezone=timezone)] if cron else None,
-            description=NIGHTLY_DESCRIPTION.format(path=path)),
+            description=NIGHTLY_DESCRIPTION.format(path=path))),
     ]
+
+
+def _built(made: RunnerDeployment | Coroutine[Any, Any, RunnerDeployment]) -> RunnerDeployment:
+    """``to_deployment`` gives a coroutine when it is called inside an event loop; the callers of
+    :func:`build_deployments` (``serve``, the CLI) run outside one."""
+    if isinstance(made, RunnerDeployment):
+        return made
+    made.close()
+    raise RuntimeError("build_deployments() must be called outside an event loop")
 
 
 def serve_all(benchmark_path: str | Path = "examples/benchmark.yaml", *, cron: str | None = NIGHTLY_CRON,
               limit: int | None = None) -> None:
     """Serve both deployments from this process until interrupted."""
-    serve(*build_deployments(benchmark_path, cron=cron), limit=limit)  # type: ignore[arg-type]
+    serve(*build_deployments(benchmark_path, cron=cron), limit=limit)

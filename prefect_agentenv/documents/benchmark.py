@@ -29,7 +29,7 @@ from pydantic import (
 
 from prefect_agentenv.documents.scoring import ScoringConfig, fold_skip_policy
 from prefect_agentenv.grading.assertions import (
-    kind_literal,
+    CANONICAL_ASSERT,
     FaxContent,
     FilePresent,
     RecordCount,
@@ -338,7 +338,7 @@ class FaxContentCheck(_EnvScoped, FaxContent):
 class RubricCheck(_Strict):
     """Graded by a judge reading the agent's reply and trajectory."""
 
-    assert_: kind_literal("rubric") = Field(alias="assert")
+    assert_: Annotated[Literal["rubric"], CANONICAL_ASSERT] = Field(alias="assert")
     criterion: str = Field(min_length=1)
     """What must be true, in plain language."""
 
@@ -346,7 +346,7 @@ class RubricCheck(_Strict):
 class ResponseContainsCheck(_Strict):
     """The agent's final reply must contain every needle."""
 
-    assert_: kind_literal("response_contains") = Field(alias="assert")
+    assert_: Annotated[Literal["response_contains"], CANONICAL_ASSERT] = Field(alias="assert")
     needles: list[str] = Field(min_length=1)
     """Substrings that must all appear in the reply."""
     case_sensitive: bool = False

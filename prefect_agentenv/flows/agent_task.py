@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import os
 import time
@@ -41,10 +42,11 @@ from prefect_agentenv.flows.report import (
 from prefect_agentenv.flows.scoring_placement import IsolatedScoring
 from prefect_agentenv.flows.run_tags import add_flow_run_tags
 from prefect_agentenv.flows.step_log import describe_step, send_package_logs_to_prefect
-from prefect_agentenv.flows.scheduler import DagScheduler, ScheduleResult
+from prefect_agentenv.flows.scheduler import DagScheduler, ScheduleResult, mark_retries_exhausted
 from prefect_agentenv.flows.task_parameter import TaskParameter, resolve_task_parameter
 from prefect_agentenv.redaction import MIN_SECRET_LENGTH, Redactor
 from prefect_agentenv.flows.task_tags import only_tags, step_task_tags
+from prefect_agentenv.runtime.overrides import RunOverrides
 from prefect_agentenv.runtime.run import RunResources, bind_run, current_run, unbind_run
 from prefect_agentenv.runtime.stop import StopRequest, stop_on_signals
 from prefect_agentenv.runtime.sweep import write_owner
@@ -56,10 +58,6 @@ from prefect_agentenv.transcript import Transcript, build_transcript
 
 logger = logging.getLogger("prefect_agentenv.flow")
 
-_STARTED = "started_steps"
-"""``run.services`` key: ids of steps whose body started inside their Prefect task run."""
-_PREFECT_DOWN = "prefect_down"
-"""``run.services`` key: why steps stopped being Prefect task runs (the API went away)."""
 
 
 async def _run_step(step: StepModel, inputs: list[RunContext]) -> RunContext:
@@ -81,10 +79,10 @@ async def _step_task_body(step: StepModel, inputs: list[RunContext]) -> RunConte
     """Expected failures (our own errors) end the task run as Failed with their message and
     no traceback; anything else is a bug and propagates with its traceback, unless its message
     holds a secret value (then it fails like an expected one, redacted)."""
-    current_run().services.setdefault(_STARTED, set()).add(step.id)
+    current_run().services.started_in_task.add(step.id)
     log = get_run_logger()
     task_run = TaskRunContext.get()
-    graph: _PrefectSteps | None = current_run().services.get("prefect_steps")
+    graph = _steps_graph.get()
     if task_run is not None and graph is not None:
         graph.task_runs[step.id] = task_run.task_run
     if task_run is not None and task_run.task_run.run_count > 1:  # a Prefect retry: start clean
@@ -107,7 +105,7 @@ async def _step_task_body(step: StepModel, inputs: list[RunContext]) -> RunConte
     return out
 
 
-_step_task = task(_step_task_body, cache_policy=NO_CACHE, persist_result=False, log_prints=True)
+_step_task = task(cache_policy=NO_CACHE, persist_result=False, log_prints=True)(_step_task_body)
 
 
 class _PrefectSteps:
@@ -128,11 +126,16 @@ class _PrefectSteps:
                            if d in self.task_runs}}
 
 
+_steps_graph: contextvars.ContextVar[_PrefectSteps | None] = contextvars.ContextVar("prefect_agentenv_steps_graph",
+                                                                                   default=None)
+"""The running task's step graph as Prefect draws it (None when its steps are not Prefect task runs)."""
+
+
 async def _execute_as_prefect_task(step: StepModel, inputs: list[RunContext]) -> RunContext:
     run = current_run()
-    if run.services.get(_PREFECT_DOWN):
+    if run.services.without_prefect:
         return await _run_step(step, inputs)
-    started: set[str] = run.services.setdefault(_STARTED, set())
+    started = run.services.started_in_task
     started.discard(step.id)
     settings = get_settings()
     chosen = await step_task_tags(step.type)
@@ -146,7 +149,7 @@ async def _execute_as_prefect_task(step: StepModel, inputs: list[RunContext]) ->
         # attempts (run_count) and the delay as AwaitingRetry.
         delay = settings.retry_delay_seconds if retry.retry_delay_seconds is None else retry.retry_delay_seconds
         runnable = runnable.with_options(retries=retry.max_retries, retry_delay_seconds=delay)
-    graph: _PrefectSteps | None = current_run().services.get("prefect_steps")
+    graph = _steps_graph.get()
     # A step run again by a span retry continues its own task run: the UI shows one step with
     # several attempts (run_count) instead of unrelated task runs.
     try:
@@ -158,25 +161,29 @@ async def _execute_as_prefect_task(step: StepModel, inputs: list[RunContext]) ->
         if step.id in started:
             raise
         return await _without_prefect(run, step, inputs, f"{type(exc).__name__}: {exc}")
+    if not isinstance(state, State):  # return_type="state" always gives one
+        raise TypeError(f"Prefect returned {type(state).__name__} for step '{step.id}', not a state")
     if not state.is_final() or (state.is_failed() and step.id not in started):
         # The task run never reached the step (e.g. its concurrency slot could not be acquired).
         return await _without_prefect(run, step, inputs, state.message or state.type.value)
     if state.is_cancelled():
         raise asyncio.CancelledError(state.message)
-    result = await state.result(raise_on_failure=False)
+    result = await state.aresult(raise_on_failure=False)
     if not state.is_completed():
         error = result if isinstance(result, BaseException) else StepError(
             state.message or f"step ended in state {state.type.value}", step_id=step.id, step_type=step.type)
-        error.retries_exhausted = own_retries  # type: ignore[union-attr]  # the scheduler must not retry again
+        mark_retries_exhausted(error, own_retries)  # Prefect's task retries ran: the scheduler must not retry again
         raise error
+    if not isinstance(result, RunContext):
+        raise TypeError(f"step '{step.id}' returned {type(result).__name__}, not a RunContext")
     return result
 
 
 async def _without_prefect(run: RunResources, step: StepModel, inputs: list[RunContext], why: str) -> RunContext:
     """Run the step without a Prefect task run: the run finishes its steps even when Prefect's API
     is gone, and the report says so."""
-    if not run.services.get(_PREFECT_DOWN):
-        run.services[_PREFECT_DOWN] = f"from step '{step.id}' on, steps ran without Prefect task runs ({why})"
+    if not run.services.without_prefect:
+        run.services.without_prefect = f"from step '{step.id}' on, steps ran without Prefect task runs ({why})"
         logger.warning("Prefect could not run step %s as a task run (%s); running the rest without Prefect",
                        step.id, why)
     return await _run_step(step, inputs)
@@ -207,23 +214,23 @@ async def run_task_document(
     document, isolated = _placed(document)
     settings = get_settings()
     run_id = run_id or _flow_run_id() or uuid.uuid4().hex
+    parsed, override_error = _parse_overrides(overrides)
     run = RunResources(
         run_id=run_id,
         task_id=document.id,
         workdir=(settings.runs_dir / run_id).resolve(),
         teardown=TeardownRegistry(per_entry_timeout=settings.step_teardown_timeout_seconds),
         keep=keep,
-        overrides=dict(overrides or {}),
+        overrides=parsed,
     )
     run.workdir.mkdir(parents=True, exist_ok=True)
     write_owner(run.workdir, run_id=run_id, flow_run_id=_flow_run_id(), keep=keep)
-    if execute_in_prefect:
-        run.services["prefect_steps"] = _PrefectSteps(document)
     warnings = [f"step '{s.id}': accepted but not acted on: {', '.join(s.ignored_fields)}"
                 for s in document.steps if s.ignored_fields]
     started_at = datetime.now(timezone.utc).isoformat()
     t0 = time.monotonic()
     token = bind_run(run)
+    graph_token = _steps_graph.set(_PrefectSteps(document) if execute_in_prefect else None)
     stop = stop or StopRequest()
     execute = _execute_as_prefect_task if execute_in_prefect else _run_step
     scheduler = DagScheduler(
@@ -236,7 +243,7 @@ async def run_task_document(
     if scoring:
         stop.on_stop(scoring.stop)
     result: ScheduleResult | None = None
-    error = _unset_env_vars(document)
+    error = override_error or _unset_env_vars(document)
     timed_out = False
     # Secrets resolved by any step stay out of every log line; signals stop the run in order.
     with stop_on_signals(stop) if handle_signals else nullcontext(), redacting_logs(run.redact):
@@ -253,6 +260,7 @@ async def run_task_document(
             raise
         finally:
             teardown = await asyncio.shield(run.teardown.stop_all(settings.teardown_timeout_seconds))
+            _steps_graph.reset(graph_token)
             unbind_run(token)
             await asyncio.to_thread(Redactor(run.redact).files, run.workdir)
             api_lost = await _api_lost(run, execute_in_prefect)
@@ -287,8 +295,8 @@ async def _api_lost(run: RunResources, in_prefect: bool) -> str | None:
         return None
     lost = await asyncio.shield(api_health.probe())
     if lost:
-        already = run.services.get(_PREFECT_DOWN) or "the steps ran, but Prefect may not have recorded all of them"
-        run.services[_PREFECT_DOWN] = f"the Prefect API was lost during the run ({lost}); {already}"
+        already = run.services.without_prefect or "the steps ran, but Prefect may not have recorded all of them"
+        run.services.without_prefect = f"the Prefect API was lost during the run ({lost}); {already}"
     return lost
 
 
@@ -325,11 +333,19 @@ def _scoring_summary(document: TaskDocument, scoring: IsolatedScoring | None) ->
 
 def _run_warnings(run: RunResources) -> list[str]:
     """What the report must say about how the run was recorded and redacted."""
-    out = [str(run.services[_PREFECT_DOWN])] if run.services.get(_PREFECT_DOWN) else []
+    out = [run.services.without_prefect] if run.services.without_prefect else []
     if any(0 < len(secret) < MIN_SECRET_LENGTH for secret in run.redact):
         out.append(f"a secret value shorter than {MIN_SECRET_LENGTH} characters was not masked "
                    "(masking it would garble every text that contains it)")
     return out
+
+
+def _parse_overrides(overrides: dict[str, str] | None) -> tuple[RunOverrides, str | None]:
+    """The run's overrides, or why the run must not start (a key this runner does not know)."""
+    try:
+        return RunOverrides.parse(overrides), None
+    except ConfigurationError as exc:
+        return RunOverrides(), f"{exc}: nothing was deployed"
 
 
 def _unset_env_vars(document: TaskDocument) -> str | None:
@@ -355,7 +371,7 @@ async def _keep_report(report: TaskReport, run: RunResources, report_path: Path 
         except OSError as exc:
             logger.error("could not write the report to %s: %s", report_path, exc)
     await _upload_report(report, run.run_id)
-    if publish and _flow_run_id() and not run.services.get(_PREFECT_DOWN):
+    if publish and _flow_run_id() and not run.services.without_prefect:
         try:
             await publish_artifacts(report, run.redact)
         except Exception as exc:  # artifacts are a view; a failed upload must not hide the report
@@ -430,9 +446,9 @@ def _agent_task_run_name() -> str:
     data = task.model_dump() if isinstance(task, TaskDocument) else task if isinstance(task, dict) else {}
     steps = data.get("steps", data) if isinstance(data, dict) else data
     overrides = params.get("overrides") or {}
-    agents = sorted({overrides.get(f"{s.get('agent_name')}.a2a_agent_id") or overrides.get("a2a_agent_id")
-                     or s.get("a2a_agent_id") for s in steps or []
-                     if isinstance(s, dict) and s.get("type") == "deploy_agent"} - {None})
+    found = (overrides.get(f"{s.get('agent_name')}.a2a_agent_id") or overrides.get("a2a_agent_id")
+             or s.get("a2a_agent_id") for s in steps or [] if isinstance(s, dict) and s.get("type") == "deploy_agent")
+    agents = sorted({str(agent) for agent in found if agent is not None})
     task_id = data.get("id", "task") if isinstance(data, dict) else "task"
     return f"{task_id} · {', '.join(agents)}" if agents else str(task_id)
 

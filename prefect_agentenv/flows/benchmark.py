@@ -19,6 +19,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from uuid import UUID
 
 from prefect import flow, get_run_logger, tags
 from prefect.artifacts import (
@@ -29,7 +30,7 @@ from prefect.artifacts import (
     aupdate_progress_artifact,
 )
 from prefect.context import FlowRunContext
-from prefect.deployments import run_deployment
+from prefect.deployments import arun_deployment
 from prefect.states import Completed, Failed, State
 
 from pydantic import Field
@@ -39,9 +40,10 @@ from prefect_agentenv.documents.benchmark import Benchmark
 from prefect_agentenv.documents.benchmark_validation import validate_benchmark_data, validate_benchmark_file
 from prefect_agentenv.documents.compile import ExpandedTask
 from prefect_agentenv.documents.loading import ParseError, read_document
-from prefect_agentenv.exceptions import AgentEnvError, ArtifactError, TaskDocumentError
+from prefect_agentenv.exceptions import AgentEnvError, ArtifactError, ConfigurationError, TaskDocumentError
 from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.flows.agent_task import agent_task, report_key, subflow_run_name
+from prefect_agentenv.flows.benchmark_result import BenchmarkRunResult
 from prefect_agentenv.flows.events import finished_events, task_result_event
 from prefect_agentenv.flows.fleet import cancel_flow_run, wait_for_flow_run
 from prefect_agentenv.flows.links import flow_run_url
@@ -49,8 +51,16 @@ from prefect_agentenv.flows.report import TaskReport, artifact_key, verification
 from prefect_agentenv.flows.results import ResultsStore, crashed_result, read_results, result_from_report, task_key
 from prefect_agentenv.flows.view_data import benchmark_view, publish_benchmark_report
 from prefect_agentenv.viewer import write
-from prefect_agentenv.grading.benchmark_stats import RunKey, TaskResult, compare, summarize, summary_markdown
+from prefect_agentenv.grading.benchmark_stats import (
+    BenchmarkSummary,
+    RunKey,
+    TaskResult,
+    compare,
+    summarize,
+    summary_markdown,
+)
 from prefect_agentenv.grading.outcome import Outcome
+from prefect_agentenv.runtime.overrides import RunOverrides
 from prefect_agentenv.runtime.pool import WarmPool, bind_pool, unbind_pool
 from prefect_agentenv.settings import get_settings
 
@@ -133,20 +143,22 @@ async def benchmark(
     """
     try:
         bench, tasks = load(benchmark, path)
-    except TaskDocumentError as exc:  # a user mistake: the message lists every problem, no traceback
+        RunOverrides.parse({**bench.defaults.overrides, **(overrides or {})})  # refused before any task runs
+    except (TaskDocumentError, ConfigurationError) as exc:  # a user mistake: the message says what, no traceback
         get_run_logger().error("%s", exc)
         return Failed(message=str(exc))
     # The flow run's id by default: the UI's Retry reruns the same flow run, so it resumes this benchmark run.
     runner = _Runner(bench, tasks, run_id=run_id or _current_flow_run_id(), overrides=overrides or {}, epochs=epochs or bench.epochs,
                      concurrency=concurrency or bench.concurrency, dispatch=dispatch, deployment=deployment,
                      report_dir=Path(report_dir) if report_dir else None)
-    summary = await runner.run()
-    get_run_logger().info("benchmark %s run %s: %s", bench.slug, runner.run_id, summary["headline"])
-    if summary["regressions"]:
-        return Completed(message=f"{summary['headline']} — {len(summary['regressions'])} regression(s)", data=summary)
-    if summary["counts"].get("total", 0) == 0:
-        return Failed(message="no task ran", data=summary)
-    return Completed(message=summary["headline"], data=summary)
+    result = await runner.run()
+    get_run_logger().info("benchmark %s run %s: %s", bench.slug, runner.run_id, result.headline)
+    data = result.model_dump(mode="json")  # the flow run's result stays plain JSON for the API and the UI
+    if result.regressions:
+        return Completed(message=f"{result.headline} — {len(result.regressions)} regression(s)", data=data)
+    if result.counts.get("total", 0) == 0:
+        return Failed(message="no task ran", data=data)
+    return Completed(message=result.headline, data=data)
 
 
 class _Runner:
@@ -163,13 +175,13 @@ class _Runner:
         self.store: ArtifactBackend = get_artifact_store()
         self.results = ResultsStore(self.store, bench.slug, self.run_id)
         self.done = 0
-        self.progress_id: Any = None
+        self.progress_id: UUID | None = None
         self.verification_rows: list[dict[str, Any]] = []
 
     def keys(self) -> list[RunKey]:
         return [RunKey(t.task_id, t.seed_index, e) for t in self.tasks.values() for e in range(self.epochs)]
 
-    async def run(self) -> dict[str, Any]:
+    async def run(self) -> BenchmarkRunResult:
         keys = self.keys()
         pending = await asyncio.to_thread(self.results.pending, keys)
         await asyncio.to_thread(self.results.record_started)
@@ -218,7 +230,6 @@ class _Runner:
         snapshot = await asyncio.to_thread(self.results.snapshot_task, task_key(key.task_id, key.seed_index),
                                            task.document.model_dump(mode="json", by_alias=True))
         started, t0 = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), time.monotonic()
-        common = {"seed": task.seed_row, "tags": task.tags, "snapshot": snapshot}
         try:
             async with asyncio.timeout(task.timeout_seconds):
                 report, flow_run_id = await self._dispatch(task, key)
@@ -230,17 +241,20 @@ class _Runner:
         except Exception as exc:  # one failed API call (after Prefect's own retries) costs this run only
             logger.warning("task %s (epoch %s) could not run: %s", key.task_id, key.epoch, exc)
             return crashed_result(key, f"the task could not run: {type(exc).__name__}: {exc}", started_at=started,
-                                  duration_s=round(time.monotonic() - t0, 3), **common)
+                                  duration_s=round(time.monotonic() - t0, 3), seed=task.seed_row, tags=task.tags,
+                                  snapshot=snapshot)
         if report is None:
             return crashed_result(key, "the task's flow run ended without a report", flow_run_id=flow_run_id,
-                                  started_at=started, duration_s=round(time.monotonic() - t0, 3), **common)
+                                  started_at=started, duration_s=round(time.monotonic() - t0, 3), seed=task.seed_row,
+                                  tags=task.tags, snapshot=snapshot)
         url = self.store.object_url(report_key(report.flow_run_id or flow_run_id or ""))
         self.verification_rows += [{"task": key.task_id, "epoch": key.epoch, **row} for row in verification_rows(report)]
         if self.report_dir:
             self.report_dir.mkdir(parents=True, exist_ok=True)
             name = f"{task_key(key.task_id, key.seed_index)}-epoch{key.epoch}.json"
             (self.report_dir / name).write_text(report.model_dump_json(indent=2))
-        return result_from_report(report, key, report_url=url, skip_policy=task.document.skip_policy, **common)
+        return result_from_report(report, key, report_url=url, skip_policy=task.document.skip_policy,
+                                  seed=task.seed_row, tags=task.tags, snapshot=snapshot)
 
     def _frozen(self, task: ExpandedTask, key: str) -> ExpandedTask:
         """A resumed run runs the task as it was frozen when the run first started it, so reruns are
@@ -266,7 +280,7 @@ class _Runner:
                 state = await agent_task(task=task.document, overrides=self.overrides, return_state=True)
             finally:
                 subflow_run_name.reset(named)
-            data = await state.result(raise_on_failure=False)
+            data = await state.aresult(raise_on_failure=False)
         report = TaskReport.model_validate(data) if isinstance(data, dict) else None
         return report, str(state.state_details.flow_run_id) if state.state_details else None
 
@@ -275,7 +289,7 @@ class _Runner:
         """Start the task as a flow run of the agent-task deployment and wait for it; when this wait is
         cut short (the task's timeout, a cancelled benchmark) the flow run is cancelled too, so its worker
         tears its envs and agents down instead of running on unobserved."""
-        flow_run = await run_deployment(
+        flow_run = await arun_deployment(
             self.deployment, parameters={"task": task.document.model_dump(mode="json", by_alias=True),
                                          "overrides": self.overrides},
             flow_run_name=name, tags=run_tags, timeout=0, as_subflow=True)
@@ -292,7 +306,7 @@ class _Runner:
         except ArtifactError:
             return None
 
-    async def _finish(self) -> dict[str, Any]:
+    async def _finish(self) -> BenchmarkRunResult:
         results = await asyncio.to_thread(self.results.read_results)
         summary = summarize(results)
         previous = await asyncio.to_thread(self.results.previous_run)
@@ -313,19 +327,20 @@ class _Runner:
         except Exception as exc:  # artifacts are a view of results already stored; never lose the summary
             logger.warning("could not publish the benchmark's Prefect artifacts: %s", exc)
         finished_events(self.bench.slug, self.run_id, summary, comparison)
-        out = {"run_id": self.run_id, "slug": self.bench.slug, "headline": headline_text(summary),
-               "summary": summary.model_dump(mode="json"), "counts": summary.counts.model_dump(mode="json"),
-               "regressions": comparison.regressions if comparison else [],
-               "regressed_tasks": [c.task_id for c in comparison.of_kind("regressed")] if comparison else [],
-               "results_url": self.results.results_url, "report_url": html_url, "markdown": markdown}
-        out["counts"]["total"] = summary.counts.total
+        result = BenchmarkRunResult(
+            run_id=self.run_id, slug=self.bench.slug, headline=headline_text(summary), summary=summary,
+            counts={**summary.counts.model_dump(mode="json"), "total": summary.counts.total},
+            regressions=comparison.regressions if comparison else [],
+            regressed_tasks=[c.task_id for c in comparison.of_kind("regressed")] if comparison else [],
+            results_url=self.results.results_url, report_url=html_url, markdown=markdown)
+        out = result.model_dump(mode="json")
         if self.report_dir:
             await asyncio.to_thread(self._write_html, self.report_dir / "html")
             (self.report_dir / "summary.md").write_text(markdown)
             (self.report_dir / "summary.json").write_text(json.dumps(out, indent=2, default=str))
         _emit("summary", out)
         self.store.close()
-        return out
+        return result
 
     def _write_html(self, folder: Path) -> None:
         try:
@@ -345,7 +360,8 @@ class _Runner:
             return None
 
 
-def headline_text(summary: Any) -> str:
+def headline_text(summary: BenchmarkSummary) -> str:
+    """One line: mean score, pass rate, how many passed, errored and went unscored."""
     h = summary.headline
     mean = "-" if h.mean_score is None else f"{h.mean_score:.3f}"
     rate = "-" if h.pass_rate is None else f"{h.pass_rate:.0%}"
@@ -353,7 +369,7 @@ def headline_text(summary: Any) -> str:
             f"{h.errored} errored, {h.unscored} unscored)")
 
 
-async def _progress(slug: str, done: int, total: int) -> Any:
+async def _progress(slug: str, done: int, total: int) -> UUID | None:
     if FlowRunContext.get() is None:
         return None
     try:

@@ -8,6 +8,7 @@ import logging
 from uuid import UUID
 
 from prefect.client.orchestration import get_client
+from prefect.client.schemas.objects import State
 from prefect.states import Cancelled, Cancelling
 
 logger = logging.getLogger("prefect_agentenv.benchmark")
@@ -37,7 +38,7 @@ async def cancel_flow_run(flow_run_id: UUID) -> None:
             # A run no worker has picked up yet never starts (Cancelled); one a worker has (Pending,
             # Running) is stopped by that worker, which watches for Cancelling.
             waiting = flow_run.state is not None and flow_run.state.is_scheduled()
-            state = Cancelled(message=message) if waiting else Cancelling(message=message)
+            state: State[None] = Cancelled(message=message) if waiting else Cancelling(message=message)
             await client.set_flow_run_state(flow_run_id, state, force=True)
     except Exception as exc:  # the benchmark's own result must not depend on this courtesy
         logger.warning("could not cancel flow run %s: %s", flow_run_id, exc)

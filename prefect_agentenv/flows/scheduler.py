@@ -17,6 +17,7 @@ from typing import Any, Literal
 from prefect_agentenv.context import FailedStep, RunContext
 from prefect_agentenv.documents.graph import resolve_dependencies, retry_span
 from prefect_agentenv.documents.models import TaskDocument
+from prefect_agentenv.exceptions import StepError
 from prefect_agentenv.grading.verification import errored
 from prefect_agentenv.steps.base import StepModel, VerifierStep
 
@@ -55,6 +56,26 @@ class ScheduleResult:
     """Step ids in the order they finished."""
     stopped: str | None = None
     """Why the run was stopped from outside (``SIGINT``, ``SIGTERM``, ``cancelled``), if it was."""
+
+
+_RETRIES_EXHAUSTED = "retries_exhausted"
+
+
+def mark_retries_exhausted(error: BaseException, exhausted: bool) -> None:
+    """Say that the step's own retries already ran (as Prefect task retries), so the scheduler
+    does not retry it again. An attribute on the error: it may be any exception a step raised."""
+    setattr(error, _RETRIES_EXHAUSTED, exhausted)
+
+
+def retries_exhausted(error: BaseException) -> bool:
+    """Whether :func:`mark_retries_exhausted` said the step's retries already ran."""
+    return bool(getattr(error, _RETRIES_EXHAUSTED, False))
+
+
+def _partial_context(error: Exception) -> RunContext | None:
+    """What a failed step produced before it failed (a failed prompt still leaves its PromptResponse)."""
+    left = error.context if isinstance(error, StepError) else None
+    return left if isinstance(left, RunContext) else None
 
 
 class _Fatal(Exception):
@@ -164,15 +185,15 @@ class DagScheduler:
             raise
         except Exception as exc:
             error: Exception = exc
-        if step.retry_config and step.retry_config.max_retries > 0 and not getattr(error, "retries_exhausted", False):
+        if step.retry_config and step.retry_config.max_retries > 0 and not retries_exhausted(error):
             out = await self._retry(step, error)
             if out is not None:
                 return out
-        partial = getattr(error, "context", None)
+        partial = _partial_context(error)
         if not step.fail_task_on_error:
             record.state = "tolerated"
-            return self._tolerated_context(step, [partial] if isinstance(partial, RunContext) else inputs, record)
-        if isinstance(partial, RunContext):
+            return self._tolerated_context(step, [partial] if partial is not None else inputs, record)
+        if partial is not None:
             # The report keeps what the step left (e.g. the failed prompt's PromptResponse).
             self.outputs[step.id] = partial
             self.order.append(step.id)

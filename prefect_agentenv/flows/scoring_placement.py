@@ -36,10 +36,6 @@ from prefect_agentenv.steps.services import env_client
 
 logger = logging.getLogger("prefect_agentenv.scoring")
 
-PREFECT_DOWN = "prefect_down"
-"""The run service saying Prefect's API went away (kept by the agent_task flow)."""
-SHARED_SERVICES = ("prefect_steps", "mock_model_url", "sandbox_env")
-"""Run services a scoring run shares with the run it scores (the rest it makes and tears down itself)."""
 
 
 @dataclass
@@ -71,10 +67,13 @@ def scoring_run(parent: RunResources, attempt: int) -> RunResources:
     settings = get_settings()
     run = RunResources(run_id=f"{parent.run_id}-scoring-{attempt}", task_id=parent.task_id,
                        workdir=parent.workdir / f"scoring-{attempt}", keep=parent.keep,
-                       overrides=dict(parent.overrides), redact=parent.redact,
+                       overrides=parent.overrides, redact=parent.redact,
                        teardown=TeardownRegistry(per_entry_timeout=settings.step_teardown_timeout_seconds))
-    run.services.update({k: parent.services[k] for k in SHARED_SERVICES if k in parent.services})
-    run.services["sandboxes"] = dict(parent.services.get("sandboxes", {}))  # deploy_sandbox ones, scored in place
+    # Shared with the run it scores: the mock model and the deploy_sandbox env vars; the clients
+    # it makes and tears down itself. (The step graph Prefect draws is the flow's, shared as it is.)
+    run.services.mock_model_url = parent.services.mock_model_url
+    run.services.sandbox_env = parent.services.sandbox_env
+    run.services.sandboxes = dict(parent.services.sandboxes)  # deploy_sandbox ones, scored in place
     run.workdir.mkdir(parents=True, exist_ok=True)
     return run
 
@@ -105,7 +104,7 @@ def restored_agent(run: RunResources, agent: DeployedAgent, files: dict[str, byt
     if files:
         sandbox.copy_in(files, ".")
     instance_id = f"{agent.instance_id}-{run.run_id.rsplit('-', 1)[-1]}-scoring"
-    run.services.setdefault("sandboxes", {})[instance_id] = sandbox
+    run.services.sandboxes[instance_id] = sandbox
     return agent.model_copy(update={"instance_id": instance_id, "sandbox": str(sandbox.root)})
 
 
@@ -173,8 +172,8 @@ class IsolatedScoring:
         finally:
             await run.teardown.stop_all(get_settings().teardown_timeout_seconds)
             unbind_run(token)
-            if run.services.get(PREFECT_DOWN):  # the report must say steps ran without Prefect
-                parent.services.setdefault(PREFECT_DOWN, run.services[PREFECT_DOWN])
+            if run.services.without_prefect and not parent.services.without_prefect:
+                parent.services.without_prefect = run.services.without_prefect  # the report must say so
         return result, _attempt_error(result)
 
 

@@ -62,4 +62,4 @@ def _from_artifact(store: ArtifactBackend, text: str) -> TaskDocument:
         parsed = parse_text(data.decode("utf-8"), meta.files[0].name)
     except (ParseError, UnicodeDecodeError) as exc:
         raise TaskDocumentError([Problem(f"artifact {meta.ref} is not a JSON/YAML document: {exc}")], "task") from None
-    return validate_data(parsed, default_id=ref.id).raise_for_problems(meta.ref)
+    return validate_data(parsed, default_id=ref.id).raise_for_problems(str(meta.ref))

@@ -81,7 +81,8 @@ def publish_benchmark_report(store: ArtifactBackend, slug: str, run_id: str, *, 
     """
     view, files = benchmark_view(store, slug, run_id, title=title, headline=headline)
     folder = f"{run_folder(slug, run_id)}/{REPORT_FOLDER}"
-    for rel, content in {**render(view), **files}.items():
+    pages: dict[str, str | bytes] = {**render(view), **files}
+    for rel, content in pages.items():
         store.put_object(f"{folder}/{rel}", content)
     return store.object_url(f"{folder}/index.html")
 
@@ -191,6 +192,7 @@ def _linked_urls(row: TaskRow) -> list[str]:
 def _read_url(store: ArtifactBackend, url: str) -> bytes | None:
     """A record or artifact file of this store by its URL; None when elsewhere, missing or too big."""
     key = _key_of(store, url)
+    data: bytes | None
     try:
         if key is not None:
             data = store.get_object(key)

@@ -41,15 +41,6 @@ CANONICAL_ASSERT = BeforeValidator(canonical_assert)
 """On an assertion model's ``assert`` field: every spelling of its kind is accepted."""
 
 
-def kind_literal(name: str) -> Any:
-    """The ``assert`` field of an assertion model, accepting every spelling of its kind.
-
-    Built at run time, so a type checker cannot read it; models in this package spell the
-    annotation out as ``Annotated[Literal["kind"], CANONICAL_ASSERT]``.
-    """
-    return Annotated[Literal[name], CANONICAL_ASSERT]
-
-
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 

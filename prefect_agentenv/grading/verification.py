@@ -12,10 +12,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from prefect_agentenv.context import PromptResponse
-from prefect_agentenv.grading.aggregate import aggregate
+from prefect_agentenv.grading.aggregate import Aggregator, aggregate
 
 
-def scored(rows: Sequence[Mapping[str, Any]], *, aggregator: str, weight: float, fmt: str | None = None,
+def scored(rows: Sequence[Mapping[str, Any]], *, aggregator: Aggregator, weight: float, fmt: str | None = None,
            **extra: Any) -> dict[str, Any]:
     """A verification with its rows folded into one score."""
     out: dict[str, Any] = {"results": [dict(r) for r in rows], "score": aggregate(list(rows), aggregator),

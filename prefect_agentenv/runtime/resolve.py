@@ -8,7 +8,6 @@ or a reference agent.
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Iterable, Mapping
 import importlib
@@ -20,10 +19,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from prefect_agentenv.agents.catalog import REFERENCE_AGENTS, ReferenceAgent
 from prefect_agentenv.envs.catalog import REFERENCE_ENVS, ReferenceEnv
 from prefect_agentenv.exceptions import ConfigurationError
-from prefect_agentenv.runtime.docker import DockerLauncher
-from prefect_agentenv.runtime.launch import DEFAULT_READY_PATH, Launcher, LauncherKind, LaunchSpec
-from prefect_agentenv.runtime.process import ProcessLauncher
-from prefect_agentenv.runtime.url import UrlLauncher
+from prefect_agentenv.runtime.launch import DEFAULT_READY_PATH, LaunchSpec
 
 if TYPE_CHECKING:
     from prefect.blocks.core import Block
@@ -31,7 +27,6 @@ if TYPE_CHECKING:
     from prefect_agentenv.blocks.agent import A2AAgent
     from prefect_agentenv.blocks.environment import AgentEnvironment
 
-logger = logging.getLogger("prefect_agentenv.runtime.resolve")
 
 _BLOCK_NAME = re.compile(r"^[a-z0-9-]+$")
 _NOT_FOUND = "Unable to find block document named"
@@ -218,42 +213,3 @@ def _not_found(headline: str, name: str, *, references: Iterable[str], reference
     lines.append(f"  {register} --image IMAGE [--container-port 8000]")
     lines.append(f"  {register} --url https://{noun}.example.com")
     return "\n".join(lines)
-
-
-class Launchers:
-    """One launcher of each kind for one run, created on first use.
-
-    Args:
-        run_id: the run; launchers label and clean up by it.
-        http_client: the run's shared client for readiness probes.
-    """
-
-    def __init__(self, run_id: str, *, http_client: httpx.AsyncClient | None = None) -> None:
-        self.run_id = run_id
-        self._client = http_client
-        self._by_kind: dict[LauncherKind, Launcher] = {}
-
-    def for_spec(self, spec: LaunchSpec) -> Launcher:
-        """The run's launcher for ``spec`` (process, docker or URL)."""
-        launcher = self._by_kind.get(spec.kind)
-        if launcher is None:
-            launcher = self._by_kind[spec.kind] = launcher_for(spec, run_id=self.run_id, http_client=self._client)
-        return launcher
-
-    async def cleanup(self, *, interrupted: bool) -> None:
-        """Call ``cleanup`` on every launcher the run used (after its teardown registry ran)."""
-        for launcher in self._by_kind.values():
-            try:
-                await launcher.cleanup(self.run_id, interrupted)
-            except Exception:  # best effort: cleanup must never mask the run's own outcome
-                logger.exception("cleanup of the %s launcher failed", launcher.kind)
-
-
-def launcher_for(spec: LaunchSpec, *, run_id: str | None = None,
-                 http_client: httpx.AsyncClient | None = None) -> Launcher:
-    """A new launcher of the kind ``spec`` needs."""
-    if spec.kind == "url":
-        return UrlLauncher(run_id=run_id, http_client=http_client)
-    if spec.kind == "docker":
-        return DockerLauncher(run_id=run_id, http_client=http_client)
-    return ProcessLauncher(run_id=run_id, http_client=http_client)

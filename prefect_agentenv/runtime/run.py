@@ -6,10 +6,50 @@ import contextvars
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from prefect_agentenv.exceptions import AgentEnvError
+from prefect_agentenv.runtime.overrides import RunOverrides
 from prefect_agentenv.runtime.teardown import TeardownRegistry
+
+if TYPE_CHECKING:  # only named in annotations: `validate` imports the steps, which import this module
+    import httpx
+
+    from prefect_agentenv.artifacts import ArtifactBackend
+    from prefect_agentenv.protocols.a2a import A2AClient
+    from prefect_agentenv.protocols.env import EnvClient
+    from prefect_agentenv.runtime.launchers import Launchers
+    from prefect_agentenv.runtime.sandbox import Sandbox
+
+
+@dataclass
+class RunServices:
+    """The clients and registries a run's steps share, each made on first use.
+
+    The clients are made (and registered for teardown) by the accessors in
+    ``prefect_agentenv.steps.services``; the registries are filled by the steps that deploy.
+    """
+
+    http: httpx.AsyncClient | None = None
+    """The one HTTP client (card reads, data plane, readiness probes)."""
+    launchers: Launchers | None = None
+    store: ArtifactBackend | None = None
+    env_clients: dict[str, EnvClient] = field(default_factory=dict)
+    """Data-plane clients by env instance id."""
+    a2a_clients: dict[str, A2AClient] = field(default_factory=dict)
+    """A2A clients by agent instance id."""
+    sandboxes: dict[str, Sandbox] = field(default_factory=dict)
+    """Sandbox folders by agent or sandbox instance id."""
+    sandbox_env: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Env vars a ``deploy_sandbox`` step gave its sandbox's commands, by instance id."""
+    mock_model_url: str | None = None
+    """The run's one mock model server, once a step needed it."""
+    user_contexts: dict[str, str | None] = field(default_factory=dict)
+    """The A2A context of the simulated user of each multi-turn prompt, by step id."""
+    started_in_task: set[str] = field(default_factory=set)
+    """Steps whose body started inside their Prefect task run."""
+    without_prefect: str | None = None
+    """Why steps stopped being Prefect task runs (the API went away); None while they are."""
 
 
 @dataclass
@@ -30,8 +70,8 @@ class RunResources:
     workdir: Path
     teardown: TeardownRegistry = field(default_factory=TeardownRegistry)
     keep: bool = False
-    overrides: dict[str, str] = field(default_factory=dict)
-    services: dict[str, Any] = field(default_factory=dict)
+    overrides: RunOverrides = field(default_factory=RunOverrides)
+    services: RunServices = field(default_factory=RunServices)
     redact: set[str] = field(default_factory=set)
     """Secret values (resolved ${VAR}s, keys) that must never reach a report or a log."""
 

@@ -70,7 +70,8 @@ def stop_on_signals(request: StopRequest) -> Iterator[None]:
         return
     loop = asyncio.get_running_loop()
     if not _active:
-        for sig, reason in ((signal.SIGINT, "SIGINT"), (signal.SIGTERM, "SIGTERM")):
+        handled: tuple[tuple[signal.Signals, StopReason], ...] = ((signal.SIGINT, "SIGINT"), (signal.SIGTERM, "SIGTERM"))
+        for sig, reason in handled:
             previous = signal.getsignal(sig)
             try:
                 loop.add_signal_handler(sig, _stop_all, reason)

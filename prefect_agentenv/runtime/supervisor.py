@@ -78,12 +78,12 @@ def main():
             break
     _sweep_group()
     if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
+        died_of = signal.Signals(os.WTERMSIG(status))
         # Die of the same signal so the parent sees what the child saw; SIGKILL and SIGSTOP
         # cannot (and need not) have their handler reset.
-        if sig not in (signal.SIGKILL, signal.SIGSTOP):
-            signal.signal(sig, signal.SIG_DFL)
-        os.kill(os.getpid(), sig)
+        if died_of not in (signal.SIGKILL, signal.SIGSTOP):
+            signal.signal(died_of, signal.SIG_DFL)
+        os.kill(os.getpid(), died_of)
     os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
 
 

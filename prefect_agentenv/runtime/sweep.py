@@ -64,7 +64,8 @@ def sweep_dead_runs(runs_dir: Path) -> list[DeadRun]:
         if not owner.get("keep") and (folder / "sandboxes").is_dir():
             shutil.rmtree(folder / "sandboxes", ignore_errors=True)
             removed = True
-        record = DeadRun(run_id, folder, owner.get("flow_run_id"), killed, removed)
+        flow_run_id = owner.get("flow_run_id")
+        record = DeadRun(run_id, folder, flow_run_id if isinstance(flow_run_id, str) else None, killed, removed)
         (folder / SWEPT_FILE).write_text(json.dumps({"killed": list(killed), "sandboxes_removed": removed,
                                                      "flow_run_id": record.flow_run_id}), encoding="utf-8")
         logger.warning("run %s was killed without tearing down: stopped %d process(es) it left%s", run_id,

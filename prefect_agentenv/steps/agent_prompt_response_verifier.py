@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-import re
-
 from prefect_agentenv.context import PromptResponse, RunContext
 from prefect_agentenv.exceptions import NotInContextError
+from prefect_agentenv.grading.aggregate import Aggregator
 from prefect_agentenv.grading.verification import prompt_error, scored, skip_reason, skipped
-from prefect_agentenv.steps.base import Aggregator, PromptRef, VerifierStep
+from prefect_agentenv.steps.base import PromptRef, VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
 
 

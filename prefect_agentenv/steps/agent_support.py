@@ -43,7 +43,7 @@ def deployed_agent(ctx: RunContext, agent_name: str, step: StepModel) -> Deploye
 
 def a2a_client(run: RunResources, agent: DeployedAgent) -> A2AClient:
     """One A2A client per agent instance, sharing the run's HTTP client."""
-    clients: dict[str, A2AClient] = run.services.setdefault("a2a_clients", {})
+    clients = run.services.a2a_clients
     if agent.instance_id not in clients:
         clients[agent.instance_id] = A2AClient(agent.a2a_url, http=http_client(run), request_timeout=peer_read_timeout())
     return clients[agent.instance_id]
@@ -51,7 +51,7 @@ def a2a_client(run: RunResources, agent: DeployedAgent) -> A2AClient:
 
 def sandbox_of(run: RunResources, agent: DeployedAgent) -> Sandbox:
     """The sandbox of a deployed agent."""
-    sandboxes: dict[str, Sandbox] = run.services.setdefault("sandboxes", {})
+    sandboxes = run.services.sandboxes
     if agent.instance_id not in sandboxes:
         raise StepError(f"agent '{agent.agent_name}' has no sandbox in this run")
     return sandboxes[agent.instance_id]
@@ -61,7 +61,7 @@ async def model_for(run: RunResources, role: str, model: str | None = None, *,
                     start_mock: bool = True) -> ResolvedModel:
     """The model endpoint for a role; starts the run's mock model when nothing is configured
     (unless ``start_mock`` is False: the caller only needs the model's name)."""
-    mock_url = run.services.get("mock_model_url")
+    mock_url = run.services.mock_model_url
     resolved = await resolve_once(("model", role, model or "", mock_url or ""),
                                   lambda: resolve_model_endpoint(role, model=model, mock_base_url=mock_url))
     if resolved.is_mock and resolved.base_url is None and start_mock:
@@ -78,14 +78,14 @@ async def _start_mock_model(run: RunResources) -> str:
     launcher = launchers(run).for_spec(spec)
     instance = await launcher.start(spec, name="mock-model", workdir=run.workdir / "models")
     run.teardown.add(f"mock model ({instance.instance_id})", lambda: launcher.stop(instance), kind="model")
-    url = run.services["mock_model_url"] = f"{instance.base_url}/v1"
+    url = run.services.mock_model_url = f"{instance.base_url}/v1"
     logger.info("no model endpoint configured: the built-in mock model serves at %s (output labelled mock)", url)
     return url
 
 
 def effective_agent_id(run: RunResources, agent_name: str, a2a_agent_id: str) -> str:
     """Per-run overrides: ``<agent_name>.a2a_agent_id`` first, then ``a2a_agent_id``."""
-    return run.overrides.get(f"{agent_name}.a2a_agent_id") or run.overrides.get("a2a_agent_id") or a2a_agent_id
+    return run.overrides.agent_id(agent_name) or a2a_agent_id
 
 
 async def start_agent(step: StepModel, *, agent_name: str, a2a_agent_id: str, role: str = "agent",
@@ -104,7 +104,7 @@ async def start_agent(step: StepModel, *, agent_name: str, a2a_agent_id: str, ro
     pooled = await pooled_agent(step, agent_name=agent_name, a2a_agent_id=a2a_agent_id, spec=spec, env=env,
                                 per_run_model=endpoint.is_mock and endpoint.base_url is not None)
     instance, sandbox = pooled or await _start_own(step, run, spec, agent_name, a2a_agent_id, env)
-    run.services.setdefault("sandboxes", {})[instance.instance_id] = sandbox
+    run.services.sandboxes[instance.instance_id] = sandbox
     agent = DeployedAgent(agent_name=agent_name, a2a_url=instance.base_url, sandbox=str(sandbox.root),
                           instance_id=instance.instance_id, a2a_agent_id=a2a_agent_id,
                           model=endpoint.model)

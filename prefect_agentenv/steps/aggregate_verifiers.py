@@ -8,8 +8,9 @@ from pydantic import Field
 
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import NotInContextError
+from prefect_agentenv.grading.aggregate import Aggregator
 from prefect_agentenv.grading.verification import scored, skipped
-from prefect_agentenv.steps.base import Aggregator, VerifierRef, VerifierStep
+from prefect_agentenv.steps.base import VerifierRef, VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
 
 

@@ -14,6 +14,7 @@ fields (sizes and lifetimes of AgentEnv's hosted sandboxes) are accepted with a 
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
@@ -41,7 +42,6 @@ Identifier = Annotated[str, AfterValidator(_check_identifier),
 """A printable id of at most ``MAX_ID_LENGTH`` characters (no control characters, no NUL)."""
 
 NameKind = Literal["env", "agent", "prompt", "verifier", "collect", "sandbox"]
-Aggregator = Literal["all_pass", "any_pass", "weighted_average"]
 
 
 @dataclass(frozen=True)
@@ -194,8 +194,10 @@ class StepModel(_Strict):
         """What this step needs an ancestor to have added."""
         return list(self.names(Requires))
 
-    def names(self, marker: type[Provides] | type[Requires]) -> Iterator[tuple[NameKind, str, tuple[str | int, ...]]]:
-        """Yield (kind, name, json path) for every field value carrying the given marker."""
+    def names(self, marker: builtins.type[Provides] | builtins.type[Requires]) -> Iterator[tuple[NameKind, str, tuple[str | int, ...]]]:
+        """Yield (kind, name, json path) for every field value carrying the given marker.
+
+        (``builtins.type``: inside this class ``type`` is the step's ``type`` field.)"""
         for field_name, info in type(self).model_fields.items():
             kinds = [m.kind for m in _markers(info.annotation, info.metadata) if isinstance(m, marker)]
             if not kinds:

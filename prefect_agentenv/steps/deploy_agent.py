@@ -83,7 +83,7 @@ async def run(step: DeployAgentStep, ctx: RunContext) -> RunContext:
                         step_type=step.type)
     envs = [deployed_env(ctx, env_id, step) for env_id in step.env_ids]
     run_ = current_run()
-    model = step.model or run_.overrides.get("model") or ctx.metadata.model_extra.get("default_agent_model")  # type: ignore[union-attr]
+    model = step.model or run_.overrides.model or ctx.metadata.default_agent_model
     agent, _ = await start_agent(step, agent_name=step.agent_name,
                                  a2a_agent_id=effective_agent_id(run_, step.agent_name,
                                                                  step.a2a_agent_id or DEFAULT_AGENT_ID),
@@ -95,11 +95,9 @@ async def run(step: DeployAgentStep, ctx: RunContext) -> RunContext:
         agent = agent.model_copy(update={"model": None})
     ctx.deployed_agents[step.agent_name] = agent
     record(ctx, rows)
-    extra = ctx.metadata.model_extra
-    assert extra is not None
-    if step.model is None and agent.model is not None:
+    if step.model is None and agent.model is not None and ctx.metadata.default_agent_model is None:
         # Only the endpoint's default is shared: parallel agents with their own model must not clash.
-        extra.setdefault("default_agent_model", agent.model)
+        ctx.metadata.default_agent_model = agent.model
     return ctx
 
 
@@ -107,7 +105,7 @@ def _config_request(run_: RunResources, step: DeployAgentStep, envs: list[Deploy
                     agent: DeployedAgent) -> ConfigRequest:
     """What the document asks to give the agent; the run's default model only if the card can take it."""
     explicit: dict[str, tuple[str, Any]] = {"system_prompt": ("system_prompt", step.system_prompt)}
-    if step.model is not None or run_.overrides.get("model"):
+    if step.model is not None or run_.overrides.model:
         explicit["model"] = ("model", agent.model)
     extra_config = {**step.agent_config, **_config_override(run_, step)}
     explicit.update({k: (f"agent_config.{k}", v) for k, v in extra_config.items()})
@@ -118,7 +116,7 @@ def _config_request(run_: RunResources, step: DeployAgentStep, envs: list[Deploy
 def _config_override(run_: RunResources, step: DeployAgentStep) -> dict[str, Any]:
     """``--override <agent_name>.agent_config='{...}'`` (or ``agent_config`` for every agent) merges
     a JSON object into the agent's config, e.g. a scripted agent's plan."""
-    raw = run_.overrides.get(f"{step.agent_name}.agent_config") or run_.overrides.get("agent_config")
+    raw = run_.overrides.config_for(step.agent_name)
     if not raw:
         return {}
     try:

@@ -37,7 +37,7 @@ async def run(step: DeployHumanAgentStep, ctx: RunContext) -> RunContext:
     if step.agent_name in ctx.deployed_agents:
         raise StepError(f"Agent with name '{step.agent_name}' is already deployed", step_id=step.id,
                         step_type=step.type)
-    url = step.a2a_url or current_run().overrides.get(HUMAN_URL_OVERRIDE)
+    url = step.a2a_url or current_run().overrides.human_a2a_url
     if not url:
         raise StepError(f"no A2A endpoint for the person '{step.agent_name}': set a2a_url, or run with "
                         f"--override {HUMAN_URL_OVERRIDE}=URL", step_id=step.id, step_type=step.type)

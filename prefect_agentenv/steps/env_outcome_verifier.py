@@ -2,24 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
-from pydantic import Field
-
 import asyncio
 import json
 import os
 import sys
 from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
 
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import AgentEnvError, AgentTimeoutError, StepError
 from prefect_agentenv.grading import outcome_script
+from prefect_agentenv.grading.aggregate import Aggregator
 from prefect_agentenv.grading.verification import normalize_row, prompt_error, scored, skip_reason, skipped
 from prefect_agentenv.runtime.command import run_bounded
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.runtime.sweep import RUN_MARKER
-from prefect_agentenv.steps.base import Aggregator, EnvRef, PromptRef, VerifierStep
+from prefect_agentenv.steps.base import EnvRef, PromptRef, VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.services import artifact_store, as_step_error, deployed_env
 
@@ -124,7 +124,7 @@ def _interpreter() -> list[str]:
     # Settings sit on Prefect's settings base: read on use, so validating documents stays light.
     from prefect_agentenv.settings import get_settings
 
-    python = current_run().overrides.get("verify_python") or get_settings().verify_python
+    python = current_run().overrides.verify_python or get_settings().verify_python
     if not python:
         return [sys.executable, "-m", outcome_script.__name__]
     return [python, "-P", outcome_script.__file__]

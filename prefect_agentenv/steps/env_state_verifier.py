@@ -8,9 +8,10 @@ from pydantic import Field
 
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import ProtocolError
+from prefect_agentenv.grading.aggregate import Aggregator
 from prefect_agentenv.grading.assertions import StateAssertion, evaluate
 from prefect_agentenv.grading.verification import scored
-from prefect_agentenv.steps.base import Aggregator, EnvRef, VerifierStep
+from prefect_agentenv.steps.base import EnvRef, VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.services import as_step_error, env_client
 

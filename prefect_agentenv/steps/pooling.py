@@ -15,7 +15,7 @@ from prefect_agentenv.exceptions import DeployError
 from prefect_agentenv.protocols.env import EnvClient
 from prefect_agentenv.runtime.launch import Instance, LaunchSpec
 from prefect_agentenv.runtime.pool import Warm, WarmPool, active_pool
-from prefect_agentenv.runtime.resolve import launcher_for
+from prefect_agentenv.runtime.launchers import launcher_for
 from prefect_agentenv.runtime.run import RunResources, current_run
 from prefect_agentenv.runtime.sandbox import Sandbox, create_sandbox
 from prefect_agentenv.steps.base import StepModel
@@ -66,7 +66,7 @@ async def pooled_agent(step: StepModel, *, agent_name: str, a2a_agent_id: str, s
     if pool is None or spec.kind == "url" or per_run_model:
         return None
     run = current_run()
-    fingerprint = {"step": step.model_dump(mode="json", exclude=_NOT_CONFIG), "overrides": run.overrides, "env": env}
+    fingerprint = {"step": step.model_dump(mode="json", exclude=_NOT_CONFIG), "overrides": run.overrides.as_pairs(), "env": env}
     key = WarmPool.key("agent", f"{a2a_agent_id}/{agent_name}", spec, {"x": json.dumps(fingerprint, sort_keys=True,
                                                                                          default=str)})
 

@@ -31,8 +31,9 @@ def _prompt_from_parts(parts: Any, prompt: Any) -> str:
     """AgentEnv's ``parts`` (A2A parts) as one prompt text: text parts only."""
     if not isinstance(parts, list):
         raise ValueError("parts must be a list of A2A parts")
-    texts = [p.get("text") for p in parts if isinstance(p, dict) and p.get("kind", "text") == "text"]
-    if len(texts) != len(parts) or not all(isinstance(t, str) for t in texts):
+    texts = [t for p in parts if isinstance(p, dict) and p.get("kind", "text") == "text"
+             if isinstance(t := p.get("text"), str)]
+    if len(texts) != len(parts):
         raise ValueError("parts: only text parts are supported ({\"kind\": \"text\", \"text\": ...}); "
                          "file and data parts cannot be sent by this runner yet")
     joined = "\n\n".join(texts)
@@ -194,7 +195,7 @@ def _parse_user(text: str, data: dict[str, Any]) -> tuple[str, bool]:
 
 
 def _user_contexts(run_: RunResources) -> dict[str, str | None]:
-    return run_.services.setdefault("user_contexts", {})  # type: ignore[no-any-return]
+    return run_.services.user_contexts
 
 
 def _user_context(run_: RunResources, step: PromptAgentStep) -> str | None:

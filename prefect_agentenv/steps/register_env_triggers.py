@@ -32,7 +32,7 @@ async def run(step: RegisterEnvTriggersStep, ctx: RunContext) -> RunContext:
         registered = await env_client(ctx, step.env_id, step).register_triggers(step.triggers)
     except ProtocolError as exc:
         raise as_step_error(exc, step, f"registering triggers with env '{step.env_id}'") from exc
-    triggers = ctx.metadata.model_extra.setdefault("env_triggers", {})  # type: ignore[union-attr]
+    triggers = ctx.metadata.env_triggers
     triggers[step.id] = [t.model_dump(mode="json") for t in registered]
     return ctx
 

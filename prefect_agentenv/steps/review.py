@@ -36,7 +36,7 @@ async def run(step: ReviewStep, ctx: RunContext) -> RunContext:
     # Prefect's pause machinery is loaded on use: step modules are imported by `validate`, which stays light.
     from prefect.context import FlowRunContext
     from prefect.exceptions import FlowPauseTimeout
-    from prefect.flow_runs import pause_flow_run
+    from prefect.flow_runs import apause_flow_run
 
     from prefect_agentenv.steps.review_input import ReviewDecision
 
@@ -48,7 +48,7 @@ async def run(step: ReviewStep, ctx: RunContext) -> RunContext:
     logger.warning("review '%s' is waiting: resume flow run %s in the Prefect UI (approve or reject, with a note)",
                    label, flow_run.flow_run.id)
     try:
-        decision = await pause_flow_run(wait_for_input=ReviewDecision, timeout=int(step.timeout_seconds),
+        decision = await apause_flow_run(wait_for_input=ReviewDecision, timeout=int(step.timeout_seconds),
                                         poll_interval=int(max(1, step.poll_interval_seconds)), key=f"review-{step.id}")
     except FlowPauseTimeout:
         raise AgentTimeoutError(f"review '{label}' got no answer within {step.timeout_seconds:g}s",
@@ -57,7 +57,7 @@ async def run(step: ReviewStep, ctx: RunContext) -> RunContext:
         raise StepError(f"review '{label}' could not pause the flow run: {exc}", step_id=step.id,
                         step_type=step.type) from None
     record = {"label": label, "approved": decision.approve, "note": decision.note}
-    reviews = ctx.metadata.model_extra.setdefault("reviews", {})  # type: ignore[union-attr]
+    reviews = ctx.metadata.reviews
     reviews[step.id] = record
     if not decision.approve:
         raise StepError(f"review '{label}' was rejected" + (f": {decision.note}" if decision.note else ""),

@@ -11,12 +11,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from prefect_agentenv.context import DeployedAgent, PromptResponse, RunContext
 from prefect_agentenv.exceptions import AgentEnvError, JudgeOutputError, NotInContextError, StepError
+from prefect_agentenv.grading.aggregate import Aggregator
 from prefect_agentenv.grading.judging import AgentAsk, Ask, model_ask, run_judge
 from prefect_agentenv.grading.verification import prompt_error, scored, skip_reason, skipped
 from prefect_agentenv.protocols.agentenv_ext import AgentEnvExtensions
 from prefect_agentenv.runtime.run import RunResources, current_run
 from prefect_agentenv.steps.agent_support import a2a_client, deployed_agent, model_for, start_agent
-from prefect_agentenv.steps.base import Aggregator, AgentRef, PromptRef, VerifierStep
+from prefect_agentenv.steps.base import AgentRef, PromptRef, VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.services import artifact_store, http_client, read_record
 
@@ -160,7 +161,7 @@ class _Judge:
     @classmethod
     async def open(cls, step: RubricsVerifierStep, ctx: RunContext) -> _Judge:
         run_ = current_run()
-        model = step.judge_model or run_.overrides.get("judge_model")
+        model = step.judge_model or run_.overrides.judge_model
         if step.judge_mode == "model" and step.agent_name is None:
             endpoint = await model_for(run_, "judge", model)
             ask = model_ask(endpoint.client(http=http_client(run_)), endpoint.model,
@@ -169,7 +170,7 @@ class _Judge:
         if step.agent_name is not None:
             agent, own = deployed_agent(ctx, step.agent_name, step), False
         else:
-            judge_id = run_.overrides.get("judge_agent_id") or step.judge_agent_id
+            judge_id = run_.overrides.judge_agent_id or step.judge_agent_id
             agent, _ = await start_agent(step, agent_name=f"judge-{step.id}", a2a_agent_id=judge_id,
                                          role="judge", model=model, extra_env=step.scoring_env)
             own = True

@@ -76,10 +76,10 @@ class RunCodeStep(StepModel):
 async def run(step: RunCodeStep, ctx: RunContext) -> RunContext:
     """Stage the script and its input, run it in its own process, keep its JSON result."""
     folder, cwd, env, payload = _target(step, ctx)
-    payload = {"args": step.args, "results": dict(ctx.metadata.model_extra.get("script_results", {})), **payload}  # type: ignore[union-attr]
+    payload = {"args": step.args, "results": dict(ctx.metadata.script_results), **payload}
     entry = await _stage(step, folder, payload)
     result = await _execute(step, folder, entry, cwd, env)
-    results = ctx.metadata.model_extra.setdefault("script_results", {})  # type: ignore[union-attr]
+    results = ctx.metadata.script_results
     results[step.result_id or step.id] = result
     return ctx
 

@@ -14,9 +14,6 @@ from prefect_agentenv.runtime.sandbox import Sandbox
 from prefect_agentenv.steps.agent_support import deployed_agent, sandbox_of
 from prefect_agentenv.steps.base import StepModel
 
-_SANDBOX_ENV = "sandbox_env"
-
-
 def deployed_sandbox(ctx: RunContext, sandbox_name: str, step: StepModel) -> DeployedSandbox:
     """The sandbox an ancestor deployed under ``sandbox_name`` (reference wording kept)."""
     found = ctx.deployed_sandboxes.get(sandbox_name)
@@ -28,13 +25,13 @@ def deployed_sandbox(ctx: RunContext, sandbox_name: str, step: StepModel) -> Dep
 
 def register_sandbox(run: RunResources, deployed: DeployedSandbox, sandbox: Sandbox, env: dict[str, str]) -> None:
     """Make a bare sandbox reachable by its instance id, with the env vars its commands get."""
-    run.services.setdefault("sandboxes", {})[deployed.instance_id] = sandbox
-    run.services.setdefault(_SANDBOX_ENV, {})[deployed.instance_id] = dict(env)
+    run.services.sandboxes[deployed.instance_id] = sandbox
+    run.services.sandbox_env[deployed.instance_id] = dict(env)
 
 
 def sandbox_env(run: RunResources, instance_id: str) -> dict[str, str]:
     """Env vars a deploy_sandbox step gave its sandbox (none for an agent's)."""
-    return dict(run.services.get(_SANDBOX_ENV, {}).get(instance_id, {}))
+    return dict(run.services.sandbox_env.get(instance_id, {}))
 
 
 def sandbox_target(ctx: RunContext, step: StepModel, *, agent_name: str | None,
@@ -43,7 +40,7 @@ def sandbox_target(ctx: RunContext, step: StepModel, *, agent_name: str | None,
     run = current_run()
     if sandbox_name is not None:
         deployed = deployed_sandbox(ctx, sandbox_name, step)
-        sandboxes: dict[str, Sandbox] = run.services.get("sandboxes", {})
+        sandboxes = run.services.sandboxes
         if deployed.instance_id not in sandboxes:
             raise StepError(f"sandbox '{sandbox_name}' has no folder in this run", step_id=step.id,
                             step_type=step.type)

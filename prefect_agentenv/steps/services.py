@@ -15,7 +15,7 @@ from prefect_agentenv.context import DeployedEnv, RunContext
 from prefect_agentenv.exceptions import AgentEnvError, NotInContextError, StepError
 from prefect_agentenv.protocols.env import EnvClient
 from prefect_agentenv.redaction import Redactor
-from prefect_agentenv.runtime.resolve import Launchers
+from prefect_agentenv.runtime.launchers import Launchers
 from prefect_agentenv.runtime.run import RunResources, current_run
 from prefect_agentenv.steps.base import StepModel
 
@@ -29,36 +29,36 @@ def peer_read_timeout() -> float:
 
 def http_client(run: RunResources) -> httpx.AsyncClient:
     """The run's one HTTP client (card reads, data plane, readiness probes)."""
-    client = run.services.get("http")
+    client = run.services.http
     if client is None:
         # Settings are loaded on use: step modules are imported by `validate`, which must stay light.
         from prefect_agentenv.settings import get_settings
 
         settings = get_settings()
         timeout = httpx.Timeout(settings.http_read_timeout_seconds, connect=settings.http_connect_timeout_seconds)
-        client = run.services["http"] = httpx.AsyncClient(timeout=timeout, trust_env=False)
+        client = run.services.http = httpx.AsyncClient(timeout=timeout, trust_env=False)
         run.teardown.add("http client", client.aclose, kind="client")
-    return client  # type: ignore[no-any-return]
+    return client
 
 
 def launchers(run: RunResources) -> Launchers:
     """The run's launchers; their ``cleanup`` runs after every instance was stopped."""
-    found = run.services.get("launchers")
+    found = run.services.launchers
     if found is None:
-        found = run.services["launchers"] = Launchers(run.run_id, http_client=http_client(run))
-        run.teardown.add("launcher cleanup", lambda: found.cleanup(interrupted=False), kind="client")
-    return found  # type: ignore[no-any-return]
+        made = found = run.services.launchers = Launchers(run.run_id, http_client=http_client(run))
+        run.teardown.add("launcher cleanup", lambda: made.cleanup(interrupted=False), kind="client")
+    return found
 
 
 async def artifact_store(run: RunResources) -> ArtifactBackend:
     """The run's artifact store (the configured block, or the local folder)."""
-    store = run.services.get("store")
+    store = run.services.store
     if store is None:
-        store = run.services["store"] = await asyncio.to_thread(get_artifact_store)
+        made = store = run.services.store = await asyncio.to_thread(get_artifact_store)
         # Trajectories, conversations and judge records pass the run's one redaction on the way in.
-        store.record_filter = lambda body: Redactor(run.redact).record(body)
-        run.teardown.add("artifact store", lambda: asyncio.to_thread(store.close), kind="client")
-    return store  # type: ignore[no-any-return]
+        made.record_filter = lambda body: Redactor(run.redact).record(body)
+        run.teardown.add("artifact store", lambda: asyncio.to_thread(made.close), kind="client")
+    return store
 
 
 def deployed_env(ctx: RunContext, env_id: str, step: StepModel) -> DeployedEnv:
@@ -74,7 +74,7 @@ def env_client(ctx: RunContext, env_id: str, step: StepModel) -> EnvClient:
     """A data-plane client for a deployed env (one per instance, card cached)."""
     env = deployed_env(ctx, env_id, step)
     run = current_run()
-    clients: dict[str, EnvClient] = run.services.setdefault("env_clients", {})
+    clients = run.services.env_clients
     if env.instance_id not in clients:
         base = env.base_url or env.mcp_url.rsplit("/", 1)[0]
         clients[env.instance_id] = EnvClient(base, http_client(run), name=env.env_id)

@@ -43,8 +43,7 @@ async def run(step: SnapshotEnvStep, ctx: RunContext) -> RunContext:
         url = await asyncio.to_thread(store.file_url, meta)
     except AgentEnvError as exc:
         raise as_step_error(exc, step, f"snapshotting env '{step.env_id}'") from exc
-    snapshots = ctx.metadata.model_extra.setdefault("env_snapshots", {})  # type: ignore[union-attr]
-    snapshots[step.id] = {"env_id": step.env_id, "artifact": {"id": meta.id, "version": meta.version},
+    ctx.metadata.env_snapshots[step.id] = {"env_id": step.env_id, "artifact": {"id": meta.id, "version": meta.version},
                           "url": url, "sha256": meta.files[0].sha256}
     return ctx
 

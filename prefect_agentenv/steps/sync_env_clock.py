@@ -63,7 +63,7 @@ async def run(step: SyncEnvClockStep, ctx: RunContext) -> RunContext:
             clock = await client.clock_advance(step.advance_seconds or 0.0)
     except ProtocolError as exc:
         raise as_step_error(exc, step, f"setting the clock of env '{step.env_id}'") from exc
-    clocks = ctx.metadata.model_extra.setdefault("env_clocks", {})  # type: ignore[union-attr]
+    clocks = ctx.metadata.env_clocks
     clocks[step.id] = {"env_id": step.env_id, **clock.model_dump(mode="json")}
     return ctx
 

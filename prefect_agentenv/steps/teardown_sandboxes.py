@@ -37,7 +37,7 @@ async def run(step: TeardownSandboxesStep, ctx: RunContext) -> RunContext:
         record = await registry.stop(entry)
         stopped.append({"kind": entry.kind, "name": entry.key, "label": entry.label, "ok": record.ok,
                         "error": record.error})
-    teardowns = ctx.metadata.model_extra.setdefault("teardowns", {})  # type: ignore[union-attr]
+    teardowns = ctx.metadata.teardowns
     teardowns[step.id] = stopped
     return ctx
 

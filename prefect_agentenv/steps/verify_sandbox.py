@@ -11,12 +11,13 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import AgentEnvError
+from prefect_agentenv.grading.aggregate import Aggregator
 from prefect_agentenv.grading.verification import scored
 from prefect_agentenv.runtime.command import run_bounded
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.runtime.sandbox import Sandbox
 from prefect_agentenv.runtime.sweep import RUN_MARKER
-from prefect_agentenv.steps.base import Aggregator, AgentRef, SandboxRef, VerifierStep
+from prefect_agentenv.steps.base import AgentRef, SandboxRef, VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.sandbox_support import sandbox_target
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from prefect_agentenv.artifacts import ArtifactBackend, ArtifactError
 from prefect_agentenv.context import PromptResponse, RunContext
@@ -103,7 +104,7 @@ def _prompt(response: PromptResponse, run_id: str, fields: Mapping[str, Mapping[
 
 
 def _turn(index: int, raw: Mapping[str, Any]) -> Turn:
-    role = "user" if raw.get("role") == "user" else "agent"
+    role: Literal["user", "agent"] = "user" if raw.get("role") == "user" else "agent"
     message = raw.get("message") if role == "user" else raw.get("prompt")
     return Turn(index=_int(raw.get("turn")) or index, role=role, message=_clip(message), reply=_clip(raw.get("reply")),
                 state=_str(raw.get("state")), tool_call_count=_int(raw.get("tool_call_count")),
@@ -122,29 +123,41 @@ def tool_calls(events: Sequence[Any]) -> list[ToolCall]:
     by_id: dict[str, ToolCall] = {}
     waiting: dict[str, list[ToolCall]] = {}
     for item in _tool_items(events):
-        if item["call"]:
-            call = ToolCall(name=item["name"] or "?", server=_str(item.get("server")),
-                            arguments=Clip.of(_json(item.get("arguments") or {})))
+        if item.call:
+            call = ToolCall(name=item.name or "?", server=_str(item.server),
+                            arguments=Clip.of(_json(item.arguments or {})))
             calls.append(call)
-            if item["id"]:
-                by_id[item["id"]] = call
+            if item.id:
+                by_id[item.id] = call
             waiting.setdefault(call.name, []).append(call)
             continue
-        call = by_id.pop(item["id"], None) if item["id"] else None
-        queue = waiting.get(item["name"] or "", [])
-        call = call or (queue[0] if queue else None)
-        if call is None:
+        queue = waiting.get(item.name or "", [])
+        answered = (by_id.pop(item.id, None) if item.id else None) or (queue[0] if queue else None)
+        if answered is None:
             continue
-        if call in waiting.get(call.name, []):
-            waiting[call.name].remove(call)
-        call.result = Clip.of(_body(item.get("body")))
-        call.is_error = bool(item.get("is_error"))
+        if answered in waiting.get(answered.name, []):
+            waiting[answered.name].remove(answered)
+        answered.result = Clip.of(_body(item.body))
+        answered.is_error = bool(item.is_error)
     return calls
 
 
-def _tool_items(events: Sequence[Any]) -> list[dict[str, Any]]:
-    """Each tool call or result of the events as ``{call, id, name, arguments?, body?, is_error?, server?}``."""
-    items: list[dict[str, Any]] = []
+@dataclass
+class _ToolItem:
+    """One tool call (``call``) or tool result of a trajectory, in whichever shape it came."""
+
+    call: bool
+    id: str | None
+    name: str | None
+    arguments: Any = None
+    body: Any = None
+    is_error: Any = None
+    server: Any = None
+
+
+def _tool_items(events: Sequence[Any]) -> list[_ToolItem]:
+    """Each tool call or result of the events."""
+    items: list[_ToolItem] = []
     for event in events:
         if not isinstance(event, dict):
             continue
@@ -154,17 +167,19 @@ def _tool_items(events: Sequence[Any]) -> list[dict[str, Any]]:
         if isinstance(blocks, list):
             items += _tool_items(blocks)
         elif kind in ("tool_call", "tool_use"):
-            spec = event.get("tool_call") if isinstance(event.get("tool_call"), dict) else {}
-            items.append({"call": True, "id": _str(event.get("call_id") or event.get("id") or event.get("event_id")),
-                          "name": _str(event.get("tool") or event.get("name") or spec.get("function_name")),
-                          "arguments": event.get("arguments", event.get("input", spec.get("arguments"))),
-                          "server": event.get("server")})
+            spec = event.get("tool_call")
+            spec = spec if isinstance(spec, dict) else {}
+            items.append(_ToolItem(call=True, id=_str(event.get("call_id") or event.get("id") or event.get("event_id")),
+                                   name=_str(event.get("tool") or event.get("name") or spec.get("function_name")),
+                                   arguments=event.get("arguments", event.get("input", spec.get("arguments"))),
+                                   server=event.get("server")))
         elif kind in ("tool_result", "tool_call_result", "tool_call_failed"):
             body = next((event[k] for k in ("text", "content", "tool_call_result", "output", "error")
                          if event.get(k) not in (None, "", [])), event.get("data", event.get("structured")))
-            items.append({"call": False, "name": _str(event.get("tool") or event.get("name")),
-                          "id": _str(event.get("call_id") or event.get("tool_use_id") or event.get("tool_call_event_id")),
-                          "body": body, "is_error": event.get("is_error") or kind == "tool_call_failed"})
+            items.append(_ToolItem(call=False, name=_str(event.get("tool") or event.get("name")),
+                                   id=_str(event.get("call_id") or event.get("tool_use_id")
+                                           or event.get("tool_call_event_id")),
+                                   body=body, is_error=event.get("is_error") or kind == "tool_call_failed"))
     return items
 
 
@@ -222,7 +237,7 @@ def _row(raw: Mapping[str, Any], index: int) -> VerifierRow:
 
 def _env_changes(context: RunContext, steps: Sequence[StepRun], store: ArtifactBackend | None) -> list[EnvChanges]:
     """Consecutive snapshots of one env, diffed: what the steps between them changed."""
-    snapshots = (context.metadata.model_extra or {}).get("env_snapshots") or {}
+    snapshots = context.metadata.env_snapshots
     if store is None or not isinstance(snapshots, dict):
         return []
     order = {s.id: i for i, s in enumerate(steps)}

@@ -12,7 +12,8 @@ from prefect_agentenv.exceptions import ConfigurationError
 from prefect_agentenv.runtime.docker import DockerLauncher
 from prefect_agentenv.runtime.launch import LaunchSpec
 from prefect_agentenv.runtime.process import ProcessLauncher
-from prefect_agentenv.runtime.resolve import Launchers, prefect_api_configured, resolve_env
+from prefect_agentenv.runtime.launchers import Launchers
+from prefect_agentenv.runtime.resolve import prefect_api_configured, resolve_env
 from prefect_agentenv.runtime.url import UrlLauncher
 
 

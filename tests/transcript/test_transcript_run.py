@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from prefect.client.orchestration import PrefectClient
 from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+from golden_reports import check, steady
 from real_run import PLAN, SECRET, RealRun
 
 from prefect_agentenv.flows.report import TaskReport
@@ -72,3 +73,10 @@ def test_secrets_are_redacted_in_the_transcript_and_its_artifact(finished: Any) 
     for text in ("## Prompt `reply` → agent `assistant`", "`email_search`", "## Verifier `tone`",
                  "judge's trajectory", "## Changes in env `email`", "**added** `sent[msg-1]`", "q3-notes.md"):
         assert text in str(artifact.data), text
+
+
+def test_the_report_is_unchanged(real_run: RealRun) -> None:
+    """The whole report, byte for byte as recorded in tests/golden/ (volatile fields normalised)."""
+    home = str(real_run.report_path.parent)
+    check("real_run_report.json", steady(real_run.report),
+          {home: "<home>", real_run.report["flow_run_id"]: "<flow-run>"})

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Mapping
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, TypeGuard
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
@@ -210,7 +210,7 @@ def axes_unknown_errors(verifications: Mapping[str, Mapping[str, Any]]) -> list[
             if v.get("errored") and _number(v.get("weight"), 1.0) > 0 and not isinstance(v.get("axes"), Mapping | list)]
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 

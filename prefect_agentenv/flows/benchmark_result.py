@@ -1,0 +1,31 @@
+"""What a benchmark run returns: its flow run's result, ``summary.json`` and the last progress event."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from prefect_agentenv.grading.benchmark_stats import BenchmarkSummary
+
+
+class BenchmarkRunResult(BaseModel):
+    """One benchmark run, summarised. Its JSON form is the flow run's result and ``summary.json``."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    run_id: str
+    """Resume or compare this run by this id."""
+    slug: str
+    headline: str
+    """One line: mean score, pass rate, how many passed and errored."""
+    summary: BenchmarkSummary
+    counts: dict[str, int]
+    """The outcome counts and their ``total``."""
+    regressions: list[str]
+    """One line per task that regressed against the previous run (empty without one)."""
+    regressed_tasks: list[str]
+    results_url: str
+    """The run's results (JSON lines, one task run per line)."""
+    report_url: str | None
+    """The HTML report, when it could be written."""
+    markdown: str
+    """The summary artifact's text."""

@@ -1,0 +1,101 @@
+"""Run overrides (``--override KEY=VALUE``, a flow's ``overrides``): parsed once when a run starts.
+
+A key this runner does not know is refused with a did-you-mean before anything is deployed, so a
+typo such as ``judge_modle`` cannot silently run the task with the document's own settings.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+
+from pydantic import BaseModel, ConfigDict, PrivateAttr
+
+from prefect_agentenv.exceptions import ConfigurationError
+
+RUN_KEYS: dict[str, str] = {
+    "a2a_agent_id": "the agent every deploy_agent step runs (a registered agent or a reference agent)",
+    "model": "the model of every agent that takes one",
+    "agent_config": "a JSON object merged into every agent's config (e.g. a scripted agent's plan)",
+    "judge_model": "the model of every rubric judge",
+    "judge_agent_id": "the agent that judges rubrics",
+    "verify_python": "the Python that runs env_outcome_verifier scripts",
+    "human_a2a_url": "the A2A endpoint of the person a deploy_human_agent step talks to",
+}
+"""Keys that apply to the whole run, and what each overrides."""
+AGENT_KEYS = ("a2a_agent_id", "agent_config")
+"""Keys that may also be given for one agent: ``<agent_name>.<key>``."""
+
+
+class AgentOverrides(BaseModel):
+    """What the run overrides for one agent (``<agent_name>.<key>``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    a2a_agent_id: str | None = None
+    agent_config: str | None = None
+
+
+class RunOverrides(BaseModel):
+    """A run's overrides, by meaning; :meth:`parse` reads them from ``KEY=VALUE`` pairs."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    a2a_agent_id: str | None = None
+    model: str | None = None
+    agent_config: str | None = None
+    judge_model: str | None = None
+    judge_agent_id: str | None = None
+    verify_python: str | None = None
+    human_a2a_url: str | None = None
+    agents: dict[str, AgentOverrides] = {}
+    """Per-agent overrides by agent name."""
+    _given: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    @classmethod
+    def parse(cls, given: Mapping[str, str] | None) -> RunOverrides:
+        """Read ``KEY=VALUE`` pairs.
+
+        Raises:
+            ConfigurationError: a key this runner does not know (with the closest known key).
+        """
+        fields: dict[str, str] = {}
+        agents: dict[str, dict[str, str]] = {}
+        unknown: list[str] = []
+        for key, value in (given or {}).items():
+            name, _, agent_key = key.rpartition(".")
+            if key in RUN_KEYS:
+                fields[key] = str(value)
+            elif name and agent_key in AGENT_KEYS:
+                agents.setdefault(name, {})[agent_key] = str(value)
+            else:
+                unknown.append(key)
+        if unknown:
+            raise ConfigurationError("; ".join(_unknown(key) for key in unknown))
+        parsed = cls(**fields, agents={name: AgentOverrides(**values) for name, values in agents.items()})
+        parsed._given = {str(k): str(v) for k, v in (given or {}).items()}
+        return parsed
+
+    def agent_id(self, agent_name: str) -> str | None:
+        """The agent to run as ``agent_name``: its own override first, then the run's."""
+        own = self.agents.get(agent_name)
+        return (own.a2a_agent_id if own else None) or self.a2a_agent_id
+
+    def config_for(self, agent_name: str) -> str | None:
+        """The JSON object to merge into ``agent_name``'s config: its own override first, then the run's."""
+        own = self.agents.get(agent_name)
+        return (own.agent_config if own else None) or self.agent_config
+
+    def as_pairs(self) -> dict[str, str]:
+        """The pairs as they were given (a run started from this one gets the same overrides)."""
+        return dict(self._given)
+
+
+def _unknown(key: str) -> str:
+    """Why ``key`` is refused, and the closest key that would have been read."""
+    known = [*RUN_KEYS, *(f"<agent_name>.{k}" for k in AGENT_KEYS)]
+    name, _, agent_key = key.rpartition(".")
+    close = [f"{name}.{k}" for k in difflib.get_close_matches(agent_key, AGENT_KEYS, n=1)] if name else []
+    close = close or difflib.get_close_matches(key, list(RUN_KEYS), n=1)
+    hint = f"did you mean '{close[0]}'? " if close else ""
+    return f"unknown override '{key}': {hint}the overrides are {', '.join(known)}"
