@@ -16,20 +16,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
 from prefect_agentenv.context import DeployedAgent, DeployedEnv, RunContext, UnsupportedAgentConfig
 from prefect_agentenv.exceptions import AgentTimeoutError, ProtocolError, StepError
-from prefect_agentenv.protocols.agentenv_ext import (
-    AGENT_CONFIG_EXTENSION,
-    MCP_CONFIG_EXTENSION,
-    SKILL_CONFIG_EXTENSION,
-    AgentEnvExtensions,
-)
-from prefect_agentenv.protocols.a2a import A2AClient
 from prefect_agentenv.steps.base import StepModel
+
+if TYPE_CHECKING:  # the runtime loads on use: `validate` imports step modules and stays light
+    from prefect_agentenv.protocols.a2a import A2AClient
+    from prefect_agentenv.protocols.agentenv_ext import AgentEnvExtensions
 
 logger = logging.getLogger("prefect_agentenv.agents")
 
@@ -89,6 +86,8 @@ async def deliver(step: StepModel, agent: DeployedAgent, client: A2AClient,
 
 async def takes_config(client: A2AClient, field: str) -> bool:
     """Whether the agent's card lets agent-config set ``field`` (a card listing no fields takes any)."""
+    from prefect_agentenv.protocols.agentenv_ext import AGENT_CONFIG_EXTENSION, AgentEnvExtensions
+
     ext = await AgentEnvExtensions.of(client)
     if _missing(ext, AGENT_CONFIG_EXTENSION, "set"):
         return False
@@ -101,6 +100,8 @@ def record(ctx: RunContext, rows: list[UnsupportedAgentConfig]) -> None:
 
 
 async def _extensions(step: StepModel, agent: DeployedAgent, client: A2AClient) -> AgentEnvExtensions:
+    from prefect_agentenv.protocols.agentenv_ext import AgentEnvExtensions
+
     try:
         return await AgentEnvExtensions.of(client)
     except (ProtocolError, AgentTimeoutError) as exc:
@@ -109,6 +110,8 @@ async def _extensions(step: StepModel, agent: DeployedAgent, client: A2AClient) 
 
 
 async def _give_envs(ext: AgentEnvExtensions, envs: list[DeployedEnv], lacks: Lacks) -> None:
+    from prefect_agentenv.protocols.agentenv_ext import MCP_CONFIG_EXTENSION
+
     reason = _missing(ext, MCP_CONFIG_EXTENSION, "add")
     for env in envs:
         if reason:
@@ -118,6 +121,8 @@ async def _give_envs(ext: AgentEnvExtensions, envs: list[DeployedEnv], lacks: La
 
 
 async def _give_skills(ext: AgentEnvExtensions, skills: list[dict[str, Any]], lacks: Lacks) -> None:
+    from prefect_agentenv.protocols.agentenv_ext import SKILL_CONFIG_EXTENSION
+
     reason = _missing(ext, SKILL_CONFIG_EXTENSION, "add")
     for skill in skills:
         if reason:
@@ -128,6 +133,8 @@ async def _give_skills(ext: AgentEnvExtensions, skills: list[dict[str, Any]], la
 
 async def _give_config(ext: AgentEnvExtensions, request: ConfigRequest, lacks: Lacks) -> None:
     """Explicit fields win over implicit ones; fields the card cannot take are left out."""
+    from prefect_agentenv.protocols.agentenv_ext import AGENT_CONFIG_EXTENSION
+
     explicit = {k: v for k, v in request.explicit.items() if v[1] is not None}
     implicit = {k: v for k, v in request.implicit.items() if v is not None and k not in explicit}
     if not explicit and not implicit:

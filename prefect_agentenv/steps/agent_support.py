@@ -9,21 +9,19 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prefect_agentenv.context import DeployedAgent, DeployedEnv, RunContext
 from prefect_agentenv.exceptions import DeployError, NotInContextError, StepError
-from prefect_agentenv.protocols.a2a import A2AClient
-from prefect_agentenv.runtime.launch import Instance, LaunchSpec
-from prefect_agentenv.runtime.models import ResolvedModel, resolve_model_endpoint
-from prefect_agentenv.runtime.resolve import resolve_agent
 from prefect_agentenv.runtime.run import RunResources, current_run
-from prefect_agentenv.runtime.sandbox import Sandbox, create_sandbox
-from prefect_agentenv.steps.agent_configuration import ConfigRequest, deliver
 from prefect_agentenv.steps.base import StepModel
-from prefect_agentenv.steps.concurrency_slots import hold_slot
-from prefect_agentenv.steps.pooling import pooled_agent, resolve_once
 from prefect_agentenv.steps.services import http_client, launchers, peer_read_timeout
+
+if TYPE_CHECKING:  # the runtime (A2A client, launchers, models, pools) loads on use: `validate` stays light
+    from prefect_agentenv.protocols.a2a import A2AClient
+    from prefect_agentenv.runtime.launch import Instance, LaunchSpec
+    from prefect_agentenv.runtime.models import ResolvedModel
+    from prefect_agentenv.runtime.sandbox import Sandbox
 
 logger = logging.getLogger("prefect_agentenv.agents")
 
@@ -43,6 +41,8 @@ def deployed_agent(ctx: RunContext, agent_name: str, step: StepModel) -> Deploye
 
 def a2a_client(run: RunResources, agent: DeployedAgent) -> A2AClient:
     """One A2A client per agent instance, sharing the run's HTTP client."""
+    from prefect_agentenv.protocols.a2a import A2AClient
+
     clients = run.services.a2a_clients
     if agent.instance_id not in clients:
         clients[agent.instance_id] = A2AClient(agent.a2a_url, http=http_client(run), request_timeout=peer_read_timeout())
@@ -61,6 +61,9 @@ async def model_for(run: RunResources, role: str, model: str | None = None, *,
                     start_mock: bool = True) -> ResolvedModel:
     """The model endpoint for a role; starts the run's mock model when nothing is configured
     (unless ``start_mock`` is False: the caller only needs the model's name)."""
+    from prefect_agentenv.runtime.models import resolve_model_endpoint
+    from prefect_agentenv.steps.pooling import resolve_once
+
     mock_url = run.services.mock_model_url
     resolved = await resolve_once(("model", role, model or "", mock_url or ""),
                                   lambda: resolve_model_endpoint(role, model=model, mock_base_url=mock_url))
@@ -73,6 +76,8 @@ async def model_for(run: RunResources, role: str, model: str | None = None, *,
 
 
 async def _start_mock_model(run: RunResources) -> str:
+    from prefect_agentenv.runtime.launch import LaunchSpec
+
     spec = LaunchSpec(command=[sys.executable, "-m", MOCK_MODEL_MODULE, "--host", "{host}", "--port", "{port}"],
                       ready_path="/health", startup_timeout_seconds=60)
     launcher = launchers(run).for_spec(spec)
@@ -92,6 +97,9 @@ async def start_agent(step: StepModel, *, agent_name: str, a2a_agent_id: str, ro
                       model: str | None = None, version: str | None = None,
                       extra_env: dict[str, str] | None = None) -> tuple[DeployedAgent, Sandbox]:
     """Resolve, sandbox and start an agent; register its teardown; return it once its card answers."""
+    from prefect_agentenv.runtime.resolve import resolve_agent
+    from prefect_agentenv.steps.pooling import pooled_agent, resolve_once
+
     run = current_run()
     resolved = await resolve_once(("agent", a2a_agent_id), lambda: resolve_agent(a2a_agent_id))
     run.redact.update(resolved.spec.secret_values().values())  # the agent may echo its env in an error
@@ -114,6 +122,9 @@ async def start_agent(step: StepModel, *, agent_name: str, a2a_agent_id: str, ro
 async def _start_own(step: StepModel, run: RunResources, spec: LaunchSpec, agent_name: str, a2a_agent_id: str,
                      env: dict[str, str]) -> tuple[Instance, Sandbox]:
     """Start the agent for this run alone, in a new sandbox; both go at the run's teardown."""
+    from prefect_agentenv.runtime.sandbox import create_sandbox
+    from prefect_agentenv.steps.concurrency_slots import hold_slot
+
     sandbox = create_sandbox(run.workdir, agent_name)
     if not run.keep:
         run.teardown.add(f"sandbox of {agent_name}", _remover(sandbox), owner_step=step.id, kind="sandbox")
@@ -154,6 +165,8 @@ async def configure_agent(step: StepModel, agent: DeployedAgent, *, envs: list[D
     :mod:`prefect_agentenv.steps.agent_configuration`); its report paths are returned. Steps that
     record rows in the report call :func:`~prefect_agentenv.steps.agent_configuration.deliver`.
     """
+    from prefect_agentenv.steps.agent_configuration import ConfigRequest, deliver
+
     request = ConfigRequest(envs=envs, skills=skills, explicit={k: (k, v) for k, v in config.items()})
     rows = await deliver(step, agent, a2a_client(current_run(), agent), request)
     return [row.field for row in rows]

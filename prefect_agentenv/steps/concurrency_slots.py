@@ -25,10 +25,8 @@ import time
 from typing import Literal
 from uuid import UUID
 
-import httpx
 
 from prefect_agentenv.exceptions import ConfigurationError
-from prefect_agentenv.runtime.resolve import prefect_api_configured
 from prefect_agentenv.runtime.run import RunResources
 
 logger = logging.getLogger("prefect_agentenv.concurrency")
@@ -76,6 +74,8 @@ def forget_limit_names() -> None:
 
 async def hold_slot(run: RunResources, kind: Literal["env", "agent"], ident: str, *, owner_step: str) -> None:
     """Wait for one slot of the limit ``<kind>:<ident>`` (if it exists) and give it back at teardown."""
+    from prefect_agentenv.runtime.resolve import prefect_api_configured
+
     if not prefect_api_configured():
         return
     name = f"{kind}:{ident}"
@@ -99,6 +99,8 @@ async def hold_slot(run: RunResources, kind: Literal["env", "agent"], ident: str
 
 async def _acquire(name: str) -> UUID | None:
     """The lease of one slot of ``name`` once one is free; None when no limit has that name."""
+    import httpx
+
     # Prefect's client is imported on use: step modules are loaded by `validate`, which must stay light.
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.responses import ConcurrencyLimitWithLeaseResponse

@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 import logging
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field
 
 from prefect_agentenv.context import DeployedEnv, RunContext
 from prefect_agentenv.exceptions import DeployError, ProtocolError, StepError
-from prefect_agentenv.protocols.env import EnvClient
-from prefect_agentenv.runtime.launch import Instance, LaunchSpec
-from prefect_agentenv.runtime.resolve import resolve_env
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.steps.base import Provides, StepModel
-from prefect_agentenv.steps.concurrency_slots import hold_slot
-from prefect_agentenv.steps.pooling import pooled_env, resolve_once
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.services import http_client, launchers
+
+if TYPE_CHECKING:  # the runtime loads on use: `validate` imports step modules and stays light
+    from prefect_agentenv.runtime.launch import Instance, LaunchSpec
 
 logger = logging.getLogger("prefect_agentenv.envs")
 
@@ -39,6 +37,9 @@ class DeployEnvStep(StepModel):
 
 async def run(step: DeployEnvStep, ctx: RunContext) -> RunContext:
     """Resolve the env, start it, register its teardown, and record where its MCP endpoint is."""
+    from prefect_agentenv.runtime.resolve import resolve_env
+    from prefect_agentenv.steps.pooling import resolve_once
+
     if step.env_id in ctx.deployed_envs:
         raise StepError(f"Env '{step.env_id}' is already deployed", step_id=step.id, step_type=step.type)
     resolved = await resolve_once(("env", step.env_id), lambda: resolve_env(step.env_id))
@@ -58,6 +59,9 @@ async def run(step: DeployEnvStep, ctx: RunContext) -> RunContext:
 
 
 async def _start(step: DeployEnvStep, spec: LaunchSpec) -> Instance:
+    from prefect_agentenv.steps.concurrency_slots import hold_slot
+    from prefect_agentenv.steps.pooling import pooled_env
+
     run = current_run()
     run.redact.update(spec.secret_values().values())  # a failing env may echo its environment
     pooled = await pooled_env(step, step.env_id, spec)
@@ -77,6 +81,8 @@ async def _start(step: DeployEnvStep, spec: LaunchSpec) -> Instance:
 
 async def _mcp_url(step: DeployEnvStep, instance: Instance) -> str:
     """The card's MCP interface when it declares one, else the launcher's default path."""
+    from prefect_agentenv.protocols.env import EnvClient
+
     try:
         card = await EnvClient(instance.base_url, http_client(current_run()), name=step.env_id).card()
     except ProtocolError as exc:

@@ -16,7 +16,6 @@ from prefect_agentenv.exceptions import AgentEnvError, AgentTimeoutError, StepEr
 from prefect_agentenv.grading import outcome_script
 from prefect_agentenv.grading.aggregate import Aggregator
 from prefect_agentenv.grading.verification import normalize_row, prompt_error, scored, skip_reason, skipped
-from prefect_agentenv.runtime.command import run_bounded
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.runtime.sweep import RUN_MARKER
 from prefect_agentenv.steps.base import EnvRef, PromptRef, VerifierStep
@@ -96,6 +95,8 @@ async def _fetch_script(step: EnvOutcomeVerifierStep, folder: Path) -> Path:
 async def _run_script(step: EnvOutcomeVerifierStep, script: Path, mcp_url: str, run_file: Path | None,
                       folder: Path) -> list[object]:
     """Run the script in its own process group so a hang or crash costs only this step."""
+    from prefect_agentenv.runtime.command import run_bounded
+
     argv = [*_interpreter(), str(script), mcp_url]
     if run_file:
         argv.append(str(run_file))

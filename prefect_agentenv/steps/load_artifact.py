@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import model_validator
 
@@ -12,13 +12,14 @@ import mimetypes
 from prefect_agentenv.artifacts import ArtifactMetadata
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import AgentEnvError, StepError
-from prefect_agentenv.artifacts.datasets import DatasetError, read_dataset
-from prefect_agentenv.protocols.env import DataPart, FilePart, Part
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.steps.base import AgentRef, CollectRef, EnvRef, SandboxRef, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.sandbox_support import sandbox_target
 from prefect_agentenv.steps.services import artifact_store, as_step_error, env_client
+
+if TYPE_CHECKING:  # the runtime loads on use: `validate` imports step modules and stays light
+    from prefect_agentenv.protocols.env import FilePart, Part
 
 
 class LoadArtifactStep(StepModel):
@@ -146,6 +147,9 @@ def _source(step: LoadArtifactStep, ctx: RunContext) -> tuple[str, str]:
 
 async def load_into_env(step: LoadArtifactStep, ctx: RunContext, env_id: str) -> None:
     """data/reset, then data/add with the artifact's files, after checking it is meant for this env."""
+    from prefect_agentenv.artifacts.datasets import DatasetError, read_dataset
+    from prefect_agentenv.protocols.env import DataPart
+
     assert step.artifact_id is not None
     store = await artifact_store(current_run())
     client = env_client(ctx, env_id, step)
@@ -181,6 +185,8 @@ def _check_environment(step: LoadArtifactStep, meta: ArtifactMetadata, env_id: s
 
 
 async def _file_part(store: object, meta: ArtifactMetadata, name: str) -> FilePart:
+    from prefect_agentenv.protocols.env import FilePart
+
     data = await asyncio.to_thread(store.read_file, meta, name)  # type: ignore[attr-defined]
     mime = mimetypes.guess_type(name)[0] or "application/octet-stream"
     return FilePart.from_bytes(data, name=name, mime_type=mime)

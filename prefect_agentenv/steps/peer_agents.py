@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import ProtocolError, StepError
-from prefect_agentenv.protocols.a2a import A2AClient
-from prefect_agentenv.protocols.agentenv_ext import AgentEnvExtensions
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.steps.agent_support import a2a_client, deployed_agent
 from prefect_agentenv.steps.base import AgentRef, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
+
+if TYPE_CHECKING:  # the runtime loads on use: `validate` imports step modules and stays light
+    from prefect_agentenv.protocols.a2a import A2AClient
 
 
 class Peering(BaseModel):
@@ -47,6 +48,8 @@ class PeerAgentsStep(StepModel):
 
 async def run(step: PeerAgentsStep, ctx: RunContext) -> RunContext:
     """For each source: read its peers' cards, set its table; record what was set in metadata.agent_peerings."""
+    from prefect_agentenv.protocols.agentenv_ext import AgentEnvExtensions
+
     run_ = current_run()
     recorded = ctx.metadata.model_extra.setdefault("agent_peerings", [])  # type: ignore[union-attr]
     for peering in step.peerings:

@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from prefect_agentenv.exceptions import DeployError
-from prefect_agentenv.protocols.env import EnvClient
-from prefect_agentenv.runtime.launch import Instance, LaunchSpec
-from prefect_agentenv.runtime.pool import Warm, WarmPool, active_pool
-from prefect_agentenv.runtime.launchers import launcher_for
 from prefect_agentenv.runtime.run import RunResources, current_run
 from prefect_agentenv.runtime.sandbox import Sandbox, create_sandbox
 from prefect_agentenv.steps.base import StepModel
 from prefect_agentenv.steps.services import http_client
+
+if TYPE_CHECKING:  # the runtime loads on use: `validate` imports step modules and stays light
+    from prefect_agentenv.runtime.launch import Instance, LaunchSpec
+    from prefect_agentenv.runtime.pool import Warm, WarmPool
 
 _NOT_CONFIG = {"id", "depends_on", "fail_task_on_error", "retry_config", "version"}
 _T = TypeVar("_T")
@@ -27,6 +27,8 @@ _T = TypeVar("_T")
 
 async def resolve_once(key: tuple[str, ...], lookup: Callable[[], Awaitable[_T]]) -> _T:
     """``lookup()``, or with a warm pool the benchmark run's first result of it (see WarmPool.remember)."""
+    from prefect_agentenv.runtime.pool import active_pool
+
     pool = active_pool()
     if pool is None:
         return await lookup()
@@ -35,6 +37,10 @@ async def resolve_once(key: tuple[str, ...], lookup: Callable[[], Awaitable[_T]]
 
 async def pooled_env(step: StepModel, env_id: str, spec: LaunchSpec) -> Instance | None:
     """A reset env instance from the pool (registered to go back at teardown), or None."""
+    from prefect_agentenv.protocols.env import EnvClient
+    from prefect_agentenv.runtime.launchers import launcher_for
+    from prefect_agentenv.runtime.pool import Warm, WarmPool, active_pool
+
     pool = active_pool()
     if pool is None or spec.kind == "url":
         return None
@@ -62,6 +68,9 @@ async def pooled_agent(step: StepModel, *, agent_name: str, a2a_agent_id: str, s
     step's own fields and the run's overrides are part of the key too, so an agent is only
     handed to task runs that configure it the same way (config set by one run cannot leak).
     """
+    from prefect_agentenv.runtime.launchers import launcher_for
+    from prefect_agentenv.runtime.pool import Warm, WarmPool, active_pool
+
     pool = active_pool()
     if pool is None or spec.kind == "url" or per_run_model:
         return None

@@ -5,20 +5,20 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
 from prefect_agentenv.context import DeployedAgent, PromptResponse, RunContext
 from prefect_agentenv.exceptions import AgentEnvError, ProtocolError, StepError
-from prefect_agentenv.protocols.a2a import A2AClient, AgentReply, PromptTimeoutError
-from prefect_agentenv.protocols.agentenv_ext import AgentEnvExtensions
 from prefect_agentenv.runtime.run import RunResources, current_run
-from prefect_agentenv.steps.agent_configuration import ConfigRequest, deliver, record
 from prefect_agentenv.steps.agent_support import a2a_client, deployed_agent
 from prefect_agentenv.steps.base import DEFAULT_AGENT_NAME, AgentRef, Provides, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.services import artifact_store, http_client, peer_read_timeout
+
+if TYPE_CHECKING:  # the runtime loads on use: `validate` imports step modules and stays light
+    from prefect_agentenv.protocols.a2a import AgentReply
 
 logger = logging.getLogger("prefect_agentenv.prompt")
 
@@ -106,6 +106,8 @@ class PromptAgentStep(StepModel):
 
 async def run(step: PromptAgentStep, ctx: RunContext) -> RunContext:
     """Configure the caps, converse, store the trajectory and turns, record the PromptResponse."""
+    from prefect_agentenv.steps.agent_configuration import ConfigRequest, deliver, record
+
     agent = deployed_agent(ctx, step.agent_name, step)
     user = deployed_agent(ctx, step.user_agent_name, step) if step.user_agent_name else None
     run_ = current_run()
@@ -134,6 +136,8 @@ async def run(step: PromptAgentStep, ctx: RunContext) -> RunContext:
 async def _converse(step: PromptAgentStep, agent: DeployedAgent, user: DeployedAgent | None,
                     turns: list[dict[str, Any]], deadline: float) -> tuple[AgentReply, str | None]:
     """Single turn, or up to max_conversation_turns exchanges with the user; the last agent reply."""
+    from prefect_agentenv.protocols.a2a import AgentReply, PromptTimeoutError
+
     run_ = current_run()
     client = a2a_client(run_, agent)
     message, context_id = step.prompt, None
@@ -166,6 +170,8 @@ async def _converse(step: PromptAgentStep, agent: DeployedAgent, user: DeployedA
 async def _ask_user(step: PromptAgentStep, user: DeployedAgent | None, agent_text: str, deadline: float,
                     turns: list[dict[str, Any]], turn: int) -> tuple[str, bool]:
     """The user's next message and whether they are done."""
+    from prefect_agentenv.protocols.a2a import A2AClient
+
     run_ = current_run()
     client = a2a_client(run_, user) if user else A2AClient(step.user_a2a_url or "", http=http_client(run_),
                                                            request_timeout=peer_read_timeout())
@@ -216,6 +222,8 @@ def _error_text(reply: AgentReply) -> str:
 async def _store_trajectory(run_: RunResources, step: PromptAgentStep, agent: DeployedAgent,
                             reply: AgentReply) -> str | None:
     """Fetch the agent's trajectory (trajectory extension) and keep it in the artifact store."""
+    from prefect_agentenv.protocols.agentenv_ext import AgentEnvExtensions
+
     if reply.task_id is None and reply.context_id is None:
         return reply.trajectory
     try:

@@ -9,7 +9,6 @@ from pydantic import Field, model_validator
 
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import ProtocolError, StepError
-from prefect_agentenv.protocols.agentenv_ext import AgentEnvExtensions
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.steps.agent_support import a2a_client, deployed_agent
 from prefect_agentenv.steps.base import AgentRef, NameKind, StepModel
@@ -58,6 +57,8 @@ def _env_trigger_envs(when: Any, path: tuple[str | int, ...]) -> Iterator[tuple[
 
 async def run(step: RegisterAgentTriggersStep, ctx: RunContext) -> RunContext:
     """POST the triggers to the agent's extension; record what it added in metadata.agent_trigger_registrations."""
+    from prefect_agentenv.protocols.agentenv_ext import AgentEnvExtensions
+
     agent = deployed_agent(ctx, step.agent_name, step)
     try:
         ext = await AgentEnvExtensions.of(a2a_client(current_run(), agent))

@@ -5,21 +5,22 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from prefect_agentenv.context import DeployedAgent, PromptResponse, RunContext
 from prefect_agentenv.exceptions import AgentEnvError, JudgeOutputError, NotInContextError, StepError
 from prefect_agentenv.grading.aggregate import Aggregator
-from prefect_agentenv.grading.judging import AgentAsk, Ask, model_ask, run_judge
 from prefect_agentenv.grading.verification import prompt_error, scored, skip_reason, skipped
-from prefect_agentenv.protocols.agentenv_ext import AgentEnvExtensions
 from prefect_agentenv.runtime.run import RunResources, current_run
 from prefect_agentenv.steps.agent_support import a2a_client, deployed_agent, model_for, start_agent
 from prefect_agentenv.steps.base import AgentRef, PromptRef, VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.services import artifact_store, http_client, read_record
+
+if TYPE_CHECKING:  # the runtime loads on use: `validate` imports step modules and stays light
+    from prefect_agentenv.grading.judging import Ask
 
 logger = logging.getLogger("prefect_agentenv.judge")
 
@@ -111,6 +112,8 @@ async def run(step: RubricsVerifierStep, ctx: RunContext) -> RunContext:
 
 
 async def _grade(step: RubricsVerifierStep, ctx: RunContext, response: PromptResponse) -> dict[str, Any]:
+    from prefect_agentenv.grading.judging import run_judge
+
     run_ = current_run()
     trajectory = await _trajectory(run_, step, response)
     judge = await _Judge.open(step, ctx)
@@ -160,6 +163,8 @@ class _Judge:
 
     @classmethod
     async def open(cls, step: RubricsVerifierStep, ctx: RunContext) -> _Judge:
+        from prefect_agentenv.grading.judging import AgentAsk, model_ask
+
         run_ = current_run()
         model = step.judge_model or run_.overrides.judge_model
         if step.judge_mode == "model" and step.agent_name is None:
@@ -190,6 +195,9 @@ class _Judge:
 
     async def store_trajectory(self, run_: RunResources, step: RubricsVerifierStep) -> str | None:
         """Keep the judge agent's own trajectory next to the graded one."""
+        from prefect_agentenv.grading.judging import AgentAsk
+        from prefect_agentenv.protocols.agentenv_ext import AgentEnvExtensions
+
         if not isinstance(self.ask, AgentAsk) or not self.ask.replies or self.agent is None:
             return None
         last = self.ask.replies[-1]

@@ -11,7 +11,6 @@ from pydantic import Field
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import StepError
 from prefect_agentenv.grading.verification import scored
-from prefect_agentenv.runtime.docker import DockerLauncher, exec_in_container
 from prefect_agentenv.steps.base import VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
 
@@ -49,6 +48,8 @@ class RunContainerUnitTestsVerifierStep(VerifierStep):
 
 async def run(step: RunContainerUnitTestsVerifierStep, ctx: RunContext) -> RunContext:
     """Check the daemon, run setup and tests, read result files, record the row; a failed run raises after."""
+    from prefect_agentenv.runtime.docker import DockerLauncher
+
     if not await DockerLauncher.available():
         raise StepError(f"{step.type} runs tests in a docker container, and no docker daemon answers here "
                         "(`docker info` failed): run it where docker is available", step_id=step.id,
@@ -66,6 +67,8 @@ async def run(step: RunContainerUnitTestsVerifierStep, ctx: RunContext) -> RunCo
 
 
 async def _run_tests(step: RunContainerUnitTestsVerifierStep) -> tuple[int, str, str]:
+    from prefect_agentenv.runtime.docker import exec_in_container
+
     script = [f"rm -f -- {shlex.quote(step.reward_path)}"] if step.reward_path else []
     script += [f"( {c}\n)" for c in step.setup_commands] + [f"( {step.command}\n)"]
     try:
@@ -83,6 +86,8 @@ def _paths(step: RunContainerUnitTestsVerifierStep) -> list[str]:
 
 
 async def _read(step: RunContainerUnitTestsVerifierStep, path: str) -> Any:
+    from prefect_agentenv.runtime.docker import exec_in_container
+
     try:
         code, out, _ = await exec_in_container(step.container_name, f"cat -- {shlex.quote(path)}", user="root",
                                                env={}, timeout=30)

@@ -7,17 +7,19 @@ the instances that were deployed later (the registry stops newest first).
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
-import httpx
-
-from prefect_agentenv.artifacts import ArtifactBackend, get_artifact_store
 from prefect_agentenv.context import DeployedEnv, RunContext
 from prefect_agentenv.exceptions import AgentEnvError, NotInContextError, StepError
-from prefect_agentenv.protocols.env import EnvClient
-from prefect_agentenv.redaction import Redactor
-from prefect_agentenv.runtime.launchers import Launchers
 from prefect_agentenv.runtime.run import RunResources, current_run
 from prefect_agentenv.steps.base import StepModel
+
+if TYPE_CHECKING:  # the clients load on first use: step modules are imported by `validate`, which stays light
+    import httpx
+
+    from prefect_agentenv.artifacts import ArtifactBackend
+    from prefect_agentenv.protocols.env import EnvClient
+    from prefect_agentenv.runtime.launchers import Launchers
 
 
 def peer_read_timeout() -> float:
@@ -29,9 +31,10 @@ def peer_read_timeout() -> float:
 
 def http_client(run: RunResources) -> httpx.AsyncClient:
     """The run's one HTTP client (card reads, data plane, readiness probes)."""
+    import httpx
+
     client = run.services.http
     if client is None:
-        # Settings are loaded on use: step modules are imported by `validate`, which must stay light.
         from prefect_agentenv.settings import get_settings
 
         settings = get_settings()
@@ -43,6 +46,8 @@ def http_client(run: RunResources) -> httpx.AsyncClient:
 
 def launchers(run: RunResources) -> Launchers:
     """The run's launchers; their ``cleanup`` runs after every instance was stopped."""
+    from prefect_agentenv.runtime.launchers import Launchers
+
     found = run.services.launchers
     if found is None:
         made = found = run.services.launchers = Launchers(run.run_id, http_client=http_client(run))
@@ -52,6 +57,9 @@ def launchers(run: RunResources) -> Launchers:
 
 async def artifact_store(run: RunResources) -> ArtifactBackend:
     """The run's artifact store (the configured block, or the local folder)."""
+    from prefect_agentenv.artifacts import get_artifact_store
+    from prefect_agentenv.redaction import Redactor
+
     store = run.services.store
     if store is None:
         made = store = run.services.store = await asyncio.to_thread(get_artifact_store)
@@ -72,6 +80,8 @@ def deployed_env(ctx: RunContext, env_id: str, step: StepModel) -> DeployedEnv:
 
 def env_client(ctx: RunContext, env_id: str, step: StepModel) -> EnvClient:
     """A data-plane client for a deployed env (one per instance, card cached)."""
+    from prefect_agentenv.protocols.env import EnvClient
+
     env = deployed_env(ctx, env_id, step)
     run = current_run()
     clients = run.services.env_clients

@@ -8,7 +8,6 @@ from pydantic import Field, model_validator
 
 from prefect_agentenv.context import DeployedAgent, RunContext
 from prefect_agentenv.exceptions import NotInContextError
-from prefect_agentenv.protocols.probes import probe_agent
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.steps.base import AgentRef, Provides, VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
@@ -45,6 +44,8 @@ class VerifyA2ACoreProtocolStep(VerifierStep):
 
 async def run(step: VerifyA2ACoreProtocolStep, ctx: RunContext) -> RunContext:
     """Probe the agent and record one row per probe (rows that only inform weigh 0)."""
+    from prefect_agentenv.protocols.probes import probe_agent
+
     agent = _agent(step, ctx)
     report = await probe_agent(agent.a2a_url, http=http_client(current_run()), prompt=step.prompt,
                                timeout_seconds=step.timeout_seconds, request_timeout=peer_read_timeout())

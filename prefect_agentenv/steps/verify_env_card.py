@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.grading.verification import scored
-from prefect_agentenv.protocols.probes import ProbeReport, probe_env
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.steps.base import EnvRef, Provides, VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.services import deployed_env, http_client, peer_read_timeout
+
+if TYPE_CHECKING:  # the runtime loads on use: `validate` imports step modules and stays light
+    from prefect_agentenv.protocols.probes import ProbeReport
 
 
 class VerifyEnvCardStep(VerifierStep):
@@ -33,6 +35,8 @@ class VerifyEnvCardStep(VerifierStep):
 
 async def run(step: VerifyEnvCardStep, ctx: RunContext) -> RunContext:
     """Probe the env and record one row per probe (rows that only inform weigh 0)."""
+    from prefect_agentenv.protocols.probes import probe_env
+
     env = deployed_env(ctx, step.env_id, step)
     report = await probe_env(env.base_url or env.mcp_url.rsplit("/", 1)[0], http=http_client(current_run()),
                              name=env.env_id, mcp_url=env.mcp_url,

@@ -13,7 +13,6 @@ from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import AgentEnvError
 from prefect_agentenv.grading.aggregate import Aggregator
 from prefect_agentenv.grading.verification import scored
-from prefect_agentenv.runtime.command import run_bounded
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.runtime.sandbox import Sandbox
 from prefect_agentenv.runtime.sweep import RUN_MARKER
@@ -200,6 +199,8 @@ async def _command(sandbox: Sandbox, base_dir: str | None, check: SandboxCheck,
                    env: dict[str, str]) -> tuple[bool, str]:
     """Run the command in the sandbox (cwd base_dir, HOME there), in its own process group, bounded in
     time and output."""
+    from prefect_agentenv.runtime.command import run_bounded
+
     argv = ["bash", "-c", check.command] if isinstance(check.command, str) else list(check.command or [])
     shown = check.command if isinstance(check.command, str) else " ".join(argv)
     try:
