@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import subprocess
 import sys
@@ -31,6 +32,43 @@ def test_help_validate_and_schema_do_not_import_prefect() -> None:
                           str(EXAMPLES / "benchmark.yaml")], capture_output=True, text=True, timeout=120, check=True)
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result == {"codes": [0, 0, 0], "heavy": []}
+
+
+# What the steps need only when they run: the HTTP and A2A clients, the protocol clients, the
+# launchers and the model/block resolution. Step modules are imported by `validate` (their field
+# models are the document schema), so each imports these inside the functions that use them.
+_RUNTIME_ONLY = ("httpx", "httpx2", "a2a", "rich", "anyio",
+                 "prefect_agentenv.protocols.a2a", "prefect_agentenv.protocols.agentenv_ext",
+                 "prefect_agentenv.protocols.env", "prefect_agentenv.protocols.probes",
+                 "prefect_agentenv.protocols.openai", "prefect_agentenv.runtime.launch",
+                 "prefect_agentenv.runtime.launchers", "prefect_agentenv.runtime.process",
+                 "prefect_agentenv.runtime.command", "prefect_agentenv.runtime.models",
+                 "prefect_agentenv.runtime.resolve", "prefect_agentenv.runtime.pool",
+                 "prefect_agentenv.runtime.docker", "prefect_agentenv.grading.judging",
+                 "prefect_agentenv.steps.agent_configuration", "prefect_agentenv.steps.pooling",
+                 "prefect_agentenv.steps.concurrency_slots")
+
+_VALIDATE_PROBE = """
+import json, sys
+from typer.testing import CliRunner
+from prefect_agentenv.cli import app
+code = CliRunner().invoke(app, ["validate", *sys.argv[2:]]).exit_code
+print(json.dumps({"code": code, "loaded": sorted(m for m in json.loads(sys.argv[1]) if m in sys.modules)}))
+"""
+
+
+def test_validate_loads_no_step_runtime() -> None:
+    # Validating a task document registers every step type: all step modules get imported.
+    docs = [str(EXAMPLES / name) for name in ("reply-to-dana.json", "benchmark.yaml", "tasks/chart-handoff.json")]
+    out = subprocess.run([sys.executable, "-c", _VALIDATE_PROBE, json.dumps(_RUNTIME_ONLY), *docs],
+                         capture_output=True, text=True, timeout=120, check=True)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == {"code": 0, "loaded": []}
+
+
+def test_the_runtime_only_modules_exist() -> None:
+    # A renamed module would make the guard above pass vacuously.
+    for name in _RUNTIME_ONLY:
+        assert importlib.util.find_spec(name) is not None, name
 
 
 def test_the_help_listing_says_what_each_command_group_says_of_itself() -> None:
