@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, model_validator
+from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, GetJsonSchemaHandler, TypeAdapter, model_validator
+from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
 from prefect_agentenv.documents.scoring import ScoringConfig, apply_skip_defaults, fold_skip_policy, split_for_isolation
@@ -46,17 +47,22 @@ def explain_step(step: StepModel) -> dict[str, Any]:
 
 
 class _AnyStepAnnotation:
-    """Pydantic type for "a step of any registered type" (plugins included)."""
+    """Pydantic type for "a step of any registered type" (plugins included).
+
+    A step is validated by its own type's model (:func:`parse_step`); the union of every step
+    model is built only for the JSON Schema, so validating a document builds only the models
+    of the step types it uses."""
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
-        models = [d.model for d in all_steps().values()]
-        union = Annotated[Union[tuple(models)], Field(discriminator="type")] if len(models) > 1 else models[0]  # noqa: UP007
         return core_schema.no_info_plain_validator_function(
-            parse_step,
-            json_schema_input_schema=handler.generate_schema(union),
-            serialization=core_schema.plain_serializer_function_ser_schema(dump_step),
-        )
+            parse_step, serialization=core_schema.plain_serializer_function_ser_schema(dump_step))
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        models = [d.model for d in all_steps().values()]
+        union: Any = Annotated[Union[tuple(models)], Field(discriminator="type")] if len(models) > 1 else models[0]  # noqa: UP007
+        return handler(TypeAdapter(union).core_schema)
 
 
 AnyStep = Annotated[StepModel, _AnyStepAnnotation]

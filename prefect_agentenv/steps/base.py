@@ -70,7 +70,8 @@ DEFAULT_AGENT_NAME = "default-agent"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    # Built on first use: `validate` registers every step type but checks only the ones a document uses.
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, defer_build=True)
 
 
 class DependsOnRef(_Strict):
