@@ -101,7 +101,7 @@ async def run(step: RubricsVerifierStep, ctx: RunContext) -> RunContext:
         # The axes it would have scored: a benchmark counts them 0 under skip_policy zero.
         axes = list(dict.fromkeys(c.axis for c in step.criteria if c.axis))
         verifications[step.verifier_id] = skipped(reason, weight=step.weight, fmt=step.output_format,
-                                                  **({"axes": axes} if axes else {}))
+                                                  axes=axes or None)
         return ctx
     if response.error:
         verifications[step.verifier_id] = prompt_error(response, weight=step.weight, fmt=step.output_format)
