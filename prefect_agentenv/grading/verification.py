@@ -8,9 +8,10 @@ scored); the task's skip policy says whether it counts 0 or is left out
 
 The run keeps the records as plain mappings (``RunMetadata.verifications``) because plugins and
 outcome scripts write their own, and the report prints each record's keys in the order they were
-written. The helpers below build through :class:`Verification` and hand back
-:meth:`Verification.record`, whose key order is the declaration order of the fields set, then the
-extra keys as given: the order the records always had. Readers go through :meth:`Verification.read`.
+written. The helpers below build a validated :class:`Verification`; :meth:`Verification.record`
+is what a step stores, its key order is the declaration order of the fields set, then the
+extra keys as given: the order the records always had. A step stores ``verification.record()``;
+readers go through :meth:`Verification.read`.
 """
 
 from __future__ import annotations
@@ -74,16 +75,13 @@ class Verification(BaseModel):
         if isinstance(raw, Verification):
             return raw
         score, weight = raw.get("score"), raw.get("weight")
-        fields: dict[str, Any] = {
-            "results": [dict(r) for r in raw.get("results") or [] if isinstance(r, Mapping)],
-            "score": score if _is_number(score, finite=False) else None,
-            "weight": weight if _is_number(weight) else 1.0,
-            "skipped": bool(raw.get("skipped")), "errored": bool(raw.get("errored")),
-            "axes": _axes(raw.get("axes")),
-        }
-        fields.update({name: raw.get(name) for name in ("aggregator", "skip_reason", "error", "format", "step_type")})
         extra = {k: v for k, v in raw.items() if k not in cls.model_fields}
-        return cls.model_construct({k for k in raw if k in cls.model_fields}, **fields, **extra)
+        return cls.model_construct(
+            {k for k in raw if k in cls.model_fields},
+            results=[dict(r) for r in raw.get("results") or [] if isinstance(r, Mapping)],
+            score=score if _is_number(score, finite=False) else None, weight=weight if _is_number(weight) else 1.0,
+            skipped=bool(raw.get("skipped")), errored=bool(raw.get("errored")), axes=_axes(raw.get("axes")),
+            **{name: raw.get(name) for name in ("aggregator", "skip_reason", "error", "format", "step_type")}, **extra)
 
     @property
     def counted_score(self) -> float | None:
@@ -123,22 +121,21 @@ def _axes(raw: Any) -> Axes | None:
 
 
 def scored(rows: Sequence[Mapping[str, Any]], *, aggregator: Aggregator, weight: float, fmt: str | None = None,
-           **extra: Any) -> dict[str, Any]:
+           **extra: Any) -> Verification:
     """A verification with its rows folded into one score."""
-    return _record({"results": [dict(r) for r in rows], "score": aggregate(list(rows), aggregator),
-                    "weight": weight, "aggregator": aggregator}, fmt, None, extra)
+    return _new(fmt, None, extra, results=[dict(r) for r in rows], score=aggregate(list(rows), aggregator),
+                weight=weight, aggregator=aggregator)
 
 
 def skipped(reason: str, *, weight: float, fmt: str | None = None, axes: Axes | None = None,
-            **extra: Any) -> dict[str, Any]:
+            **extra: Any) -> Verification:
     """A verification that was not scored (``truncated``, ``timeout``, …); ``axes``: those it would
     have scored (a benchmark counts them 0 under skip_policy zero)."""
-    return _record({"results": [], "score": None, "weight": weight, "skipped": True, "skip_reason": reason},
-                   fmt, axes, extra)
+    return _new(fmt, axes, extra, results=[], score=None, weight=weight, skipped=True, skip_reason=reason)
 
 
 def errored(error: str, *, weight: float, fmt: str | None = None, axes: Axes | None = None,
-            **extra: Any) -> dict[str, Any]:
+            **extra: Any) -> Verification:
     """A verifier that could not grade (it raised, timed out, returned garbage) scores 0.
 
     It stays in the task score and in every aggregate with one failing ``verifier_error`` row, so
@@ -147,23 +144,20 @@ def errored(error: str, *, weight: float, fmt: str | None = None, axes: Axes | N
     """
     row = {"id": "verifier_error", "result": "fail", "score": 0.0, "weight": 1.0,
            "justification": f"the verifier failed: {error}"}
-    return _record({"results": [row], "score": 0.0, "weight": weight, "errored": True, "error": error},
-                   fmt, axes, extra)
+    return _new(fmt, axes, extra, results=[row], score=0.0, weight=weight, errored=True, error=error)
 
 
-def prompt_error(response: PromptResponse, *, weight: float, fmt: str | None = None) -> dict[str, Any]:
+def prompt_error(response: PromptResponse, *, weight: float, fmt: str | None = None) -> Verification:
     """A reply that ended in error scores 0 with one ``prompt_error`` row; no judge is asked."""
     row = {"id": "prompt_error", "result": "fail", "score": 0.0, "weight": 1.0,
            "justification": f"the agent failed: {response.error}"}
-    return _record({"results": [row], "score": 0.0, "weight": weight}, fmt, None, {})
+    return _new(fmt, None, {}, results=[row], score=0.0, weight=weight)
 
 
-def _record(fields: dict[str, Any], fmt: str | None, axes: Axes | None, extra: Mapping[str, Any]) -> dict[str, Any]:
-    """Validate a new record and store it (``format`` and ``axes`` only written when there are some)."""
-    optional: dict[str, Any] = {"format": fmt} if fmt else {}
-    if axes is not None:
-        optional["axes"] = axes
-    return Verification.model_validate({**fields, **optional, **extra}).record()
+def _new(fmt: str | None, axes: Axes | None, extra: Mapping[str, Any], **fields: Any) -> Verification:
+    """A new, validated verification; ``format`` and ``axes`` are only set (and stored) when given."""
+    optional = {"format": fmt} if fmt else {}
+    return Verification.model_validate({**fields, **optional, **({} if axes is None else {"axes": axes}), **extra})
 
 
 def skip_reason(response: PromptResponse | None, *, skip_on_truncated: bool, skip_on_timeout: bool) -> str | None:
