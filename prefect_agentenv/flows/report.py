@@ -16,6 +16,7 @@ from prefect_agentenv.context import RunContext
 from prefect_agentenv.flows.links import file_links_markdown
 from prefect_agentenv.flows.scheduler import ScheduleResult
 from prefect_agentenv.grading.outcome import Outcome, SkipPolicy, task_outcome
+from prefect_agentenv.grading.verification import read_all
 from prefect_agentenv.redaction import MASK, Redactor
 from prefect_agentenv.runtime.stop import DESCRIPTIONS
 from prefect_agentenv.transcript import Transcript, transcript_markdown
@@ -147,9 +148,9 @@ def summary_markdown(report: TaskReport) -> str:
     verifications = report.context.get("metadata", {}).get("verifications", {})
     if verifications:
         lines += ["", "## Verifications", "", "| verifier | score | rows |", "|---|---|---|"]
-        for vid, v in verifications.items():
-            vscore = "skipped" if v.get("skipped") else v.get("score")
-            lines.append(f"| {vid} | {vscore} | {len(v.get('results', []))} |")
+        for vid, v in read_all(verifications).items():
+            vscore = "skipped" if v.skipped else v.score
+            lines.append(f"| {vid} | {vscore} | {len(v.results)} |")
     if report.warnings:
         lines += ["", "## Warnings", ""] + [f"- {w}" for w in report.warnings]
     return "\n".join(lines)
@@ -158,8 +159,8 @@ def summary_markdown(report: TaskReport) -> str:
 def verification_rows(report: TaskReport) -> list[dict[str, Any]]:
     """One table row per verification result row."""
     rows = []
-    for vid, v in report.context.get("metadata", {}).get("verifications", {}).items():
-        for r in v.get("results", []) or [{}]:
+    for vid, v in read_all(report.context.get("metadata", {}).get("verifications", {})).items():
+        for r in v.results or [{}]:
             rows.append({
                 "verifier": vid,
                 "row": r.get("id"),

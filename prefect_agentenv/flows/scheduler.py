@@ -262,10 +262,9 @@ class DagScheduler:
         if isinstance(step, VerifierStep):
             # An errored verifier still counts, as 0: leaving it out would let a tolerated
             # failure raise the task score (docs/scoring.md, "Errors").
+            axes = step.declared_axes()  # it scores 0 on them (per-axis scores); None: rows from a script
             verification = errored(record.error or record.error_type or "failed", weight=step.weight,
-                                   step_type=step.type)
-            if (axes := step.declared_axes()) is not None:  # it scores 0 on them (per-axis scores)
-                verification["axes"] = axes
+                                   axes=axes, step_type=step.type).record()
             ctx.metadata.verifications.setdefault(step.verifier_id, verification)
         return ctx
 

@@ -22,6 +22,7 @@ from prefect_agentenv.context import DeployedAgent, RunContext
 from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.documents.scoring import ScoringConfig, runtime_step
 from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError
+from prefect_agentenv.grading.verification import read_all
 from prefect_agentenv.flows.report import redact
 from prefect_agentenv.flows.scheduler import DagScheduler, Execute, ScheduleResult
 from prefect_agentenv.protocols.env import DataPart
@@ -191,8 +192,8 @@ def _attempt_error(result: ScheduleResult) -> str | None:
         return None  # stopped from outside: no retry
     if result.fatal is not None:
         return f"step '{result.fatal.id}' failed: {result.fatal.error}"
-    errors = [f"{vid}: {v.get('error')}" for vid, v in result.context.metadata.verifications.items()
-              if v.get("errored") or v.get("error")]
+    errors = [f"{vid}: {v.error}" for vid, v in read_all(result.context.metadata.verifications).items()
+              if v.errored or v.error]
     return "; ".join(errors) or None
 
 

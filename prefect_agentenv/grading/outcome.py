@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from enum import Enum
 from typing import Any, Literal
 
+from prefect_agentenv.grading.verification import Verification, Verifications, read_all
+
 SkipPolicy = Literal["zero", "exclude"]
 """How a skipped verifier counts in the task score: as 0 (``zero``) or not at all (``exclude``)."""
 
@@ -37,42 +39,33 @@ class Outcome(str, Enum):
     TIMED_OUT = "TIMED_OUT"
 
 
-def verification_score(verification: Mapping[str, Any]) -> float | None:
+def verification_score(verification: Mapping[str, Any] | Verification) -> float | None:
     """The score a verification counts with: ``None`` when skipped, 0 when errored or malformed."""
-    if verification.get("skipped"):
-        return None
-    score = verification.get("score")
-    if verification.get("errored") or not isinstance(score, int | float) or isinstance(score, bool):
-        return 0.0
-    return min(1.0, max(0.0, float(score)))
+    return Verification.read(verification).counted_score
 
 
-def scored_verifications(verifications: Mapping[str, Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
-    """Verifications that were not skipped (errored or malformed ones count, as 0)."""
-    return {vid: {**v, "score": verification_score(v)} for vid, v in verifications.items()
-            if verification_score(v) is not None}
-
-
-def counted_verifications(verifications: Mapping[str, Mapping[str, Any]],
-                          skip_policy: SkipPolicy = "zero") -> dict[str, Mapping[str, Any]]:
-    """The verifications the task score counts: the scored ones, and the skipped ones at 0 (``zero``)."""
-    counted = scored_verifications(verifications)
-    if skip_policy == "zero":
-        counted.update({vid: {**v, "score": 0.0} for vid, v in verifications.items() if v.get("skipped")})
+def counted_verifications(verifications: Verifications, skip_policy: SkipPolicy = "zero") -> dict[str, Verification]:
+    """The verifications the task score counts, read, with the score they count with: the scored
+    ones (errored or malformed ones at 0), and the skipped ones at 0 under ``zero``."""
+    read = read_all(verifications)
+    counted = {vid: v.model_copy(update={"score": v.counted_score}) for vid, v in read.items()
+               if v.counted_score is not None}
+    if skip_policy == "zero":  # after the scored ones: the order the weighted sum adds them in
+        counted.update({vid: v.model_copy(update={"score": 0.0}) for vid, v in read.items() if v.skipped})
     return counted
 
 
-def task_score(verifications: Mapping[str, Mapping[str, Any]], skip_policy: SkipPolicy = "zero") -> float | None:
+def task_score(verifications: Verifications, skip_policy: SkipPolicy = "zero") -> float | None:
     """Weighted mean of the counted verifiers' scores, or None when none counts."""
     scored = counted_verifications(verifications, skip_policy)
-    total_weight = sum(_weight(v) for v in scored.values())
+    total_weight = sum(v.weight for v in scored.values())
     if not scored or total_weight <= 0:
         return None
-    return sum(float(v["score"]) * _weight(v) for v in scored.values()) / total_weight
+    return sum(float(v.score or 0.0) * v.weight for v in scored.values()) / total_weight
 
 
 def task_outcome(
-    verifications: Mapping[str, Mapping[str, Any]], *, failed: bool, timed_out: bool = False,
+    verifications: Verifications, *, failed: bool, timed_out: bool = False,
     skip_policy: SkipPolicy = "zero", tolerated_failures: int = 0,
 ) -> tuple[Outcome, float | None]:
     """The outcome and score of a task run.
@@ -92,13 +85,8 @@ def task_outcome(
     scored = counted_verifications(verifications, skip_policy)
     score = task_score(verifications, skip_policy)
     if score is None:
-        skipped = any(v.get("skipped") for v in verifications.values())
+        skipped = any(v.skipped for v in read_all(verifications).values())
         return (Outcome.FAILED, 0.0) if tolerated_failures and not skipped else (Outcome.UNSCORED, None)
-    if all(float(v["score"]) >= 1.0 for v in scored.values()):
+    if all(float(v.score or 0.0) >= 1.0 for v in scored.values()):
         return Outcome.PASSED, score
     return Outcome.BELOW_ONE, score
-
-
-def _weight(verification: Mapping[str, Any]) -> float:
-    weight = verification.get("weight", 1.0)
-    return float(weight) if isinstance(weight, int | float) and not isinstance(weight, bool) else 1.0

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from prefect_agentenv.context import PromptResponse, RunContext
 from prefect_agentenv.exceptions import NotInContextError
 from prefect_agentenv.grading.aggregate import Aggregator
-from prefect_agentenv.grading.verification import prompt_error, scored, skip_reason, skipped
+from prefect_agentenv.grading.verification import Verification, prompt_error, scored, skip_reason, skipped
 from prefect_agentenv.steps.base import PromptRef, VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
 
@@ -86,11 +86,11 @@ async def run(step: AgentPromptResponseVerifierStep, ctx: RunContext) -> RunCont
     if response is None:
         raise NotInContextError(f"Prompt '{step.prompt_id}' not found in context.prompt_responses",
                                 step_id=step.id, step_type=step.type)
-    ctx.metadata.verifications[step.verifier_id] = verify_response(step, response)
+    ctx.metadata.verifications[step.verifier_id] = verify_response(step, response).record()
     return ctx
 
 
-def verify_response(step: AgentPromptResponseVerifierStep, response: PromptResponse) -> dict[str, object]:
+def verify_response(step: AgentPromptResponseVerifierStep, response: PromptResponse) -> Verification:
     fmt = "response_checks"
     reason = skip_reason(response, skip_on_truncated=step.skip_on_truncated, skip_on_timeout=step.skip_on_timeout)
     if reason:

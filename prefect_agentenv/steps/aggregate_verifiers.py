@@ -9,7 +9,7 @@ from pydantic import Field
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import NotInContextError
 from prefect_agentenv.grading.aggregate import Aggregator
-from prefect_agentenv.grading.verification import scored, skipped
+from prefect_agentenv.grading.verification import Verification, scored, skipped
 from prefect_agentenv.steps.base import VerifierRef, VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
 
@@ -31,15 +31,15 @@ async def run(step: AggregateVerifiersStep, ctx: RunContext) -> RunContext:
     if missing:
         raise NotInContextError(f"Verifier(s) {', '.join(missing)} not found in context.metadata.verifications",
                                 step_id=step.id, step_type=step.type)
-    used = [v for v in step.verifier_ids if not verifications[v].get("skipped")]
-    rows = [{**row, "id": f"{vid}.{row.get('id')}", "verifier_id": vid}
-            for vid in used for row in verifications[vid].get("results", [])]
+    read = {vid: Verification.read(verifications[vid]) for vid in step.verifier_ids}
+    used = [v for v in step.verifier_ids if not read[v].skipped]
+    rows = [{**row, "id": f"{vid}.{row.get('id')}", "verifier_id": vid} for vid in used for row in read[vid].results]
     if not rows:
         verifications[step.verifier_id] = skipped("every aggregated verifier was skipped", weight=step.weight,
-                                                  fmt="aggregate", verifier_ids=step.verifier_ids)
+                                                  fmt="aggregate", verifier_ids=step.verifier_ids).record()
     else:
         verifications[step.verifier_id] = scored(rows, aggregator=step.score_aggregator, weight=step.weight,
-                                                 fmt="aggregate", verifier_ids=used)
+                                                 fmt="aggregate", verifier_ids=used).record()
     return ctx
 
 

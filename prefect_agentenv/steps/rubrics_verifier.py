@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from prefect_agentenv.context import DeployedAgent, PromptResponse, RunContext
 from prefect_agentenv.exceptions import AgentEnvError, JudgeOutputError, NotInContextError, StepError
 from prefect_agentenv.grading.aggregate import Aggregator
-from prefect_agentenv.grading.verification import prompt_error, scored, skip_reason, skipped
+from prefect_agentenv.grading.verification import Verification, prompt_error, scored, skip_reason, skipped
 from prefect_agentenv.runtime.run import RunResources, current_run
 from prefect_agentenv.steps.agent_support import a2a_client, deployed_agent, model_for, start_agent
 from prefect_agentenv.steps.base import AgentRef, PromptRef, VerifierStep
@@ -102,16 +102,16 @@ async def run(step: RubricsVerifierStep, ctx: RunContext) -> RunContext:
         # The axes it would have scored: a benchmark counts them 0 under skip_policy zero.
         axes = list(dict.fromkeys(c.axis for c in step.criteria if c.axis))
         verifications[step.verifier_id] = skipped(reason, weight=step.weight, fmt=step.output_format,
-                                                  **({"axes": axes} if axes else {}))
+                                                  axes=axes or None).record()
         return ctx
     if response.error:
-        verifications[step.verifier_id] = prompt_error(response, weight=step.weight, fmt=step.output_format)
+        verifications[step.verifier_id] = prompt_error(response, weight=step.weight, fmt=step.output_format).record()
         return ctx
-    verifications[step.verifier_id] = await _grade(step, ctx, response)
+    verifications[step.verifier_id] = (await _grade(step, ctx, response)).record()
     return ctx
 
 
-async def _grade(step: RubricsVerifierStep, ctx: RunContext, response: PromptResponse) -> dict[str, Any]:
+async def _grade(step: RubricsVerifierStep, ctx: RunContext, response: PromptResponse) -> Verification:
     from prefect_agentenv.grading.judging import run_judge
 
     run_ = current_run()

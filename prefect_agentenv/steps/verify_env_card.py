@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, model_validator
 
 from prefect_agentenv.context import RunContext
-from prefect_agentenv.grading.verification import scored
+from prefect_agentenv.grading.verification import Verification, scored
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.steps.base import EnvRef, Provides, VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
@@ -41,11 +41,11 @@ async def run(step: VerifyEnvCardStep, ctx: RunContext) -> RunContext:
     report = await probe_env(env.base_url or env.mcp_url.rsplit("/", 1)[0], http=http_client(current_run()),
                              name=env.env_id, mcp_url=env.mcp_url,
                              mcp_timeout=peer_read_timeout())
-    ctx.metadata.verifications[step.verifier_id] = probe_verification(report, step)
+    ctx.metadata.verifications[step.verifier_id] = probe_verification(report, step).record()
     return ctx
 
 
-def probe_verification(report: ProbeReport, step: VerifierStep) -> dict[str, Any]:
+def probe_verification(report: ProbeReport, step: VerifierStep) -> Verification:
     """A verification from a probe: ``ok`` passes, ``failed`` fails, the rest weighs 0 (information)."""
     rows = [{"id": row.check, "result": "fail" if row.status == "failed" else "pass",
              "score": 0.0 if row.status == "failed" else 1.0,

@@ -151,6 +151,6 @@ def test_an_aggregate_that_folds_an_errored_verifier_scores_its_axes_zero() -> N
     judge = errored("the judge could not be reached", weight=0, axes={"tone": 1.0})
     polite = scored([{"id": "polite", "result": "pass", "score": 1.0, "axis": "tone"}], aggregator="all_pass", weight=0)
     folded = [{**row, "id": f"{vid}.{row['id']}", "verifier_id": vid}
-              for vid, v in (("judge", judge), ("polite", polite)) for row in v["results"]]
+              for vid, v in (("judge", judge), ("polite", polite)) for row in v.results]
     both = scored(folded, aggregator="weighted_average", weight=1, fmt="aggregate", verifier_ids=["judge", "polite"])
     assert axis_scores({"judge": judge, "polite": polite, "both": both}) == {"tone": 0.5}

@@ -20,6 +20,7 @@ from typing import Any, Literal, NamedTuple, TypeGuard
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from prefect_agentenv.grading.outcome import Outcome, SkipPolicy
+from prefect_agentenv.grading.verification import Verification, Verifications, read_all
 
 DENOMINATOR_OUTCOMES = frozenset({Outcome.PASSED, Outcome.BELOW_ONE, Outcome.FAILED, Outcome.TIMED_OUT})
 """Outcomes that count in the mean score and the pass rate."""
@@ -131,7 +132,7 @@ class TaskResult(StatsModel):
 # -- axis scores --------------------------------------------------------------------------------
 
 
-def axis_scores(verifications: Mapping[str, Mapping[str, Any]], skip_policy: SkipPolicy = "zero") -> dict[str, float]:
+def axis_scores(verifications: Verifications, skip_policy: SkipPolicy = "zero") -> dict[str, float]:
     """Score per axis from the verification rows that carry an ``axis`` member.
 
     Only verifiers that count in the task score contribute: with a weight above 0 (the verifiers an ``aggregate_verifiers`` step folds have weight 0, so their rows are not
@@ -152,12 +153,12 @@ def axis_scores(verifications: Mapping[str, Mapping[str, Any]], skip_policy: Ski
     totals: dict[str, float] = defaultdict(float)
     losses: dict[str, float] = defaultdict(float)
     seen: set[str] = set()
-    for verification in verifications.values():
-        verifier_weight = _number(verification.get("weight"), 1.0)
-        skipped = bool(verification.get("skipped"))
-        if (skipped and skip_policy == "exclude") or verifier_weight <= 0:
+    read = read_all(verifications)
+    for verification in read.values():
+        verifier_weight = verification.weight
+        if (verification.skipped and skip_policy == "exclude") or verifier_weight <= 0:
             continue
-        for row in _skipped_rows(verification) if skipped else _axis_rows(verification, verifications):
+        for row in _skipped_rows(verification) if verification.skipped else _axis_rows(verification, read):
             axis, score = row.get("axis"), row.get("score")
             if not isinstance(axis, str) or not axis or not _is_number(score):
                 continue
@@ -177,37 +178,28 @@ def axis_scores(verifications: Mapping[str, Mapping[str, Any]], skip_policy: Ski
     return scores
 
 
-def _skipped_rows(verification: Mapping[str, Any]) -> list[Any]:
+def _skipped_rows(verification: Verification) -> list[Mapping[str, Any]]:
     """A skipped verifier's axes as rows scoring 0: its rows' axes and weights, else its ``axes``."""
-    rows = [{**row, "score": 0.0} for row in verification.get("results") or []]
-    return rows or [{"axis": axis, "score": 0.0, "weight": weight} for axis, weight in _declared(verification).items()]
+    rows: list[Mapping[str, Any]] = [{**row, "score": 0.0} for row in verification.results]
+    return rows or [{"axis": axis, "score": 0.0, "weight": weight} for axis, weight in verification.declared_axes().items()]
 
 
-def _axis_rows(verification: Mapping[str, Any], verifications: Mapping[str, Mapping[str, Any]]) -> list[Any]:
+def _axis_rows(verification: Verification, verifications: Mapping[str, Verification]) -> list[Mapping[str, Any]]:
     """The rows of a verification, plus a row at 0 for each axis an errored verifier declares
     (itself, or one that an ``aggregate_verifiers`` folded: its ``<id>.verifier_error`` row)."""
-    rows = list(verification.get("results") or [])
-    errored = [verification] if verification.get("errored") else []
-    errored += [verifications[row["verifier_id"]] for row in rows
+    rows: list[Mapping[str, Any]] = list(verification.results)
+    errored = [verification] if verification.errored else []
+    errored += [verifications[row["verifier_id"]] for row in verification.results
                 if str(row.get("id", "")).endswith(".verifier_error") and row.get("verifier_id") in verifications]
     for source in errored:
-        if source.get("errored"):
-            rows += [{"axis": axis, "score": 0.0, "weight": weight} for axis, weight in _declared(source).items()]
+        if source.errored:
+            rows += [{"axis": axis, "score": 0.0, "weight": weight} for axis, weight in source.declared_axes().items()]
     return rows
 
 
-def _declared(verification: Mapping[str, Any]) -> dict[str, float]:
-    """A verification's ``axes``: ``{axis: weight}``, or a list of axes (weight 1 each)."""
-    axes = verification.get("axes")
-    if isinstance(axes, Mapping):
-        return {str(axis): abs(_number(weight, 1.0)) for axis, weight in axes.items()}
-    return {str(axis): 1.0 for axis in axes} if isinstance(axes, list) else {}
-
-
-def axes_unknown_errors(verifications: Mapping[str, Mapping[str, Any]]) -> list[str]:
+def axes_unknown_errors(verifications: Verifications) -> list[str]:
     """Counted verifiers that errored without declared axes (their rows come from a script)."""
-    return [vid for vid, v in verifications.items()
-            if v.get("errored") and _number(v.get("weight"), 1.0) > 0 and not isinstance(v.get("axes"), Mapping | list)]
+    return [vid for vid, v in read_all(verifications).items() if v.errored and v.weight > 0 and v.axes is None]
 
 
 def _is_number(value: Any) -> TypeGuard[int | float]:
