@@ -29,15 +29,17 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 
 # The package is installed editable; its finder is dropped so the tree on sys.path[0] is the one run.
+# `main` is the console script's entry point (the command, then its quick exit).
 _RUNNER = """
 import sys
 tree = sys.argv.pop(1)
 sys.meta_path[:] = [f for f in sys.meta_path if "prefect_agentenv" not in getattr(f, "__module__", "") + repr(f)]
 sys.path.insert(0, tree)
-from prefect_agentenv.cli import app
+sys.argv[0] = "prefect-agentenv"
 import prefect_agentenv
 assert prefect_agentenv.__file__.startswith(tree), prefect_agentenv.__file__
-app(prog_name="prefect-agentenv")
+from prefect_agentenv.cli import main
+main()
 """
 
 COMMANDS = {
