@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
+from scoring_scripts import VERIFY
 from servers import mock_model
 from typer.testing import CliRunner
 
@@ -28,19 +29,6 @@ from prefect_agentenv.protocols.steering import STEERING_EXTENSION
 from prefect_agentenv.settings import get_settings
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-VERIFY = '''
-import os, pathlib
-
-async def verify(mcp_url, run=None):
-    folder = pathlib.Path(os.environ["ATTEMPT_DIR"])
-    n = len(list(folder.glob("attempt-*")))
-    (folder / f"attempt-{n}").write_text(mcp_url)
-    if n == 0 and os.environ.get("FAIL_FIRST") == "1":
-        raise RuntimeError("the first attempt fails")
-    token = os.environ.get("SCORING_TOKEN")
-    return [{"id": "token", "result": token == "late-value", "justification": f"saw {token}"},
-            {"id": "proxy", "result": os.environ.get("HTTPS_PROXY") == "http://127.0.0.1:9"}]
-'''
 SUBMIT = {"tool_calls": [{"tool": "create_request", "arguments": {"patient_id": "P1", "cpt_code": "72148",
                                                                  "status": "submitted"}}],
           "reply": "Submitted {tool_results[0][request_id]}."}

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scoring_scripts import VERIFY
 import yaml
 from prefect_reads import settled_task_runs
 from typer.testing import CliRunner
@@ -26,19 +27,6 @@ from prefect_agentenv.flows.benchmark import benchmark
 pytestmark = pytest.mark.usefixtures("prefect_harness", "agentenv_home")
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-VERIFY = '''
-import os, pathlib
-
-async def verify(mcp_url, run=None):
-    folder = pathlib.Path(os.environ["ATTEMPT_DIR"])
-    n = len(list(folder.glob("attempt-*")))
-    (folder / f"attempt-{n}").write_text(mcp_url)
-    if n == 0 and os.environ.get("FAIL_FIRST") == "1":
-        raise RuntimeError("the first attempt fails")
-    token = os.environ.get("SCORING_TOKEN")
-    return [{"id": "token", "result": token == "late-value", "justification": f"saw {token}"},
-            {"id": "proxy", "result": os.environ.get("HTTPS_PROXY") == "http://127.0.0.1:9"}]
-'''
 PLAN = {"tool_calls": [{"tool": "create_request", "arguments": {"patient_id": "P1", "cpt_code": "72148",
                                                                "status": "submitted"}}],
         "files": [{"path": "summary.txt", "content": "REQ-0001 submitted"}],
