@@ -20,7 +20,7 @@ PACKAGE = Path(prefect_agentenv.__file__).parent
 
 # Lowest first. Keys are module-name prefixes below ``prefect_agentenv``; the longest match wins.
 LAYERS: list[tuple[str, ...]] = [
-    ("exceptions", "settings", "redaction", "reference"),
+    ("exceptions", "settings", "redaction", "reference", "jsontypes"),
     ("context",),
     ("protocols", "artifacts"),
     ("grading", "runtime", "transcript"),
