@@ -37,4 +37,4 @@ async def reply_check(agent: str = "scripted") -> RunContext:
 
 if __name__ == "__main__":
     result = asyncio.run(reply_check())
-    print("tone score:", result.metadata.verifications["tone"]["score"])
+    print("tone score:", result.metadata.verifications["tone"].score)

@@ -14,7 +14,7 @@ added, exactly as the step does inside a task document::
             ctx = await prompt_agent(ctx, agent_name="assistant", prompt_id="reply", prompt="Reply to Dana.")
             ctx = await rubrics_verifier(ctx, prompt_id="reply", verifier_id="tone",
                                          criteria=[{"id": "polite", "criterion": "The reply is polite."}])
-        return ctx.metadata.verifications["tone"]["score"]
+        return ctx.metadata.verifications["tone"].score
 
 ``agentenv_run`` holds what the steps start (envs, agents, sandboxes, the mock model) and stops all
 of it when the block exits, however it exits. Fields are validated like a document's

@@ -15,7 +15,15 @@ from typing import Any
 
 from prefect_agentenv.api.config import AgentConfig, ScoringConfig, Task
 from prefect_agentenv.api.interaction import Interaction
-from prefect_agentenv.api.scoring import PROMPT_ID, Scored, capture, score, skip_reason, verifier_steps
+from prefect_agentenv.api.scoring import (
+    PROMPT_ID,
+    Scored,
+    ScoringInfo,
+    capture,
+    score,
+    skip_reason,
+    verifier_steps,
+)
 from prefect_agentenv.api.trace import Trace
 from prefect_agentenv.context import PromptResponse
 from prefect_agentenv.exceptions import AgentEnvError
@@ -110,9 +118,10 @@ class Agent:
         except AgentEnvError as exc:
             logger.warning("scoring failed: %s", redact(str(exc), session.run.redact))
             trace.info["error"] = f"scoring failed: {exc}"
-            scored = Scored(reward=0.0, info={"mode": scoring.mode})
-        trace.verifications, trace.rewards, trace.reward = scored.verifications, scored.rewards, scored.reward
-        trace.info["scoring"] = scored.info
+            scored = Scored(ScoringInfo(mode=scoring.mode), reward=0.0)
+        trace.verifications = {vid: v.record() for vid, v in scored.verifications.items()}
+        trace.rewards, trace.reward = scored.rewards, scored.reward
+        trace.info["scoring"] = scored.info.model_dump(exclude_unset=True)
         return trace
 
 

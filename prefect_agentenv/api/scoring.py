@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Literal
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from prefect_agentenv.api.config import ScoringConfig, TaskData
-from prefect_agentenv.context import PromptResponse, RunContext
+from prefect_agentenv.context import PromptResponse, RunContext, Verification
 from prefect_agentenv.documents.loading import resolve_env_vars
 from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError
 from prefect_agentenv.flows import scoring_placement as placement
 from prefect_agentenv.flows.report import redact
 from prefect_agentenv.grading.outcome import task_score
+from prefect_agentenv.grading.verification import read_all
 from prefect_agentenv.runtime.run import RunResources, bind_run, unbind_run
 from prefect_agentenv.settings import get_settings
 from prefect_agentenv.steps.base import StepModel
@@ -44,15 +45,28 @@ class Submission:
     """The envs' states and the sandboxes' files (isolated scoring only)."""
 
 
+class ScoringInfo(BaseModel):
+    """Where and how a rollout was scored: the trace's ``info["scoring"]`` (written with the
+    fields that were set, in this order)."""
+
+    mode: Literal["shared", "isolated"]
+    env: list[str] = []
+    """The names of the scoring env variables (never their values)."""
+    network: str | None = None
+    """The network policy of the scoring processes, when the config sets one."""
+    attempts: int | None = None
+    """How many scoring attempts ran (isolated scoring retries a failed one)."""
+
+
 @dataclass
 class Scored:
-    verifications: dict[str, dict[str, Any]] = field(default_factory=dict)
+    info: ScoringInfo
+    verifications: dict[str, Verification] = field(default_factory=dict)
     reward: float | None = None
-    info: dict[str, Any] = field(default_factory=dict)
 
     @property
     def rewards(self) -> dict[str, float | None]:
-        return {vid: v.get("score") for vid, v in self.verifications.items()}
+        return {vid: v.score for vid, v in self.verifications.items()}
 
 
 def verifier_steps(task: TaskData, agent_name: str, scoring_env: dict[str, str] | None = None) -> list[StepModel]:
@@ -132,20 +146,20 @@ async def score(session_run: RunResources, ctx: RunContext, task: TaskData, scor
     """Run the verifiers where the config says; the reward follows the skip policy."""
     env = scoring_env(scoring, session_run.redact)
     steps = verifier_steps(task, agent_name, env)
-    info: dict[str, Any] = {"mode": scoring.mode, "env": sorted(scoring.env),
-                            "network": scoring.network.mode if scoring.network else None}
+    info = ScoringInfo(mode=scoring.mode, env=sorted(scoring.env),
+                       network=scoring.network.mode if scoring.network else None)
     if scoring.mode == "shared":
         shared = ctx.model_copy(deep=True)
         shared.prompt_responses[PROMPT_ID] = submission.response
         verifications, _ = await _run_verifiers(steps, shared, session_run.redact)
-        info["attempts"] = 1
+        info.attempts = 1
     else:
-        verifications, info["attempts"] = await _isolated(session_run, ctx, scoring, submission, steps, agent_name)
-    return Scored(verifications, task_score(verifications, scoring.skip_policy), info)
+        verifications, info.attempts = await _isolated(session_run, ctx, scoring, submission, steps, agent_name)
+    return Scored(info, verifications, task_score(verifications, scoring.skip_policy))
 
 
 async def _run_verifiers(steps: list[StepModel], ctx: RunContext,
-                         redact: set[str]) -> tuple[dict[str, dict[str, Any]], list[str]]:
+                         redact: set[str]) -> tuple[dict[str, Verification], list[str]]:
     """Every verifier in order (``${VAR}``s resolved as a flow run does); one that errs scores 0
     with its error, and the error is returned so isolated scoring can try again."""
     errors: list[str] = []
@@ -161,18 +175,19 @@ async def _run_verifiers(steps: list[StepModel], ctx: RunContext,
         except AgentEnvError as exc:
             errors.append(f"{step.id}: {exc}")
             verifier_id = getattr(step, "verifier_id", step.id)
-            ctx.metadata.verifications[verifier_id] = {"score": 0.0, "results": [], "error": str(exc),
-                                                       "weight": getattr(step, "weight", 1.0)}
-    errors += [f"{vid}: {v['error']}" for vid, v in ctx.metadata.verifications.items()
-               if v.get("error") and not any(e.startswith(f"{vid}: ") for e in errors)]
-    return ctx.metadata.verifications, errors
+            ctx.metadata.verifications[verifier_id] = Verification.written(
+                score=0.0, results=[], error=str(exc), weight=getattr(step, "weight", 1.0))
+    verifications = read_all(ctx.metadata.verifications)
+    errors += [f"{vid}: {v.error}" for vid, v in verifications.items()
+               if v.error and not any(e.startswith(f"{vid}: ") for e in errors)]
+    return verifications, errors
 
 
 async def _isolated(session_run: RunResources, ctx: RunContext, scoring: ScoringConfig, submission: Submission,
-                    steps: list[StepModel], agent_name: str) -> tuple[dict[str, dict[str, Any]], int]:
+                    steps: list[StepModel], agent_name: str) -> tuple[dict[str, Verification], int]:
     """Restore the submission into a fresh scoring run and score it; rebuild and retry on failure."""
     attempts = 1 + scoring.retries.max_retries
-    verifications: dict[str, dict[str, Any]] = {}
+    verifications: dict[str, Verification] = {}
     graded = _graded(ctx, agent_name)
     graded.prompt_responses = {PROMPT_ID: submission.response}
     assert submission.placed is not None

@@ -264,7 +264,7 @@ class DagScheduler:
             # failure raise the task score (docs/scoring.md, "Errors").
             axes = step.declared_axes()  # it scores 0 on them (per-axis scores); None: rows from a script
             verification = errored(record.error or record.error_type or "failed", weight=step.weight,
-                                   axes=axes, step_type=step.type).record()
+                                   axes=axes, step_type=step.type)
             ctx.metadata.verifications.setdefault(step.verifier_id, verification)
         return ctx
 

@@ -15,6 +15,7 @@ from prefect.context import FlowRunContext, TaskRunContext
 from prefect.logging.handlers import APILogHandler
 
 from prefect_agentenv.context import RunContext
+from prefect_agentenv.grading.verification import read_all
 
 _REPLY_CHARS = 300
 """How much of an agent's reply a log line quotes (the report keeps all of it)."""
@@ -37,10 +38,10 @@ def describe_step(inputs: list[RunContext], after: RunContext) -> list[str]:
         text = reply.response if len(reply.response) <= _REPLY_CHARS else reply.response[:_REPLY_CHARS] + "…"
         tools = f" after {reply.tool_call_count} tool call(s)" if reply.tool_call_count is not None else ""
         lines.append(f"prompt {prompt_id}: the agent answered{tools}: {text!r}")
-    for verifier_id, verification in after.metadata.verifications.items():
+    for verifier_id, verification in read_all(after.metadata.verifications).items():
         if before.verifications.get(verifier_id) != verification:
-            lines.append(f"verification {verifier_id}: score {verification.get('score')}"
-                         f" ({len(verification.get('results') or [])} row(s))")
+            lines.append(f"verification {verifier_id}: score {verification.score}"
+                         f" ({len(verification.results)} row(s))")
     lines += [f"collected artifact {key}" for key in after.metadata.collected_artifacts
               if key not in before.artifacts]
     return lines

@@ -15,7 +15,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Aggregator = Literal["all_pass", "any_pass", "weighted_average"]
+from prefect_agentenv.context import Aggregator
+
+__all__ = ["Aggregator", "RowResult", "VerificationRow", "aggregate"]
 RowResult = Literal["pass", "fail", "partial"]
 
 

@@ -86,7 +86,7 @@ async def run(step: AgentPromptResponseVerifierStep, ctx: RunContext) -> RunCont
     if response is None:
         raise NotInContextError(f"Prompt '{step.prompt_id}' not found in context.prompt_responses",
                                 step_id=step.id, step_type=step.type)
-    ctx.metadata.verifications[step.verifier_id] = verify_response(step, response).record()
+    ctx.metadata.verifications[step.verifier_id] = verify_response(step, response)
     return ctx
 
 

@@ -36,10 +36,10 @@ async def run(step: AggregateVerifiersStep, ctx: RunContext) -> RunContext:
     rows = [{**row, "id": f"{vid}.{row.get('id')}", "verifier_id": vid} for vid in used for row in read[vid].results]
     if not rows:
         verifications[step.verifier_id] = skipped("every aggregated verifier was skipped", weight=step.weight,
-                                                  fmt="aggregate", verifier_ids=step.verifier_ids).record()
+                                                  fmt="aggregate", verifier_ids=step.verifier_ids)
     else:
         verifications[step.verifier_id] = scored(rows, aggregator=step.score_aggregator, weight=step.weight,
-                                                 fmt="aggregate", verifier_ids=used).record()
+                                                 fmt="aggregate", verifier_ids=used)
     return ctx
 
 

@@ -48,10 +48,10 @@ async def run(step: EnvOutcomeVerifierStep, ctx: RunContext) -> RunContext:
     reason = skip_reason(response, skip_on_truncated=step.skip_on_truncated, skip_on_timeout=step.skip_on_timeout)
     verifications = ctx.metadata.verifications
     if reason:
-        verifications[step.verifier_id] = skipped(reason, weight=step.weight, fmt="outcome").record()
+        verifications[step.verifier_id] = skipped(reason, weight=step.weight, fmt="outcome")
         return ctx
     if response is not None and response.error:
-        verifications[step.verifier_id] = prompt_error(response, weight=step.weight, fmt="outcome").record()
+        verifications[step.verifier_id] = prompt_error(response, weight=step.weight, fmt="outcome")
         return ctx
     folder = current_run().step_folder("verifiers", step.id)
     script = await _fetch_script(step, folder)
@@ -68,7 +68,7 @@ async def run(step: EnvOutcomeVerifierStep, ctx: RunContext) -> RunContext:
         raise StepError(f"verify script {step.script_artifact_id} returned no rows", step_id=step.id,
                         step_type=step.type)
     verifications[step.verifier_id] = scored(rows, aggregator=step.score_aggregator, weight=step.weight,
-                                             fmt="outcome", env_id=step.env_id).record()
+                                             fmt="outcome", env_id=step.env_id)
     return ctx
 
 

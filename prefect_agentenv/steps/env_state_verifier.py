@@ -34,7 +34,7 @@ async def run(step: EnvStateVerifierStep, ctx: RunContext) -> RunContext:
         raise as_step_error(exc, step, f"exporting the state of env '{step.env_id}'") from exc
     rows = [evaluate(state, a) for a in step.assertions]
     ctx.metadata.verifications[step.verifier_id] = scored(
-        rows, aggregator=step.score_aggregator, weight=step.weight, fmt="state_assertions", env_id=step.env_id).record()
+        rows, aggregator=step.score_aggregator, weight=step.weight, fmt="state_assertions", env_id=step.env_id)
     return ctx
 
 

@@ -102,12 +102,12 @@ async def run(step: RubricsVerifierStep, ctx: RunContext) -> RunContext:
         # The axes it would have scored: a benchmark counts them 0 under skip_policy zero.
         axes = list(dict.fromkeys(c.axis for c in step.criteria if c.axis))
         verifications[step.verifier_id] = skipped(reason, weight=step.weight, fmt=step.output_format,
-                                                  axes=axes or None).record()
+                                                  axes=axes or None)
         return ctx
     if response.error:
-        verifications[step.verifier_id] = prompt_error(response, weight=step.weight, fmt=step.output_format).record()
+        verifications[step.verifier_id] = prompt_error(response, weight=step.weight, fmt=step.output_format)
         return ctx
-    verifications[step.verifier_id] = (await _grade(step, ctx, response)).record()
+    verifications[step.verifier_id] = await _grade(step, ctx, response)
     return ctx
 
 
@@ -126,9 +126,9 @@ async def _grade(step: RubricsVerifierStep, ctx: RunContext, response: PromptRes
         judge_info = {**judge.describe(), "attempts": result.attempts,
                       "trajectory": await judge.store_trajectory(run_, step)}
     except JudgeOutputError as exc:
-        ctx.metadata.verifications[step.verifier_id] = {
-            "format": step.output_format, "results": [], "score": None, "weight": step.weight,
-            "error": str(exc), "raw_outputs": getattr(exc, "raw_outputs", []), "judge": judge.describe()}
+        ctx.metadata.verifications[step.verifier_id] = Verification.written(
+            format=step.output_format, results=[], score=None, weight=step.weight,
+            error=str(exc), raw_outputs=getattr(exc, "raw_outputs", []), judge=judge.describe())
         raise StepError(f"the judge's output could not be read after {step.judge_retries} corrective "
                         f"retries: {exc}", step_id=step.id, step_type=step.type, context=ctx) from exc
     except AgentEnvError as exc:

@@ -59,7 +59,7 @@ async def run(step: RunContainerUnitTestsVerifierStep, ctx: RunContext) -> RunCo
     row, passed = _row(step, code, files)
     ctx.metadata.verifications[step.verifier_id] = scored(
         [row], aggregator="all_pass", weight=step.weight, fmt="container_tests", exit_code=code,
-        stdout_tail=out[-_TAIL:], stderr_tail=err[-_TAIL:], extracted_files=files).record()
+        stdout_tail=out[-_TAIL:], stderr_tail=err[-_TAIL:], extracted_files=files)
     if not passed and step.reward_path is None:
         raise StepError(f"tests in container '{step.container_name}' exited {code}: {err.strip()[-300:]}",
                         step_id=step.id, step_type=step.type, context=ctx)

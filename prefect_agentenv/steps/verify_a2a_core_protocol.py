@@ -49,7 +49,7 @@ async def run(step: VerifyA2ACoreProtocolStep, ctx: RunContext) -> RunContext:
     agent = _agent(step, ctx)
     report = await probe_agent(agent.a2a_url, http=http_client(current_run()), prompt=step.prompt,
                                timeout_seconds=step.timeout_seconds, request_timeout=peer_read_timeout())
-    ctx.metadata.verifications[step.verifier_id] = probe_verification(report, step).record()
+    ctx.metadata.verifications[step.verifier_id] = probe_verification(report, step)
     return ctx
 
 

@@ -41,7 +41,7 @@ async def run(step: VerifyEnvCardStep, ctx: RunContext) -> RunContext:
     report = await probe_env(env.base_url or env.mcp_url.rsplit("/", 1)[0], http=http_client(current_run()),
                              name=env.env_id, mcp_url=env.mcp_url,
                              mcp_timeout=peer_read_timeout())
-    ctx.metadata.verifications[step.verifier_id] = probe_verification(report, step).record()
+    ctx.metadata.verifications[step.verifier_id] = probe_verification(report, step)
     return ctx
 
 

@@ -142,7 +142,7 @@ async def run(step: VerifySandboxStep, ctx: RunContext) -> RunContext:
     sandbox, env, _ = sandbox_target(ctx, step, agent_name=step.agent_name, sandbox_name=step.sandbox_name)
     rows = [await _probe(sandbox, step, check, {**env, **step.scoring_env}) for check in step.checks]
     ctx.metadata.verifications[step.verifier_id] = scored(rows, aggregator=step.score_aggregator,
-                                                          weight=step.weight, fmt="sandbox_checks").record()
+                                                          weight=step.weight, fmt="sandbox_checks")
     return ctx
 
 

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from prefect_agentenv.artifacts import ArtifactBackend, ArtifactError
-from prefect_agentenv.context import PromptResponse, RunContext
+from prefect_agentenv.context import PromptResponse, RunContext, Verification
+from prefect_agentenv.grading.verification import read_all
 from prefect_agentenv.transcript.diff import MAX_CHANGES, diff_states
 from prefect_agentenv.transcript.models import (
     Clip,
@@ -55,7 +56,7 @@ def build_transcript(*, task_id: str, run_id: str, context: RunContext, steps: S
     return Transcript(
         task_id=task_id, steps=runs,
         prompts=[_prompt(r, run_id, fields, store) for r in context.prompt_responses.values()],
-        verifiers=[_verifier(vid, v, fields) for vid, v in context.metadata.verifications.items()],
+        verifiers=[_verifier(vid, v, fields) for vid, v in read_all(context.metadata.verifications).items()],
         env_changes=_env_changes(context, runs, store),
         files=[FileLink(name=name, url=str(url), step_id=sid)
                for sid, record in context.metadata.collected_artifacts.items()
@@ -210,15 +211,18 @@ def tokens(events: Sequence[Any]) -> Tokens | None:
 # -- verifiers ----------------------------------------------------------------------------------
 
 
-def _verifier(verifier_id: str, raw: Mapping[str, Any], fields: Mapping[str, Mapping[str, Any]]) -> VerifierTranscript:
-    judge = raw.get("judge") if isinstance(raw.get("judge"), dict) else None
+def _verifier(verifier_id: str, verification: Verification,
+              fields: Mapping[str, Mapping[str, Any]]) -> VerifierTranscript:
+    given = verification.model_fields_set
+    judge = (verification.model_extra or {}).get("judge")
+    judge = judge if isinstance(judge, dict) else None
     return VerifierTranscript(
         verifier_id=verifier_id, step_id=_step_with(fields, "verifier_id", verifier_id),
-        format=_str(raw.get("format")), score=_float(raw.get("score")), weight=_float(raw.get("weight")),
-        aggregator=_str(raw.get("aggregator")),
-        skipped=(_str(raw.get("skip_reason")) or "skipped") if raw.get("skipped") else None,
-        error=_str(raw.get("error")),
-        rows=[_row(r, i) for i, r in enumerate(raw.get("results") or []) if isinstance(r, dict)],
+        format=_str(verification.format), score=_float(verification.score),
+        weight=verification.weight if "weight" in given else None, aggregator=_str(verification.aggregator),
+        skipped=(verification.skip_reason or "skipped") if verification.skipped else None,
+        error=_str(verification.error),
+        rows=[_row(r, i) for i, r in enumerate(verification.results)],
         judge=None if judge is None else JudgeInfo(
             mode=_str(judge.get("mode")), model=_str(judge.get("model")), mock=bool(judge.get("mock")),
             agent_name=_str(judge.get("agent_name")), attempts=_int(judge.get("attempts")),
