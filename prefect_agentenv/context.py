@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from prefect_agentenv.exceptions import ContextConflictError
+from prefect_agentenv.jsontypes import JsonObject
 
 
 class _Model(BaseModel):
@@ -102,6 +103,29 @@ class FailedStep(_Model):
     error_type: str
     started_at: datetime
     duration_s: float
+
+
+StepState: TypeAlias = Literal["pending", "running", "completed", "failed", "tolerated", "cancelled", "not_run"]
+
+
+class StepRecord(BaseModel):
+    """What happened to one step: a row of the report's ``steps`` (the scheduler keeps it up to date)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    type: str
+    state: StepState = "pending"
+    started_at: datetime | None = None
+    duration_s: float | None = None
+    error: str | None = None
+    error_type: str | None = None
+    attempts: int = 0
+
+    @field_serializer("started_at")
+    def _iso(self, value: datetime | None) -> str | None:
+        """As ``isoformat`` writes it (``+00:00``, not ``Z``): the form reports always had."""
+        return value.isoformat() if value else None
 
 
 class UnsupportedAgentConfig(_Model):
@@ -237,6 +261,71 @@ def _unset(value: object) -> bool:
     return value is None or value == {}
 
 
+class _Record(BaseModel):
+    """A record built-in steps keep in ``metadata``; keys a plugin or another version adds are kept."""
+
+    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
+
+
+class ArtifactRef(_Record):
+    """One version of a stored artifact."""
+
+    id: str
+    version: str
+    kind: str | None = Field(default=None, exclude_if=_unset)
+    """``files`` or ``environment``, where the record says."""
+
+
+class CollectedFiles(_Record):
+    """A row of ``metadata.collected_artifacts``: what a collect step stored."""
+
+    artifacts: dict[str, str] = Field(default_factory=dict)
+    """File path (relative to the collected folder) → its URL in the artifact store."""
+    file_artifact_universe: ArtifactRef | None = None
+    """The universe of the files, which a later ``load_artifact`` can copy into an agent."""
+    missing: list[str] = Field(default_factory=list)
+    """Files the step named that could not be read."""
+
+
+class LoadedFiles(_Record):
+    """A row of ``metadata.loaded_file_artifact_universes``: files copied into an agent or a sandbox."""
+
+    step_id: str | None = None
+    agent_name: str | None = None
+    sandbox_name: str | None = None
+    folder: str
+    """Where the files went, in the agent's (or sandbox's) own paths."""
+    universe: ArtifactRef
+    files: list[str] = Field(default_factory=list)
+
+
+class EnvSnapshot(_Record):
+    """A row of ``metadata.env_snapshots``: an env's exported state, stored (the transcript diffs them)."""
+
+    env_id: str
+    artifact: ArtifactRef
+    url: str | None = None
+    sha256: str | None = None
+
+
+class StoppedEarly(_Record):
+    """What a ``teardown_sandboxes`` step stopped: an agent, an env or a sandbox, and how it went."""
+
+    kind: str
+    name: str | None = None
+    label: str
+    ok: bool
+    error: str | None = None
+
+
+class Review(_Record):
+    """A person's answer to a ``review`` step."""
+
+    label: str
+    approved: bool
+    note: str = ""
+
+
 class RunMetadata(BaseModel):
     """Run-wide records. What built-in steps write is typed here; steps from plugins may add their own keys."""
 
@@ -246,25 +335,25 @@ class RunMetadata(BaseModel):
     """Verifier results by verifier id (records plugins or older reports wrote are read liberally)."""
     failed_steps: list[FailedStep] = Field(default_factory=list)
     """Steps that failed without failing the task (fail_task_on_error: false)."""
-    collected_artifacts: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    """By collect step id: {artifacts: {path: url}, file_artifact_universe: {id, version}}."""
-    loaded_file_artifact_universes: list[dict[str, Any]] = Field(default_factory=list)
-    """Files copied into agents: {agent_name, folder, universe, files}."""
+    collected_artifacts: dict[str, CollectedFiles] = Field(default_factory=dict)
+    """By collect step id: the files it stored."""
+    loaded_file_artifact_universes: list[LoadedFiles] = Field(default_factory=list)
+    """Files copied into agents and sandboxes."""
     unsupported_agent_config: list[UnsupportedAgentConfig] = Field(default_factory=list)
     """Configuration the document asked for that an agent's card cannot take (not sent; a warning)."""
-    env_snapshots: dict[str, dict[str, Any]] = Field(default_factory=dict, exclude_if=_unset)
+    env_snapshots: dict[str, EnvSnapshot] = Field(default_factory=dict, exclude_if=_unset)
     """By snapshot_env step id: {env_id, artifact: {id, version}, url, sha256} (the transcript diffs them)."""
     default_agent_model: str | None = Field(default=None, exclude_if=_unset)
     """The model the first deploy_agent without a model of its own got; later agents get it too."""
-    env_clocks: dict[str, Any] = Field(default_factory=dict, exclude_if=_unset)
-    """By sync_env_clock step id: what the env's clock reported."""
-    env_triggers: dict[str, Any] = Field(default_factory=dict, exclude_if=_unset)
-    """By register_env_triggers step id: what the env accepted."""
-    teardowns: dict[str, Any] = Field(default_factory=dict, exclude_if=_unset)
-    """By teardown_sandboxes step id: each stopped agent's and env's outcome."""
-    reviews: dict[str, Any] = Field(default_factory=dict, exclude_if=_unset)
-    """By review step id: {label, approved, note}."""
-    script_results: dict[str, Any] = Field(default_factory=dict, exclude_if=_unset)
+    env_clocks: JsonObject = Field(default_factory=dict, exclude_if=_unset)
+    """By sync_env_clock step id: what the env's clock reported (the env's JSON, with its env_id)."""
+    env_triggers: JsonObject = Field(default_factory=dict, exclude_if=_unset)
+    """By register_env_triggers step id: what the env accepted (the env's JSON)."""
+    teardowns: dict[str, list[StoppedEarly]] = Field(default_factory=dict, exclude_if=_unset)
+    """By teardown_sandboxes step id: each stopped agent's, env's and sandbox's outcome."""
+    reviews: dict[str, Review] = Field(default_factory=dict, exclude_if=_unset)
+    """By review step id: the answer."""
+    script_results: JsonObject = Field(default_factory=dict, exclude_if=_unset)
     """By result id: what each run_code script returned (later scripts read the earlier ones)."""
 
     @field_validator("verifications", mode="before")

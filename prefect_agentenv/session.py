@@ -27,6 +27,7 @@ from types import TracebackType
 from typing import Any
 
 from prefect_agentenv.context import PromptResponse, RunContext
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.protocols.a2a import AgentReply
 from prefect_agentenv.runtime.run import RunResources, bind_run, unbind_run
 from prefect_agentenv.runtime.teardown import TeardownRegistry
@@ -145,7 +146,7 @@ class AgentSession:
         """Hold a conversation open; the caller plays the user, one :meth:`Interaction.turn` at a time."""
         yield Interaction(self, timeout_seconds)
 
-    async def env_state(self, env_id: str) -> dict[str, Any]:
+    async def env_state(self, env_id: str) -> JsonObject:
         """The env's exported state (``data/get``), e.g. to check what the agent did."""
         step = deploy_env.DeployEnvStep(id="state", env_id=env_id)
         return await env_client(self.ctx, env_id, step).export_state()

@@ -50,7 +50,8 @@ def run_check(noun: Literal["env", "agent"], name: str, *, prompt: str | None = 
     from prefect_agentenv.flows.agent_task import run_task_document
 
     report = asyncio.run(run_task_document(result.document, execute_in_prefect=False, publish=False))
-    verification = report.context["metadata"]["verifications"].get(_CHECK_STEP)
+    checked = report.context.metadata.verifications.get(_CHECK_STEP)
+    verification = checked.record() if checked is not None else None
     failed = report.status != "completed" or not verification or verification.get("score") != 1.0
     if as_json:
         typer.echo(json.dumps(_json_view(noun, name, report, verification), indent=2))
@@ -65,12 +66,12 @@ def _json_view(noun: str, name: str, report: TaskReport, verification: dict[str,
             for r in found.get("results", [])]
     return {noun: name, "ok": report.status == "completed" and bool(found) and found.get("score") == 1.0,
             "url": found.get("url"), "checks": rows, "card": found.get("card"),
-            "not_sent": report.context["metadata"].get("unsupported_agent_config", []),
-            "error": report.error, "teardown_ok": all(t.get("ok") for t in report.teardown)}
+            "not_sent": [r.model_dump(mode="json") for r in report.context.metadata.unsupported_agent_config],
+            "error": report.error, "teardown_ok": all(t.ok for t in report.teardown)}
 
 
 def _print_table(noun: str, name: str, report: TaskReport, verification: dict[str, Any] | None) -> None:
-    stopped = f"stopped ({'clean' if all(t.get('ok') for t in report.teardown) else 'with errors'})"
+    stopped = f"stopped ({'clean' if all(t.ok for t in report.teardown) else 'with errors'})"
     if verification is None:
         typer.echo(f"{noun} {name}: could not be checked: {report.error or 'the probe did not run'}; {stopped}",
                    err=True)
@@ -82,8 +83,8 @@ def _print_table(noun: str, name: str, report: TaskReport, verification: dict[st
     typer.echo(f"  {'CHECK':<{width}}  {'STATUS':<8}  DETAIL")
     for check, status, detail in rows:
         typer.echo(f"  {check:<{width}}  {status:<8}  {detail}")
-    for row in report.context["metadata"].get("unsupported_agent_config", []):
-        typer.echo(f"  {row['field']:<{width}}  {'NOT SENT':<8}  {row['extension']}: {row['reason']}")
+    for row in report.context.metadata.unsupported_agent_config:
+        typer.echo(f"  {row.field:<{width}}  {'NOT SENT':<8}  {row.extension}: {row.reason}")
     failed = [r[0] for r in rows if r[1] == "FAILED"]
     lacks = [r[0] for r in rows if r[1] == "MISSING"]
     verdict = f"FAILED: {', '.join(failed)}" if failed else "ok"

@@ -273,7 +273,7 @@ async def run_task_document(
                 result=result,
                 started_at=started_at,
                 duration_s=time.monotonic() - t0,
-                teardown=[r.to_dict() for r in teardown],
+                teardown=teardown,
                 warnings=warnings,
                 error=error,
                 timed_out=timed_out,
@@ -382,7 +382,7 @@ async def _transcript(document: TaskDocument, run_id: str, result: ScheduleResul
                       error: str | None) -> Transcript | None:
     """The run's transcript, read back from its stored records (redacted with the report)."""
     context = result.context if result else RunContext()
-    steps = [r.to_dict() for r in result.records.values()] if result else []
+    steps = list(result.records.values()) if result else []
     fields = {s.id: s.model_dump(mode="json", include={"type", "prompt_id", "verifier_id", "agent_name"})
               for s in document.steps}
 

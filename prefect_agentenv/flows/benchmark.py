@@ -60,6 +60,7 @@ from prefect_agentenv.grading.benchmark_stats import (
     summary_markdown,
 )
 from prefect_agentenv.grading.outcome import Outcome
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.runtime.overrides import RunOverrides
 from prefect_agentenv.runtime.pool import WarmPool, bind_pool, unbind_pool
 from prefect_agentenv.settings import get_settings
@@ -176,7 +177,8 @@ class _Runner:
         self.results = ResultsStore(self.store, bench.slug, self.run_id)
         self.done = 0
         self.progress_id: UUID | None = None
-        self.verification_rows: list[dict[str, Any]] = []
+        self.verification_rows: list[JsonObject] = []
+        """Rows of the verifications table artifact (Prefect's API takes them as JSON)."""
 
     def keys(self) -> list[RunKey]:
         return [RunKey(t.task_id, t.seed_index, e) for t in self.tasks.values() for e in range(self.epochs)]
@@ -381,7 +383,7 @@ async def _progress(slug: str, done: int, total: int) -> UUID | None:
 
 
 async def _publish(store: ArtifactBackend, slug: str, markdown: str, results: list[TaskResult],
-                   rows: list[dict[str, Any]], html_url: str | None = None) -> None:
+                   rows: list[JsonObject], html_url: str | None = None) -> None:
     if FlowRunContext.get() is None:
         return
     key = artifact_key("bench", slug)

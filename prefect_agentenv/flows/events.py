@@ -11,12 +11,12 @@ UI's event feed links back to it. docs/benchmarks.md has an automation example.
 
 from __future__ import annotations
 
-from typing import Any
 
 from prefect.context import FlowRunContext
 from prefect.events import emit_event
 
 from prefect_agentenv.grading.benchmark_stats import BenchmarkSummary, Comparison, TaskResult
+from prefect_agentenv.jsontypes import JsonObject
 
 PREFIX = "prefect-agentenv.benchmark"
 
@@ -45,7 +45,7 @@ def task_result_event(slug: str, run_id: str, result: TaskResult) -> None:
 def finished_events(slug: str, run_id: str, summary: BenchmarkSummary, comparison: Comparison | None) -> None:
     """The run's result, and a regression event when the comparison flagged any."""
     headline = summary.headline
-    payload: dict[str, Any] = {"slug": slug, "run_id": run_id, "score": headline.mean_score,
+    payload: JsonObject = {"slug": slug, "run_id": run_id, "score": headline.mean_score,
                                "pass_rate": headline.pass_rate, "counts": summary.counts.model_dump(mode="json")}
     emit_event(event=f"{PREFIX}.finished", resource=_resource(slug), related=_related(), payload=payload)
     if comparison is None or not comparison.has_regressions:

@@ -8,12 +8,14 @@ is embedded in the artifact itself.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from prefect.settings import get_current_settings
 
 from prefect_agentenv.artifacts import ArtifactBackend
+from prefect_agentenv.context import CollectedFiles
 
 EMBED_MAX_BYTES = 20_000
 """Largest local text file copied into a Prefect artifact."""
@@ -26,12 +28,11 @@ def flow_run_url(flow_run_id: str | None) -> str | None:
     return f"{base.rstrip('/')}/runs/flow-run/{flow_run_id}" if base and flow_run_id else None
 
 
-def file_links_markdown(store: ArtifactBackend, collected: dict[str, dict[str, object]]) -> list[str]:
+def file_links_markdown(store: ArtifactBackend, collected: Mapping[str, CollectedFiles]) -> list[str]:
     """A "Files" section for the collected files of a run: a link each, or its text inline."""
     lines: list[str] = []
     for step_id, record in collected.items():
-        urls = record.get("artifacts") or {}
-        for name, url in (urls.items() if isinstance(urls, dict) else []):
+        for name, url in record.artifacts.items():
             opened = store.browser_url(str(url))
             if opened:
                 lines.append(f"- `{step_id}`: [{name}]({opened})")

@@ -3,22 +3,33 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import re
 from pathlib import Path
 from typing import Any, Literal
 
 from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
-from pydantic import BaseModel, Field
+from pydantic import (
+    BaseModel,
+    Field,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
 
 from prefect_agentenv.artifacts import get_artifact_store
-from prefect_agentenv.context import RunContext
+from prefect_agentenv.context import RunContext, StepRecord
 from prefect_agentenv.flows.links import file_links_markdown
 from prefect_agentenv.flows.scheduler import ScheduleResult
 from prefect_agentenv.grading.outcome import Outcome, SkipPolicy, task_outcome
-from prefect_agentenv.grading.verification import read_all
+from prefect_agentenv.jsontypes import JsonObject, JsonValue
 from prefect_agentenv.redaction import MASK, Redactor
 from prefect_agentenv.runtime.stop import DESCRIPTIONS
+from prefect_agentenv.runtime.teardown import TeardownRecord
 from prefect_agentenv.transcript import Transcript, transcript_markdown
 
 REDACTED = MASK
@@ -46,9 +57,9 @@ class TaskReport(BaseModel):
     score: float | None = None
     started_at: str
     duration_s: float
-    context: dict[str, Any]
-    steps: list[dict[str, Any]]
-    teardown: list[dict[str, Any]] = Field(default_factory=list)
+    context: RunContext
+    steps: list[StepRecord]
+    teardown: list[TeardownRecord] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     error: str | None = None
     """Why the run failed, when it did."""
@@ -60,6 +71,27 @@ class TaskReport(BaseModel):
     """What happened, step by step: prompts, turns, tool calls, replies, verdicts, env changes, files
     (docs/reading-results.md). ``None`` when it could not be built."""
 
+    _secrets: frozenset[str] = PrivateAttr(default=frozenset())
+    """The run's secret values: every string the report writes has them masked."""
+
+    @model_serializer(mode="wrap")
+    def _redacted(self, handler: SerializerFunctionWrapHandler) -> JsonValue:
+        """The report as written, with every secret value masked, keys included (see ``redaction``)."""
+        written: JsonValue = handler(self)
+        return Redactor(self._secrets).data(written) if self._secrets else written
+
+    @field_validator("context", mode="wrap")
+    @classmethod
+    def _read_context(cls, value: object, handler: ValidatorFunctionWrapHandler) -> RunContext:
+        """A report from another version is read liberally: keys this version does not know are dropped."""
+        try:
+            return handler(value)
+        except ValidationError as exc:
+            unknown = [e["loc"] for e in exc.errors() if e["type"] == "extra_forbidden"]
+            if not unknown or not isinstance(value, dict):
+                raise
+            return handler(_without(value, unknown))
+
 
 def build_report(
     *,
@@ -68,7 +100,7 @@ def build_report(
     result: ScheduleResult | None,
     started_at: str,
     duration_s: float,
-    teardown: list[dict[str, Any]],
+    teardown: list[TeardownRecord],
     warnings: list[str],
     error: str | None = None,
     timed_out: bool = False,
@@ -79,7 +111,7 @@ def build_report(
 ) -> TaskReport:
     """Assemble the report of a run, with every secret value redacted."""
     context = result.context if result else RunContext()
-    crashed = [t for t in teardown if t.get("crashed")]
+    crashed = [t for t in teardown if t.crashed]
     stop_reason = result.stopped if result else None
     if stop_reason and not error:
         error = f"the run was {DESCRIPTIONS.get(stop_reason, stop_reason)}; every step in flight was stopped"
@@ -89,7 +121,7 @@ def build_report(
         error = f"step '{result.fatal.id}' failed: {result.fatal.error}"
     if crashed:
         # An env or agent that died under the run explains whatever else failed: say it first.
-        died = "; ".join(f"{t['label']}: exit code {t.get('exit_code')}" for t in crashed)
+        died = "; ".join(f"{t.label}: exit code {t.exit_code}" for t in crashed)
         error = f"exited on its own during the run: {died}" + (f" (then {error})" if error else "")
     outcome, score = task_outcome(context.metadata.verifications, failed=failed, timed_out=timed_out,
                                   skip_policy=skip_policy, tolerated_failures=len(context.metadata.failed_steps))
@@ -101,8 +133,8 @@ def build_report(
         score=score,
         started_at=started_at,
         duration_s=round(duration_s, 3),
-        context=context.model_dump(mode="json"),
-        steps=[r.to_dict() for r in result.records.values()] if result else [],
+        context=context,
+        steps=list(result.records.values()) if result else [],
         teardown=teardown,
         warnings=warnings + _unsupported_config_warnings(context),
         error=error,
@@ -110,7 +142,9 @@ def build_report(
         scoring=scoring,
         transcript=transcript,
     )
-    return TaskReport.model_validate(redact(report.model_dump(mode="json"), secrets or set()))
+    report._secrets = frozenset(secrets or ())
+    # Read back from what it writes: the report handed on holds no secret either, and is a copy.
+    return TaskReport.model_validate(report.model_dump(mode="json"))
 
 
 def redact(value: Any, secrets: set[str]) -> Any:
@@ -143,12 +177,12 @@ def summary_markdown(report: TaskReport) -> str:
         lines += ["", f"**Error:** {report.error}"]
     lines += ["", "| step | type | state | duration (s) | error |", "|---|---|---|---|---|"]
     for s in report.steps:
-        err = (s.get("error") or "").replace("|", "\\|").replace("\n", " ")[:200]
-        lines.append(f"| {s['id']} | {s['type']} | {s['state']} | {s.get('duration_s') or 0:.2f} | {err} |")
-    verifications = report.context.get("metadata", {}).get("verifications", {})
+        err = (s.error or "").replace("|", "\\|").replace("\n", " ")[:200]
+        lines.append(f"| {s.id} | {s.type} | {s.state} | {s.duration_s or 0:.2f} | {err} |")
+    verifications = report.context.metadata.verifications
     if verifications:
         lines += ["", "## Verifications", "", "| verifier | score | rows |", "|---|---|---|"]
-        for vid, v in read_all(verifications).items():
+        for vid, v in verifications.items():
             vscore = "skipped" if v.skipped else v.score
             lines.append(f"| {vid} | {vscore} | {len(v.results)} |")
     if report.warnings:
@@ -156,10 +190,10 @@ def summary_markdown(report: TaskReport) -> str:
     return "\n".join(lines)
 
 
-def verification_rows(report: TaskReport) -> list[dict[str, Any]]:
+def verification_rows(report: TaskReport) -> list[JsonObject]:
     """One table row per verification result row."""
-    rows = []
-    for vid, v in read_all(report.context.get("metadata", {}).get("verifications", {})).items():
+    rows: list[JsonObject] = []
+    for vid, v in report.context.metadata.verifications.items():
         for r in v.results or [{}]:
             rows.append({
                 "verifier": vid,
@@ -179,7 +213,7 @@ async def publish_artifacts(report: TaskReport, secrets: set[str] | None = None)
     """
     key = artifact_key("agentenv", report.task_id)
     markdown = summary_markdown(report)
-    collected = report.context.get("metadata", {}).get("collected_artifacts") or {}
+    collected = report.context.metadata.collected_artifacts
     if collected:
         with await asyncio.to_thread(get_artifact_store) as store:
             markdown += "\n".join(await asyncio.to_thread(file_links_markdown, store, collected))
@@ -187,8 +221,7 @@ async def publish_artifacts(report: TaskReport, secrets: set[str] | None = None)
         acreate_markdown_artifact(markdown=redact(markdown, secrets or set()), key=f"{key}-summary"[:100],
                                   description=f"Outcome of task {report.task_id}"),
         acreate_table_artifact(
-            table=[{k: s.get(k) for k in ("id", "type", "state", "started_at", "duration_s", "attempts", "error")}
-                   for s in report.steps],
+            table=[_step_row(s) for s in report.steps],
             key=f"{key}-steps"[:100], description=f"Steps of task {report.task_id}"),
     ]
     rows = verification_rows(report)
@@ -211,3 +244,24 @@ def _unsupported_config_warnings(context: RunContext) -> list[str]:
     """One warning per thing the document asked to give an agent that its card could not take."""
     return [f"step '{r.step_id}': agent '{r.agent_name}' cannot take {r.field} ({r.extension}: {r.reason}); "
             "it was not sent" for r in context.metadata.unsupported_agent_config]
+
+
+def _step_row(step: StepRecord) -> JsonObject:
+    """A row of the steps table, its columns in reading order."""
+    return {"id": step.id, "type": step.type, "state": step.state,
+            "started_at": step.started_at.isoformat() if step.started_at else None,
+            "duration_s": step.duration_s, "attempts": step.attempts, "error": step.error}
+
+
+def _without(value: JsonObject, paths: list[tuple[int | str, ...]]) -> JsonObject:
+    """A copy of ``value`` without the members at ``paths`` (locations in it)."""
+    out = copy.deepcopy(value)
+    for path in paths:
+        *parents, last = path
+        node: JsonValue = out
+        for part in parents:
+            node = node[part] if isinstance(node, dict) and isinstance(part, str) else (
+                node[part] if isinstance(node, list) and isinstance(part, int) else None)
+        if isinstance(node, dict) and isinstance(last, str):
+            node.pop(last, None)
+    return out

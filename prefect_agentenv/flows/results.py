@@ -38,6 +38,7 @@ from prefect_agentenv.artifacts import (
     ArtifactNotFoundError,
 )
 from prefect_agentenv.artifacts.keys import UnsafeKeyError, check_segment
+from prefect_agentenv.context import CollectedFiles
 from prefect_agentenv.flows.report import TaskReport
 from prefect_agentenv.grading.benchmark_stats import (
     BenchmarkSummary,
@@ -119,14 +120,14 @@ def result_from_report(report: TaskReport, key: RunKey, *, seed: Mapping[str, An
     as the task's ``skip_policy`` says) and the collected files
     from ``metadata.collected_artifacts``, so the summary can link them without the report.
     """
-    metadata = report.context.get("metadata", {})
+    metadata = report.context.metadata
     return TaskResult(
         task_id=key.task_id, seed_index=key.seed_index, seed=dict(seed or {}), epoch=key.epoch, tags=list(tags),
         status=report.status, outcome=report.outcome, score=report.score, duration_s=report.duration_s,
         error=report.error, report_url=report_url, flow_run_id=report.flow_run_id, snapshot=snapshot,
-        axis_scores=axis_scores(metadata.get("verifications", {}), skip_policy),
-        axes_unknown_errors=axes_unknown_errors(metadata.get("verifications", {})),
-        files=collected_files(metadata.get("collected_artifacts", {})),
+        axis_scores=axis_scores(metadata.verifications, skip_policy),
+        axes_unknown_errors=axes_unknown_errors(metadata.verifications),
+        files=collected_files(metadata.collected_artifacts),
         started_at=report.started_at, finished_at=finished_at or now_iso(),
     )
 
@@ -144,9 +145,9 @@ def crashed_result(key: RunKey, error: str, *, seed: Mapping[str, Any] | None = 
                       finished_at=now_iso())
 
 
-def collected_files(collected: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+def collected_files(collected: Mapping[str, CollectedFiles]) -> dict[str, str]:
     """File name → URL over every collect step; a name two steps collected is prefixed with the step id."""
-    by_step = {step: dict(record.get("artifacts") or {}) for step, record in collected.items()}
+    by_step = {step: record.artifacts for step, record in collected.items()}
     names = [name for urls in by_step.values() for name in urls]
     return {(f"{step}/{name}" if names.count(name) > 1 else name): str(url)
             for step, urls in by_step.items() for name, url in urls.items()}

@@ -12,9 +12,9 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Literal
+from typing import Any
 
-from prefect_agentenv.context import FailedStep, RunContext
+from prefect_agentenv.context import FailedStep, RunContext, StepRecord
 from prefect_agentenv.documents.graph import resolve_dependencies, retry_span
 from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.exceptions import StepError
@@ -23,26 +23,6 @@ from prefect_agentenv.steps.base import StepModel, VerifierStep
 
 Execute = Callable[[StepModel, list[RunContext]], Awaitable[RunContext]]
 BeforeRetry = Callable[[list[str]], Awaitable[Any]]
-StepState = Literal["pending", "running", "completed", "failed", "tolerated", "cancelled", "not_run"]
-
-
-@dataclass
-class StepRecord:
-    """What happened to one step, for the report."""
-
-    id: str
-    type: str
-    state: StepState = "pending"
-    started_at: datetime | None = None
-    duration_s: float | None = None
-    error: str | None = None
-    error_type: str | None = None
-    attempts: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        out = dict(self.__dict__)
-        out["started_at"] = self.started_at.isoformat() if self.started_at else None
-        return out
 
 
 @dataclass
@@ -92,7 +72,7 @@ class DagScheduler:
         self.deps = resolve_dependencies(list(self.steps), [s.dependency_ids() for s in document.steps])
         self.execute = execute
         self.before_retry = before_retry
-        self.records = {s.id: StepRecord(s.id, s.type) for s in document.steps}
+        self.records = {s.id: StepRecord(id=s.id, type=s.type) for s in document.steps}
         self.outputs: dict[str, RunContext] = {}
         self.order: list[str] = []
         self._done: dict[str, asyncio.Future[RunContext]] = {}

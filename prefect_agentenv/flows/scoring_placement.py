@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
 
 from prefect_agentenv.context import DeployedAgent, RunContext
 from prefect_agentenv.documents.models import TaskDocument
@@ -25,6 +24,7 @@ from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError
 from prefect_agentenv.grading.verification import read_all
 from prefect_agentenv.flows.report import redact
 from prefect_agentenv.flows.scheduler import DagScheduler, Execute, ScheduleResult
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.protocols.env import DataPart
 from prefect_agentenv.runtime.run import RunResources, bind_run, unbind_run
 from prefect_agentenv.runtime.sandbox import create_sandbox
@@ -43,8 +43,8 @@ logger = logging.getLogger("prefect_agentenv.scoring")
 class Submission:
     """What the agents left, captured once so every scoring attempt grades the same thing."""
 
-    states: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """Each env's exported state, by env id."""
+    states: dict[str, JsonObject] = field(default_factory=dict)
+    """Each env's exported state (its JSON, as ``data/get`` gave it), by env id."""
     files: dict[str, dict[str, bytes]] = field(default_factory=dict)
     """Each agent's sandbox files, by agent name and sandbox path."""
 

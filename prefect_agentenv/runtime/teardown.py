@@ -50,9 +50,6 @@ class TeardownRecord:
     """The instance had exited on its own before it was stopped (the run counts as FAILED)."""
     exit_code: int | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
 
 @dataclass
 class TeardownRegistry:

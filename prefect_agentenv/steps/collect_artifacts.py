@@ -11,7 +11,7 @@ from pydantic import model_validator
 
 from prefect_agentenv.artifacts import ArtifactBackend
 from prefect_agentenv.artifacts.keys import UnsafeKeyError, check_id
-from prefect_agentenv.context import RunContext
+from prefect_agentenv.context import ArtifactRef, CollectedFiles, RunContext
 from prefect_agentenv.exceptions import AgentEnvError, StepError
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.runtime.sandbox import Sandbox
@@ -58,7 +58,7 @@ async def run(step: CollectArtifactsStep, ctx: RunContext) -> RunContext:
     if step.artifact_paths and not files:
         raise StepError(f"none of the named files could be read under {step.base_path}: {', '.join(missing)}",
                         step_id=step.id, step_type=step.type)
-    record: dict[str, object] = {"artifacts": {}, "file_artifact_universe": None, "missing": missing}
+    record = CollectedFiles(artifacts={}, file_artifact_universe=None, missing=missing)
     if files:
         universe_id = step.artifact_id or _safe(f"{run_.task_id}-{step.id}")
         try:
@@ -70,7 +70,7 @@ async def run(step: CollectArtifactsStep, ctx: RunContext) -> RunContext:
             urls, universe = await asyncio.to_thread(_publish, await artifact_store(run_), universe_id, files)
         except AgentEnvError as exc:
             raise as_step_error(exc, step, f"storing files collected from {label}") from exc
-        record.update(artifacts=urls, file_artifact_universe=universe)
+        record.artifacts, record.file_artifact_universe = urls, universe
     ctx.metadata.collected_artifacts[step.id] = record
     return ctx
 
@@ -98,7 +98,7 @@ def _select(step: CollectArtifactsStep, sandbox: Sandbox) -> tuple[dict[str, Pat
     return found, missing
 
 
-def _publish(store: ArtifactBackend, universe_id: str, files: dict[str, Path]) -> tuple[dict[str, str], dict[str, str]]:
+def _publish(store: ArtifactBackend, universe_id: str, files: dict[str, Path]) -> tuple[dict[str, str], ArtifactRef]:
     urls: dict[str, str] = {}
     members = []
     for rel, host in sorted(files.items()):
@@ -106,7 +106,7 @@ def _publish(store: ArtifactBackend, universe_id: str, files: dict[str, Path]) -
         members.append(meta.ref)
         urls[rel] = store.file_url(meta, rel)
     universe = store.publish_universe(universe_id, members)
-    return urls, {"id": universe.id, "version": universe.version}
+    return urls, ArtifactRef(id=universe.id, version=universe.version)
 
 
 def _safe(value: str) -> str:

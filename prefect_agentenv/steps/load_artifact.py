@@ -10,7 +10,7 @@ import asyncio
 import mimetypes
 
 from prefect_agentenv.artifacts import ArtifactMetadata
-from prefect_agentenv.context import RunContext
+from prefect_agentenv.context import ArtifactRef, LoadedFiles, RunContext
 from prefect_agentenv.exceptions import AgentEnvError, StepError
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.steps.base import AgentRef, CollectRef, EnvRef, SandboxRef, StepModel
@@ -123,11 +123,11 @@ async def load_into_sandbox(step: LoadArtifactStep, ctx: RunContext) -> None:
         raise
     except AgentEnvError as exc:
         raise as_step_error(exc, step, f"loading artifact '{artifact_id}' into {label}") from exc
-    ctx.metadata.loaded_file_artifact_universes.append({
-        "step_id": step.id, "agent_name": step.agent_name, "sandbox_name": step.sandbox_name, "folder": step.destination_path,
-        "universe": {"id": meta.id, "version": meta.version, "kind": meta.kind},
-        "files": sorted(str(p.relative_to(dest)) for p in written),
-    })
+    ctx.metadata.loaded_file_artifact_universes.append(LoadedFiles(
+        step_id=step.id, agent_name=step.agent_name, sandbox_name=step.sandbox_name, folder=step.destination_path,
+        universe=ArtifactRef(id=meta.id, version=meta.version, kind=meta.kind),
+        files=sorted(str(p.relative_to(dest)) for p in written),
+    ))
 
 
 def _source(step: LoadArtifactStep, ctx: RunContext) -> tuple[str, str]:
@@ -138,11 +138,11 @@ def _source(step: LoadArtifactStep, ctx: RunContext) -> tuple[str, str]:
     if collected is None:
         raise StepError(f"step '{step.artifact_from_step_id}' has not collected anything visible to this step",
                         step_id=step.id, step_type=step.type)
-    universe = collected.get("file_artifact_universe")
+    universe = collected.file_artifact_universe
     if not universe:
         raise StepError(f"step '{step.artifact_from_step_id}' collected no files, so there is nothing to load",
                         step_id=step.id, step_type=step.type)
-    return universe["id"], universe["version"]
+    return universe.id, universe.version
 
 
 async def load_into_env(step: LoadArtifactStep, ctx: RunContext, env_id: str) -> None:

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from prefect_agentenv.context import RunContext
+from prefect_agentenv.context import Review, RunContext
 from prefect_agentenv.exceptions import AgentTimeoutError, StepError
 from prefect_agentenv.steps.base import StepModel
 from prefect_agentenv.steps.registry import StepDefinition
@@ -56,7 +56,7 @@ async def run(step: ReviewStep, ctx: RunContext) -> RunContext:
     except RuntimeError as exc:  # Prefect refused the pause (for example a run that cannot be paused)
         raise StepError(f"review '{label}' could not pause the flow run: {exc}", step_id=step.id,
                         step_type=step.type) from None
-    record = {"label": label, "approved": decision.approve, "note": decision.note}
+    record = Review(label=label, approved=decision.approve, note=decision.note)
     reviews = ctx.metadata.reviews
     reviews[step.id] = record
     if not decision.approve:

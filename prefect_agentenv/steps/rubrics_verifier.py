@@ -179,8 +179,8 @@ class _Judge:
             agent, _ = await start_agent(step, agent_name=f"judge-{step.id}", a2a_agent_id=judge_id,
                                          role="judge", model=model, extra_env=step.scoring_env)
             own = True
-        files = [f"{entry['folder'].rstrip('/')}/{name}" for entry in ctx.metadata.loaded_file_artifact_universes
-                 if entry.get("agent_name") == agent.agent_name for name in entry.get("files", [])]
+        files = [f"{entry.folder.rstrip('/')}/{name}" for entry in ctx.metadata.loaded_file_artifact_universes
+                 if entry.agent_name == agent.agent_name for name in entry.files]
         ask = AgentAsk(a2a_client(run_, agent), timeout_seconds=step.judge_timeout_seconds)
         return cls(step, ask, agent=agent, own=own, model=agent.model, is_mock=agent.model == "mock", files=files)
 

@@ -7,7 +7,7 @@ import json
 import re
 from typing import Literal
 
-from prefect_agentenv.context import RunContext
+from prefect_agentenv.context import ArtifactRef, EnvSnapshot, RunContext
 from prefect_agentenv.exceptions import AgentEnvError
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.steps.base import EnvRef, StepModel
@@ -43,8 +43,8 @@ async def run(step: SnapshotEnvStep, ctx: RunContext) -> RunContext:
         url = await asyncio.to_thread(store.file_url, meta)
     except AgentEnvError as exc:
         raise as_step_error(exc, step, f"snapshotting env '{step.env_id}'") from exc
-    ctx.metadata.env_snapshots[step.id] = {"env_id": step.env_id, "artifact": {"id": meta.id, "version": meta.version},
-                          "url": url, "sha256": meta.files[0].sha256}
+    ctx.metadata.env_snapshots[step.id] = EnvSnapshot(env_id=step.env_id, artifact=ArtifactRef(id=meta.id, version=meta.version),
+                                                      url=url, sha256=meta.files[0].sha256)
     return ctx
 
 

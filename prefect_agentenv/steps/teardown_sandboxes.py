@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from prefect_agentenv.context import RunContext
+from prefect_agentenv.context import RunContext, StoppedEarly
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.steps.base import AgentRef, EnvRef, SandboxRef, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
@@ -35,8 +35,8 @@ async def run(step: TeardownSandboxesStep, ctx: RunContext) -> RunContext:
     stopped = []
     for entry in targets:
         record = await registry.stop(entry)
-        stopped.append({"kind": entry.kind, "name": entry.key, "label": entry.label, "ok": record.ok,
-                        "error": record.error})
+        stopped.append(StoppedEarly(kind=entry.kind, name=entry.key, label=entry.label, ok=record.ok,
+                                    error=record.error))
     teardowns = ctx.metadata.teardowns
     teardowns[step.id] = stopped
     return ctx

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from prefect_agentenv.artifacts import ArtifactBackend, ArtifactError
-from prefect_agentenv.context import PromptResponse, RunContext, Verification
+from prefect_agentenv.context import EnvSnapshot, PromptResponse, RunContext, StepRecord, Verification
 from prefect_agentenv.grading.verification import read_all
 from prefect_agentenv.transcript.diff import MAX_CHANGES, diff_states
 from prefect_agentenv.transcript.models import (
@@ -37,7 +37,7 @@ from prefect_agentenv.transcript.models import (
 logger = logging.getLogger("prefect_agentenv.transcript")
 
 
-def build_transcript(*, task_id: str, run_id: str, context: RunContext, steps: Sequence[Mapping[str, Any]],
+def build_transcript(*, task_id: str, run_id: str, context: RunContext, steps: Sequence[StepRecord],
                      step_fields: Mapping[str, Mapping[str, Any]] | None = None, error: str | None = None,
                      store: ArtifactBackend | None = None) -> Transcript:
     """The transcript of one run.
@@ -60,13 +60,15 @@ def build_transcript(*, task_id: str, run_id: str, context: RunContext, steps: S
         env_changes=_env_changes(context, runs, store),
         files=[FileLink(name=name, url=str(url), step_id=sid)
                for sid, record in context.metadata.collected_artifacts.items()
-               for name, url in (record.get("artifacts") or {}).items()],
+               for name, url in record.artifacts.items()],
         errors=errors,
     )
 
 
-def _step_run(record: Mapping[str, Any]) -> StepRun:
-    return StepRun.model_validate({k: record.get(k) for k in StepRun.model_fields if record.get(k) is not None})
+def _step_run(record: StepRecord) -> StepRun:
+    return StepRun(id=record.id, type=record.type, state=record.state,
+                   started_at=record.started_at.isoformat() if record.started_at else None,
+                   duration_s=record.duration_s, attempts=record.attempts, error=record.error)
 
 
 def _step_with(fields: Mapping[str, Mapping[str, Any]], key: str, value: str, type_: str | None = None) -> str | None:
@@ -242,29 +244,29 @@ def _row(raw: Mapping[str, Any], index: int) -> VerifierRow:
 def _env_changes(context: RunContext, steps: Sequence[StepRun], store: ArtifactBackend | None) -> list[EnvChanges]:
     """Consecutive snapshots of one env, diffed: what the steps between them changed."""
     snapshots = context.metadata.env_snapshots
-    if store is None or not isinstance(snapshots, dict):
+    if store is None:
         return []
     order = {s.id: i for i, s in enumerate(steps)}
-    by_env: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
+    by_env: dict[str, list[tuple[str, EnvSnapshot]]] = {}
     for step_id, snap in sorted(snapshots.items(), key=lambda kv: order.get(kv[0], len(order))):
-        if isinstance(snap, dict) and snap.get("env_id"):
-            by_env.setdefault(str(snap["env_id"]), []).append((step_id, snap))
+        if snap.env_id:
+            by_env.setdefault(snap.env_id, []).append((step_id, snap))
     out = []
     for env_id, snaps in by_env.items():
         for (before_id, before), (after_id, after) in zip(snaps, snaps[1:]):
             changes = diff_states(_snapshot_state(store, before), _snapshot_state(store, after))
             out.append(EnvChanges(env_id=env_id, before_step=before_id, after_step=after_id,
-                                  before_url=_str(before.get("url")), after_url=_str(after.get("url")),
+                                  before_url=before.url, after_url=after.url,
                                   changes=changes[:MAX_CHANGES], more=max(0, len(changes) - MAX_CHANGES)))
     return out
 
 
-def _snapshot_state(store: ArtifactBackend, snap: Mapping[str, Any]) -> Any:
-    artifact = snap.get("artifact") or {}
+def _snapshot_state(store: ArtifactBackend, snap: EnvSnapshot) -> Any:
+    artifact = snap.artifact
     try:
-        return json.loads(store.read_file(str(artifact.get("id")), version=str(artifact.get("version"))))
+        return json.loads(store.read_file(artifact.id, version=artifact.version))
     except (ArtifactError, ValueError) as exc:
-        logger.info("snapshot %s unreadable: %s", artifact, exc)
+        logger.info("snapshot %s@%s unreadable: %s", artifact.id, artifact.version, exc)
         return None
 
 

@@ -8,6 +8,7 @@ import httpx
 from botocore.client import BaseClient
 
 from prefect_agentenv.artifacts import LocalArtifactBackend
+from prefect_agentenv.context import CollectedFiles
 from prefect_agentenv.flows.links import file_links_markdown
 
 from .conftest import make_s3_store
@@ -22,7 +23,7 @@ def test_a_stored_file_gets_a_presigned_url_that_a_browser_can_open(moto_endpoin
         assert url.startswith("s3://") and opened and opened.startswith(moto_endpoint)
         assert httpx.get(opened).content == b"bars"
         assert store.browser_url("s3://another-bucket/chart.txt") is None
-        section = "\n".join(file_links_markdown(store, {"collect": {"artifacts": {"chart.txt": url}}}))
+        section = "\n".join(file_links_markdown(store, {"collect": CollectedFiles(artifacts={"chart.txt": url})}))
         assert f"[chart.txt]({opened.split('?')[0]}" in section
 
 
@@ -31,5 +32,5 @@ def test_a_local_store_has_no_browser_url_so_a_small_text_file_is_shown_inline(t
     meta = store.publish_files("notes", {"notes.txt": b"hello from the agent"})
     url = store.file_url(meta, "notes.txt")
     assert store.browser_url(url) is None
-    section = "\n".join(file_links_markdown(store, {"collect": {"artifacts": {"notes.txt": url}}}))
+    section = "\n".join(file_links_markdown(store, {"collect": CollectedFiles(artifacts={"notes.txt": url})}))
     assert "## Files" in section and "hello from the agent" in section

@@ -41,8 +41,8 @@ async def test_a_peered_sdk_agent_delegates_to_its_peer_through_the_sdks_own_too
 
     report = await run_doc(steps, task_id="peering")
 
-    assert report.outcome == "PASSED", (report.error, states(report), report.context["prompt_responses"])
-    assert report.context["metadata"]["agent_peerings"] == [{"source_agent_name": "lead", "peer_agent_names": ["helper"]}]
+    assert report.outcome == "PASSED", (report.error, states(report), report.context.prompt_responses)
+    assert report.context.metadata.model_extra["agent_peerings"] == [{"source_agent_name": "lead", "peer_agent_names": ["helper"]}]
     assert_nothing_left_running(report)
 
 
@@ -56,11 +56,11 @@ async def test_triggers_are_registered_with_the_sdks_own_trigger_engine(delegato
     ], task_id="agent-triggers")
 
     assert states(report)["triggers"] == "completed", report.error
-    assert report.context["metadata"]["agent_trigger_registrations"] == [
+    assert report.context.metadata.model_extra["agent_trigger_registrations"] == [
         {"step_id": "triggers", "agent_name": "lead", "added": ["nudge"]}]
     # the SDK refuses a second spec under one id: its answer reaches the report, naming the agent
-    [failed] = report.context["metadata"]["failed_steps"]
-    assert failed["step_id"] == "again" and "already registered with a different spec" in failed["error"]
+    [failed] = report.context.metadata.failed_steps
+    assert failed.step_id == "again" and "already registered with a different spec" in failed.error
 
 
 async def test_an_agent_without_the_extensions_is_told_what_it_lacks(delegator: None, agentenv_home: Path) -> None:
@@ -75,6 +75,6 @@ async def test_an_agent_without_the_extensions_is_told_what_it_lacks(delegator: 
          "fail_task_on_error": False},
     ], task_id="extensions-refused")
 
-    failed = {f["step_id"]: f["error"] for f in report.context["metadata"]["failed_steps"]}
+    failed = {f.step_id: f.error for f in report.context.metadata.failed_steps}
     assert "does not declare the urn:agentenv:peer-agents/v1 extension" in failed["peer"]
     assert "does not declare the urn:agentenv:triggers/v1 extension" in failed["triggers"]

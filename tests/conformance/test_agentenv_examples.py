@@ -91,14 +91,14 @@ async def test_a_runnable_example_bundle_passes_unchanged(example_bundles: None,
 
     report = await run_task_document(task, execute_in_prefect=False, publish=False)
 
-    assert report.outcome == "PASSED", (report.error, report.steps, report.context["metadata"]["verifications"])
+    assert report.outcome == "PASSED", (report.error, report.steps, report.context.metadata.verifications)
     assert report.score == 1.0
-    assert report.teardown and all(entry["ok"] for entry in report.teardown), report.teardown
-    for env in report.context["deployed_envs"].values():
+    assert report.teardown and all(entry.ok for entry in report.teardown), report.teardown
+    for env in report.context.deployed_envs.values():
         with pytest.raises(httpx.ConnectError):
-            httpx.get(env["base_url"], timeout=2.0)
-    for sandbox in report.context["deployed_sandboxes"].values():
-        assert not Path(sandbox["sandbox"]).exists(), "the bare sandbox was removed at teardown"
+            httpx.get(env.base_url, timeout=2.0)
+    for sandbox in report.context.deployed_sandboxes.values():
+        assert not Path(sandbox.sandbox).exists(), "the bare sandbox was removed at teardown"
 
 
 async def test_an_agent_smoke_task_runs_unchanged_with_the_scripted_agent_in_place_of_the_hosted_one(
@@ -112,8 +112,8 @@ async def test_an_agent_smoke_task_runs_unchanged_with_the_scripted_agent_in_pla
     report = await run_task_document(task, overrides=overrides, execute_in_prefect=False, publish=False)
 
     assert report.outcome == "PASSED", (report.error, report.steps)
-    assert report.context["deployed_agents"]["default-agent"]["a2a_agent_id"] == "scripted"
-    assert report.context["prompt_responses"]["ask"]["response"] == "42"
+    assert report.context.deployed_agents["default-agent"].a2a_agent_id == "scripted"
+    assert report.context.prompt_responses["ask"].response == "42"
 
 
 @needs_package

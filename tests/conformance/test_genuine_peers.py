@@ -30,17 +30,17 @@ pytestmark = pytest.mark.usefixtures("genuine_peers")
 def assert_nothing_left_running(report: TaskReport) -> None:
     """Every env and agent the run deployed is stopped: its port refuses connections."""
     context = report.context
-    urls = [e["base_url"] for e in context["deployed_envs"].values()]
-    urls += [a["a2a_url"] for a in context["deployed_agents"].values()]
+    urls = [e.base_url for e in context.deployed_envs.values()]
+    urls += [a.a2a_url for a in context.deployed_agents.values()]
     assert urls
     for url in urls:
         with pytest.raises(httpx.ConnectError):
             httpx.get(url, timeout=2.0)
-    assert report.teardown and all(entry["ok"] for entry in report.teardown), report.teardown
+    assert report.teardown and all(entry.ok for entry in report.teardown), report.teardown
 
 
 def rows(report: TaskReport) -> set[tuple[str, str]]:
-    return {(r["agent_name"], r["field"]) for r in report.context["metadata"]["unsupported_agent_config"]}
+    return {(r.agent_name, r.field) for r in report.context.metadata.unsupported_agent_config}
 
 
 async def test_an_sdk_env_and_an_sdk_agent_run_a_seeded_task_to_passed(agentenv_home: Path, tmp_path: Path) -> None:
@@ -66,8 +66,8 @@ async def test_an_sdk_env_and_an_sdk_agent_run_a_seeded_task_to_passed(agentenv_
     report = await run_doc(steps, task_id="sdk-peers")
 
     assert report.outcome == "PASSED", (report.error, states(report))
-    assert report.context["prompt_responses"]["ask"]["tool_call_count"] == 1
-    assert report.context["prompt_responses"]["ask"]["trajectory"], "the SDK agent's trajectory was stored"
+    assert report.context.prompt_responses["ask"].tool_call_count == 1
+    assert report.context.prompt_responses["ask"].trajectory, "the SDK agent's trajectory was stored"
     assert rows(report) == {("caller", "system_prompt")}
     assert any("cannot take system_prompt" in w for w in report.warnings)
     assert_nothing_left_running(report)
@@ -96,5 +96,5 @@ async def test_a_plain_a2a_agent_and_an_mcp_only_server_run_in_one_task(agentenv
     assert set(states(report).values()) == {"completed"}
     assert rows(report) == {("plain", "env_ids.calculator-mcp"), ("plain", "system_prompt")}
     # Neither agent takes a model through agent-config, so the report names none for them.
-    assert {a["model"] for a in report.context["deployed_agents"].values()} == {None}
+    assert {a.model for a in report.context.deployed_agents.values()} == {None}
     assert_nothing_left_running(report)

@@ -46,13 +46,13 @@ async def test_four_errored_verifiers_and_one_pass_score_one_fifth_not_a_pass(st
         _verifier("raises"), _verifier("garbage"), _verifier("hangs", timeout_seconds=1), _verifier("malformed"),
         {**_verifier("ok"), "script_artifact_id": "verify-delivery"},
     ])
-    verifications = report.context["metadata"]["verifications"]
+    verifications = report.context.metadata.verifications
     assert report.status == "completed"
     assert report.outcome is Outcome.BELOW_ONE and report.score == pytest.approx(0.2)
     for name in ("raises", "garbage", "hangs", "malformed"):
-        assert verifications[name]["errored"] is True and verifications[name]["score"] == 0.0
-        assert verifications[name]["results"][0]["id"] == "verifier_error"
-    assert "not valid JSON" in verifications["malformed"]["error"]
+        assert verifications[name].errored is True and verifications[name].score == 0.0
+        assert verifications[name].results[0]["id"] == "verifier_error"
+    assert "not valid JSON" in (verifications["malformed"].error or "")
 
 
 async def test_an_aggregate_over_an_errored_verifier_is_not_raised_by_it(store_home: Path) -> None:
@@ -64,7 +64,7 @@ async def test_an_aggregate_over_an_errored_verifier_is_not_raised_by_it(store_h
         {"id": "both", "type": "aggregate_verifiers", "verifier_id": "both", "verifier_ids": ["ok", "raises"],
          "score_aggregator": "all_pass"},
     ])
-    assert report.context["metadata"]["verifications"]["both"]["score"] == 0.0
+    assert report.context.metadata.verifications["both"].score == 0.0
     assert report.outcome is Outcome.BELOW_ONE and report.score == 0.0
 
 
@@ -101,9 +101,9 @@ async def test_an_env_that_dies_mid_run_fails_the_run_and_is_named_with_its_exit
     ])
     assert report.outcome is Outcome.FAILED and report.score == 0.0 and report.status == "failed"
     assert "dying" in (report.error or "") and "exit code 7" in (report.error or "")
-    (env,) = [t for t in report.teardown if t["kind"] == "env"]
-    assert env["ok"] is False and env["crashed"] is True and env["exit_code"] == 7
-    assert "dying on purpose" in env["error"]
+    (env,) = [t for t in report.teardown if t.kind == "env"]
+    assert env.ok is False and env.crashed is True and env.exit_code == 7
+    assert "dying on purpose" in (env.error or "")
 
 
 async def test_an_errored_verifier_scores_zero_on_its_axes_in_every_per_axis_aggregate(
@@ -126,10 +126,10 @@ async def test_an_errored_verifier_scores_zero_on_its_axes_in_every_per_axis_agg
         {**_verifier("raises"), "env_id": "plain", "depends_on": ["env"]},
         {"id": "ok", "type": "test_score", "verifier_id": "ok", "score": 1.0},  # a correctness row at 1
     ], task_id="axes")
-    verifications = report.context["metadata"]["verifications"]
-    assert verifications["state"]["errored"] is True
-    assert verifications["state"]["axes"] == {"correctness": 1.0, "safety": 2.0}
-    assert "axes" not in verifications["raises"]  # a script's rows (and axes) are unknown until it runs
+    verifications = report.context.metadata.verifications
+    assert verifications["state"].errored is True
+    assert verifications["state"].axes == {"correctness": 1.0, "safety": 2.0}
+    assert "axes" not in verifications["raises"].model_fields_set  # a script's rows (and axes) are unknown until it runs
 
     result = result_from_report(report, RunKey("axes"))
     # Dropping the errored verifier would give correctness 1.0 and no safety at all.

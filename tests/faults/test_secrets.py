@@ -24,7 +24,7 @@ async def test_a_resolved_secret_is_in_no_report_trajectory_conversation_or_log(
          "prompt": "Use the token ${AGENTENV_FAULT_TOKEN}; the letter is ${AGENTENV_FAULT_ONE}."},
     ])
     assert report.status == "completed", report.error
-    prompt = report.context["prompt_responses"]["p"]["prompt"]
+    prompt = report.context.prompt_responses["p"].prompt
     assert prompt == f"Use the token {MASK}; the letter is e."
     stored = [p for p in agentenv_home.rglob("*") if p.is_file()]
     assert any("conversations" in str(p) for p in stored)

@@ -46,9 +46,9 @@ def silent_peers(store_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 def _assert_one_clean_line(report: TaskReport, step_id: str, *needles: str) -> str:
     """The failed step's error: one line naming what it must name; the run left nothing behind."""
-    step = next(s for s in report.steps if s["id"] == step_id)
-    error = str(step["error"] or "")
-    assert step["state"] == "failed" and report.outcome.value == "FAILED", report.steps
+    step = next(s for s in report.steps if s.id == step_id)
+    error = str(step.error or "")
+    assert step.state == "failed" and report.outcome.value == "FAILED", report.steps
     assert "\n" not in error and "Traceback" not in error, error
     for needle in needles:
         assert needle in error, (needle, error)
@@ -91,6 +91,6 @@ async def test_a_silent_mcp_endpoint_and_data_plane_fail_their_probes_within_the
     started = time.monotonic()
     report = await run_doc([SILENT_DATA, {"id": "probe", "type": "verify_env_card", "env_id": "silent-data"}])
     assert time.monotonic() - started < 15  # was 40 s: the MCP probe waited 30 s, the SDK's discover 10 s
-    rows = {r["id"]: r for r in report.context["metadata"]["verifications"]["probe"]["results"]}
+    rows = {r["id"]: r for r in report.context.metadata.verifications["probe"].results}
     assert rows["data/get"]["status"] == "failed" and "/agentenv did not answer" in rows["data/get"]["justification"]
     assert rows["mcp tools"]["status"] == "failed" and "/mcp did not answer" in rows["mcp tools"]["justification"]

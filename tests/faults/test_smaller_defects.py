@@ -40,4 +40,4 @@ async def test_a_verify_script_flooding_stdout_is_read_in_bounded_memory(agenten
          "script_artifact_id": "flood"},
     ])
     assert report.status == "completed", report.error
-    assert report.context["metadata"]["verifications"]["v"]["score"] == 1.0
+    assert report.context.metadata.verifications["v"].score == 1.0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 from pathlib import Path
@@ -28,11 +29,11 @@ async def run(steps: list[dict[str, Any]]) -> TaskReport:
 
 
 def trail(report: TaskReport) -> dict[str, Any]:
-    return report.context["metadata"]["trail"]
+    return report.context.metadata.model_extra["trail"]
 
 
 def states(report: TaskReport) -> dict[str, str]:
-    return {s["id"]: s["state"] for s in report.steps}
+    return {s.id: s.state for s in report.steps}
 
 
 def pid_alive(pid: int) -> bool:
@@ -102,10 +103,10 @@ async def test_a_tolerated_failure_is_recorded_and_dependents_still_run() -> Non
     ])
     assert report.status == "completed"
     assert states(report) == {"a": "completed", "flaky": "tolerated", "after": "completed"}
-    (row,) = report.context["metadata"]["failed_steps"]
-    assert row["step_id"] == "flaky" and row["step_type"] == "test_fail"
-    assert row["error_type"] == "RuntimeError" and "env was grumpy" in row["error"]
-    assert row["started_at"] and row["duration_s"] >= 0
+    (row,) = report.context.metadata.failed_steps
+    assert row.step_id == "flaky" and row.step_type == "test_fail"
+    assert row.error_type == "RuntimeError" and "env was grumpy" in row.error
+    assert row.started_at and row.duration_s >= 0
     assert trail(report)["after"]["seen"] == ["a"]
 
 
@@ -131,7 +132,7 @@ async def test_a_retry_reruns_the_whole_span_from_retry_from_step_id() -> None:
          "retry_config": {"retry_from_step_id": "deploy"}},
     ])
     assert report.status == "completed"
-    attempts = {s["id"]: s["attempts"] for s in report.steps}
+    attempts = {s.id: s.attempts for s in report.steps}
     assert attempts == {"deploy": 2, "load": 2, "side": 1, "prompt": 2}
 
 
@@ -142,7 +143,7 @@ async def test_retries_are_bounded_by_max_retries() -> None:
          "retry_config": {"retry_from_step_id": "a", "max_retries": 2}},
     ])
     assert report.status == "failed"
-    assert {s["id"]: s["attempts"] for s in report.steps} == {"a": 3, "f": 3}
+    assert {s.id: s.attempts for s in report.steps} == {"a": 3, "f": 3}
 
 
 async def test_a_retry_stops_what_the_span_deployed_before_rerunning(tmp_path: Path) -> None:
@@ -167,7 +168,7 @@ async def test_teardown_runs_after_a_fatal_failure(tmp_path: Path) -> None:
     assert report.status == "failed"
     pid = trail_pid(marker)
     assert not pid_alive(pid)
-    assert report.teardown and report.teardown[0]["ok"] is True
+    assert report.teardown and report.teardown[0].ok is True
 
 
 def trail_pid(marker: Path) -> int:
@@ -196,12 +197,14 @@ async def test_the_report_lists_every_step_with_timing(agentenv_home: Path) -> N
     assert report.task_id == "t" and report.status == "completed" and report.outcome.value == "UNSCORED"
     assert report.score is None
     for s in report.steps:
-        assert set(s) >= {"id", "type", "state", "started_at", "duration_s", "error"}
-        assert s["state"] == "completed" and s["started_at"] and s["error"] is None
-    assert set(report.context) == {"deployed_envs", "deployed_agents", "deployed_sandboxes", "prompt_responses",
-                                   "metadata"}
+        assert s.state == "completed" and s.started_at and s.error is None
     written = list((agentenv_home / "runs").glob("*/report.json"))
     assert len(written) == 1
+    data = json.loads(written[0].read_text())
+    for row in data["steps"]:
+        assert set(row) >= {"id", "type", "state", "started_at", "duration_s", "error"}
+    assert set(data["context"]) == {"deployed_envs", "deployed_agents", "deployed_sandboxes", "prompt_responses",
+                                    "metadata"}
 
 
 async def test_env_var_values_are_resolved_for_the_step_and_redacted_from_the_report(
@@ -214,7 +217,7 @@ async def test_env_var_values_are_resolved_for_the_step_and_redacted_from_the_re
     ])
     text = report.model_dump_json()
     assert "hunter2-very-secret" not in text
-    assert "token *** rejected" in report.context["metadata"]["failed_steps"][0]["error"]
+    assert "token *** rejected" in report.context.metadata.failed_steps[0].error
 
 
 async def test_an_unset_env_var_without_default_fails_the_step_with_a_clear_error() -> None:
@@ -230,4 +233,4 @@ async def test_seeds_fill_placeholders_before_the_run() -> None:
         doc([{"id": "s", "type": "test_fail", "message": "hello <name>", "depends_on": [],
               "fail_task_on_error": False}]),
         seeds={"name": "dana"}, execute_in_prefect=False, publish=False)
-    assert "hello dana" in report.context["metadata"]["failed_steps"][0]["error"]
+    assert "hello dana" in report.context.metadata.failed_steps[0].error

@@ -50,7 +50,7 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, TaskReport]:
 
 
 def rows(report: TaskReport, verifier: str = "state") -> dict[str, dict[str, Any]]:
-    return {r["id"]: r for r in report.context["metadata"]["verifications"][verifier]["results"]}
+    return {r["id"]: r for r in report.context.metadata.verifications[verifier].results}
 
 
 def test_the_seed_task_runs_its_file_drop_then_the_agent_and_passes_the_portal_criterion(
@@ -76,5 +76,5 @@ def test_a_task_without_task_item_runs_the_scenario_and_criteria_without_a_promp
         reports: dict[str, TaskReport]) -> None:
     report = reports["the-referral-lands-in-the-inbox"]
     assert report.outcome == "PASSED", {k: r["justification"] for k, r in rows(report).items()}
-    assert "prompt" not in {s["id"] for s in report.steps}
-    assert not report.context.get("prompt_responses")
+    assert "prompt" not in {s.id for s in report.steps}
+    assert not report.context.prompt_responses

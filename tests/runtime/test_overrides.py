@@ -47,5 +47,5 @@ async def test_a_run_with_an_unknown_override_deploys_nothing_and_its_report_say
     document = TaskDocument.model_validate({"id": "typo", "steps": [{"id": "a", "type": "test_noop"}]})
     report = await run_task_document(document, overrides={"judge_modle": "x"}, execute_in_prefect=False,
                                      publish=False)
-    assert report.status == "failed" and [s["state"] for s in report.steps] == ["not_run"]
+    assert report.status == "failed" and [s.state for s in report.steps] == ["not_run"]
     assert report.error and "unknown override 'judge_modle'" in report.error and "nothing was deployed" in report.error

@@ -30,7 +30,7 @@ async def run_doc(steps: list[dict[str, Any]], task_id: str = "t") -> TaskReport
 
 
 def states(report: TaskReport) -> dict[str, str]:
-    return {s["id"]: s["state"] for s in report.steps}
+    return {s.id: s.state for s in report.steps}
 
 
 def is_gone(pid: int) -> bool:

@@ -41,7 +41,7 @@ async def test_reply_to_dana_runs_end_to_end_with_the_scripted_agent_in_place_of
         doc, overrides={"a2a_agent_id": "scripted", "assistant.agent_config": json.dumps({"plan": PLAN})},
         execute_in_prefect=False, publish=False)
     assert report.status == "completed", report.error
-    assert report.context["deployed_agents"]["assistant"]["a2a_agent_id"] == "scripted"
+    assert report.context.deployed_agents["assistant"].a2a_agent_id == "scripted"
 
 
 async def test_the_reply_goes_through_the_env_tools_and_the_prompt_response_carries_text_count_and_trajectory() -> None:
@@ -54,16 +54,16 @@ async def test_the_reply_goes_through_the_env_tools_and_the_prompt_response_carr
                                         {"path": "subject", "expected": "Re: Q3 numbers"}]}]},
     ], "dana")
     assert report.status == "completed", report.error
-    response = report.context["prompt_responses"]["reply"]
-    assert response["response"].startswith("I replied to Dana")
-    assert response["tool_call_count"] == 3  # email_search, send, and the file write
-    assert response["error"] is None and not response["is_timeout"]
-    assert report.context["metadata"]["verifications"]["sent"]["score"] == 1.0
+    response = report.context.prompt_responses["reply"]
+    assert response.response.startswith("I replied to Dana")
+    assert response.tool_call_count == 3  # email_search, send, and the file write
+    assert response.error is None and not response.is_timeout
+    assert report.context.metadata.verifications["sent"].score == 1.0
     # The scripted agent calls no model: it is labelled with the run's model, but no mock model was started.
-    assert report.context["deployed_agents"]["assistant"]["model"] == "mock"
-    assert [t["label"] for t in report.teardown if t["label"].startswith("mock model")] == []
+    assert report.context.deployed_agents["assistant"].model == "mock"
+    assert [t.label for t in report.teardown if t.label.startswith("mock model")] == []
     with get_artifact_store() as store:
-        key = response["trajectory"].split("/runs/", 1)[1]
+        key = (response.trajectory or "").split("/runs/", 1)[1]
         events = json.loads(store.get_object(key))
     kinds = [e.get("kind") for e in events["events"]]
     assert "tool_call" in kinds
@@ -81,13 +81,13 @@ async def test_collected_files_are_handed_to_a_second_agent_with_artifact_from_s
                      "text": "September"}]},
     ], "handoff")
     assert report.status == "completed", report.error
-    collected = report.context["metadata"]["collected_artifacts"]["collect"]
-    assert list(collected["artifacts"]) == ["q3-notes.md"]
-    assert collected["file_artifact_universe"]["id"] == "handoff-collect"
-    (loaded,) = report.context["metadata"]["loaded_file_artifact_universes"]
-    assert loaded["agent_name"] == "judge" and loaded["folder"] == "/tmp/file_artifacts"
-    assert loaded["files"] == ["q3-notes.md"]
-    assert report.context["metadata"]["verifications"]["handoff"]["score"] == 1.0
+    collected = report.context.metadata.collected_artifacts["collect"]
+    assert list(collected.artifacts) == ["q3-notes.md"]
+    assert collected.file_artifact_universe is not None and collected.file_artifact_universe.id == "handoff-collect"
+    (loaded,) = report.context.metadata.loaded_file_artifact_universes
+    assert loaded.agent_name == "judge" and loaded.folder == "/tmp/file_artifacts"
+    assert loaded.files == ["q3-notes.md"]
+    assert report.context.metadata.verifications["handoff"].score == 1.0
 
 
 async def test_an_empty_artifact_folder_collects_nothing_without_failing() -> None:
@@ -96,7 +96,7 @@ async def test_an_empty_artifact_folder_collects_nothing_without_failing() -> No
         {"id": "collect", "type": "collect_artifacts", "agent_name": "assistant", "depends_on": ["reply"]},
     ])
     assert report.status == "completed", report.error
-    assert report.context["metadata"]["collected_artifacts"]["collect"]["artifacts"] == {}
+    assert report.context.metadata.collected_artifacts["collect"].artifacts == {}
 
 
 async def test_named_files_none_of_which_exist_fail_the_collect_step() -> None:
@@ -125,18 +125,18 @@ async def test_a_failing_agent_leaves_its_prompt_response_and_fails_the_step() -
          "response_contains": ["Dana"], "depends_on": ["reply"]},
     ])
     assert states(report)["reply"] == "tolerated"
-    response = report.context["prompt_responses"]["reply"]
-    assert "mailbox locked" in (response["error"] or "")
-    check = report.context["metadata"]["verifications"]["check"]
-    assert check["score"] == 0.0 and check["results"][0]["id"] == "prompt_error"
+    response = report.context.prompt_responses["reply"]
+    assert "mailbox locked" in (response.error or "")
+    check = report.context.metadata.verifications["check"]
+    assert check.score == 0.0 and check.results[0]["id"] == "prompt_error"
 
 
 async def test_an_agent_that_hangs_past_its_timeout_is_cancelled_and_marked_timed_out() -> None:
     report = await run_doc([*email_and_agent({"sleep_seconds": 60, "reply": "late"}),
                             prompt(timeout_seconds=2, fail_task_on_error=False)])
     assert states(report)["reply"] == "tolerated"
-    response = report.context["prompt_responses"]["reply"]
-    assert response["is_timeout"] is True and "did not finish within 2s" in response["error"]
+    response = report.context.prompt_responses["reply"]
+    assert response.is_timeout is True and "did not finish within 2s" in (response.error or "")
     assert report.duration_s < 30
 
 
@@ -145,10 +145,10 @@ async def test_an_agent_that_dies_mid_prompt_fails_clearly_and_is_cleaned_up() -
     assert report.status == "failed"
     assert "agent 'assistant' failed" in (report.error or "")
     assert any(words in (report.error or "") for words in ("stopped answering", "connection to the agent"))
-    agent = report.context["deployed_agents"]["assistant"]
+    agent = report.context.deployed_agents["assistant"]
     with pytest.raises(httpx.TransportError):
-        httpx.get(agent["a2a_url"] + "/.well-known/agent-card.json", timeout=2)
-    assert not Path(agent["sandbox"]).exists(), "the sandbox is removed at teardown"
+        httpx.get(agent.a2a_url + "/.well-known/agent-card.json", timeout=2)
+    assert not Path(agent.sandbox or "").exists(), "the sandbox is removed at teardown"
 
 
 async def test_a_three_turn_conversation_with_the_user_simulator() -> None:
@@ -160,7 +160,7 @@ async def test_a_three_turn_conversation_with_the_user_simulator() -> None:
         prompt(max_conversation_turns=3, user_agent_name="user", depends_on=["inbox", "assistant", "user"]),
     ], "conversation")
     assert report.status == "completed", report.error
-    assert report.context["prompt_responses"]["reply"]["response"] == "You are welcome."
+    assert report.context.prompt_responses["reply"].response == "You are welcome."
     with get_artifact_store() as store:
         runs = store.list_objects()
         turns_key = next(k for k in runs if k.endswith("conversations/reply.json"))
@@ -178,7 +178,7 @@ async def test_the_agent_config_override_and_agent_id_override_apply_per_agent_n
                                "assistant.agent_config": json.dumps({"plan": {"reply": "from the override"}})},
         execute_in_prefect=False, publish=False)
     assert report.status == "completed", report.error
-    assert report.context["prompt_responses"]["reply"]["response"] == "from the override"
+    assert report.context.prompt_responses["reply"].response == "from the override"
 
 
 @pytest.mark.usefixtures("prefect_harness")
@@ -193,7 +193,7 @@ async def test_an_a2a_0_3_agent_registered_as_a_block_is_deployed_and_prompted()
         {"id": "ask", "type": "prompt_agent", "agent_name": "old", "prompt_id": "ask", "prompt": "hello there"},
     ])
     assert report.status == "completed", report.error
-    response = report.context["prompt_responses"]["ask"]
+    response = report.context.prompt_responses["ask"]
     assert "hello there" in response["response"] and response["tool_call_count"] is not None
 
 
@@ -204,7 +204,7 @@ async def test_config_fields_the_agent_card_does_not_list_are_reported_not_sent_
     report = await run_doc(steps)
 
     assert report.status == "completed", report.error
-    assert report.context["metadata"]["unsupported_agent_config"] == [{
+    assert [r.model_dump() for r in report.context.metadata.unsupported_agent_config] == [{
         "step_id": "assistant", "agent_name": "assistant", "field": "agent_config.temperature",
         "extension": "urn:agentenv:agent-config/v1",
         "reason": "the agent's card does not list the field among the agent-config fields it supports"}]

@@ -51,7 +51,7 @@ async def test_the_persons_reply_is_the_next_prompt_as_it_is(person_url: str) ->
     ])
     assert report.status == "completed", report.error
     # turn 1: "I received: Hello"; the person echoes it; turn 2 answers the echo verbatim.
-    assert report.context["prompt_responses"]["talk"]["response"] == "I received: echo: I received: Hello"
+    assert report.context.prompt_responses["talk"].response == "I received: echo: I received: Hello"
 
 
 async def test_a_person_named_by_deploy_human_agent_is_the_default_user_of_a_conversation(person_url: str) -> None:
@@ -62,8 +62,8 @@ async def test_a_person_named_by_deploy_human_agent_is_the_default_user_of_a_con
     ])
     assert report.status == "completed", report.error
     # no agent or user named: AgentEnv's defaults, default-agent talking to human_agent
-    assert report.context["prompt_responses"]["talk"]["response"] == "I received: echo: I received: Hello"
-    assert report.context["metadata"]["human_agents"] == [
+    assert report.context.prompt_responses["talk"].response == "I received: echo: I received: Hello"
+    assert report.context.metadata.model_extra["human_agents"] == [
         {"step_id": "person", "agent_name": "human_agent", "a2a_url": person_url}]
 
 

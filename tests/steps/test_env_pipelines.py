@@ -62,15 +62,15 @@ async def test_an_env_runs_its_whole_lifecycle_with_either_store(env_id: str, st
         {"id": "snapshot", "type": "snapshot_env", "env_id": env_id, "artifact_id": f"{env_id}-pipeline"},
     ], f"{env_id}-{store_kind}")
     assert report.status == "completed", report.error
-    assert report.context["metadata"]["verifications"]["outcome"]["score"] == 1.0
-    snap = report.context["metadata"]["env_snapshots"]["snapshot"]
-    assert snap["url"].startswith("s3://" if store_kind == "s3" else "file://")
+    assert report.context.metadata.verifications["outcome"].score == 1.0
+    snap = report.context.metadata.env_snapshots["snapshot"]
+    assert (snap.url or "").startswith("s3://" if store_kind == "s3" else "file://")
     with get_artifact_store() as store:
-        state = json.loads(store.read_file(store.get_metadata(f"{env_id}-pipeline", snap["artifact"]["version"]),
+        state = json.loads(store.read_file(store.get_metadata(f"{env_id}-pipeline", snap.artifact.version),
                                            "state.json"))
     resource, key = p["tool_effect"]
     assert any(key in json.dumps(r) for r in state[resource]), f"the tool call's effect is in the snapshot: {state}"
-    base = report.context["deployed_envs"][env_id]["base_url"]
+    base = report.context.deployed_envs[env_id].base_url
     with pytest.raises(httpx.TransportError):
         httpx.get(base + "/.well-known/agent-env.json", timeout=2)
 
@@ -93,5 +93,5 @@ async def test_loading_data_into_an_mcp_only_env_fails_clearly_without_hanging()
     ])
     assert report.status == "failed"
     assert "data" in (report.error or "") and report.duration_s < 30
-    steps = {s["id"]: s for s in report.steps}
-    assert steps["env"]["state"] == "completed" and steps["load"]["duration_s"] < 5
+    steps = {s.id: s for s in report.steps}
+    assert steps["env"].state == "completed" and (steps["load"].duration_s or 0) < 5

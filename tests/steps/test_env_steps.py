@@ -41,23 +41,23 @@ async def test_the_email_env_is_deployed_seeded_driven_snapshotted_verified_and_
     report = await run_doc(EMAIL_PIPELINE, "email-pipeline")
     assert report.status == "completed", report.error
     assert set(states(report).values()) == {"completed"}
-    env = report.context["deployed_envs"]["email"]
-    assert env["version"] == "1.0.0" and env["mcp_url"].endswith("/mcp") and env["instance_id"].startswith("email-")
-    verifications = report.context["metadata"]["verifications"]
-    assert verifications["delivered"]["score"] == 1.0
-    assert [r["id"] for r in verifications["delivered"]["results"]] == ["follow_up_delivered", "seed_kept"]
-    assert verifications["mailbox"]["score"] == 1.0
-    evidence = verifications["mailbox"]["results"][0]["evidence"]
+    env = report.context.deployed_envs["email"]
+    assert env.version == "1.0.0" and env.mcp_url.endswith("/mcp") and env.instance_id.startswith("email-")
+    verifications = report.context.metadata.verifications
+    assert verifications["delivered"].score == 1.0
+    assert [r["id"] for r in verifications["delivered"].results] == ["follow_up_delivered", "seed_kept"]
+    assert verifications["mailbox"].score == 1.0
+    evidence = verifications["mailbox"].results[0]["evidence"]
     assert evidence["checks"][0]["expected"] == "Re: Q3 numbers" and evidence["checks"][0]["actual"] == "Re: Q3 numbers"
     assert report.outcome.value == "PASSED" and report.score == 1.0
-    snap = report.context["metadata"]["env_snapshots"]["snapshot"]
+    snap = report.context.metadata.env_snapshots["snapshot"]
     with get_artifact_store() as store:
-        meta = store.get_metadata("email-after", snap["artifact"]["version"])
+        meta = store.get_metadata("email-after", snap.artifact.version)
         state = json.loads(store.read_file(meta, "state.json"))
     assert meta.environment_name == "email" and any(e["id"] == "m3" for e in state["emails"])
     with pytest.raises(httpx.TransportError):
-        httpx.get(env["base_url"] + "/.well-known/agent-env.json", timeout=2)
-    assert any(t["label"].startswith("env email") and t["ok"] for t in report.teardown)
+        httpx.get(f"{env.base_url}/.well-known/agent-env.json", timeout=2)
+    assert any(t.label.startswith("env email") and t.ok for t in report.teardown)
 
 
 async def test_a_snapshot_loads_back_into_a_fresh_env() -> None:
@@ -69,7 +69,7 @@ async def test_a_snapshot_loads_back_into_a_fresh_env() -> None:
         {"id": "check", "type": "env_state_verifier", "env_id": "email", "verifier_id": "restored",
          "assertions": [{"assert": "record_count", "id": "three_emails", "resource": "emails", "equals": 3}]},
     ], "restore")
-    assert report.context["metadata"]["verifications"]["restored"]["score"] == 1.0
+    assert report.context.metadata.verifications["restored"].score == 1.0
 
 
 async def test_the_records_env_state_is_checked_with_typed_assertions_and_evidence() -> None:
@@ -90,14 +90,14 @@ async def test_the_records_env_state_is_checked_with_typed_assertions_and_eviden
          ]},
     ], "records-check")
     assert report.status == "completed", report.error
-    v = report.context["metadata"]["verifications"]["clinic"]
-    rows = {r["id"]: r for r in v["results"]}
+    v = report.context.metadata.verifications["clinic"]
+    rows = {r["id"]: r for r in v.results}
     assert rows["referral_received"]["result"] == "pass"
     assert rows["request_submitted"]["result"] == "fail"
     assert "no record in 'requests'" in rows["request_submitted"]["justification"]
     assert rows["one_unread_fax"]["evidence"] == {"resource": "inbox", "where": {"read": False}, "actual": 1,
                                                   "expected": {"equals": 1}}
-    assert v["score"] == pytest.approx(2 / 4)
+    assert v.score == pytest.approx(2 / 4)
     assert report.outcome.value == "BELOW_ONE"
 
 
@@ -141,9 +141,9 @@ async def test_a_hanging_verify_script_fails_only_its_own_step(tmp_path: Path) -
     ])
     assert report.status == "completed"
     assert states(report) == {"email": "completed", "hang": "tolerated", "broken": "tolerated", "ok": "completed"}
-    failed = {f["step_id"]: f for f in report.context["metadata"]["failed_steps"]}
-    assert failed["hang"]["error_type"] == "AgentTimeoutError" and "within 1s" in failed["hang"]["error"]
-    assert "SyntaxError" in failed["broken"]["error"]
+    failed = {f.step_id: f for f in report.context.metadata.failed_steps}
+    assert failed["hang"].error_type == "AgentTimeoutError" and "within 1s" in failed["hang"].error
+    assert "SyntaxError" in failed["broken"].error
     assert report.duration_s < 20
 
 
@@ -153,5 +153,5 @@ async def test_teardown_sandboxes_stops_envs_early_and_records_it() -> None:
         {"id": "down", "type": "teardown_sandboxes"},
     ])
     assert report.status == "completed"
-    (stopped,) = report.context["metadata"]["teardowns"]["down"]
-    assert stopped["kind"] == "env" and stopped["name"] == "email" and stopped["ok"] is True
+    (stopped,) = report.context.metadata.teardowns["down"]
+    assert stopped.kind == "env" and stopped.name == "email" and stopped.ok is True

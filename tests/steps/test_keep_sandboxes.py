@@ -22,11 +22,11 @@ async def test_keep_leaves_the_sandbox_with_the_agents_files_but_stops_the_agent
     ]).document
     assert doc is not None
     report = await run_task_document(doc, keep=True, execute_in_prefect=False, publish=False)
-    agent = report.context["deployed_agents"]["writer"]
-    sandbox = Path(agent["sandbox"])
+    agent = report.context.deployed_agents["writer"]
+    sandbox = Path(agent.sandbox or "")
     try:
         assert (sandbox / "app" / "artifact" / "out.txt").read_text() == "kept"
         with pytest.raises(httpx.TransportError):
-            httpx.get(agent["a2a_url"] + "/.well-known/agent-card.json", timeout=2)
+            httpx.get(agent.a2a_url + "/.well-known/agent-card.json", timeout=2)
     finally:
         shutil.rmtree(sandbox, ignore_errors=True)

@@ -69,12 +69,13 @@ async def test_the_tone_verifier_gives_one_row_per_criterion_and_an_all_pass_sco
                            ' {"id": "c2", "result": "fail", "justification": "no detail"}]\n```')
     report = await run_doc([*dana(), tone()])
     assert report.status == "completed", report.error
-    v = report.context["metadata"]["verifications"]["tone"]
-    assert [(r["id"], r["result"], r["score"], r["weight"]) for r in v["results"]] == [
+    v = report.context.metadata.verifications["tone"]
+    assert [(r["id"], r["result"], r["score"], r["weight"]) for r in v.results] == [
         ("polite", "pass", 1.0, 1.0), ("explains", "fail", 0.0, 1.0)]
-    assert v["results"][0]["justification"] == "signed Sam"
-    assert v["score"] == 0.0 and v["format"] == "rubric_binary"
-    assert v["judge"]["mode"] == "agent" and v["judge"]["mock"] is False and v["judge"]["trajectory"]
+    assert v.results[0]["justification"] == "signed Sam"
+    judge = v.model_extra["judge"]
+    assert v.score == 0.0 and v.format == "rubric_binary"
+    assert judge["mode"] == "agent" and judge["mock"] is False and judge["trajectory"]
     assert report.outcome.value == "BELOW_ONE"
     judge_prompt = json.dumps(requests_seen(scripted_model)[-1]["body"]["messages"])
     assert "c1" in judge_prompt and "explains" not in judge_prompt, "criteria are re-keyed for the judge"
@@ -86,31 +87,31 @@ async def test_malformed_judge_output_is_corrected_by_a_retry(scripted_model: st
            '{"c1": "pass", "c2": "pass"}')
     report = await run_doc([*dana(), tone(judge_mode="model")])
     assert report.status == "completed", report.error
-    v = report.context["metadata"]["verifications"]["tone"]
-    assert v["score"] == 1.0 and v["judge"]["attempts"] == 2 and v["judge"]["mode"] == "model"
+    v = report.context.metadata.verifications["tone"]
+    assert v.score == 1.0 and v.model_extra["judge"]["attempts"] == 2 and v.model_extra["judge"]["mode"] == "model"
 
 
 async def test_a_judge_that_never_answers_properly_fails_the_step_and_keeps_the_raw_output(scripted_model: str) -> None:
     script(scripted_model, *["no idea"] * 4)
     report = await run_doc([*dana(), tone(judge_mode="model", judge_retries=3, fail_task_on_error=False)])
     assert states(report)["tone"] == "tolerated"
-    v = report.context["metadata"]["verifications"]["tone"]
-    assert v["raw_outputs"] == ["no idea"] * 4 and v["score"] is None
+    v = report.context.metadata.verifications["tone"]
+    assert v.model_extra["raw_outputs"] == ["no idea"] * 4 and v.score is None
 
 
 async def test_a_failed_prompt_scores_zero_with_a_prompt_error_row_and_no_judge_call(scripted_model: str) -> None:
     report = await run_doc([*dana({"fail": {"message": "mailbox locked"}}, fail_task_on_error=False),
                             tone(judge_mode="model")])
-    v = report.context["metadata"]["verifications"]["tone"]
-    assert v["score"] == 0.0 and [r["id"] for r in v["results"]] == ["prompt_error"]
+    v = report.context.metadata.verifications["tone"]
+    assert v.score == 0.0 and [r["id"] for r in v.results] == ["prompt_error"]
     assert requests_seen(scripted_model) == []
 
 
 async def test_skip_on_timeout_records_a_skip_instead_of_a_score(scripted_model: str) -> None:
     report = await run_doc([*dana({"sleep_seconds": 30}, timeout_seconds=1.5, fail_task_on_error=False),
                             tone(judge_mode="model", skip_on_timeout=True)])
-    v = report.context["metadata"]["verifications"]["tone"]
-    assert v["skipped"] is True and v["skip_reason"] == "timeout" and v["score"] is None
+    v = report.context.metadata.verifications["tone"]
+    assert v.skipped is True and v.skip_reason == "timeout" and v.score is None
     assert (report.outcome.value, report.score) == ("BELOW_ONE", 0.0)  # skip_policy zero, the default
 
 
@@ -121,10 +122,10 @@ async def test_skip_on_truncated_applies_to_a_reply_cut_by_max_turn_tokens(scrip
     steps[3] = {**steps[3], "max_turn_tokens": 5}
     criteria = [{**TONE[0], "axis": "communication"}, *TONE[1:]]
     report = await run_doc([*steps, tone(judge_mode="model", skip_on_truncated=True, criteria=criteria)])
-    assert report.context["prompt_responses"]["reply"]["is_truncated"] is True
-    skipped = report.context["metadata"]["verifications"]["tone"]
+    assert report.context.prompt_responses["reply"].is_truncated is True
+    skipped = report.context.metadata.verifications["tone"]
     # the axes it would have scored, so a benchmark counts them 0 under skip_policy zero
-    assert skipped["skip_reason"] == "truncated" and skipped["axes"] == ["communication"]
+    assert skipped.skip_reason == "truncated" and skipped.axes == ["communication"]
 
 
 async def test_a_collected_file_is_loaded_into_the_judge_agent_and_graded_by_name(scripted_model: str) -> None:
@@ -146,9 +147,9 @@ async def test_a_collected_file_is_loaded_into_the_judge_agent_and_graded_by_nam
          "depends_on": ["handoff"]},
     ], "chart-q3")
     assert report.status == "completed", report.error
-    v = report.context["metadata"]["verifications"]["chart"]
-    assert v["score"] == 1.0 and v["judge"]["files"] == ["/tmp/file_artifacts/q3.svg"]
+    v = report.context.metadata.verifications["chart"]
+    assert v.score == 1.0 and v.model_extra["judge"]["files"] == ["/tmp/file_artifacts/q3.svg"]
     judge_prompt = json.dumps(requests_seen(scripted_model)[-1]["body"]["messages"])
     assert "/tmp/file_artifacts/q3.svg" in judge_prompt
-    sandbox = Path(report.context["deployed_agents"]["judge"]["sandbox"])
+    sandbox = Path(report.context.deployed_agents["judge"].sandbox)
     assert not sandbox.exists()

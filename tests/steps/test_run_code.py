@@ -55,7 +55,7 @@ async def test_scripts_run_in_a_sandbox_and_see_its_files_and_earlier_results(tm
     ], task_id="run-code")
 
     assert set(states(report).values()) == {"completed"}, report.error
-    assert report.context["metadata"]["script_results"] == {"count": {"lines": 3, "label": "notes"}, "doubled": 6}
+    assert report.context.metadata.script_results == {"count": {"lines": 3, "label": "notes"}, "doubled": 6}
 
 
 async def test_a_script_beside_an_env_gets_its_addresses(tmp_path: Path) -> None:
@@ -67,8 +67,8 @@ async def test_a_script_beside_an_env_gets_its_addresses(tmp_path: Path) -> None
     ], task_id="run-code-env")
 
     assert states(report) == {"env": "completed", "info": "completed"}, report.error
-    info = report.context["metadata"]["script_results"]["info"]
-    assert info["id"] == "email" and info["mcp_url"] == report.context["deployed_envs"]["email"]["mcp_url"]
+    info = report.context.metadata.script_results["info"]
+    assert info["id"] == "email" and info["mcp_url"] == report.context.deployed_envs["email"].mcp_url
 
 
 async def test_a_failing_script_fails_the_step_with_its_error_and_a_slow_one_is_stopped(tmp_path: Path) -> None:
@@ -83,7 +83,7 @@ async def test_a_failing_script_fails_the_step_with_its_error_and_a_slow_one_is_
          "depends_on": ["box"]},
     ], task_id="run-code-fails")
 
-    failed = {f["step_id"]: f["error"] for f in report.context["metadata"]["failed_steps"]}
+    failed = {f.step_id: f.error for f in report.context.metadata.failed_steps}
     assert "ValueError: no data for march" in failed["boom"]
     assert states(report)["slow"] == "failed"
     assert "did not finish within 1s" in (report.error or "")

@@ -36,9 +36,9 @@ async def test_scoring_env_reaches_the_verify_script_and_never_the_report(
          "scoring_env": {"GRADER_TOKEN": "${TEST_GRADER_TOKEN}", "GRADE_MODE": "${TEST_GRADE_MODE:-strict}"}},
     ])
     assert report.status == "completed", report.error
-    assert report.context["metadata"]["verifications"]["token"]["score"] == 1.0
+    assert report.context.metadata.verifications["token"].score == 1.0
     assert SECRET not in report.model_dump_json()
-    assert "token=***" in report.context["metadata"]["verifications"]["token"]["results"][0]["justification"]
+    assert "token=***" in report.context.metadata.verifications["token"].results[0]["justification"]
 
 
 async def test_an_unset_scoring_variable_fails_the_verifier_with_a_clear_error() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from prefect_agentenv.artifacts.local import LocalArtifactBackend
-from prefect_agentenv.context import PromptResponse, RunContext
+from prefect_agentenv.context import PromptResponse, RunContext, StepRecord
 from prefect_agentenv.flows.report import build_report
 from prefect_agentenv.transcript import build_transcript, transcript_markdown
 from prefect_agentenv.transcript.build import tokens, tool_calls
@@ -103,10 +103,10 @@ def test_a_missing_trajectory_leaves_a_note_instead_of_an_error(tmp_path) -> Non
 
 
 def test_the_runs_error_and_each_failed_steps_come_first_and_the_report_redacts_them() -> None:
-    steps = [{"id": "deploy", "type": "deploy_agent", "state": "failed", "started_at": "2026-01-01T00:00:02+00:00",
-              "duration_s": 1.5, "attempts": 2, "error": "agent exited: token s3cret-value rejected"},
-             {"id": "env", "type": "deploy_env", "state": "completed", "started_at": "2026-01-01T00:00:01+00:00",
-              "duration_s": 0.5, "attempts": 1, "error_type": None}]
+    steps = [StepRecord(id="deploy", type="deploy_agent", state="failed", started_at="2026-01-01T00:00:02+00:00",
+                        duration_s=1.5, attempts=2, error="agent exited: token s3cret-value rejected"),
+             StepRecord(id="env", type="deploy_env", state="completed", started_at="2026-01-01T00:00:01+00:00",
+                        duration_s=0.5, attempts=1, error_type=None)]
     t = build_transcript(task_id="t", run_id="r", context=RunContext(), steps=steps, error="step 'deploy' failed")
     assert [s.id for s in t.steps] == ["env", "deploy"]
     assert t.errors == ["step 'deploy' failed", "step 'deploy': agent exited: token s3cret-value rejected"]
