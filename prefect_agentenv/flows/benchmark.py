@@ -307,6 +307,9 @@ class _Runner:
             return TaskReport.model_validate_json(self.store.get_object(report_key(flow_run_id)))
         except ArtifactError:
             return None
+        except ValueError as exc:  # not a report this version can read: the run counts as crashed
+            logger.warning("the report of flow run %s is unreadable: %s", flow_run_id, exc)
+            return None
 
     async def _finish(self) -> BenchmarkRunResult:
         results = await asyncio.to_thread(self.results.read_results)

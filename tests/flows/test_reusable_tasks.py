@@ -34,7 +34,7 @@ async def test_the_example_flow_chains_step_tasks_and_stops_everything_at_exit()
     assert state.is_completed(), state.message
     ctx = await state.result()
     assert ctx.prompt_responses["reply"].response == module.PLAN["plan"]["reply"]
-    assert ctx.metadata.verifications["tone"]["score"] is not None
+    assert ctx.metadata.verifications["tone"].score is not None
     with pytest.raises(httpx.HTTPError):  # the env was stopped when the agentenv_run block ended
         httpx.get(f"{ctx.deployed_envs['email'].base_url}/.well-known/agent-env.json", timeout=2)
     runs = await settled_task_runs([state.state_details.flow_run_id], at_least=4)

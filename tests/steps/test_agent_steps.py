@@ -194,7 +194,7 @@ async def test_an_a2a_0_3_agent_registered_as_a_block_is_deployed_and_prompted()
     ])
     assert report.status == "completed", report.error
     response = report.context.prompt_responses["ask"]
-    assert "hello there" in response["response"] and response["tool_call_count"] is not None
+    assert "hello there" in response.response and response.tool_call_count is not None
 
 
 async def test_config_fields_the_agent_card_does_not_list_are_reported_not_sent_and_the_run_goes_on() -> None:
