@@ -205,9 +205,9 @@ class Verification(BaseModel):
         verification._order = tuple(fields)
         return verification
 
-    def record(self) -> dict[str, Any]:
-        """The record as Python values, as it is written (see the class docstring)."""
-        return self.model_dump()
+    def record(self) -> JsonObject:
+        """The record as it is written (see the class docstring), for a JSON view of its own."""
+        return self.model_dump(mode="json")
 
     @classmethod
     def read(cls, raw: Mapping[str, Any] | Verification) -> Verification:
