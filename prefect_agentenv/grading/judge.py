@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict
 
 from prefect_agentenv.exceptions import JudgeOutputError
 from prefect_agentenv.grading.aggregate import RowResult, VerificationRow
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.protocols.openai import ChatMessage
 
 OutputFormat = Literal["rubric_binary", "rubric_partial"]
@@ -385,7 +386,7 @@ def _normal_id(raw: Any, judge_ids: Sequence[str]) -> str | None:
     return candidate if candidate in judge_ids else None
 
 
-def _assign_ids(raw_rows: list[Any], judge_ids: list[str]) -> tuple[dict[str, dict[str, Any]], list[str]]:
+def _assign_ids(raw_rows: list[Any], judge_ids: list[str]) -> tuple[dict[str, JsonObject], list[str]]:
     rows = [r for r in raw_rows if isinstance(r, dict)]
     problems: list[str] = []
     if len(rows) != len(raw_rows):
@@ -396,7 +397,7 @@ def _assign_ids(raw_rows: list[Any], judge_ids: list[str]) -> tuple[dict[str, di
         problems.append(f"the entries carry no ids and there are {len(rows)} of them for "
                         f"{len(judge_ids)} criteria")
         return {}, problems
-    by_id: dict[str, dict[str, Any]] = {}
+    by_id: dict[str, JsonObject] = {}
     unknown: list[str] = []
     for row in rows:
         judge_id = _normal_id(_id_of(row), judge_ids)
