@@ -6,7 +6,9 @@ wraps it in one Starlette app served by uvicorn:
 * ``GET /.well-known/agent-env.json`` — the card (tools, data-plane operations, extensions);
 * ``POST /agentenv`` — JSON-RPC 2.0: ``data/reset``, ``data/add``, ``data/get`` and the
   extension methods ``clock/get``, ``clock/set {time, frozen?}``, ``clock/advance {seconds}``,
-  ``triggers/register {triggers: [{at, action, data}]}``, ``triggers/list``;
+  ``triggers/register {triggers: [{at, action, data}]}``, ``triggers/list``. Each method names
+  its params model; dispatch validates the params once and hands the handler the model (bad
+  params answer -32602 with pydantic's errors);
 * ``/mcp`` — the tools over MCP streamable HTTP (mcp 2.x ``MCPServer``, which also answers
   1.x clients through the ``initialize`` handshake).
 
