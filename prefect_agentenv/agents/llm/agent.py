@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from collections.abc import Generator, Mapping, Sequence
-from typing import Any, ClassVar, Self
+from typing import ClassVar, Self
 
 import httpx2
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
@@ -130,7 +130,7 @@ class LlmConfig(BaseModel):
     """Budget of one prompt; past it the agent replies with what it did so far, marked timed out."""
 
     @classmethod
-    def of(cls, config: Mapping[str, Any]) -> LlmConfig:
+    def of(cls, config: JsonObject) -> LlmConfig:
         """Read the agent-config.
 
         Raises:
