@@ -1,6 +1,6 @@
 """The email env's MCP tools. Each returns an object, so clients get structured content.
 
-``dict[str, Any]`` on each tool is its advertised output schema (an open object): see
+Each tool's return annotation is its advertised output schema (an open object): see
 :mod:`prefect_agentenv.envs.records.tools`.
 """
 

@@ -1,8 +1,8 @@
 """The records env's MCP tools. Each returns an object, so clients get structured content.
 
-The return annotation ``dict[str, Any]`` is what MCP advertises as each tool's output schema
-(``{"type": "object", "additionalProperties": true}``); a narrower annotation would change the
-``tools/list`` every client sees. The records inside are typed (:meth:`Record.record`).
+Each tool's return annotation (a ``dict`` of ``str`` to ``Any``) is what MCP advertises as its output
+schema (``{"type": "object", "additionalProperties": true}``); a narrower annotation would change
+the ``tools/list`` every client sees. The records inside are typed (:meth:`Record.record`).
 """
 
 from __future__ import annotations
