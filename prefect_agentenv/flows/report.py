@@ -75,9 +75,11 @@ class TaskReport(BaseModel):
     """The run's secret values: every string the report writes has them masked."""
 
     @model_serializer(mode="wrap")
-    def _redacted(self, handler: SerializerFunctionWrapHandler) -> JsonValue:
-        """The report as written, with every secret value masked, keys included (see ``redaction``)."""
-        written: JsonValue = handler(self)
+    def _redacted(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """The report as written, with every secret value masked, keys included (see ``redaction``).
+
+        Returns ``Any``: what the fields serialize to (Python values, or JSON in JSON mode), as is."""
+        written = handler(self)
         return Redactor(self._secrets).data(written) if self._secrets else written
 
     @field_validator("context", mode="wrap")
@@ -260,8 +262,16 @@ def _without(value: JsonObject, paths: list[tuple[int | str, ...]]) -> JsonObjec
         *parents, last = path
         node: JsonValue = out
         for part in parents:
-            node = node[part] if isinstance(node, dict) and isinstance(part, str) else (
-                node[part] if isinstance(node, list) and isinstance(part, int) else None)
+            node = _member(node, part)
         if isinstance(node, dict) and isinstance(last, str):
             node.pop(last, None)
     return out
+
+
+def _member(node: JsonValue, part: int | str) -> JsonValue:
+    """``node[part]`` when there is one, else ``None``."""
+    if isinstance(node, dict) and isinstance(part, str):
+        return node.get(part)
+    if isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+        return node[part]
+    return None

@@ -4,9 +4,10 @@ and a report of another version is still read."""
 from __future__ import annotations
 
 import json
+import warnings
 from datetime import datetime, timezone
 
-from prefect_agentenv.context import RunContext, StepRecord, Verification
+from prefect_agentenv.context import FailedStep, RunContext, StepRecord, Verification
 from prefect_agentenv.flows.report import TaskReport, build_report, verification_rows
 from prefect_agentenv.flows.scheduler import ScheduleResult
 from prefect_agentenv.grading.verification import scored
@@ -25,6 +26,8 @@ def _result() -> ScheduleResult:
     ctx.metadata.verifications["judge"] = Verification.written(format="rubric_binary", results=[], score=None,
                                                                weight=1.0, error="unreadable", raw_outputs=["?"])
     started = datetime(2026, 1, 1, 12, 0, tzinfo=timezone.utc)
+    ctx.metadata.failed_steps.append(FailedStep(step_id="extra", step_type="run_code", error=f"{SECRET} refused",
+                                                error_type="StepError", started_at=started, duration_s=0.1))
     step = StepRecord(id="email", type="deploy_env", state="completed", started_at=started, duration_s=0.5, attempts=1)
     return ScheduleResult(context=ctx, records={"email": step})
 
@@ -46,6 +49,10 @@ def test_the_report_is_typed_masks_secrets_when_written_and_reads_back_to_the_sa
         "format", "results", "score", "weight", "error", "raw_outputs"]
     assert written["steps"][0]["started_at"] == "2026-01-01T12:00:00+00:00"
     assert TaskReport.model_validate_json(report.model_dump_json()).model_dump_json() == report.model_dump_json()
+    assert report.context.metadata.failed_steps[0].error == "*** refused"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the Python form too: its datetimes stay datetimes, with no warning
+        assert isinstance(report.model_dump()["context"]["metadata"]["failed_steps"][0]["started_at"], datetime)
 
 
 def test_a_report_of_another_version_is_read_with_the_keys_it_does_not_know_dropped() -> None:
