@@ -54,7 +54,7 @@ from prefect_agentenv.runtime.teardown import TeardownRegistry
 from prefect_agentenv.settings import get_settings
 from prefect_agentenv.steps.base import StepModel
 from prefect_agentenv.steps.registry import get_step
-from prefect_agentenv.transcript import Transcript, build_transcript
+from prefect_agentenv.transcript import StepFields, Transcript, build_transcript
 
 logger = logging.getLogger("prefect_agentenv.flow")
 
@@ -383,7 +383,7 @@ async def _transcript(document: TaskDocument, run_id: str, result: ScheduleResul
     """The run's transcript, read back from its stored records (redacted with the report)."""
     context = result.context if result else RunContext()
     steps = list(result.records.values()) if result else []
-    fields = {s.id: s.model_dump(mode="json", include={"type", "prompt_id", "verifier_id", "agent_name"})
+    fields = {s.id: StepFields.model_validate(s.model_dump(include=set(StepFields.model_fields)))
               for s in document.steps}
 
     def build() -> Transcript:

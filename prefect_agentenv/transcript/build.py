@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pydantic import BaseModel
+
 from prefect_agentenv.artifacts import ArtifactBackend, ArtifactError
 from prefect_agentenv.context import EnvSnapshot, PromptResponse, RunContext, StepRecord, Verification
 from prefect_agentenv.grading.verification import read_all
@@ -38,7 +40,7 @@ logger = logging.getLogger("prefect_agentenv.transcript")
 
 
 def build_transcript(*, task_id: str, run_id: str, context: RunContext, steps: Sequence[StepRecord],
-                     step_fields: Mapping[str, Mapping[str, Any]] | None = None, error: str | None = None,
+                     step_fields: Mapping[str, StepFields] | None = None, error: str | None = None,
                      store: ArtifactBackend | None = None) -> Transcript:
     """The transcript of one run.
 
@@ -71,19 +73,32 @@ def _step_run(record: StepRecord) -> StepRun:
                    duration_s=record.duration_s, attempts=record.attempts, error=record.error)
 
 
-def _step_with(fields: Mapping[str, Mapping[str, Any]], key: str, value: str, type_: str | None = None) -> str | None:
-    return next((sid for sid, f in fields.items() if f.get(key) == value and type_ in (None, f.get("type"))), None)
+class StepFields(BaseModel):
+    """The document fields of a step that tie prompts and verifiers to it."""
+
+    type: str
+    prompt_id: str | None = None
+    verifier_id: str | None = None
+    agent_name: str | None = None
+
+
+def _prompt_step(fields: Mapping[str, StepFields], prompt_id: str) -> str | None:
+    return next((sid for sid, f in fields.items() if f.prompt_id == prompt_id and f.type == "prompt_agent"), None)
+
+
+def _verifier_step(fields: Mapping[str, StepFields], verifier_id: str) -> str | None:
+    return next((sid for sid, f in fields.items() if f.verifier_id == verifier_id), None)
 
 
 # -- prompts ------------------------------------------------------------------------------------
 
 
-def _prompt(response: PromptResponse, run_id: str, fields: Mapping[str, Mapping[str, Any]],
+def _prompt(response: PromptResponse, run_id: str, fields: Mapping[str, StepFields],
             store: ArtifactBackend | None) -> PromptTranscript:
-    step_id = _step_with(fields, "prompt_id", response.prompt_id, "prompt_agent")
+    step_id = _prompt_step(fields, response.prompt_id)
     out = PromptTranscript(
         prompt_id=response.prompt_id, step_id=step_id,
-        agent_name=fields.get(step_id or "", {}).get("agent_name"),
+        agent_name=fields[step_id].agent_name if step_id else None,
         prompt=Clip.of(response.prompt), reply=Clip.of(response.response),
         tool_call_count=response.tool_call_count, model=response.model, mock=response.model == "mock",
         error=response.error, is_truncated=response.is_truncated, is_timeout=response.is_timeout,
@@ -214,12 +229,12 @@ def tokens(events: Sequence[Any]) -> Tokens | None:
 
 
 def _verifier(verifier_id: str, verification: Verification,
-              fields: Mapping[str, Mapping[str, Any]]) -> VerifierTranscript:
+              fields: Mapping[str, StepFields]) -> VerifierTranscript:
     given = verification.model_fields_set
     judge = (verification.model_extra or {}).get("judge")
     judge = judge if isinstance(judge, dict) else None
     return VerifierTranscript(
-        verifier_id=verifier_id, step_id=_step_with(fields, "verifier_id", verifier_id),
+        verifier_id=verifier_id, step_id=_verifier_step(fields, verifier_id),
         format=_str(verification.format), score=_float(verification.score),
         weight=verification.weight if "weight" in given else None, aggregator=_str(verification.aggregator),
         skipped=(verification.skip_reason or "skipped") if verification.skipped else None,

@@ -7,7 +7,7 @@ import json
 from prefect_agentenv.artifacts.local import LocalArtifactBackend
 from prefect_agentenv.context import PromptResponse, RunContext, StepRecord
 from prefect_agentenv.flows.report import build_report
-from prefect_agentenv.transcript import build_transcript, transcript_markdown
+from prefect_agentenv.transcript import StepFields, build_transcript, transcript_markdown
 from prefect_agentenv.transcript.build import tokens, tool_calls
 from prefect_agentenv.transcript.diff import diff_states
 from prefect_agentenv.transcript.models import MAX_VALUE_CHARS, Clip
@@ -81,8 +81,8 @@ def test_every_turn_of_a_conversation_is_read_back_from_the_store(tmp_path) -> N
         prompt_id="chat", prompt="Book a table.", response="", trajectory=trajectory, error="timed out",
         is_timeout=True)})
     t = build_transcript(task_id="t", run_id="run1", context=context, steps=[], store=store,
-                         step_fields={"ask": {"type": "prompt_agent", "prompt_id": "chat", "agent_name": "host"},
-                                      "grade": {"type": "rubrics_verifier", "prompt_id": "chat"}})
+                         step_fields={"ask": StepFields(type="prompt_agent", prompt_id="chat", agent_name="host"),
+                                      "grade": StepFields(type="rubrics_verifier", prompt_id="chat")})
     (prompt,) = t.prompts
     assert (prompt.step_id, prompt.agent_name) == ("ask", "host")
     assert [(turn.index, turn.role, turn.message.text if turn.message else None) for turn in prompt.turns] == [
