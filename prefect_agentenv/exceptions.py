@@ -39,7 +39,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from prefect_agentenv.documents.problems import Problem
+    from prefect_agentenv.problems import Problem
 
 
 class AgentEnvError(Exception):

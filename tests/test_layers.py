@@ -20,7 +20,7 @@ PACKAGE = Path(prefect_agentenv.__file__).parent
 
 # Lowest first. Keys are module-name prefixes below ``prefect_agentenv``; the longest match wins.
 LAYERS: list[tuple[str, ...]] = [
-    ("exceptions", "settings", "redaction", "reference", "jsontypes"),
+    ("exceptions", "problems", "settings", "redaction", "reference", "jsontypes"),
     ("context",),
     ("protocols", "artifacts"),
     ("grading", "runtime", "transcript"),
@@ -38,9 +38,6 @@ LAYERS: list[tuple[str, ...]] = [
 
 # (importing module, imported module): upward imports that exist today. Do not add to this list.
 KNOWN_UPWARD: set[tuple[str, str]] = {
-    # ValidationError's problems are documents.problems.Problem; the exception tree should own
-    # its problem type (or take a protocol) so that it needs nothing from documents/.
-    ("exceptions", "documents.problems"),
     # The sandbox root variable is defined by the reference agents' state helpers, which also
     # map sandbox paths with their own rules; one mapping belongs in runtime/sandbox.
     ("runtime.sandbox", "agents.state"),
