@@ -39,6 +39,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    # Names for annotations only: context.py imports this module, and problems.py is plain data.
+    from prefect_agentenv.context import RunContext
     from prefect_agentenv.problems import Problem
 
 
@@ -92,7 +94,7 @@ class StepError(AgentEnvError):
     """
 
     def __init__(self, message: str, *, step_id: str | None = None, step_type: str | None = None,
-                 context: Any = None) -> None:
+                 context: RunContext | None = None) -> None:
         super().__init__(message)
         self.step_id = step_id
         self.step_type = step_type

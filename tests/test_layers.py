@@ -20,8 +20,9 @@ PACKAGE = Path(prefect_agentenv.__file__).parent
 
 # Lowest first. Keys are module-name prefixes below ``prefect_agentenv``; the longest match wins.
 LAYERS: list[tuple[str, ...]] = [
-    ("exceptions", "problems", "settings", "redaction", "reference", "jsontypes"),
-    ("context",),
+    # The run's context model and the exception tree know each other (a failed step's error
+    # carries what it produced); context.py imports only pydantic and exceptions.
+    ("exceptions", "context", "problems", "settings", "redaction", "reference", "jsontypes"),
     ("protocols", "artifacts"),
     ("grading", "runtime", "transcript"),
     # The reference envs and agents are servers built on the wire clients and the judges.
