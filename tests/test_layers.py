@@ -28,9 +28,8 @@ LAYERS: list[tuple[str, ...]] = [
     # The reference envs and agents are servers built on the wire clients and the judges.
     ("agents", "envs", "viewer"),
     ("blocks",),
-    # Resolution of env, agent and model ids to blocks or reference servers; these two modules
-    # still live under runtime/ until they get their own package.
-    ("runtime.resolve", "runtime.models"),
+    # Resolution of env, agent and model ids to blocks or reference servers.
+    ("resolution",),
     ("documents", "steps"),
     ("flows", "session", "tasks"),
     ("api", "deployments"),
@@ -119,10 +118,13 @@ def test_no_import_points_up_a_layer() -> None:
 
 
 @pytest.mark.parametrize(("source", "target", "upward"), [
-    ("steps.deploy_env", "runtime.resolve", False),
-    ("runtime.resolve", "blocks.agent", False),
+    ("steps.deploy_env", "resolution.servers", False),
+    ("resolution.servers", "blocks.agent", False),
+    ("resolution.models", "blocks.model_endpoint", False),
     ("blocks.agent", "runtime.launch", False),
-    ("runtime.launch", "runtime.resolve", True),
+    ("runtime.launch", "resolution.servers", True),
+    ("blocks.model_endpoint", "resolution.models", True),
+    ("exceptions", "context", False),
     ("grading.judge", "flows.report", True),
 ])
 def test_the_layer_order_reads_as_the_picture(source: str, target: str, upward: bool) -> None:
