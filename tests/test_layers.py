@@ -1,15 +1,17 @@
 """Imports between the package's parts point down the layers.
 
-The picture: cli/commands → flows → documents + steps → resolution of ids → blocks → the
-reference servers → protocols / runtime / artifacts / grading → context → settings and
-exceptions. A module may import its own part, a part of its own layer, or any lower layer; an
-import that points up fails the test, whether at top level, inside a function or under
-``TYPE_CHECKING``.
+The picture, top to bottom: cli/commands → api/deployments → flows → documents + steps →
+resolution of ids → blocks → the reference servers (agents, envs, viewer) → grading / runtime /
+transcript → protocols / artifacts → exceptions, context and the other bottom modules. A module
+may import its own part, a part of its own layer, or any lower layer; an import that points up
+fails the test, whether at top level, inside a function or under ``TYPE_CHECKING``. The README's
+development section draws the same list.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -115,6 +117,16 @@ def test_no_import_points_up_a_layer() -> None:
     upward = upward_imports()
     assert not upward, "imports pointing up the layers:\n" + "\n".join(
         f"  {src} imports {dst} ({part(src)} is below {part(dst)})" for src, dst in sorted(upward))
+
+
+def test_the_readme_draws_the_layers_as_they_are() -> None:
+    """The development section of the README lists the layers top to bottom, names first."""
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    block = readme.split("The package is in layers", 1)[1].split("```", 2)[1]
+    drawn = [tuple(re.split(r",\s*", re.split(r"\s{2,}", line.strip())[0]))
+             for line in block.strip().splitlines()]
+    expected = [tuple(p for p in layer if p != "__init__") for layer in reversed(LAYERS)]
+    assert drawn == expected
 
 
 @pytest.mark.parametrize(("source", "target", "upward"), [
