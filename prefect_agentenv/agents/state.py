@@ -13,15 +13,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.runtime.sandbox import sandbox_path, sandbox_root
 
 
 class _Request(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class PublicMcpServer(TypedDict):
+    """An MCP server as ``GET /ext/mcp-config`` lists it."""
+
+    name: str | None
+    url: str
+    headers: list[str]
+    """Header names only."""
 
 
 class McpServerConfig(_Request):
@@ -31,7 +41,7 @@ class McpServerConfig(_Request):
     name: str | None = None
     headers: dict[str, str] | None = None
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> PublicMcpServer:
         """What ``GET /ext/mcp-config`` shows: header names only, since values may be secrets."""
         return {"name": self.name, "url": self.url, "headers": sorted(self.headers or {})}
 
@@ -97,7 +107,7 @@ class AgentState:
         self.root = (root or sandbox_root()).resolve()
         self.config_fields = tuple(config_fields)
         self.mcp_servers: dict[str, McpServerConfig] = {}
-        self.config: dict[str, Any] = {}
+        self.config: JsonObject = {}
         self.skills: dict[str, SkillConfig] = {}
         self.trajectories: dict[str, Trajectory] = {}
         self._turns: Counter[str] = Counter()
