@@ -29,7 +29,8 @@ trajectory}`` on success, ``{error_type, error_code, error_message, trajectory}`
 
 The agent's working folder is its cwd (the sandbox). Absolute sandbox paths such as
 ``/app/artifact`` map under the sandbox root (``--sandbox-root``, else
-``$AGENTENV_SANDBOX_ROOT``, else the cwd): see :func:`sandbox_path`.
+``$AGENTENV_SANDBOX_ROOT``, else the cwd) and relative ones are relative to it, the same mapping
+the run uses on the host: see :func:`sandbox_path`.
 
 Started as ``python -m prefect_agentenv.agents.<name> --host 127.0.0.1 --port N``.
 """
@@ -65,14 +66,11 @@ from starlette.routing import Route
 from prefect_agentenv.jsontypes import JsonArray, JsonObject
 from prefect_agentenv.agents.steering import STEERING_EXTENSION, SteeringRequestHandler
 from prefect_agentenv.agents.state import (
-    SANDBOX_ROOT_VARIABLE,
     AgentState,
     McpServerConfig,
     SkillConfig,
     Trajectory,
     TrajectoryRequest,
-    sandbox_path,
-    sandbox_root,
 )
 from prefect_agentenv.protocols.agentenv_ext import (
     AGENT_CONFIG_EXTENSION,
@@ -80,6 +78,7 @@ from prefect_agentenv.protocols.agentenv_ext import (
     SKILL_CONFIG_EXTENSION,
     TRAJECTORY_EXTENSION,
 )
+from prefect_agentenv.runtime.sandbox import SANDBOX_ROOT_VARIABLE, sandbox_path, sandbox_root
 
 __all__ = [
     "AgentBackend", "AgentFailure", "AgentState", "Turn", "TurnResult", "build_app", "build_card", "main",

@@ -12,50 +12,13 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from prefect_agentenv.jsontypes import JsonObject
-
-SANDBOX_ROOT_VARIABLE = "AGENTENV_SANDBOX_ROOT"
-
-
-def sandbox_root() -> Path:
-    """The folder absolute sandbox paths map under: ``$AGENTENV_SANDBOX_ROOT``, else the cwd.
-
-    Read from the process environment because it is the launch contract between a launcher
-    and an agent process, not a setting of the package.
-    """
-    value = os.environ.get(SANDBOX_ROOT_VARIABLE)
-    return Path(value) if value else Path.cwd()
-
-
-def sandbox_path(path: str | os.PathLike[str], *, root: Path | None = None, cwd: Path | None = None) -> Path:
-    """Where a path the agent was told about lives on this machine.
-
-    A container would mount ``/app/artifact`` for real; a local process gets it under its
-    sandbox root instead (``/app/artifact/q3.png`` → ``<root>/app/artifact/q3.png``). A path
-    already inside the root is kept; a relative path is relative to the working folder.
-
-    Raises:
-        ValueError: the path would leave the sandbox (``..``).
-    """
-    root = (root or sandbox_root()).resolve()
-    base = (cwd or Path.cwd()).resolve()
-    raw = Path(path)
-    if raw.is_absolute():
-        if raw.resolve().is_relative_to(root):
-            return raw.resolve()
-        mapped = (root / PurePosixPath(raw.as_posix()).relative_to("/")).resolve()
-        inside = mapped.is_relative_to(root)
-    else:
-        mapped = (base / raw).resolve()
-        inside = mapped.is_relative_to(base) or mapped.is_relative_to(root)
-    if not inside:
-        raise ValueError(f"path {str(path)!r} leaves the sandbox")
-    return mapped
+from prefect_agentenv.runtime.sandbox import sandbox_path, sandbox_root
 
 
 class _Request(BaseModel):
@@ -150,8 +113,16 @@ class AgentState:
         self._turns: Counter[str] = Counter()
 
     def path(self, path: str | os.PathLike[str]) -> Path:
-        """:func:`sandbox_path` for this agent's sandbox."""
-        return sandbox_path(path, root=self.root, cwd=self.workdir)
+        """Where a path the agent was told about lives on this machine.
+
+        The host's mapping (:func:`~prefect_agentenv.runtime.sandbox.sandbox_path`), so an agent
+        and the run agree on every path: absolute ones map under the sandbox root, relative ones
+        are relative to it (the agent's cwd when a launcher starts it).
+
+        Raises:
+            UnsafeSandboxPathError: (a ``ValueError``) the path leaves the sandbox or holds a NUL byte.
+        """
+        return sandbox_path(path, root=self.root)
 
     def add_mcp_server(self, server: McpServerConfig) -> McpServerConfig:
         """Register (or replace, by name) an MCP server; unnamed ones get ``mcp-N``."""

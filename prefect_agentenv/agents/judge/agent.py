@@ -142,7 +142,7 @@ def read_sandbox_file(state: AgentState, raw_path: str) -> tuple[str, bool]:
     """What the judge's model sees of a file: ``(content, is_error)``; never raises.
 
     Absolute sandbox paths map under the sandbox root (see
-    :func:`~prefect_agentenv.agents.state.sandbox_path`). Text comes back as text (cut past
+    :func:`~prefect_agentenv.runtime.sandbox.sandbox_path`). Text comes back as text (cut past
     ``MAX_TEXT_BYTES``); a binary file is described by name, size and type, since its bytes
     mean nothing to a text model; a folder lists its entries.
     """
