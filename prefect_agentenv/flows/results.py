@@ -110,7 +110,7 @@ def now_iso() -> str:
 # -- results from reports -----------------------------------------------------------------------
 
 
-def result_from_report(report: TaskReport, key: RunKey, *, seed: Mapping[str, Any] | None = None,
+def result_from_report(report: TaskReport, key: RunKey, *, seed: Mapping[str, str] | None = None,
                        tags: Sequence[str] = (), report_url: str | None = None,
                        snapshot: TaskSnapshot | None = None, finished_at: str | None = None,
                        skip_policy: SkipPolicy = "zero") -> TaskResult:
@@ -132,7 +132,7 @@ def result_from_report(report: TaskReport, key: RunKey, *, seed: Mapping[str, An
     )
 
 
-def crashed_result(key: RunKey, error: str, *, seed: Mapping[str, Any] | None = None, tags: Sequence[str] = (),
+def crashed_result(key: RunKey, error: str, *, seed: Mapping[str, str] | None = None, tags: Sequence[str] = (),
                    flow_run_id: str | None = None, snapshot: TaskSnapshot | None = None,
                    started_at: str | None = None, duration_s: float = 0.0) -> TaskResult:
     """The result of a task run that ended without a report (its flow run crashed or was cancelled).
