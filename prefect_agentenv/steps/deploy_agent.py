@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.context import DeployedAgent, DeployedEnv, RunContext
 from prefect_agentenv.exceptions import StepError
 from prefect_agentenv.runtime.run import RunResources, current_run
@@ -67,7 +68,7 @@ class DeployAgentStep(StepModel):
     reference_aliases = {"a2a_agent_version": "version"}
 
     @classmethod
-    def reference_forms(cls, data: dict[str, Any], notices: list[str]) -> dict[str, Any]:
+    def reference_forms(cls, data: JsonObject, notices: list[str]) -> JsonObject:
         """AgentEnv writes ``null`` for "the default" (agent name, agent id, lists)."""
         for name in ("agent_name", "a2a_agent_id", "env_ids", "skills", "env_vars", "system_prompt"):
             if name in data and data[name] is None:

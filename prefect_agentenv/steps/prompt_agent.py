@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.context import DeployedAgent, PromptResponse, RunContext
 from prefect_agentenv.exceptions import AgentEnvError, ProtocolError, StepError
 from prefect_agentenv.runtime.run import RunResources, current_run
@@ -79,7 +80,7 @@ class PromptAgentStep(StepModel):
     schema_optional = ("prompt_id", "prompt")
 
     @classmethod
-    def reference_forms(cls, data: dict[str, Any], notices: list[str]) -> dict[str, Any]:
+    def reference_forms(cls, data: JsonObject, notices: list[str]) -> JsonObject:
         """AgentEnv defaults: prompt_id, agent_name, a user named human_agent; ``parts`` as the prompt."""
         for name in ("agent_name", "prompt_id", "user_agent_name", "user_a2a_url", "max_turns", "model"):
             if name in data and data[name] is None:

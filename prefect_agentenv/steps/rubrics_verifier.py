@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.context import DeployedAgent, PromptResponse, RunContext
 from prefect_agentenv.exceptions import AgentEnvError, JudgeOutputError, NotInContextError, StepError
 from prefect_agentenv.grading.aggregate import Aggregator
@@ -77,7 +78,7 @@ class RubricsVerifierStep(VerifierStep):
     reference_fields = {"use_agent_judge": "AgentEnv's judge choice, read as judge_mode (agent or model)."}
 
     @classmethod
-    def reference_forms(cls, data: dict[str, Any], notices: list[str]) -> dict[str, Any]:
+    def reference_forms(cls, data: JsonObject, notices: list[str]) -> JsonObject:
         """AgentEnv's ``use_agent_judge`` flag is judge_mode; nulls mean the defaults."""
         data = super().reference_forms(data, notices)
         if "use_agent_judge" in data:

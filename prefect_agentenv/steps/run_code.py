@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import AgentEnvError, AgentTimeoutError, StepError
 from prefect_agentenv.runtime import script_runner
@@ -56,7 +57,7 @@ class RunCodeStep(StepModel):
     reference_aliases = {"script_artifact_version": "version"}
 
     @classmethod
-    def reference_forms(cls, data: dict[str, Any], notices: list[str]) -> dict[str, Any]:
+    def reference_forms(cls, data: JsonObject, notices: list[str]) -> JsonObject:
         """No target named: the default agent's sandbox, as in AgentEnv; a null timeout is the default."""
         if data.get("timeout_seconds", 0) is None:
             del data["timeout_seconds"]
