@@ -85,12 +85,12 @@ async def run(step: RunCodeStep, ctx: RunContext) -> RunContext:
     return ctx
 
 
-def _target(step: RunCodeStep, ctx: RunContext) -> tuple[Path, Path, dict[str, str], dict[str, Any]]:
+def _target(step: RunCodeStep, ctx: RunContext) -> tuple[Path, Path, dict[str, str], JsonObject]:
     """The staging folder, the working folder, extra env vars and target-specific input."""
     if step.env_id is not None:
         env = deployed_env(ctx, step.env_id, step)
         folder = current_run().step_folder("run_code", step.id)
-        info = {"id": env.env_id, "url": env.base_url or env.mcp_url.rsplit("/", 1)[0], "mcp_url": env.mcp_url}
+        info: JsonObject = {"id": env.env_id, "url": env.base_url or env.mcp_url.rsplit("/", 1)[0], "mcp_url": env.mcp_url}
         return folder, folder, {}, {"env": info}
     sandbox, extra_env, _ = sandbox_target(ctx, step, agent_name=step.agent_name, sandbox_name=step.sandbox_name)
     try:
@@ -100,7 +100,7 @@ def _target(step: RunCodeStep, ctx: RunContext) -> tuple[Path, Path, dict[str, s
     return folder, sandbox.root, {**sandbox.env(), **extra_env}, {"sandbox_root": str(sandbox.root)}
 
 
-async def _stage(step: RunCodeStep, folder: Path, payload: dict[str, Any]) -> str:
+async def _stage(step: RunCodeStep, folder: Path, payload: JsonObject) -> str:
     """Download the artifact's files into a fresh folder, write input.json, return the entry file."""
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
