@@ -332,13 +332,14 @@ def _state_row(c: TaskCriterion, cid: str, entity: Entity | None) -> JsonObject:
 
 def _rubric_verifier(b: _Builder, task: VerialTask, ids: list[str], defaults: BenchmarkDefaults,
                      path: str) -> list[CriterionRef]:
-    rows = [(j, c) for j, c in enumerate(task.criteria) if isinstance(c.assertion, RubricCheck)]
+    rubrics = [(j, c, c.assertion) for j, c in enumerate(task.criteria) if isinstance(c.assertion, RubricCheck)]
+    rows = [(j, c) for j, c, _ in rubrics]
     if not rows:
         return []
     step: JsonObject = {
         "id": "rubric", "type": "rubrics_verifier", "verifier_id": "rubric", "prompt_id": PROMPT_ID,
-        "criteria": [{"id": ids[j], "criterion": c.assertion.criterion, "weight": c.weight,  # type: ignore[union-attr]
-                      **({"axis": c.axis} if c.axis else {})} for j, c in rows],
+        "criteria": [{"id": ids[j], "criterion": rubric.criterion, "weight": c.weight,
+                      **({"axis": c.axis} if c.axis else {})} for j, c, rubric in rubrics],
         "score_aggregator": "weighted_average", "weight": _positive([c.weight for _, c in rows]),
         "depends_on": [PROMPT_ID]}
     if defaults.judge_model:
