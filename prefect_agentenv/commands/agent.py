@@ -22,7 +22,7 @@ from prefect_agentenv.commands._registry import (
     reported,
 )
 from prefect_agentenv.commands.check import run_check
-from prefect_agentenv.runtime.resolve import ResolvedAgent, resolve_agent
+from prefect_agentenv.resolution.servers import ResolvedAgent, resolve_agent
 
 agent_app = typer.Typer(
     help="Register, list, show and check agents (A2AAgent blocks and the reference agents).",

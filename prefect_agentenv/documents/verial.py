@@ -30,24 +30,21 @@ from datetime import timedelta
 
 from pydantic import BaseModel, ConfigDict
 
-from prefect_agentenv.jsontypes import JsonObject, JsonValue
-from prefect_agentenv.documents.benchmark import (
-    BenchmarkDefaults,
-    Entity,
+from prefect_agentenv.documents.benchmark import BenchmarkDefaults, Entity, VerialTask, slugify
+from prefect_agentenv.documents.criteria import (
     FaxContentCheck,
     ResponseContainsCheck,
     RubricCheck,
     StateCheck,
     StateMatchCheck,
     TaskCriterion,
-    VerialTask,
     VoiceTranscriptCheck,
-    slugify,
 )
 from prefect_agentenv.documents.entities import bind_entities, entity_field, find_entity
 from prefect_agentenv.documents.linked import Bound, Linked, link
 from prefect_agentenv.documents.verial_checks import check_task, prompt_text
 from prefect_agentenv.documents.problems import Problem
+from prefect_agentenv.jsontypes import JsonObject, JsonValue
 
 DEFAULT_AGENT_ID = "llm"
 """The reference tool-using agent, deployed when neither the task nor the benchmark names one."""
