@@ -24,9 +24,9 @@ from pydantic import (
 
 from prefect_agentenv.documents.graph import resolve_dependencies
 from prefect_agentenv.grading.outcome import SkipPolicy
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.steps.base import StepModel, VerifierStep
 from prefect_agentenv.steps.registry import get_step
-from prefect_agentenv.jsontypes import JsonObject
 
 SKIP_FLAGS = ("skip_on_truncated", "skip_on_timeout")
 

@@ -18,9 +18,9 @@ from prefect_agentenv.documents.loading import ParseError, env_var_names, fill_p
 from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.documents.problems import Problem, json_path
 from prefect_agentenv.exceptions import TaskDocumentError
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.steps.base import NameKind, StepModel
 from prefect_agentenv.steps.registry import all_steps, unknown_type_message
-from prefect_agentenv.jsontypes import JsonObject
 
 _KIND_WORDS = {
     "env": ("env_id", "a deploy_env step with env_id"),

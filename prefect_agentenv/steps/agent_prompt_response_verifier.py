@@ -7,11 +7,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.context import PromptResponse, RunContext
 from prefect_agentenv.exceptions import NotInContextError
 from prefect_agentenv.grading.aggregate import Aggregator
 from prefect_agentenv.grading.verification import Verification, prompt_error, scored, skip_reason, skipped
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.steps.base import PromptRef, VerifierStep, listed_field
 from prefect_agentenv.steps.registry import StepDefinition
 

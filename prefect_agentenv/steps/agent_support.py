@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from prefect_agentenv.context import DeployedAgent, DeployedEnv, RunContext
 from prefect_agentenv.exceptions import DeployError, NotInContextError, StepError
-from prefect_agentenv.runtime.run import RunResources, current_run
 from prefect_agentenv.jsontypes import JsonObject
+from prefect_agentenv.runtime.run import RunResources, current_run
 from prefect_agentenv.steps.base import StepModel
 from prefect_agentenv.steps.services import http_client, launchers, peer_read_timeout
 

@@ -7,9 +7,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.context import DeployedSandbox, RunContext
 from prefect_agentenv.exceptions import StepError
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.runtime.sandbox import create_sandbox
 from prefect_agentenv.steps.base import Provides, StepModel

@@ -9,10 +9,10 @@ from pydantic import model_validator
 import asyncio
 import mimetypes
 
-from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.artifacts import ArtifactMetadata
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import AgentEnvError, StepError
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.steps.base import AgentRef, CollectRef, EnvRef, SandboxRef, StepModel
 from prefect_agentenv.steps.registry import StepDefinition

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Required, TypedDict
 
 from pydantic import Field, model_validator
 
-from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.context import DeployedAgent, PromptResponse, RunContext
 from prefect_agentenv.exceptions import AgentEnvError, ProtocolError, StepError
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.runtime.run import RunResources, current_run
 from prefect_agentenv.steps.agent_support import a2a_client, deployed_agent
 from prefect_agentenv.steps.base import DEFAULT_AGENT_NAME, AgentRef, Provides, StepModel

@@ -7,9 +7,9 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from prefect_agentenv.jsontypes import JsonObject, JsonValue
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import ProtocolError, StepError
+from prefect_agentenv.jsontypes import JsonObject, JsonValue
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.steps.agent_support import a2a_client, deployed_agent
 from prefect_agentenv.steps.base import AgentRef, NameKind, StepModel

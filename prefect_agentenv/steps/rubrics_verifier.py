@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any, Literal, Required, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.context import DeployedAgent, PromptResponse, RunContext
 from prefect_agentenv.exceptions import AgentEnvError, JudgeOutputError, NotInContextError, StepError
 from prefect_agentenv.grading.aggregate import Aggregator
 from prefect_agentenv.grading.verification import Verification, prompt_error, scored, skip_reason, skipped
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.runtime.run import RunResources, current_run
 from prefect_agentenv.steps.agent_support import a2a_client, deployed_agent, model_for, start_agent
 from prefect_agentenv.steps.base import AgentRef, PromptRef, VerifierStep

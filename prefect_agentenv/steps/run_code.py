@@ -13,9 +13,9 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import AgentEnvError, AgentTimeoutError, StepError
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.runtime import script_runner
 from prefect_agentenv.runtime.run import current_run, safe_segment
 from prefect_agentenv.steps.base import DEFAULT_AGENT_NAME, AgentRef, EnvRef, SandboxRef, StepModel
