@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import ProtocolError, StepError
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.steps.agent_support import a2a_client, deployed_agent
 from prefect_agentenv.steps.base import AgentRef, StepModel
@@ -69,7 +70,7 @@ async def run(step: PeerAgentsStep, ctx: RunContext) -> RunContext:
     return ctx
 
 
-async def _card(client: A2AClient) -> dict[str, Any]:
+async def _card(client: A2AClient) -> JsonObject:
     """The peer's card as it serves it, or ``{}`` (a person's endpoint may serve none; a peer needs only a URL)."""
     try:
         card = await client.card()
