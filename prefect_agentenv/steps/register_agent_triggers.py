@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from prefect_agentenv.context import RunContext
+from prefect_agentenv.context import AgentTriggerRegistration, RunContext
 from prefect_agentenv.exceptions import ProtocolError, StepError
 from prefect_agentenv.jsontypes import JsonObject, JsonValue
 from prefect_agentenv.runtime.run import current_run
@@ -68,9 +68,10 @@ async def run(step: RegisterAgentTriggersStep, ctx: RunContext) -> RunContext:
     except ProtocolError as exc:
         raise StepError(f"registering triggers with agent '{step.agent_name}': {exc}", step_id=step.id,
                         step_type=step.type) from exc
-    added = answer.get("added") if isinstance(answer.get("added"), list) else [t["id"] for t in step.triggers]
-    records = ctx.metadata.model_extra.setdefault("agent_trigger_registrations", [])  # type: ignore[union-attr]
-    records.append({"step_id": step.id, "agent_name": step.agent_name, "added": added})
+    answered = answer.get("added")
+    added: list[JsonValue] = answered if isinstance(answered, list) else [t["id"] for t in step.triggers]
+    ctx.metadata.agent_trigger_registrations.append(
+        AgentTriggerRegistration(step_id=step.id, agent_name=step.agent_name, added=added))
     return ctx
 
 

@@ -42,7 +42,7 @@ async def test_a_peered_sdk_agent_delegates_to_its_peer_through_the_sdks_own_too
     report = await run_doc(steps, task_id="peering")
 
     assert report.outcome == "PASSED", (report.error, states(report), report.context.prompt_responses)
-    assert report.context.metadata.model_extra["agent_peerings"] == [{"source_agent_name": "lead", "peer_agent_names": ["helper"]}]
+    assert [p.model_dump() for p in report.context.metadata.agent_peerings] == [{"source_agent_name": "lead", "peer_agent_names": ["helper"]}]
     assert_nothing_left_running(report)
 
 
@@ -56,7 +56,7 @@ async def test_triggers_are_registered_with_the_sdks_own_trigger_engine(delegato
     ], task_id="agent-triggers")
 
     assert states(report)["triggers"] == "completed", report.error
-    assert report.context.metadata.model_extra["agent_trigger_registrations"] == [
+    assert [r.model_dump() for r in report.context.metadata.agent_trigger_registrations] == [
         {"step_id": "triggers", "agent_name": "lead", "added": ["nudge"]}]
     # the SDK refuses a second spec under one id: its answer reaches the report, naming the agent
     [failed] = report.context.metadata.failed_steps

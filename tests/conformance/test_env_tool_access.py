@@ -33,8 +33,8 @@ async def test_tools_are_switched_off_and_on_for_a_role(desk: None, agentenv_hom
     ], task_id="tool-access")
 
     assert set(states(report).values()) == {"completed"}, report.error
-    changes = report.context.metadata.model_extra["tool_access_changes"]
-    assert [(c["step_id"], c["role_state_after"]) for c in changes] == [
+    changes = report.context.metadata.tool_access_changes
+    assert [(c.step_id, c.role_state_after.model_dump()) for c in changes] == [
         ("off", {"disabled": ["issue_refund"], "allowed": ["lookup_order"]}),
         ("on", {"disabled": [], "allowed": ["lookup_order", "issue_refund"]}),
     ]

@@ -63,7 +63,7 @@ async def test_a_person_named_by_deploy_human_agent_is_the_default_user_of_a_con
     assert report.status == "completed", report.error
     # no agent or user named: AgentEnv's defaults, default-agent talking to human_agent
     assert report.context.prompt_responses["talk"].response == "I received: echo: I received: Hello"
-    assert report.context.metadata.model_extra["human_agents"] == [
+    assert [h.model_dump() for h in report.context.metadata.human_agents] == [
         {"step_id": "person", "agent_name": "human_agent", "a2a_url": person_url}]
 
 

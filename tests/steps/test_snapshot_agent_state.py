@@ -28,9 +28,9 @@ async def test_the_conversation_and_workspace_are_kept_and_load_into_another_age
     ], task_id="agent-snapshot")
 
     assert set(states(report).values()) == {"completed"}, report.error
-    [snapshot] = report.context.metadata.model_extra["agent_snapshots"]
-    assert snapshot["id"] == "writer-state" and snapshot["source_agent_name"] == "writer"
-    assert "conversation.json" in snapshot["files"] and "workspace/notes.md" in snapshot["files"]
+    [snapshot] = report.context.metadata.agent_snapshots
+    assert snapshot.id == "writer-state" and snapshot.source_agent_name == "writer"
+    assert "conversation.json" in snapshot.files and "workspace/notes.md" in snapshot.files
     [loaded] = [u for u in report.context.metadata.loaded_file_artifact_universes if u.step_id == "restore"]
     assert "workspace/notes.md" in loaded.files
     with get_artifact_store() as store:
