@@ -139,7 +139,7 @@ def task_from_document(document: TaskDocument) -> Task:
         raise ConfigurationError(f"task '{document.id}' prompts {len(prompts)} times "
                                  f"({', '.join(s.id for s in prompts)}): a rollout has one opening prompt")
     prompt = prompts[0] if prompts else None
-    verifiers: list[dict[str, Any]] = []
+    verifiers: list[JsonObject] = []
     foreign: list[str] = []
     for step in document.steps:
         data = dump_step(step)
@@ -169,7 +169,8 @@ def _document_scoring(document: TaskDocument) -> ScoringConfig:
     return ScoringConfig.model_validate(placement).over(policy)
 
 
-def _as_rollout_verifier(data: dict[str, Any], prompt: StepModel | None) -> dict[str, Any]:
+def _as_rollout_verifier(data: JsonObject, prompt: StepModel | None) -> JsonObject:
+    """A verifier step's JSON as a rollout's verifier: the document's prompt and agent become the rollout's."""
     data.pop("depends_on", None)
     if prompt is not None and data.get("prompt_id") == getattr(prompt, "prompt_id", None):
         data["prompt_id"] = "prompt"
