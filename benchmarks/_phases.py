@@ -35,12 +35,17 @@ TARGETS: list[tuple[str, str, str]] = [
     ("prefect_agentenv.cli", "_run_flow", "run command: flow call"),  # older trees
     ("prefect_agentenv.cli_run", "_run", "run command: flow call"),
     ("prefect_agentenv.flows.agent_task", "run_task_document", "flow body"),
-    ("prefect_agentenv.flows.agent_task", "_execute_as_prefect_task", "step: prefect task"),
-    ("prefect_agentenv.flows.agent_task", "_run_step", "step: body"),
+    ("prefect_agentenv.flows.agent_task", "_execute_as_prefect_task", "step: prefect task"),  # older trees
+    ("prefect_agentenv.flows.agent_task", "_run_step", "step: body"),  # older trees
+    ("prefect_agentenv.flows.step_tasks", "execute_as_prefect_task", "step: prefect task"),
+    ("prefect_agentenv.flows.step_tasks", "run_step", "step: body"),
     ("prefect.concurrency._asyncio", "aacquire_concurrency_slots_with_lease", "Prefect: tag concurrency lease"),
-    ("prefect_agentenv.runtime.resolve", "resolve_env", "resolve env (block lookup)"),
-    ("prefect_agentenv.runtime.resolve", "resolve_agent", "resolve agent (block lookup)"),
-    ("prefect_agentenv.runtime.models", "resolve_model_endpoint", "model endpoint (block lookup)"),
+    ("prefect_agentenv.runtime.resolve", "resolve_env", "resolve env (block lookup)"),  # older trees
+    ("prefect_agentenv.runtime.resolve", "resolve_agent", "resolve agent (block lookup)"),  # older trees
+    ("prefect_agentenv.runtime.models", "resolve_model_endpoint", "model endpoint (block lookup)"),  # older trees
+    ("prefect_agentenv.resolution.servers", "resolve_env", "resolve env (block lookup)"),
+    ("prefect_agentenv.resolution.servers", "resolve_agent", "resolve agent (block lookup)"),
+    ("prefect_agentenv.resolution.models", "resolve_model_endpoint", "model endpoint (block lookup)"),
     ("prefect_agentenv.steps.agent_support", "_start_mock_model", "mock model start"),
     ("prefect_agentenv.runtime.process", "_spawn", "launch (fork/exec)"),
     ("prefect_agentenv.runtime.launch", "wait_until_ready", "ready (polling)"),

@@ -167,20 +167,84 @@ class Measure:
     pair: str = "reference"
 
 
-class PrefectServer:
-    """A real ``prefect server start`` on a free loopback port, in its own process group."""
+class Postgres:
+    """A throw-away PostgreSQL cluster on a free loopback port, for a Prefect server's database.
+
+    ``initdb`` and ``postgres`` from ``PATH``; PostgreSQL refuses to run as root, so under root
+    the cluster runs as the ``postgres`` user (``setpriv``, which execs in place: the handle is the
+    postmaster itself). Settings are the defaults.
+    """
 
     def __init__(self, home: Path) -> None:
         self.port = free_port()
+        self.data = home / "pgdata"
+        self.url = f"postgresql+asyncpg://prefect@127.0.0.1:{self.port}/postgres"
+        home.mkdir(parents=True, exist_ok=True)
+        self.log = (home / "postgres.log").open("wb")
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.as_user = (["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups"]
+                        if os.geteuid() == 0 else [])
+
+    def start(self) -> None:
+        for binary in ("initdb", "postgres"):
+            if not shutil.which(binary):
+                raise SystemExit(f"--databases postgres needs `{binary}` on PATH")
+        self.data.mkdir()
+        if self.as_user:
+            for d in (self.data.parent.parent, self.data.parent, self.data):
+                os.chmod(d, 0o755)
+            shutil.chown(self.data, "postgres", "postgres")
+        subprocess.run([*self.as_user, "initdb", "-D", str(self.data), "-U", "prefect", "--auth=trust", "-E", "UTF8"],
+                       check=True, stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen([*self.as_user, "postgres", "-D", str(self.data), "-p", str(self.port),
+                                      "-h", "127.0.0.1", "-k", str(self.data)], stdout=self.log,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 60:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return
+            if self.proc.poll() is not None:
+                raise SystemExit(f"postgres exited with {self.proc.returncode}")
+            time.sleep(0.2)
+        raise SystemExit("postgres did not listen in 60 s")
+
+    def cpu_s(self) -> float:
+        return group_cpu_s(self.proc.pid) if self.proc else 0.0
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGINT)  # "fast" shutdown
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+
+class PrefectServer:
+    """A real ``prefect server start`` on a free loopback port, in its own process group.
+
+    Its database is SQLite in its home (Prefect's default), or a PostgreSQL cluster of its own.
+    """
+
+    def __init__(self, home: Path, database: str = "sqlite") -> None:
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/api"
+        self.database = database
         self.env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
                     "PREFECT_UI_ENABLED": "false", "PREFECT_API_URL": ""}
         home.mkdir(parents=True, exist_ok=True)
+        self.postgres = Postgres(home) if database == "postgres" else None
+        if self.postgres:
+            self.env["PREFECT_SERVER_DATABASE_CONNECTION_URL"] = self.postgres.url
         self.log = (home / "server.log").open("wb")
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> float:
         t0 = time.monotonic()
+        if self.postgres:
+            self.postgres.start()
         self.proc = subprocess.Popen([str(Path(PY).parent / "prefect"), "server", "start", "--host", "127.0.0.1",
                                       "--port", str(self.port), "--no-ui"], env=self.env, stdout=self.log,
                                      stderr=subprocess.STDOUT, start_new_session=True)
@@ -198,7 +262,8 @@ class PrefectServer:
         raise SystemExit("prefect server did not become healthy in 120 s")
 
     def cpu_s(self) -> float:
-        return group_cpu_s(self.proc.pid) if self.proc else 0.0
+        """The server's CPU, its database's included."""
+        return (group_cpu_s(self.proc.pid) if self.proc else 0.0) + (self.postgres.cpu_s() if self.postgres else 0.0)
 
     def settle(self, max_s: float = 30.0) -> float:
         """Wait until the server used ≤ 10 % of a core over two 0.25 s windows in a row."""
@@ -218,6 +283,8 @@ class PrefectServer:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
+        if self.postgres:
+            self.postgres.stop()
 
 
 LAST_PEAK_RSS_MB = [0.0]
@@ -281,7 +348,7 @@ class Bench:
         self.args, self.server, self.pair = args, server, pair
         self.label = label or pair.name
         """How this bench's measurements are named: the pair, and ``(before)`` for the ``--before`` tree."""
-        self.tmp = tmp / self.label.replace(" ", "-").replace("(", "").replace(")", "")
+        self.tmp = tmp / "".join(c for c in self.label.replace(" ", "-") if c not in "()[]")
         self.tmp.mkdir(parents=True, exist_ok=True)
         self.env = {**os.environ, **({"PYTHONPATH": str(code.resolve())} if code else {}),
                     "PREFECT_API_URL": server.url, "PREFECT_HOME": str(tmp / "client-prefect"),
@@ -545,24 +612,31 @@ def main() -> None:
     parser.add_argument("--scale-sizes", default="8,64", help="task runs per bench in the scale mode")
     parser.add_argument("--scale-concurrency", type=int, default=16, help="concurrency of the scale mode")
     parser.add_argument("--pairs", default="reference", help="reference, sdk or reference,sdk (default reference)")
+    parser.add_argument("--databases", default="sqlite",
+                        help="the Prefect server's database: sqlite, postgres or sqlite,postgres (one server each, "
+                        "interleaved in the same rounds; postgres needs initdb and postgres on PATH)")
     parser.add_argument("--json", type=Path, help="write every measurement here")
     parser.add_argument("--label", default="", help="a note stored with the results (e.g. before/after)")
     args = parser.parse_args()
     modes = set(args.modes.split(","))
     tmp = Path(tempfile.mkdtemp(prefix="task-overhead-"))
-    server = PrefectServer(tmp / "server-prefect")
+    databases = args.databases.split(",")
+    servers = {db: PrefectServer(tmp / f"server-prefect-{db}", db) for db in databases}
     load_before = os.getloadavg()
     try:
-        print(f"starting prefect server on {server.url} ...", flush=True)
-        print(f"  healthy after {server.start():.1f} s", flush=True)
+        for db, server in servers.items():
+            print(f"starting prefect server ({db}) on {server.url} ...", flush=True)
+            print(f"  healthy after {server.start():.1f} s", flush=True)
         pairs = [reference_pair() if name == "reference" else sdk_pair(tmp) for name in args.pairs.split(",")]
         if any(p.name == "sdk" for p in pairs) and not PEERS_PY.exists():
             raise SystemExit("the sdk pair needs the peers' venv: run `make peers`")
         benches: list[Bench] = []
-        for p in pairs:  # with --before, each pair twice: the two trees' rounds interleave
-            benches.append(Bench(args, tmp, server, p, code=args.code))
-            if args.before:
-                benches.append(Bench(args, tmp, server, p, code=args.before, label=f"{p.name} (before)"))
+        for db, server in servers.items():  # with several databases, each pair once per server
+            tag = f" [{db}]" if len(servers) > 1 else ""
+            for p in pairs:  # with --before, each pair twice: the two trees' rounds interleave
+                benches.append(Bench(args, tmp, server, p, code=args.code, label=f"{p.name}{tag}"))
+                if args.before:
+                    benches.append(Bench(args, tmp, server, p, code=args.before, label=f"{p.name} (before){tag}"))
         for b in benches:
             b.prepare()
         measures: list[Measure] = []
@@ -628,7 +702,8 @@ def main() -> None:
             }, indent=1) + "\n")
             print(f"\nwritten: {args.json}")
     finally:
-        server.stop()
+        for server in servers.values():
+            server.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
 

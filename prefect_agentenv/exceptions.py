@@ -39,7 +39,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from prefect_agentenv.documents.problems import Problem
+    # Names for annotations only: context.py imports this module, and problems.py is plain data.
+    from prefect_agentenv.context import RunContext
+    from prefect_agentenv.problems import Problem
 
 
 class AgentEnvError(Exception):
@@ -92,7 +94,7 @@ class StepError(AgentEnvError):
     """
 
     def __init__(self, message: str, *, step_id: str | None = None, step_type: str | None = None,
-                 context: Any = None) -> None:
+                 context: RunContext | None = None) -> None:
         super().__init__(message)
         self.step_id = step_id
         self.step_type = step_type

@@ -134,7 +134,7 @@ class AgentSession:
         try:
             self.ctx = await prompt_agent.run(step, self.ctx)
         except prompt_agent.StepError as exc:
-            if isinstance(exc.context, RunContext):
+            if exc.context is not None:
                 self.ctx = exc.context
             else:
                 raise

@@ -1,15 +1,17 @@
 """Imports between the package's parts point down the layers.
 
-The picture: cli/commands → flows → documents + steps → resolution of ids → blocks → the
-reference servers → protocols / runtime / artifacts / grading → context → settings and
-exceptions. A module may import its own part, a part of its own layer, or any lower layer. The
-imports that point up today are listed in ``KNOWN_UPWARD`` so that no new one can land; each
-entry goes when its import is turned around.
+The picture, top to bottom: cli/commands → api/deployments → flows → documents + steps →
+resolution of ids → blocks → the reference servers (agents, envs, viewer) → grading / runtime /
+transcript → protocols / artifacts → exceptions, context and the other bottom modules. A module
+may import its own part, a part of its own layer, or any lower layer; an import that points up
+fails the test, whether at top level, inside a function or under ``TYPE_CHECKING``. The README's
+development section draws the same list.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -20,31 +22,21 @@ PACKAGE = Path(prefect_agentenv.__file__).parent
 
 # Lowest first. Keys are module-name prefixes below ``prefect_agentenv``; the longest match wins.
 LAYERS: list[tuple[str, ...]] = [
-    ("exceptions", "settings", "redaction", "reference", "jsontypes"),
-    ("context",),
+    # The run's context model and the exception tree know each other (a failed step's error
+    # carries what it produced); context.py imports only pydantic and exceptions.
+    ("exceptions", "context", "problems", "settings", "redaction", "reference", "jsontypes"),
     ("protocols", "artifacts"),
     ("grading", "runtime", "transcript"),
     # The reference envs and agents are servers built on the wire clients and the judges.
     ("agents", "envs", "viewer"),
     ("blocks",),
-    # Resolution of env, agent and model ids to blocks or reference servers; these two modules
-    # still live under runtime/ until they get their own package.
-    ("runtime.resolve", "runtime.models"),
+    # Resolution of env, agent and model ids to blocks or reference servers.
+    ("resolution",),
     ("documents", "steps"),
     ("flows", "session", "tasks"),
     ("api", "deployments"),
     ("cli", "cli_run", "cli_progress", "commands", "demo", "__init__"),
 ]
-
-# (importing module, imported module): upward imports that exist today. Do not add to this list.
-KNOWN_UPWARD: set[tuple[str, str]] = {
-    # ValidationError's problems are documents.problems.Problem; the exception tree should own
-    # its problem type (or take a protocol) so that it needs nothing from documents/.
-    ("exceptions", "documents.problems"),
-    # The sandbox root variable is defined by the reference agents' state helpers, which also
-    # map sandbox paths with their own rules; one mapping belongs in runtime/sandbox.
-    ("runtime.sandbox", "agents.state"),
-}
 
 RANK = {prefix: rank for rank, layer in enumerate(LAYERS) for prefix in layer}
 
@@ -122,22 +114,29 @@ def test_every_module_of_the_package_has_a_layer() -> None:
 
 
 def test_no_import_points_up_a_layer() -> None:
-    new = upward_imports() - KNOWN_UPWARD
-    assert not new, "imports pointing up the layers:\n" + "\n".join(
-        f"  {src} imports {dst} ({part(src)} is below {part(dst)})" for src, dst in sorted(new))
+    upward = upward_imports()
+    assert not upward, "imports pointing up the layers:\n" + "\n".join(
+        f"  {src} imports {dst} ({part(src)} is below {part(dst)})" for src, dst in sorted(upward))
 
 
-def test_every_known_upward_import_still_exists() -> None:
-    """An entry whose import was turned around is removed, so the list only shrinks."""
-    gone = KNOWN_UPWARD - upward_imports()
-    assert not gone, f"remove from KNOWN_UPWARD: {sorted(gone)}"
+def test_the_readme_draws_the_layers_as_they_are() -> None:
+    """The development section of the README lists the layers top to bottom, names first."""
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    block = readme.split("The package is in layers", 1)[1].split("```", 2)[1]
+    drawn = [tuple(re.split(r",\s*", re.split(r"\s{2,}", line.strip())[0]))
+             for line in block.strip().splitlines()]
+    expected = [tuple(p for p in layer if p != "__init__") for layer in reversed(LAYERS)]
+    assert drawn == expected
 
 
 @pytest.mark.parametrize(("source", "target", "upward"), [
-    ("steps.deploy_env", "runtime.resolve", False),
-    ("runtime.resolve", "blocks.agent", False),
+    ("steps.deploy_env", "resolution.servers", False),
+    ("resolution.servers", "blocks.agent", False),
+    ("resolution.models", "blocks.model_endpoint", False),
     ("blocks.agent", "runtime.launch", False),
-    ("runtime.launch", "runtime.resolve", True),
+    ("runtime.launch", "resolution.servers", True),
+    ("blocks.model_endpoint", "resolution.models", True),
+    ("exceptions", "context", False),
     ("grading.judge", "flows.report", True),
 ])
 def test_the_layer_order_reads_as_the_picture(source: str, target: str, upward: bool) -> None:

@@ -29,7 +29,8 @@ trajectory}`` on success, ``{error_type, error_code, error_message, trajectory}`
 
 The agent's working folder is its cwd (the sandbox). Absolute sandbox paths such as
 ``/app/artifact`` map under the sandbox root (``--sandbox-root``, else
-``$AGENTENV_SANDBOX_ROOT``, else the cwd): see :func:`sandbox_path`.
+``$AGENTENV_SANDBOX_ROOT``, else the cwd) and relative ones are relative to it, the same mapping
+the run uses on the host: see :func:`sandbox_path`.
 
 Started as ``python -m prefect_agentenv.agents.<name> --host 127.0.0.1 --port N``.
 """
@@ -46,7 +47,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import ClassVar, TypeVar
 
 import uvicorn
 from a2a.helpers import new_data_part, new_task_from_user_message, new_text_part
@@ -62,16 +63,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from prefect_agentenv.jsontypes import JsonArray, JsonObject
 from prefect_agentenv.agents.steering import STEERING_EXTENSION, SteeringRequestHandler
 from prefect_agentenv.agents.state import (
-    SANDBOX_ROOT_VARIABLE,
     AgentState,
     McpServerConfig,
     SkillConfig,
     Trajectory,
     TrajectoryRequest,
-    sandbox_path,
-    sandbox_root,
 )
 from prefect_agentenv.protocols.agentenv_ext import (
     AGENT_CONFIG_EXTENSION,
@@ -79,6 +78,7 @@ from prefect_agentenv.protocols.agentenv_ext import (
     SKILL_CONFIG_EXTENSION,
     TRAJECTORY_EXTENSION,
 )
+from prefect_agentenv.runtime.sandbox import SANDBOX_ROOT_VARIABLE, sandbox_path, sandbox_root
 
 __all__ = [
     "AgentBackend", "AgentFailure", "AgentState", "Turn", "TurnResult", "build_app", "build_card", "main",
@@ -136,7 +136,7 @@ class TurnResult:
 
     text: str
     tool_call_count: int = 0
-    data: dict[str, Any] = field(default_factory=dict)
+    data: JsonObject = field(default_factory=dict)
 
 
 class AgentFailure(Exception):
@@ -210,7 +210,7 @@ class _Executor(AgentExecutor):
         else:
             trajectory.record("message", role="agent", text=result.text)
             trajectory.save()
-            data = {**result.data, "usage": {"tool_call_count": result.tool_call_count},
+            data: JsonObject = {**result.data, "usage": {"tool_call_count": result.tool_call_count},
                     "trajectory": str(trajectory.path)}
             await updater.complete(updater.new_agent_message(_reply_parts(result.text, data)))
 
@@ -231,7 +231,7 @@ class _Executor(AgentExecutor):
         trajectory.record("error", error_type=failure.error_type, error_code=failure.error_code,
                           message=failure.message)
         trajectory.save()
-        data = {"error_type": failure.error_type, "error_code": failure.error_code or failure.error_type,
+        data: JsonObject = {"error_type": failure.error_type, "error_code": failure.error_code or failure.error_type,
                 "error_message": failure.message, "usage": {"tool_call_count": failure.tool_call_count},
                 "trajectory": str(trajectory.path)}
         await updater.failed(updater.new_agent_message(_reply_parts(failure.message, data)))
@@ -242,12 +242,12 @@ class _Executor(AgentExecutor):
             await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
 
 
-def _reply_parts(text: str, data: dict[str, Any]) -> list[Part]:
+def _reply_parts(text: str, data: JsonObject) -> list[Part]:
     """The reply text, then the trailing data part AgentEnv runners read."""
     return [new_text_part(text), new_data_part(data)]
 
 
-def _extension(uri: str, description: str, params: dict[str, Any]) -> AgentExtension:
+def _extension(uri: str, description: str, params: JsonObject) -> AgentExtension:
     struct = struct_pb2.Struct()
     struct.update(params)
     return AgentExtension(uri=uri, description=description, params=struct)
@@ -256,7 +256,7 @@ def _extension(uri: str, description: str, params: dict[str, Any]) -> AgentExten
 def build_card(backend: AgentBackend, public_url: str) -> AgentCard:
     """The agent's card: A2A 1.0 and 0.3 on one JSON-RPC endpoint, and the four extensions."""
     rpc_url = public_url.rstrip("/") + RPC_ROUTE
-    fields = list(backend.config_fields)
+    fields: JsonArray = list(backend.config_fields)
     extensions = [
         _extension(MCP_CONFIG_EXTENSION, "Register MCP servers the agent should use.", {
             "endpoint": MCP_CONFIG_ROUTE,
@@ -354,7 +354,7 @@ class _Extensions:
                 Route(TRAJECTORY_ROUTE, self.trajectory, methods=both)]
 
 
-async def _json_body(request: Request) -> dict[str, Any] | Response:
+async def _json_body(request: Request) -> JsonObject | Response:
     try:
         body = json.loads(await request.body())
     except ValueError:

@@ -12,52 +12,26 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path, PurePosixPath
-from typing import Any
+from pathlib import Path
+from typing import Any, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-SANDBOX_ROOT_VARIABLE = "AGENTENV_SANDBOX_ROOT"
-
-
-def sandbox_root() -> Path:
-    """The folder absolute sandbox paths map under: ``$AGENTENV_SANDBOX_ROOT``, else the cwd.
-
-    Read from the process environment because it is the launch contract between a launcher
-    and an agent process, not a setting of the package.
-    """
-    value = os.environ.get(SANDBOX_ROOT_VARIABLE)
-    return Path(value) if value else Path.cwd()
-
-
-def sandbox_path(path: str | os.PathLike[str], *, root: Path | None = None, cwd: Path | None = None) -> Path:
-    """Where a path the agent was told about lives on this machine.
-
-    A container would mount ``/app/artifact`` for real; a local process gets it under its
-    sandbox root instead (``/app/artifact/q3.png`` → ``<root>/app/artifact/q3.png``). A path
-    already inside the root is kept; a relative path is relative to the working folder.
-
-    Raises:
-        ValueError: the path would leave the sandbox (``..``).
-    """
-    root = (root or sandbox_root()).resolve()
-    base = (cwd or Path.cwd()).resolve()
-    raw = Path(path)
-    if raw.is_absolute():
-        if raw.resolve().is_relative_to(root):
-            return raw.resolve()
-        mapped = (root / PurePosixPath(raw.as_posix()).relative_to("/")).resolve()
-        inside = mapped.is_relative_to(root)
-    else:
-        mapped = (base / raw).resolve()
-        inside = mapped.is_relative_to(base) or mapped.is_relative_to(root)
-    if not inside:
-        raise ValueError(f"path {str(path)!r} leaves the sandbox")
-    return mapped
+from prefect_agentenv.jsontypes import JsonObject
+from prefect_agentenv.runtime.sandbox import sandbox_path, sandbox_root
 
 
 class _Request(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class PublicMcpServer(TypedDict):
+    """An MCP server as ``GET /ext/mcp-config`` lists it."""
+
+    name: str | None
+    url: str
+    headers: list[str]
+    """Header names only."""
 
 
 class McpServerConfig(_Request):
@@ -67,7 +41,7 @@ class McpServerConfig(_Request):
     name: str | None = None
     headers: dict[str, str] | None = None
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> PublicMcpServer:
         """What ``GET /ext/mcp-config`` shows: header names only, since values may be secrets."""
         return {"name": self.name, "url": self.url, "headers": sorted(self.headers or {})}
 
@@ -133,14 +107,22 @@ class AgentState:
         self.root = (root or sandbox_root()).resolve()
         self.config_fields = tuple(config_fields)
         self.mcp_servers: dict[str, McpServerConfig] = {}
-        self.config: dict[str, Any] = {}
+        self.config: JsonObject = {}
         self.skills: dict[str, SkillConfig] = {}
         self.trajectories: dict[str, Trajectory] = {}
         self._turns: Counter[str] = Counter()
 
     def path(self, path: str | os.PathLike[str]) -> Path:
-        """:func:`sandbox_path` for this agent's sandbox."""
-        return sandbox_path(path, root=self.root, cwd=self.workdir)
+        """Where a path the agent was told about lives on this machine.
+
+        The host's mapping (:func:`~prefect_agentenv.runtime.sandbox.sandbox_path`), so an agent
+        and the run agree on every path: absolute ones map under the sandbox root, relative ones
+        are relative to it (the agent's cwd when a launcher starts it).
+
+        Raises:
+            UnsafeSandboxPathError: (a ``ValueError``) the path leaves the sandbox or holds a NUL byte.
+        """
+        return sandbox_path(path, root=self.root)
 
     def add_mcp_server(self, server: McpServerConfig) -> McpServerConfig:
         """Register (or replace, by name) an MCP server; unnamed ones get ``mcp-N``."""

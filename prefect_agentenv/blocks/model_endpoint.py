@@ -15,7 +15,7 @@ MODEL_ENDPOINT_BLOCK_SLUG = "agentenv-model-endpoint"
 class ModelEndpoint(Block):
     """An OpenAI-compatible endpoint and the model each role uses on it.
 
-    Configuration only: :func:`prefect_agentenv.runtime.models.resolve_model_endpoint` reads it
+    Configuration only: :func:`prefect_agentenv.resolution.models.resolve_model_endpoint` reads it
     (the block named ``default`` unless told otherwise) and the protocol client talks to the
     endpoint. A role without an entry in ``roles`` uses ``default_model``.
 

@@ -23,7 +23,7 @@ from prefect_agentenv.commands._registry import (
 )
 from prefect_agentenv.commands.check import run_check
 from prefect_agentenv.jsontypes import JsonObject
-from prefect_agentenv.runtime.resolve import ResolvedAgent, resolve_agent
+from prefect_agentenv.resolution.servers import ResolvedAgent, resolve_agent
 
 agent_app = typer.Typer(
     help="Register, list, show and check agents (A2AAgent blocks and the reference agents).",

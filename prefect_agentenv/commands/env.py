@@ -22,7 +22,7 @@ from prefect_agentenv.commands._registry import (
 from prefect_agentenv.commands.check import run_check
 from prefect_agentenv.envs.catalog import REFERENCE_ENVS
 from prefect_agentenv.jsontypes import JsonObject
-from prefect_agentenv.runtime.resolve import ResolvedEnv, resolve_env
+from prefect_agentenv.resolution.servers import ResolvedEnv, resolve_env
 
 env_app = typer.Typer(
     help="Register, list, show and check environments (AgentEnvironment blocks and the reference envs).",

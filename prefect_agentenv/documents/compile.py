@@ -23,7 +23,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.artifacts.datasets import Dataset, read_dataset
 from prefect_agentenv.documents.benchmark import (
-    ASSERT_KINDS,
     Benchmark,
     BenchmarkDefaults,
     BenchmarkHeader,
@@ -33,6 +32,7 @@ from prefect_agentenv.documents.benchmark import (
     TagFilter,
     VerialTask,
 )
+from prefect_agentenv.documents.criteria import ASSERT_KINDS
 from prefect_agentenv.documents.linked import DatasetReader, Linked
 from prefect_agentenv.documents.loading import ParseError, fill_placeholders, read_document
 from prefect_agentenv.documents.models import TaskDocument

@@ -20,6 +20,8 @@ import yaml
 from prefect_agentenv.documents.problems import Problem
 
 _PLACEHOLDER = re.compile(r"<([A-Za-z_][A-Za-z0-9_.-]*)>")
+NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_-]*$"
+"""Entity ids and seed columns: what a ``<placeholder>`` can name (a dot separates entity fields)."""
 _ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from prefect_agentenv.documents.benchmark import NAME_PATTERN, CsvSeeds, SeedRows
-from prefect_agentenv.documents.loading import _PLACEHOLDER
+from prefect_agentenv.documents.benchmark import CsvSeeds, SeedRows
+from prefect_agentenv.documents.loading import _PLACEHOLDER, NAME_PATTERN
 from prefect_agentenv.documents.problems import Problem
 
 SeedRow = dict[str, str]

@@ -31,18 +31,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from prefect_agentenv.documents.benchmark import (
-    BenchmarkDefaults,
-    Entity,
+from prefect_agentenv.documents.benchmark import BenchmarkDefaults, Entity, VerialTask, slugify
+from prefect_agentenv.documents.criteria import (
     FaxContentCheck,
     ResponseContainsCheck,
     RubricCheck,
     StateCheck,
     StateMatchCheck,
     TaskCriterion,
-    VerialTask,
     VoiceTranscriptCheck,
-    slugify,
 )
 from prefect_agentenv.documents.entities import bind_entities, entity_field, find_entity
 from prefect_agentenv.documents.linked import Bound, Linked, link

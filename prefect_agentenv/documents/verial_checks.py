@@ -6,15 +6,14 @@ import difflib
 import json
 from collections.abc import Callable, Sequence
 
-from prefect_agentenv.documents.benchmark import (
+from prefect_agentenv.documents.benchmark import TaskItem, VerialTask
+from prefect_agentenv.documents.criteria import (
     FaxContentCheck,
     ResponseContainsCheck,
     RubricCheck,
     StateCheck,
     StateMatchCheck,
     TaskCriterion,
-    TaskItem,
-    VerialTask,
     VoiceTranscriptCheck,
 )
 from prefect_agentenv.documents.entities import entity_field, find_entity, unknown_entity

@@ -6,7 +6,9 @@ wraps it in one Starlette app served by uvicorn:
 * ``GET /.well-known/agent-env.json`` — the card (tools, data-plane operations, extensions);
 * ``POST /agentenv`` — JSON-RPC 2.0: ``data/reset``, ``data/add``, ``data/get`` and the
   extension methods ``clock/get``, ``clock/set {time, frozen?}``, ``clock/advance {seconds}``,
-  ``triggers/register {triggers: [{at, action, data}]}``, ``triggers/list``;
+  ``triggers/register {triggers: [{at, action, data}]}``, ``triggers/list``. Each method names
+  its params model; dispatch validates the params once and hands the handler the model (bad
+  params answer -32602 with pydantic's errors);
 * ``/mcp`` — the tools over MCP streamable HTTP (mcp 2.x ``MCPServer``, which also answers
   1.x clients through the ``initialize`` handshake).
 
@@ -33,8 +35,9 @@ import sys
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import uvicorn
 from mcp.server.mcpserver import MCPServer
@@ -43,6 +46,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.protocols import jsonrpc
 from prefect_agentenv.protocols.env import (
     CLOCK_EXTENSION,
@@ -70,7 +74,7 @@ MCP_ROUTE = "/mcp"
 GRACEFUL_SHUTDOWN_SECONDS = 2
 """An MCP client may hold a GET event stream open; without a bound, SIGTERM would wait for it."""
 
-TriggerAction = Callable[[dict[str, Any], datetime], None]
+TriggerAction = Callable[[JsonObject, datetime], None]
 """Performs a trigger: receives its ``data`` and its ``at`` (the instant it is due)."""
 
 
@@ -178,7 +182,7 @@ class EnvBackend(ABC):
         """Drop every record."""
 
     @abstractmethod
-    def load(self, documents: Sequence[dict[str, Any]]) -> None:
+    def load(self, documents: Sequence[JsonObject]) -> None:
         """Add seed documents; validate them all before changing anything.
 
         Raises:
@@ -187,7 +191,7 @@ class EnvBackend(ABC):
         """
 
     @abstractmethod
-    def export(self) -> dict[str, Any]:
+    def export(self) -> JsonObject:
         """Every resource as ``{resource: [records]}``."""
 
     @abstractmethod
@@ -224,6 +228,21 @@ class _RegisterParams(_Params):
     triggers: list[Trigger] = Field(min_length=1)
 
 
+P = TypeVar("P", bound=_Params)
+
+
+@dataclass(frozen=True)
+class _Method(Generic[P]):
+    """A JSON-RPC method: its params model and the handler that receives them validated."""
+
+    params: type[P]
+    handler: Callable[[P], JsonObject]
+
+    def __call__(self, raw: JsonObject) -> JsonObject:
+        """Validate ``raw`` once (a ``ValidationError`` answers invalid params), then handle it."""
+        return self.handler(self.params.model_validate(raw))
+
+
 class EnvRuntime:
     """Binds a backend to its clock and triggers and answers the JSON-RPC methods."""
 
@@ -233,15 +252,17 @@ class EnvRuntime:
         self.mcp = mcp
         self.data_plane = data_plane
         self.triggers = TriggerBook(backend.trigger_actions())
-        self.methods: dict[str, Callable[[dict[str, Any]], Any]] = {
-            "clock/get": self._clock_get,
-            "clock/set": self._clock_set,
-            "clock/advance": self._clock_advance,
-            "triggers/register": self._triggers_register,
-            "triggers/list": self._triggers_list,
+        self.methods: dict[str, _Method[Any]] = {
+            "clock/get": _Method(_NoParams, self._clock_get),
+            "clock/set": _Method(_ClockSetParams, self._clock_set),
+            "clock/advance": _Method(_ClockAdvanceParams, self._clock_advance),
+            "triggers/register": _Method(_RegisterParams, self._triggers_register),
+            "triggers/list": _Method(_NoParams, self._triggers_list),
         }
         if data_plane:
-            self.methods |= {"data/reset": self._data_reset, "data/add": self._data_add, "data/get": self._data_get}
+            self.methods |= {"data/reset": _Method(_NoParams, self._data_reset),
+                             "data/add": _Method(_AddParams, self._data_add),
+                             "data/get": _Method(_NoParams, self._data_get)}
 
     def tick(self) -> list[Trigger]:
         """Fire the triggers the clock has reached."""
@@ -267,17 +288,17 @@ class EnvRuntime:
             ),
         )
 
-    def dispatch(self, body: Any) -> dict[str, Any] | None:
+    def dispatch(self, body: JsonObject) -> JsonObject | None:
         """Answer one JSON-RPC message; ``None`` for a notification (no ``id`` member)."""
-        request_id = body.get("id") if isinstance(body, dict) else None
         try:
             request = jsonrpc.Request.model_validate(body)
         except ValidationError:
-            return jsonrpc.failure(request_id, jsonrpc.INVALID_REQUEST, "Invalid Request")
+            # Echo whatever ``id`` was sent, even one JSON-RPC does not allow.
+            return {**jsonrpc.failure(None, jsonrpc.INVALID_REQUEST, "Invalid Request"), "id": body.get("id")}
         reply = self._answer(request)
         return reply if "id" in body else None
 
-    def _answer(self, request: jsonrpc.Request) -> dict[str, Any]:
+    def _answer(self, request: jsonrpc.Request) -> JsonObject:
         handler = self.methods.get(request.method)
         if handler is None:
             return jsonrpc.failure(request.id, jsonrpc.METHOD_NOT_FOUND, f"Method not found: {request.method}",
@@ -300,50 +321,43 @@ class EnvRuntime:
 
     # data plane
 
-    def _data_reset(self, params: dict[str, Any]) -> dict[str, Any]:
+    def _data_reset(self, params: _NoParams) -> JsonObject:
         """A reset also clears triggers and returns the clock to real time: a fresh instance."""
-        _NoParams.model_validate(params)
         self.backend.reset()
         self.triggers.clear()
         self.clock.reset()
         return {}
 
-    def _data_add(self, params: dict[str, Any]) -> dict[str, Any]:
-        parsed = _AddParams.model_validate(params)
-        self.backend.load(parts_to_documents(parsed.parts))
+    def _data_add(self, params: _AddParams) -> JsonObject:
+        self.backend.load(parts_to_documents(params.parts))
         return {}
 
-    def _data_get(self, params: dict[str, Any]) -> dict[str, Any]:
-        _NoParams.model_validate(params)
+    def _data_get(self, params: _NoParams) -> JsonObject:
         return {"parts": [{"kind": "data", "data": self.backend.export()}]}
 
     # clock and triggers
 
-    def _clock_state(self, fired: list[Trigger]) -> dict[str, Any]:
+    def _clock_state(self, fired: list[Trigger]) -> JsonObject:
         return ClockState(time=self.clock.now(), frozen=self.clock.frozen, fired=fired).to_wire()
 
-    def _clock_get(self, params: dict[str, Any]) -> dict[str, Any]:
-        _NoParams.model_validate(params)
+    def _clock_get(self, params: _NoParams) -> JsonObject:
         return self._clock_state([])
 
-    def _clock_set(self, params: dict[str, Any]) -> dict[str, Any]:
-        parsed = _ClockSetParams.model_validate(params)
-        self.clock.set(parsed.time, frozen=parsed.frozen)
+    def _clock_set(self, params: _ClockSetParams) -> JsonObject:
+        self.clock.set(params.time, frozen=params.frozen)
         return self._clock_state(self.tick())
 
-    def _clock_advance(self, params: dict[str, Any]) -> dict[str, Any]:
-        parsed = _ClockAdvanceParams.model_validate(params)
-        self.clock.advance(parsed.seconds)
+    def _clock_advance(self, params: _ClockAdvanceParams) -> JsonObject:
+        self.clock.advance(params.seconds)
         return self._clock_state(self.tick())
 
-    def _triggers_register(self, params: dict[str, Any]) -> dict[str, Any]:
-        stored = self.triggers.register(_RegisterParams.model_validate(params).triggers)
+    def _triggers_register(self, params: _RegisterParams) -> JsonObject:
+        stored = self.triggers.register(params.triggers)
         self.tick()
         by_id = {t.id: t for t in self.triggers.registered()}
         return {"triggers": [by_id[t.id].to_wire() for t in stored]}
 
-    def _triggers_list(self, params: dict[str, Any]) -> dict[str, Any]:
-        _NoParams.model_validate(params)
+    def _triggers_list(self, params: _NoParams) -> JsonObject:
         return {"triggers": [t.to_wire() for t in self.triggers.registered()]}
 
     # HTTP

@@ -3,31 +3,26 @@
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import logging
 import os
 import time
 import uuid
 from contextlib import nullcontext
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from prefect import flow, get_run_logger, task
-from prefect.cache_policies import NO_CACHE
-from prefect.context import FlowRunContext, TaskRunContext
-from prefect.client.schemas.objects import RunInput, TaskRun, TaskRunResult
+from prefect import flow, get_run_logger
+from prefect.context import FlowRunContext
 from prefect.states import Cancelled, Completed, Failed, State
-from prefect.task_engine import run_task_async
 
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.context import RunContext
-from prefect_agentenv.documents.graph import resolve_dependencies
-from prefect_agentenv.documents.loading import env_var_names, fill_placeholders, resolve_env_vars
+from prefect_agentenv.documents.loading import env_var_names, fill_placeholders
 from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.documents.scoring import ScoringConfig, split_for_isolation, with_scoring_env
-from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError, StepError, TaskDocumentError
+from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError, TaskDocumentError
 from prefect_agentenv.flows import api_health
 from prefect_agentenv.flows.cancellation import watch_cancellation
 from prefect_agentenv.flows.redaction import redacting_logs
@@ -36,157 +31,25 @@ from prefect_agentenv.flows.report import (
     TaskReport,
     build_report,
     publish_artifacts,
-    redact,
     write_report,
 )
 from prefect_agentenv.flows.scoring_placement import IsolatedScoring
 from prefect_agentenv.flows.run_tags import add_flow_run_tags
-from prefect_agentenv.flows.step_log import describe_step, send_package_logs_to_prefect
-from prefect_agentenv.flows.scheduler import DagScheduler, ScheduleResult, mark_retries_exhausted
+from prefect_agentenv.flows.step_log import send_package_logs_to_prefect
+from prefect_agentenv.flows.step_tasks import PrefectSteps, execute_as_prefect_task, run_step, steps_graph
+from prefect_agentenv.flows.scheduler import DagScheduler, Execute, ScheduleResult
 from prefect_agentenv.flows.task_parameter import TaskParameter, resolve_task_parameter
 from prefect_agentenv.redaction import MIN_SECRET_LENGTH, Redactor
-from prefect_agentenv.flows.task_tags import only_tags, step_task_tags
 from prefect_agentenv.runtime.overrides import RunOverrides
-from prefect_agentenv.runtime.run import RunResources, bind_run, current_run, unbind_run
+from prefect_agentenv.runtime.run import RunResources, bind_run, unbind_run
 from prefect_agentenv.runtime.stop import StopRequest, stop_on_signals
 from prefect_agentenv.runtime.sweep import write_owner
-from prefect_agentenv.runtime.teardown import TeardownRegistry
+from prefect_agentenv.runtime.teardown import TeardownRecord, TeardownRegistry
 from prefect_agentenv.settings import get_settings
-from prefect_agentenv.steps.base import StepModel
-from prefect_agentenv.steps.registry import get_step
 from prefect_agentenv.transcript import Transcript, build_transcript
 
 logger = logging.getLogger("prefect_agentenv.flow")
 
-
-
-async def _run_step(step: StepModel, inputs: list[RunContext]) -> RunContext:
-    """Body of every step's Prefect task: merge the inputs, resolve ${VAR}s, run the step."""
-    definition = get_step(step.type)
-    ctx = RunContext.merge(inputs)
-    run = current_run()
-    try:
-        resolved = type(step).model_validate(resolve_env_vars(step.model_dump(by_alias=True), used=run.redact))
-    except KeyError as exc:
-        raise ConfigurationError(
-            f"step '{step.id}': environment variable {exc.args[0]} is not set (write ${{{exc.args[0]}:-default}} "
-            "to give a default)"
-        ) from None
-    return await definition.run(resolved, ctx)
-
-
-async def _step_task_body(step: StepModel, inputs: list[RunContext]) -> RunContext | State:
-    """Expected failures (our own errors) end the task run as Failed with their message and
-    no traceback; anything else is a bug and propagates with its traceback, unless its message
-    holds a secret value (then it fails like an expected one, redacted)."""
-    current_run().services.started_in_task.add(step.id)
-    log = get_run_logger()
-    task_run = TaskRunContext.get()
-    graph = _steps_graph.get()
-    if task_run is not None and graph is not None:
-        graph.task_runs[step.id] = task_run.task_run
-    if task_run is not None and task_run.task_run.run_count > 1:  # a Prefect retry: start clean
-        await current_run().teardown.stop_owned_by({step.id})
-    try:
-        out = await _run_step(step, inputs)
-    except asyncio.CancelledError:
-        # Stopped on purpose (the run was stopped, or another step failed it): the task run ends
-        # Cancelled rather than Crashed; the caller re-raises the cancellation.
-        return Cancelled(message="stopped before it finished: the run was stopped or another step failed")
-    except Exception as exc:
-        # A state message is stored by the Prefect API: it never carries a secret in clear.
-        message = redact(str(exc), current_run().redact) or type(exc).__name__
-        log.error("%s (%s) failed: %s", step.id, step.type, message)
-        if isinstance(exc, AgentEnvError) or message != str(exc):
-            return Failed(message=message, data=exc)
-        raise
-    for line in describe_step(inputs, out):
-        log.info("%s", line)
-    return out
-
-
-_step_task = task(cache_policy=NO_CACHE, persist_result=False, log_prints=True)(_step_task_body)
-
-
-class _PrefectSteps:
-    """The step graph as Prefect draws it: each step's latest task run, and whose output it used.
-
-    Edges come from the dependencies the document declares, not from which objects reached a
-    task, so a step after a tolerated failure (or after a retried span) still shows its upstream.
-    """
-
-    def __init__(self, document: TaskDocument) -> None:
-        self.deps = resolve_dependencies([s.id for s in document.steps],
-                                         [s.dependency_ids() for s in document.steps])
-        self.task_runs: dict[str, TaskRun] = {}
-        """Each step's task run as its engine left it; a span retry runs the step again in it."""
-
-    def upstream(self, step_id: str) -> dict[str, set[RunInput]]:
-        return {"inputs": {TaskRunResult(id=self.task_runs[d].id) for d in self.deps.get(step_id, [])
-                           if d in self.task_runs}}
-
-
-_steps_graph: contextvars.ContextVar[_PrefectSteps | None] = contextvars.ContextVar("prefect_agentenv_steps_graph",
-                                                                                   default=None)
-"""The running task's step graph as Prefect draws it (None when its steps are not Prefect task runs)."""
-
-
-async def _execute_as_prefect_task(step: StepModel, inputs: list[RunContext]) -> RunContext:
-    run = current_run()
-    if run.services.without_prefect:
-        return await _run_step(step, inputs)
-    started = run.services.started_in_task
-    started.discard(step.id)
-    settings = get_settings()
-    chosen = await step_task_tags(step.type)
-    runnable = _step_task.with_options(name=step.id, task_run_name=step.id,
-                                       tags={step.type} if chosen is None else chosen)
-    retry = step.retry_config
-    own_retries = bool(retry and retry.max_retries > 0 and retry.retry_from_step_id == step.id)
-    if own_retries:
-        assert retry is not None
-        # Retrying only itself is what Prefect's task retries do: the UI shows one task run with its
-        # attempts (run_count) and the delay as AwaitingRetry.
-        delay = settings.retry_delay_seconds if retry.retry_delay_seconds is None else retry.retry_delay_seconds
-        runnable = runnable.with_options(retries=retry.max_retries, retry_delay_seconds=delay)
-    graph = _steps_graph.get()
-    # A step run again by a span retry continues its own task run: the UI shows one step with
-    # several attempts (run_count) instead of unrelated task runs.
-    try:
-        with only_tags(chosen):
-            state = await run_task_async(runnable, parameters={"step": step, "inputs": inputs}, return_type="state",
-                                         task_run=graph.task_runs.get(step.id) if graph else None,
-                                         dependencies=graph.upstream(step.id) if graph else None)
-    except Exception as exc:  # Prefect's own machinery failed (its API went away), not the step
-        if step.id in started:
-            raise
-        return await _without_prefect(run, step, inputs, f"{type(exc).__name__}: {exc}")
-    if not isinstance(state, State):  # return_type="state" always gives one
-        raise TypeError(f"Prefect returned {type(state).__name__} for step '{step.id}', not a state")
-    if not state.is_final() or (state.is_failed() and step.id not in started):
-        # The task run never reached the step (e.g. its concurrency slot could not be acquired).
-        return await _without_prefect(run, step, inputs, state.message or state.type.value)
-    if state.is_cancelled():
-        raise asyncio.CancelledError(state.message)
-    result = await state.aresult(raise_on_failure=False)
-    if not state.is_completed():
-        error = result if isinstance(result, BaseException) else StepError(
-            state.message or f"step ended in state {state.type.value}", step_id=step.id, step_type=step.type)
-        mark_retries_exhausted(error, own_retries)  # Prefect's task retries ran: the scheduler must not retry again
-        raise error
-    if not isinstance(result, RunContext):
-        raise TypeError(f"step '{step.id}' returned {type(result).__name__}, not a RunContext")
-    return result
-
-
-async def _without_prefect(run: RunResources, step: StepModel, inputs: list[RunContext], why: str) -> RunContext:
-    """Run the step without a Prefect task run: the run finishes its steps even when Prefect's API
-    is gone, and the report says so."""
-    if not run.services.without_prefect:
-        run.services.without_prefect = f"from step '{step.id}' on, steps ran without Prefect task runs ({why})"
-        logger.warning("Prefect could not run step %s as a task run (%s); running the rest without Prefect",
-                       step.id, why)
-    return await _run_step(step, inputs)
 
 
 async def run_task_document(
@@ -209,6 +72,46 @@ async def run_task_document(
         stop: lets a caller (the Prefect cancellation watcher) stop the run in order.
         handle_signals: SIGINT/SIGTERM stop the run in order (the process's top-level run).
     """
+    stop = stop or StopRequest()
+    state = _prepare(document, seeds=seeds, overrides=overrides, keep=keep, run_id=run_id)
+    token = bind_run(state.run)
+    graph_token = steps_graph.set(PrefectSteps(state.document) if execute_in_prefect else None)
+    _plan(state, execute_as_prefect_task if execute_in_prefect else run_step, stop)
+    # Secrets resolved by any step stay out of every log line; signals stop the run in order.
+    with stop_on_signals(stop) if handle_signals else nullcontext(), redacting_logs(state.run.redact):
+        try:
+            await _execute(state)
+        finally:
+            teardown = await asyncio.shield(state.run.teardown.stop_all(get_settings().teardown_timeout_seconds))
+            steps_graph.reset(graph_token)
+            unbind_run(token)
+            report = await _report(state, teardown, in_prefect=execute_in_prefect, publish=publish,
+                                   report_path=report_path)
+    return report
+
+
+@dataclass
+class _TaskRun:
+    """One task document's run as it goes through its phases; the report is built from it."""
+
+    document: TaskDocument
+    isolated: _Isolated | None
+    run: RunResources
+    error: str | None
+    """Why the run did not start or did not finish, for the report."""
+    warnings: list[str]
+    started_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat())
+    t0: float = field(default_factory=time.monotonic)
+    timed_out: bool = False
+    scheduler: DagScheduler | None = None
+    scoring: IsolatedScoring | None = None
+    result: ScheduleResult | None = None
+
+
+def _prepare(document: TaskDocument, *, seeds: dict[str, str] | None, overrides: dict[str, str] | None,
+             keep: bool, run_id: str | None) -> _TaskRun:
+    """Phase 1: the document as it will run (seeds filled, scoring placed) and the run's own folder,
+    teardown and overrides; a bad override or an unset ``${VAR}`` is kept as the reason not to start."""
     if seeds:
         document = TaskDocument.model_validate(fill_placeholders(document.model_dump(mode="json"), seeds))
     document, isolated = _placed(document)
@@ -227,64 +130,66 @@ async def run_task_document(
     write_owner(run.workdir, run_id=run_id, flow_run_id=_flow_run_id(), keep=keep)
     warnings = [f"step '{s.id}': accepted but not acted on: {', '.join(s.ignored_fields)}"
                 for s in document.steps if s.ignored_fields]
-    started_at = datetime.now(timezone.utc).isoformat()
-    t0 = time.monotonic()
-    token = bind_run(run)
-    graph_token = _steps_graph.set(_PrefectSteps(document) if execute_in_prefect else None)
-    stop = stop or StopRequest()
-    execute = _execute_as_prefect_task if execute_in_prefect else _run_step
-    scheduler = DagScheduler(
-        document if isolated is None else isolated.rollout,
-        execute,
-        before_retry=lambda span: run.teardown.stop_owned_by(set(span)),
+    return _TaskRun(document, isolated, run, override_error or _unset_env_vars(document), warnings)
+
+
+def _plan(state: _TaskRun, execute: Execute, stop: StopRequest) -> None:
+    """Phase 2: the scheduler of the steps (the rollout when scored in isolation) and the isolated
+    scoring, both stopped in order by ``stop``."""
+    run, isolated = state.run, state.isolated
+    state.scheduler = DagScheduler(state.document if isolated is None else isolated.rollout, execute,
+                                   before_retry=lambda span: run.teardown.stop_owned_by(set(span)))
+    stop.on_stop(state.scheduler.stop)
+    if isolated:
+        state.scoring = IsolatedScoring(isolated.verifiers, isolated.scoring, execute)
+        stop.on_stop(state.scoring.stop)
+
+
+async def _execute(state: _TaskRun) -> None:
+    """Phase 3: run the steps, then the isolated scoring; a cancellation or timeout is noted for
+    the report and goes on up."""
+    assert state.scheduler is not None
+    try:
+        if state.error is None:
+            state.result = await state.scheduler.run()
+            if state.scoring and state.result.fatal is None and not state.result.stopped:
+                state.result = await state.scoring.run(state.run, state.result)
+    except asyncio.CancelledError:
+        state.error = "the run was cancelled"
+        raise
+    except TimeoutError:
+        state.timed_out, state.error = True, "the run timed out"
+        raise
+
+
+async def _report(state: _TaskRun, teardown: list[TeardownRecord], *, in_prefect: bool, publish: bool,
+                  report_path: Path | None) -> TaskReport:
+    """Phase 4, after teardown: redact the run's files, build the report and keep it (locally
+    first), then say whether the Prefect API was lost."""
+    run, document = state.run, state.document
+    await asyncio.to_thread(Redactor(run.redact).files, run.workdir)
+    api_lost = await _api_lost(run, in_prefect)
+    assert state.scheduler is not None
+    result = state.result or state.scheduler.result()
+    transcript = await _transcript(document, run.run_id, result, state.error)
+    report = build_report(
+        task_id=document.id,
+        flow_run_id=_flow_run_id(),
+        result=result,
+        started_at=state.started_at,
+        duration_s=time.monotonic() - state.t0,
+        teardown=[r.to_dict() for r in teardown],
+        warnings=state.warnings + _run_warnings(run),
+        error=state.error,
+        timed_out=state.timed_out,
+        secrets=run.redact,
+        skip_policy=document.skip_policy,
+        transcript=transcript,
+        scoring=_scoring_summary(document, state.scoring),
     )
-    stop.on_stop(scheduler.stop)
-    scoring = IsolatedScoring(isolated.verifiers, isolated.scoring, execute) if isolated else None
-    if scoring:
-        stop.on_stop(scoring.stop)
-    result: ScheduleResult | None = None
-    error = override_error or _unset_env_vars(document)
-    timed_out = False
-    # Secrets resolved by any step stay out of every log line; signals stop the run in order.
-    with stop_on_signals(stop) if handle_signals else nullcontext(), redacting_logs(run.redact):
-        try:
-            if error is None:
-                result = await scheduler.run()
-                if scoring and result.fatal is None and not result.stopped:
-                    result = await scoring.run(run, result)
-        except asyncio.CancelledError:
-            error = "the run was cancelled"
-            raise
-        except TimeoutError:
-            timed_out, error = True, "the run timed out"
-            raise
-        finally:
-            teardown = await asyncio.shield(run.teardown.stop_all(settings.teardown_timeout_seconds))
-            _steps_graph.reset(graph_token)
-            unbind_run(token)
-            await asyncio.to_thread(Redactor(run.redact).files, run.workdir)
-            api_lost = await _api_lost(run, execute_in_prefect)
-            warnings += _run_warnings(run)
-            result = result or scheduler.result()
-            transcript = await _transcript(document, run_id, result, error)
-            report = build_report(
-                task_id=document.id,
-                flow_run_id=_flow_run_id(),
-                result=result,
-                started_at=started_at,
-                duration_s=time.monotonic() - t0,
-                teardown=[r.to_dict() for r in teardown],
-                warnings=warnings,
-                error=error,
-                timed_out=timed_out,
-                secrets=run.redact,
-                skip_policy=document.skip_policy,
-                transcript=transcript,
-                scoring=_scoring_summary(document, scoring),
-            )
-            await _keep_report(report, run, report_path, publish=publish)
-            if api_lost:
-                api_health.mark_lost(api_lost)  # the report is on disk: the CLI may leave now
+    await _keep_report(report, run, report_path, publish=publish)
+    if api_lost:
+        api_health.mark_lost(api_lost)  # the report is on disk: the CLI may leave now
     return report
 
 

@@ -74,8 +74,7 @@ def retries_exhausted(error: BaseException) -> bool:
 
 def _partial_context(error: Exception) -> RunContext | None:
     """What a failed step produced before it failed (a failed prompt still leaves its PromptResponse)."""
-    left = error.context if isinstance(error, StepError) else None
-    return left if isinstance(left, RunContext) else None
+    return error.context if isinstance(error, StepError) else None
 
 
 class _Fatal(Exception):

@@ -6,9 +6,12 @@ The state is what ``data/get`` exports: ``{resource: [records]}`` (for example
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag
+
+from prefect_agentenv.jsontypes import JsonArray, JsonObject, JsonValue
 
 ASSERT_ALIASES = {
     "portal_state_match": "state_match", "resource_state_match": "state_match", "fhir_resource_state": "state_match",
@@ -146,10 +149,24 @@ StateAssertion = Annotated[
 ]
 
 
+class AssertionRow(TypedDict):
+    """One assertion's verification row, written into the report as is (members in this order)."""
+
+    id: str
+    result: Literal["pass", "fail"]
+    score: float
+    weight: float
+    justification: str
+    evidence: JsonObject
+    """What was compared: the record's actual values next to the expected ones."""
+    label: NotRequired[str]
+    axis: NotRequired[str]
+
+
 _MISSING = object()
 
 
-def get_path(record: Any, path: str) -> Any:
+def get_path(record: JsonValue, path: str) -> Any:
     """Follow a dotted path (``a.b.0.c``) into dicts and lists; ``_MISSING`` when absent."""
     current = record
     for part in path.split("."):
@@ -162,20 +179,20 @@ def get_path(record: Any, path: str) -> Any:
     return current
 
 
-def _records(state: dict[str, Any], resource: str) -> list[Any]:
+def _records(state: JsonObject, resource: str) -> JsonArray:
     value = state.get(resource, [])
     return value if isinstance(value, list) else [value]
 
 
-def _row(assertion_id: str, passed: bool, weight: float, justification: str, evidence: dict[str, Any]) -> dict[str, Any]:
+def _row(assertion_id: str, passed: bool, weight: float, justification: str, evidence: JsonObject) -> AssertionRow:
     return {"id": assertion_id, "result": "pass" if passed else "fail", "score": 1.0 if passed else 0.0,
             "weight": weight, "justification": justification, "evidence": evidence}
 
 
-def _check_path(record: Any, check: PathAssertion) -> tuple[bool, dict[str, Any]]:
+def _check_path(record: JsonValue, check: PathAssertion) -> tuple[bool, JsonObject]:
     actual = get_path(record, check.path)
     shown = None if actual is _MISSING else actual
-    evidence: dict[str, Any] = {"path": check.path, "actual": shown, "present": actual is not _MISSING}
+    evidence: JsonObject = {"path": check.path, "actual": shown, "present": actual is not _MISSING}
     ok = True
     if check.exists is not None:
         evidence["exists"] = check.exists
@@ -200,16 +217,17 @@ def _equal(actual: Any, expected: Any) -> bool:
     return bool(actual == expected)
 
 
-def state_match(state: dict[str, Any], a: StateMatch) -> dict[str, Any]:
+def state_match(state: JsonObject, a: StateMatch) -> AssertionRow:
     """The correlated record(s) must satisfy every path assertion."""
     corr = a.correlate_by
     records = [r for r in _records(state, corr.resource)
                if corr.value is None or _equal(get_path(r, corr.key), corr.value)]
-    base = {"resource": corr.resource, "key": corr.key, "value": corr.value, "matched_records": len(records)}
+    base: JsonObject = {"resource": corr.resource, "key": corr.key, "value": corr.value, "matched_records": len(records)}
     if not records:
         return _row(a.id, False, a.weight, f"no record in '{corr.resource}' with {corr.key} = {corr.value!r}",
                     {**base, "checks": []})
-    checks, failures = [], []
+    checks: JsonArray = []
+    failures: list[str] = []
     for record in records:
         for check in a.assertions:
             ok, evidence = _check_path(record, check)
@@ -222,19 +240,19 @@ def state_match(state: dict[str, Any], a: StateMatch) -> dict[str, Any]:
     return _row(a.id, not failures, a.weight, why, {**base, "checks": checks})
 
 
-def record_count(state: dict[str, Any], a: RecordCount) -> dict[str, Any]:
+def record_count(state: JsonObject, a: RecordCount) -> AssertionRow:
     """How many records (matching ``where``) a resource holds."""
     count = sum(1 for r in _records(state, a.resource)
                 if all(_equal(get_path(r, k), v) for k, v in a.where.items()))
     ok = ((a.equals is None or count == a.equals) and (a.at_least is None or count >= a.at_least)
           and (a.at_most is None or count <= a.at_most))
-    expected = {k: v for k, v in (("equals", a.equals), ("at_least", a.at_least), ("at_most", a.at_most))
+    expected: JsonObject = {k: v for k, v in (("equals", a.equals), ("at_least", a.at_least), ("at_most", a.at_most))
                 if v is not None}
     return _row(a.id, ok, a.weight, f"{count} record(s) in '{a.resource}' matching {a.where or 'anything'}",
                 {"resource": a.resource, "where": a.where, "actual": count, "expected": expected})
 
 
-def file_present(state: dict[str, Any], a: FilePresent) -> dict[str, Any]:
+def file_present(state: JsonObject, a: FilePresent) -> AssertionRow:
     """A file of that name is among the exported files (and contains the text, if given)."""
     files = [f for f in _records(state, a.resource)
              if isinstance(f, dict) and (f.get("name") == a.name or f.get("filename") == a.name)]
@@ -255,9 +273,10 @@ def _normal(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
-def _phrases_in(records: list[Any], phrases: list[str], text_of: Any) -> tuple[Any, list[str]]:
+def _phrases_in(records: list[JsonObject], phrases: list[str],
+                text_of: Callable[[JsonObject], str]) -> tuple[JsonObject | None, list[str]]:
     """The first record whose text has every phrase, else the record missing the fewest (and what it misses)."""
-    best: tuple[Any, list[str]] = (None, list(phrases))
+    best: tuple[JsonObject | None, list[str]] = (None, list(phrases))
     for record in records:
         text = _normal(text_of(record))
         missing = [p for p in phrases if _normal(p) not in text]
@@ -268,26 +287,28 @@ def _phrases_in(records: list[Any], phrases: list[str], text_of: Any) -> tuple[A
     return best
 
 
-def _where(records: list[Any], where: dict[str, Any], **fields: Any) -> list[Any]:
+def _where(records: JsonArray, where: dict[str, Any], **fields: Any) -> list[JsonObject]:
     wanted = {**where, **{k: v for k, v in fields.items() if v is not None}}
     return [r for r in records if isinstance(r, dict) and all(_equal(get_path(r, k), v) for k, v in wanted.items())]
 
 
-def voice_transcript(state: dict[str, Any], a: VoiceTranscript) -> dict[str, Any]:
+def voice_transcript(state: JsonObject, a: VoiceTranscript) -> AssertionRow:
     """One call (of the number, matching ``where``) whose transcript says every phrase."""
     calls = [c for c in _where(_records(state, a.resource), a.where)
              if a.number is None or _equal(c.get("number"), a.number)]
 
-    def said(call: dict[str, Any]) -> str:
+    def said(call: JsonObject) -> str:
         turns = call.get("transcript") or []
         if isinstance(turns, str):
             return turns
+        if not isinstance(turns, list):
+            return ""
         return " \n".join(str(t.get("text", "")) for t in turns
                           if isinstance(t, dict) and (a.speaker is None or _equal(t.get("speaker"), a.speaker)))
 
     call, missing = _phrases_in(calls, a.phrases, said)
-    evidence = {"resource": a.resource, "number": a.number, "speaker": a.speaker, "calls": len(calls),
-                "call_id": call.get("call_id") if isinstance(call, dict) else None, "missing": missing}
+    evidence: JsonObject = {"resource": a.resource, "number": a.number, "speaker": a.speaker, "calls": len(calls),
+                "call_id": call.get("call_id") if call is not None else None, "missing": list(missing)}
     if not calls:
         return _row(a.id, False, a.weight, f"no call in '{a.resource}'" + (f" with {a.number}" if a.number else ""),
                     evidence)
@@ -295,18 +316,19 @@ def voice_transcript(state: dict[str, Any], a: VoiceTranscript) -> dict[str, Any
     return _row(a.id, not missing, a.weight, why, evidence)
 
 
-def fax_content(state: dict[str, Any], a: FaxContent) -> dict[str, Any]:
+def fax_content(state: JsonObject, a: FaxContent) -> AssertionRow:
     """One outbound fax (to the number, matching ``where``) carrying every phrase."""
     faxes = [f for f in _where(_records(state, a.resource), a.where) if a.to is None or _equal(f.get("to"), a.to)]
 
-    def text(fax: dict[str, Any]) -> str:
+    def text(fax: JsonObject) -> str:
+        attachments = fax.get("attachments")
         attached = [str(d.get("content", "")) + " " + str(d.get("title", ""))
-                    for d in fax.get("attachments") or [] if isinstance(d, dict)]
+                    for d in (attachments if isinstance(attachments, list) else []) if isinstance(d, dict)]
         return " \n".join([str(fax.get("title", "")), str(fax.get("content", "")), *attached])
 
     fax, missing = _phrases_in(faxes, a.contains, text)
-    evidence = {"resource": a.resource, "to": a.to, "faxes": len(faxes),
-                "fax_id": fax.get("fax_id") if isinstance(fax, dict) else None, "missing": missing}
+    evidence: JsonObject = {"resource": a.resource, "to": a.to, "faxes": len(faxes),
+                "fax_id": fax.get("fax_id") if fax is not None else None, "missing": list(missing)}
     if not faxes:
         return _row(a.id, False, a.weight, f"no outbound fax in '{a.resource}'" + (f" to {a.to}" if a.to else ""),
                     evidence)
@@ -314,7 +336,7 @@ def fax_content(state: dict[str, Any], a: FaxContent) -> dict[str, Any]:
     return _row(a.id, not missing, a.weight, why, evidence)
 
 
-def evaluate(state: dict[str, Any], assertion: AnyStateAssertion) -> dict[str, Any]:
+def evaluate(state: JsonObject, assertion: AnyStateAssertion) -> AssertionRow:
     """One row for one assertion, with its label and axis when it has them."""
     if isinstance(assertion, StateMatch):
         row = state_match(state, assertion)
@@ -326,7 +348,8 @@ def evaluate(state: dict[str, Any], assertion: AnyStateAssertion) -> dict[str, A
         row = fax_content(state, assertion)
     else:
         row = file_present(state, assertion)
-    for name in ("label", "axis"):
-        if getattr(assertion, name) is not None:
-            row[name] = getattr(assertion, name)
+    if assertion.label is not None:
+        row["label"] = assertion.label
+    if assertion.axis is not None:
+        row["axis"] = assertion.axis
     return row

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict
 
 from prefect_agentenv.exceptions import JudgeOutputError
 from prefect_agentenv.grading.aggregate import RowResult, VerificationRow
+from prefect_agentenv.jsontypes import JsonArray, JsonObject, JsonValue
 from prefect_agentenv.protocols.openai import ChatMessage
 
 OutputFormat = Literal["rubric_binary", "rubric_partial"]
@@ -310,13 +311,13 @@ def _error(problems: list[str], judge_ids: Sequence[str], output_format: OutputF
                             partial_rows=partial)
 
 
-def _json_values(text: str) -> list[Any]:
+def _json_values(text: str) -> JsonArray:
     """Every top-level JSON object or array in ``text``, in order.
 
     Scanning for brackets finds JSON inside code fences and amid prose alike; a value nested
     in another is not listed on its own.
     """
-    values: list[Any] = []
+    values: JsonArray = []
     decoder = json.JSONDecoder()
     index = 0
     while (match := _OPENING.search(text, index)) is not None:
@@ -330,7 +331,7 @@ def _json_values(text: str) -> list[Any]:
     return values
 
 
-def _rows_of(value: Any, judge_ids: Sequence[str]) -> list[Any] | None:
+def _rows_of(value: JsonValue, judge_ids: Sequence[str]) -> JsonArray | None:
     """The list of row-like items of a grading-shaped JSON value, or None if it is not one."""
     if isinstance(value, list):
         return value if value and all(isinstance(item, dict) for item in value) else None
@@ -349,16 +350,16 @@ def _rows_of(value: Any, judge_ids: Sequence[str]) -> list[Any] | None:
     return None
 
 
-def _keyed(mapping: Mapping[str, Any]) -> list[Any]:
+def _keyed(mapping: JsonObject) -> JsonArray:
     """``{"c1": "pass"}`` / ``{"c1": {"result": ...}}`` as rows with ids."""
     return [{"id": key, **item} if isinstance(item, dict) else {"id": key, "result": item}
             for key, item in mapping.items()]
 
 
-def _best_candidate(text: str, judge_ids: Sequence[str]) -> list[Any] | None:
+def _best_candidate(text: str, judge_ids: Sequence[str]) -> JsonArray | None:
     """The grading-shaped value naming the most known ids; on a tie the later one wins,
     since judges that show an example first put their real answer last."""
-    best: list[Any] | None = None
+    best: JsonArray | None = None
     best_score = -1
     for value in _json_values(text):
         rows = _rows_of(value, judge_ids)
@@ -370,11 +371,11 @@ def _best_candidate(text: str, judge_ids: Sequence[str]) -> list[Any] | None:
     return best
 
 
-def _id_of(row: Mapping[str, Any]) -> Any:
+def _id_of(row: JsonObject) -> JsonValue:
     return next((row[k] for k in _ID_KEYS if k in row), None)
 
 
-def _normal_id(raw: Any, judge_ids: Sequence[str]) -> str | None:
+def _normal_id(raw: JsonValue, judge_ids: Sequence[str]) -> str | None:
     """``c1``, ``C1``, ``1``, ``criterion 1``, ``#1`` → ``c1`` when that is a judge id."""
     if raw is None or isinstance(raw, bool):
         return None
@@ -385,7 +386,7 @@ def _normal_id(raw: Any, judge_ids: Sequence[str]) -> str | None:
     return candidate if candidate in judge_ids else None
 
 
-def _assign_ids(raw_rows: list[Any], judge_ids: list[str]) -> tuple[dict[str, dict[str, Any]], list[str]]:
+def _assign_ids(raw_rows: JsonArray, judge_ids: list[str]) -> tuple[dict[str, JsonObject], list[str]]:
     rows = [r for r in raw_rows if isinstance(r, dict)]
     problems: list[str] = []
     if len(rows) != len(raw_rows):
@@ -396,7 +397,7 @@ def _assign_ids(raw_rows: list[Any], judge_ids: list[str]) -> tuple[dict[str, di
         problems.append(f"the entries carry no ids and there are {len(rows)} of them for "
                         f"{len(judge_ids)} criteria")
         return {}, problems
-    by_id: dict[str, dict[str, Any]] = {}
+    by_id: dict[str, JsonObject] = {}
     unknown: list[str] = []
     for row in rows:
         judge_id = _normal_id(_id_of(row), judge_ids)
@@ -411,11 +412,11 @@ def _assign_ids(raw_rows: list[Any], judge_ids: list[str]) -> tuple[dict[str, di
     return by_id, problems
 
 
-def _verdict_key(row: Mapping[str, Any]) -> tuple[Any, Any]:
+def _verdict_key(row: JsonObject) -> tuple[JsonValue, JsonValue]:
     return (next((row[k] for k in _RESULT_KEYS if k in row), None), row.get("score"))
 
 
-def _row(raw: Mapping[str, Any], criterion_id: str, output_format: OutputFormat,
+def _row(raw: JsonObject, criterion_id: str, output_format: OutputFormat,
          weight: float) -> tuple[VerificationRow | None, str | None]:
     """The row for one graded criterion, or the reason it cannot be read."""
     verdict = _verdict(next((raw[k] for k in _RESULT_KEYS if k in raw), None))
@@ -443,7 +444,7 @@ def _row(raw: Mapping[str, Any], criterion_id: str, output_format: OutputFormat,
                            justification=justification), None
 
 
-def _verdict(value: Any) -> RowResult | None:
+def _verdict(value: JsonValue) -> RowResult | None:
     if isinstance(value, bool):
         return "pass" if value else "fail"
     if isinstance(value, int | float) and value in (0, 1):
@@ -453,7 +454,7 @@ def _verdict(value: Any) -> RowResult | None:
     return None
 
 
-def _score(value: Any) -> float | None:
+def _score(value: JsonValue) -> float | None:
     """A number in [0, 1]; ``"0.5"`` and ``"80%"`` are read too, anything else is None."""
     if isinstance(value, bool) or value is None:
         return None

@@ -30,6 +30,7 @@ from prefect_agentenv.grading.judge import (
     build_judge_prompt,
     parse_judge_output,
 )
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.protocols.a2a import A2AClient
 from prefect_agentenv.protocols.a2a_reply import AgentReply
 from prefect_agentenv.protocols.openai import ChatMessage, OpenAIClient
@@ -54,7 +55,7 @@ TrajectoryInput = str | Sequence[Mapping[str, Any] | BaseModel] | None
 class JudgeResult(BaseModel):
     """A judge's readable grading and how it was obtained."""
 
-    rows: list[dict[str, Any]]
+    rows: list[JsonObject]
     """One row per criterion, in criterion order, under the ids the task document used:
     ``{id, result, score, weight, justification}``."""
     attempts: int

@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, Self, runtime_checkable
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
@@ -30,39 +30,48 @@ DEFAULT_READY_PATH = "/.well-known/agent-env.json"
 DEFAULT_MCP_PATH = "/mcp"
 
 
-class LaunchSpec(BaseModel):
-    """How to start one instance of a server (an env, an agent).
+class LaunchSource(BaseModel):
+    """Where a server comes from and how it starts.
 
-    Exactly one of ``command``, ``image`` or ``url`` says where the server comes from; with
-    ``image``, ``command`` may also be given and becomes the container's command.
+    The fields a launch spec and the env and agent blocks share, written once: the blocks add
+    their version and secrets, the spec adds the paths it checks. Exactly one of ``command``,
+    ``image`` or ``url`` says where the server comes from; with ``image``, ``command`` may also be
+    given and becomes the container's command.
     """
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True)
 
     command: list[str] | None = None
-    """argv template; ``{host}`` and ``{port}`` are replaced by the launcher (also in ``env`` values)."""
+    """argv template of a local server; the launcher fills in {host} and {port} (also in env values)."""
     image: str | None = None
     """Docker image to run instead of a local command."""
     container_port: int = Field(default=8000, gt=0, lt=65536)
-    """Port the server listens on inside its container (``image`` only)."""
+    """Port the server listens on inside its container (image only)."""
     url: str | None = None
-    """Base URL of a server that is already running (no lifecycle)."""
+    """Base URL of a server that is already running; it is never started or stopped."""
     env: dict[str, str] = Field(default_factory=dict)
     """Environment variables for the server, on top of the current environment."""
-    secret_env: dict[str, SecretStr] = Field(default_factory=dict)
-    """Environment variables whose values are secret: never logged, never in argv."""
     startup_timeout_seconds: float = Field(default=60.0, gt=0)
     """How long the server may take to become ready."""
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Self:
+        if (problem := source_problem(self.command, self.image, self.url)) is not None:
+            raise ValueError(problem)
+        return self
+
+
+class LaunchSpec(LaunchSource):
+    """How to start one instance of a server (an env, an agent): its source and what to check."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+    secret_env: dict[str, SecretStr] = Field(default_factory=dict)
+    """Environment variables whose values are secret: never logged, never in argv."""
     ready_path: str = DEFAULT_READY_PATH
     """Path that answers 200 once the server is ready (the env card)."""
     mcp_path: str = DEFAULT_MCP_PATH
     """Path of the MCP endpoint; an answer there also counts as ready when the card is 404."""
-
-    @model_validator(mode="after")
-    def _one_source(self) -> LaunchSpec:
-        if (problem := source_problem(self.command, self.image, self.url)) is not None:
-            raise ValueError(problem)
-        return self
 
     @property
     def kind(self) -> LauncherKind:

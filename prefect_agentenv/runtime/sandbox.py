@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO, Literal
 
-from prefect_agentenv.agents.state import SANDBOX_ROOT_VARIABLE
 from prefect_agentenv.exceptions import AgentEnvError
 
 logger = logging.getLogger("prefect_agentenv.runtime.sandbox")
@@ -37,10 +36,60 @@ STANDARD_FOLDERS: tuple[str, ...] = ("/app/artifact", "/tmp/file_artifacts")
 """Absolute sandbox folders every sandbox has from the start (agents and documents expect them)."""
 HOME_FOLDER = "home"
 """Where ``HOME`` points, relative to the root: tools that write dotfiles stay inside the sandbox."""
+SANDBOX_ROOT_VARIABLE = "AGENTENV_SANDBOX_ROOT"
+"""The variable that tells an agent process where its absolute sandbox paths map (the launch contract)."""
 
 
 class UnsafeSandboxPathError(AgentEnvError, ValueError):
     """A path would leave its sandbox (``..``, a symlink pointing outside) or is not a path at all."""
+
+
+def sandbox_root() -> Path:
+    """The folder absolute sandbox paths map under in this process: ``$AGENTENV_SANDBOX_ROOT``, else the cwd.
+
+    Read from the process environment because it is the launch contract between a launcher
+    and an agent process, not a setting of the package.
+    """
+    value = os.environ.get(SANDBOX_ROOT_VARIABLE)
+    return Path(value) if value else Path.cwd()
+
+
+def sandbox_path(path: str | os.PathLike[str], *, root: Path | None = None, owner: str | None = None) -> Path:
+    """The host path of a sandbox path: the one mapping the host and the agents share.
+
+    An absolute sandbox path maps under ``root`` (``/app/artifact/q3.png`` →
+    ``<root>/app/artifact/q3.png``); a relative one is relative to ``root`` (an agent's cwd
+    when a launcher starts it); an absolute host path already inside ``root`` is kept, because
+    local agents report host paths (a trajectory file, say). Symlinks are resolved before the
+    check, so one pointing outside is refused like ``..``. The answer holds at the moment of
+    the call: an agent that swaps a folder for a symlink afterwards is not stopped.
+
+    Args:
+        root: the sandbox folder; :func:`sandbox_root` when omitted.
+        owner: whose sandbox it is, for the error message.
+
+    Raises:
+        UnsafeSandboxPathError: the path leaves the sandbox, or contains a NUL byte.
+    """
+    text = os.fspath(path)
+    if "\0" in text:
+        raise UnsafeSandboxPathError(f"sandbox path {text!r} contains a NUL byte")
+    top = (root or sandbox_root()).resolve()
+    posix = PurePosixPath(text)  # sandbox paths are POSIX whatever the host is
+    if posix.is_absolute() and Path(text).is_relative_to(top):
+        candidate = Path(text)
+    elif posix.is_absolute():
+        candidate = top.joinpath(*posix.parts[1:])
+    else:
+        candidate = top.joinpath(*posix.parts)
+    try:
+        resolved = candidate.resolve()
+    except (OSError, RuntimeError) as exc:  # a symlink loop: RuntimeError before Python 3.13
+        raise UnsafeSandboxPathError(f"sandbox path {text!r} cannot be resolved: {exc}") from None
+    if not resolved.is_relative_to(top):
+        whose = f" of {owner!r}" if owner else ""
+        raise UnsafeSandboxPathError(f"sandbox path {text!r} leaves the sandbox{whose}")
+    return resolved
 
 
 @dataclass(frozen=True)
@@ -68,34 +117,12 @@ class Sandbox:
         return self.root / HOME_FOLDER
 
     def path(self, path: str | os.PathLike[str]) -> Path:
-        """The host path of a sandbox path.
-
-        An absolute sandbox path maps under the root; a relative one is relative to the root
-        (the agent's cwd); an absolute host path already inside the root is kept, because local
-        agents report host paths (a trajectory file, say). Symlinks are resolved before the
-        check, so one pointing outside is refused like ``..``. The answer holds at the moment
-        of the call: an agent that swaps a folder for a symlink afterwards is not stopped.
+        """The host path of a sandbox path (see :func:`sandbox_path` for the rules).
 
         Raises:
             UnsafeSandboxPathError: the path leaves the sandbox, or contains a NUL byte.
         """
-        text = os.fspath(path)
-        if "\0" in text:
-            raise UnsafeSandboxPathError(f"sandbox path {text!r} contains a NUL byte")
-        sandbox_path = PurePosixPath(text)  # sandbox paths are POSIX whatever the host is
-        if sandbox_path.is_absolute() and Path(text).is_relative_to(self.root):
-            candidate = Path(text)
-        elif sandbox_path.is_absolute():
-            candidate = self.root.joinpath(*sandbox_path.parts[1:])
-        else:
-            candidate = self.root.joinpath(*sandbox_path.parts)
-        try:
-            resolved = candidate.resolve()
-        except (OSError, RuntimeError) as exc:  # a symlink loop: RuntimeError before Python 3.13
-            raise UnsafeSandboxPathError(f"sandbox path {text!r} cannot be resolved: {exc}") from None
-        if not resolved.is_relative_to(self.root):
-            raise UnsafeSandboxPathError(f"sandbox path {text!r} leaves the sandbox of {self.agent_name!r}")
-        return resolved
+        return sandbox_path(path, root=self.root, owner=self.agent_name)
 
     def env(self) -> dict[str, str]:
         """Environment variables that put a process in this sandbox (run it with ``cwd=root``).

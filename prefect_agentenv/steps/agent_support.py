@@ -20,7 +20,7 @@ from prefect_agentenv.steps.services import http_client, launchers, peer_read_ti
 if TYPE_CHECKING:  # the runtime (A2A client, launchers, models, pools) loads on use: `validate` stays light
     from prefect_agentenv.protocols.a2a import A2AClient
     from prefect_agentenv.runtime.launch import Instance, LaunchSpec
-    from prefect_agentenv.runtime.models import ResolvedModel
+    from prefect_agentenv.resolution.models import ResolvedModel
     from prefect_agentenv.runtime.sandbox import Sandbox
 
 logger = logging.getLogger("prefect_agentenv.agents")
@@ -61,7 +61,7 @@ async def model_for(run: RunResources, role: str, model: str | None = None, *,
                     start_mock: bool = True) -> ResolvedModel:
     """The model endpoint for a role; starts the run's mock model when nothing is configured
     (unless ``start_mock`` is False: the caller only needs the model's name)."""
-    from prefect_agentenv.runtime.models import resolve_model_endpoint
+    from prefect_agentenv.resolution.models import resolve_model_endpoint
     from prefect_agentenv.steps.pooling import resolve_once
 
     mock_url = run.services.mock_model_url
@@ -97,7 +97,7 @@ async def start_agent(step: StepModel, *, agent_name: str, a2a_agent_id: str, ro
                       model: str | None = None, version: str | None = None,
                       extra_env: dict[str, str] | None = None) -> tuple[DeployedAgent, Sandbox]:
     """Resolve, sandbox and start an agent; register its teardown; return it once its card answers."""
-    from prefect_agentenv.runtime.resolve import resolve_agent
+    from prefect_agentenv.resolution.servers import resolve_agent
     from prefect_agentenv.steps.pooling import pooled_agent, resolve_once
 
     run = current_run()

@@ -74,7 +74,7 @@ def forget_limit_names() -> None:
 
 async def hold_slot(run: RunResources, kind: Literal["env", "agent"], ident: str, *, owner_step: str) -> None:
     """Wait for one slot of the limit ``<kind>:<ident>`` (if it exists) and give it back at teardown."""
-    from prefect_agentenv.runtime.resolve import prefect_api_configured
+    from prefect_agentenv.resolution.block_lookup import prefect_api_configured
 
     if not prefect_api_configured():
         return

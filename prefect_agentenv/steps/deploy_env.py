@@ -37,7 +37,7 @@ class DeployEnvStep(StepModel):
 
 async def run(step: DeployEnvStep, ctx: RunContext) -> RunContext:
     """Resolve the env, start it, register its teardown, and record where its MCP endpoint is."""
-    from prefect_agentenv.runtime.resolve import resolve_env
+    from prefect_agentenv.resolution.servers import resolve_env
     from prefect_agentenv.steps.pooling import resolve_once
 
     if step.env_id in ctx.deployed_envs:

@@ -14,7 +14,7 @@ import pytest
 from prefect_agentenv.agents.catalog import REFERENCE_AGENTS
 from prefect_agentenv.agents.scripted.plan import DEFAULT_PLAN, choose_plan
 from prefect_agentenv.agents.server import AgentFailure
-from prefect_agentenv.agents.state import AgentState, TrajectoryRequest, sandbox_path
+from prefect_agentenv.agents.state import AgentState, TrajectoryRequest
 from prefect_agentenv.agents.user_sim.agent import THANKS, UserScript
 from prefect_agentenv.exceptions import UnsupportedOperationError
 from prefect_agentenv.protocols.a2a import A2ACard
@@ -25,28 +25,72 @@ from prefect_agentenv.protocols.agentenv_ext import (
     AgentEnvExtensions,
     AgentExtension,
 )
+from prefect_agentenv.runtime.sandbox import (
+    SANDBOX_ROOT_VARIABLE,
+    UnsafeSandboxPathError,
+    create_sandbox,
+    sandbox_path,
+    sandbox_root,
+)
 
 # sandbox paths
 
 
 def test_an_absolute_sandbox_path_maps_under_the_sandbox_root(tmp_path: Path):
-    assert sandbox_path("/app/artifact/q3.png", root=tmp_path, cwd=tmp_path) == tmp_path / "app/artifact/q3.png"
-    assert sandbox_path("/tmp/file_artifacts/a.csv", root=tmp_path, cwd=tmp_path) == (
-        tmp_path / "tmp/file_artifacts/a.csv")
+    assert sandbox_path("/app/artifact/q3.png", root=tmp_path) == tmp_path / "app/artifact/q3.png"
+    assert sandbox_path("/tmp/file_artifacts/a.csv", root=tmp_path) == tmp_path / "tmp/file_artifacts/a.csv"
 
 
-def test_a_path_already_inside_the_sandbox_and_a_relative_path_stay_where_they_are(tmp_path: Path):
+def test_a_host_path_inside_the_root_is_kept_and_a_relative_path_is_relative_to_the_root(tmp_path: Path):
     inside = tmp_path / "app" / "artifact" / "x.txt"
-    work = tmp_path / "work"
+    state = AgentState(config_fields=(), workdir=tmp_path / "work", root=tmp_path)
 
-    assert sandbox_path(inside, root=tmp_path, cwd=work) == inside
-    assert sandbox_path("notes/todo.md", root=tmp_path, cwd=work) == work / "notes/todo.md"
+    assert state.path(inside) == inside
+    # The root, not the agent's working folder: the run maps the same relative path to the same file.
+    assert state.path("notes/todo.md") == tmp_path / "notes/todo.md"
 
 
-@pytest.mark.parametrize("escape", ["/app/../../etc/passwd", "../outside.txt"])
+def test_the_root_is_the_launch_variable_else_the_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv(SANDBOX_ROOT_VARIABLE, str(tmp_path))
+    assert sandbox_root() == tmp_path
+    assert sandbox_path("/app/x") == tmp_path.resolve() / "app/x"
+    monkeypatch.delenv(SANDBOX_ROOT_VARIABLE)
+    assert sandbox_root() == Path.cwd()
+
+
+@pytest.mark.parametrize("escape", ["/app/../../etc/passwd", "../outside.txt", "bad\0name"])
 def test_a_path_that_leaves_the_sandbox_is_refused(tmp_path: Path, escape: str):
-    with pytest.raises(ValueError, match="leaves the sandbox"):
-        sandbox_path(escape, root=tmp_path / "root", cwd=tmp_path / "root")
+    state = AgentState(config_fields=(), workdir=tmp_path / "root", root=tmp_path / "root")
+    with pytest.raises(UnsafeSandboxPathError):
+        state.path(escape)
+
+
+@pytest.mark.parametrize(("path", "expected"), [
+    ("/app/artifact/q3.png", "app/artifact/q3.png"), ("notes/todo.md", "notes/todo.md"), (".", ""), ("/", ""),
+    ("app/../app/artifact", "app/artifact"), ("/shortcut/x.txt", "app/artifact/x.txt"),
+    ("{root}/trajectories/t1.json", "trajectories/t1.json"),
+    ("../outside", None), ("/app/../../outside", None), ("a/../../..", None), ("bad\0name", None),
+    ("/app/artifact/out/secret.txt", None), ("{root}/app/artifact/out", None),
+    # A host path that leaves the root by `..` is refused, not mapped under the root a second time.
+    ("{root}/../elsewhere/x.txt", None),
+])
+def test_an_agent_and_the_run_map_every_sandbox_path_to_the_same_file(tmp_path: Path, path: str,
+                                                                      expected: str | None):
+    """One mapping: what the reference agent writes is where the run's steps look for it."""
+    host = create_sandbox(tmp_path / "run", "assistant")
+    (tmp_path / "outside").mkdir()
+    (host.root / "app" / "artifact" / "out").symlink_to(tmp_path / "outside")
+    (host.root / "shortcut").symlink_to(host.root / "app" / "artifact")
+    agent = AgentState(config_fields=(), workdir=host.root, root=host.root)
+    text = path.format(root=host.root)
+
+    def mapped(to: Any) -> Path | None:
+        try:
+            return to(text)
+        except UnsafeSandboxPathError:
+            return None
+
+    assert mapped(agent.path) == mapped(host.path) == (None if expected is None else host.root / expected)
 
 
 def test_a_context_trajectory_joins_its_tasks_in_order(tmp_path: Path):

@@ -146,7 +146,7 @@ async def test_paths_outside_the_sandbox_and_missing_files_come_back_as_tool_err
 
     assert reply.state == "completed" and reply.tool_call_count == 2
     tool_messages = [m["content"] for m in (await _model_requests(servers, http))[2]["messages"] if m["role"] == "tool"]
-    assert tool_messages == ["tool error: path '../../../../etc/passwd' leaves the sandbox",
+    assert tool_messages == ["tool error: sandbox path '../../../../etc/passwd' leaves the sandbox",
                              "tool error: there is no file at /tmp/file_artifacts/none.csv"]
 
 

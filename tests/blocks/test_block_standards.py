@@ -31,3 +31,15 @@ class TestEveryBlockFollowsThePrefectBlockStandard(BlockStandardTestSuite):
 
     def test_links_to_the_package_documentation(self, block: type[Block]) -> None:
         assert block._documentation_url == DOCUMENTATION_URL
+
+
+@pytest.mark.parametrize("block", ["AgentEnvironment", "A2AAgent"])
+def test_the_env_and_agent_blocks_take_their_launch_fields_from_the_one_launch_source(block: str) -> None:
+    """The launch fields are written once (``runtime.launch.LaunchSource``); a block that declared
+    its own copy would drift from what the launcher reads."""
+    from prefect_agentenv.runtime.launch import LaunchSource, LaunchSpec
+
+    fields = getattr(blocks, block).model_fields
+    for name, shared in LaunchSource.model_fields.items():
+        assert fields[name].description == shared.description == LaunchSpec.model_fields[name].description, name
+        assert fields[name].default == shared.default, name

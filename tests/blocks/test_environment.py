@@ -9,7 +9,7 @@ import pytest
 from pydantic import SecretStr, ValidationError
 
 from prefect_agentenv.blocks import AgentEnvironment
-from prefect_agentenv.runtime.resolve import resolve_env
+from prefect_agentenv.resolution.servers import resolve_env
 
 
 def unique(prefix: str) -> str:

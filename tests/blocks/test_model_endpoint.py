@@ -14,7 +14,7 @@ from servers import free_port
 from prefect_agentenv.blocks.model_endpoint import ModelEndpoint
 from prefect_agentenv.exceptions import ConfigurationError, ProtocolError
 from prefect_agentenv.protocols.openai import ChatMessage, OpenAIClient
-from prefect_agentenv.runtime.models import MOCK_MODEL, resolve_model_endpoint
+from prefect_agentenv.resolution.models import MOCK_MODEL, resolve_model_endpoint
 from prefect_agentenv.settings import get_settings
 
 SECRET = "sk-model-endpoint-test-0123456789"

@@ -10,6 +10,8 @@ from typing import Any
 import httpx
 import httpx2
 import pytest
+from mcp.client.client import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from prefect_agentenv.envs.server import TriggerBook, VirtualClock
 from prefect_agentenv.exceptions import EnvRpcError, McpError, UnsupportedOperationError
@@ -81,6 +83,40 @@ async def test_malformed_requests_get_the_standard_error_codes(
     response = await _post(http, email, body)
 
     assert response.status_code == 200 and response.json()["error"]["code"] == code
+
+
+@pytest.mark.parametrize(("body", "loc", "kind"), [
+    (b'{"jsonrpc": "2.0", "id": 8, "method": "clock/set", "params": {"time": "tomorrow"}}', ["time"], "datetime_from_date_parsing"),
+    (b'{"jsonrpc": "2.0", "id": 8, "method": "clock/advance", "params": {"seconds": -5}}', ["seconds"], "greater_than_equal"),
+    (b'{"jsonrpc": "2.0", "id": 8, "method": "clock/get", "params": {"verbose": true}}', ["verbose"], "extra_forbidden"),
+    (b'{"jsonrpc": "2.0", "id": 8, "method": "triggers/register", "params": {"triggers": []}}', ["triggers"], "too_short"),
+], ids=["clock/set time", "clock/advance negative", "clock/get extra member", "no triggers"])
+async def test_params_are_checked_against_the_methods_own_model_and_refused_naming_the_member(
+    email: EnvClient, http: httpx.AsyncClient, body: bytes, loc: list[str], kind: str,
+) -> None:
+    error = (await _post(http, email, body)).json()["error"]
+
+    assert error["code"] == -32602 and error["message"].startswith("Invalid params for ")
+    assert error["data"]["code"] == "invalid_params"
+    assert [(e["loc"], e["type"]) for e in error["data"]["errors"]] == [(loc, kind)]
+
+
+async def test_an_invalid_request_echoes_the_id_it_was_sent(email: EnvClient, http: httpx.AsyncClient) -> None:
+    response = await _post(http, email, b'{"jsonrpc": "2.0", "id": 1.5, "method": ""}')
+
+    assert response.json() == {"jsonrpc": "2.0", "id": 1.5, "error": {"code": -32600, "message": "Invalid Request"}}
+
+
+async def test_every_tool_advertises_an_open_object_as_its_output(
+    env_processes: dict[str, Any], mcp_http: httpx2.AsyncClient,
+) -> None:
+    """The tools' return annotations are their output schemas on the wire: this pins them."""
+    for name in ("email", "records"):
+        async with Client(streamable_http_client(f"{env_processes[name].base_url}/mcp", http_client=mcp_http)) as client:
+            tools = (await client.list_tools()).tools
+
+        assert tools and {t.name: t.output_schema for t in tools} == {
+            t.name: {"additionalProperties": True, "title": f"{t.name}DictOutput", "type": "object"} for t in tools}
 
 
 async def test_a_trigger_for_an_unknown_action_is_refused_naming_the_known_ones(email: EnvClient) -> None:

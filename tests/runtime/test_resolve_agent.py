@@ -16,7 +16,8 @@ from prefect_agentenv.blocks import A2AAgent
 from prefect_agentenv.exceptions import ConfigurationError
 from prefect_agentenv.runtime.launch import join_url
 from prefect_agentenv.runtime.process import ProcessLauncher
-from prefect_agentenv.runtime.resolve import prefect_api_configured, resolve_agent
+from prefect_agentenv.resolution.block_lookup import prefect_api_configured
+from prefect_agentenv.resolution.servers import resolve_agent
 from prefect_agentenv.runtime.sandbox import create_sandbox
 
 

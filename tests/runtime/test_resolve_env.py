@@ -13,7 +13,8 @@ from prefect_agentenv.runtime.docker import DockerLauncher
 from prefect_agentenv.runtime.launch import LaunchSpec
 from prefect_agentenv.runtime.process import ProcessLauncher
 from prefect_agentenv.runtime.launchers import Launchers
-from prefect_agentenv.runtime.resolve import prefect_api_configured, resolve_env
+from prefect_agentenv.resolution.block_lookup import prefect_api_configured
+from prefect_agentenv.resolution.servers import resolve_env
 from prefect_agentenv.runtime.url import UrlLauncher
 
 

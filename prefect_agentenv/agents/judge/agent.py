@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import mimetypes
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.agents.llm.agent import LlmConfig, ModelBackend, answered_history
 from prefect_agentenv.agents.llm.loop import ModelEvent, ToolCallEvent, ToolResultEvent
 from prefect_agentenv.agents.server import BASE_CONFIG_FIELDS, AgentFailure, AgentState, Turn, TurnResult
@@ -119,7 +120,7 @@ class _Grading:
         """Run one ``read_file`` call (or say why it cannot run) and record both halves."""
         self.tool_calls += 1
         try:
-            arguments: dict[str, Any] | str = call.parsed_arguments()
+            arguments: JsonObject | str = call.parsed_arguments()
         except ValueError:
             arguments = call.arguments
         self.trajectory.record("tool_call", **ToolCallEvent(
@@ -127,10 +128,10 @@ class _Grading:
         ).model_dump(mode="json", exclude={"kind"}))
         if call.name != READ_FILE.name:
             content, is_error = f"there is no tool named {call.name!r}; the only tool is read_file", True
-        elif not isinstance(arguments, dict) or not isinstance(arguments.get("path"), str):
+        elif not isinstance(arguments, dict) or not isinstance(path := arguments.get("path"), str):
             content, is_error = 'read_file needs {"path": "<a file path>"}', True
         else:
-            content, is_error = read_sandbox_file(self.state, arguments["path"])
+            content, is_error = read_sandbox_file(self.state, path)
         self.trajectory.record("tool_result", **ToolResultEvent(
             turn=number, call_id=call.id, name=call.name, is_error=is_error, content=content,
         ).model_dump(mode="json", exclude={"kind"}))
@@ -141,7 +142,7 @@ def read_sandbox_file(state: AgentState, raw_path: str) -> tuple[str, bool]:
     """What the judge's model sees of a file: ``(content, is_error)``; never raises.
 
     Absolute sandbox paths map under the sandbox root (see
-    :func:`~prefect_agentenv.agents.state.sandbox_path`). Text comes back as text (cut past
+    :func:`~prefect_agentenv.runtime.sandbox.sandbox_path`). Text comes back as text (cut past
     ``MAX_TEXT_BYTES``); a binary file is described by name, size and type, since its bytes
     mean nothing to a text model; a folder lists its entries.
     """

@@ -22,11 +22,12 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from collections.abc import Generator, Mapping, Sequence
-from typing import Any, ClassVar, Self
+from typing import ClassVar, Self
 
 import httpx2
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.agents.llm.loop import DEFAULT_MAX_TURNS, LoopResult, TrajectoryEvent, run_tool_loop
 from prefect_agentenv.agents.server import BASE_CONFIG_FIELDS, AgentBackend, AgentFailure, AgentState, Turn, TurnResult
 from prefect_agentenv.agents.state import Trajectory
@@ -129,7 +130,7 @@ class LlmConfig(BaseModel):
     """Budget of one prompt; past it the agent replies with what it did so far, marked timed out."""
 
     @classmethod
-    def of(cls, config: Mapping[str, Any]) -> LlmConfig:
+    def of(cls, config: JsonObject) -> LlmConfig:
         """Read the agent-config.
 
         Raises:
@@ -214,7 +215,7 @@ def record_events(trajectory: Trajectory, events: Sequence[TrajectoryEvent]) -> 
         trajectory.record(event.kind, **event.model_dump(mode="json", exclude={"kind"}))
 
 
-def reply_data(result: LoopResult) -> dict[str, Any]:
+def reply_data(result: LoopResult) -> JsonObject:
     """The reply's data part, in the members :mod:`~prefect_agentenv.protocols.a2a_reply` reads.
 
     ``usage`` is the scaffold's (it holds ``tool_call_count``), so token counts go in ``tokens``.

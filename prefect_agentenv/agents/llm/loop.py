@@ -30,11 +30,12 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import httpx2
 from pydantic import BaseModel, Field
 
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.exceptions import McpError, ProtocolError
 from prefect_agentenv.protocols.mcp import McpClient, ToolCallResult, ToolInfo, mcp_http_client, mcp_session
 from prefect_agentenv.protocols.openai import ChatCompletion, ChatMessage, OpenAIClient, ToolCall, ToolSpec, Usage
@@ -73,7 +74,7 @@ class ToolCallEvent(BaseModel):
     """The MCP server that offers it; None when no server does."""
     tool: str | None = None
     """The tool's own name on that server."""
-    arguments: dict[str, Any] | str = Field(default_factory=dict)
+    arguments: JsonObject | str = Field(default_factory=dict)
     """The parsed arguments, or the raw text when it was not a JSON object."""
 
 
@@ -86,7 +87,7 @@ class ToolResultEvent(BaseModel):
     name: str
     is_error: bool = False
     content: str = ""
-    structured: dict[str, Any] | None = None
+    structured: JsonObject | None = None
 
 
 TrajectoryEvent = Annotated[ModelEvent | ToolCallEvent | ToolResultEvent, Field(discriminator="kind")]
@@ -267,7 +268,7 @@ class _Run:
         route = toolbox.route(call.name)
         server, session, tool = route if route is not None else (None, None, None)
         try:
-            arguments: dict[str, Any] | str = call.parsed_arguments()
+            arguments: JsonObject | str = call.parsed_arguments()
         except ValueError:
             arguments = call.arguments
         self.result.tool_call_count += 1

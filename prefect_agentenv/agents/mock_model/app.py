@@ -9,7 +9,7 @@ import logging
 import sys
 from collections import deque
 from collections.abc import Sequence
-from typing import Any
+from typing import TypedDict
 
 import uvicorn
 from pydantic import ValidationError
@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.agents.mock_model.rules import (
     MOCK_MODEL_NAME,
     MockAnswer,
@@ -35,12 +36,20 @@ GRACEFUL_SHUTDOWN_SECONDS = 2
 """A scripted delay may hold a request open; stopping the server must not wait for it."""
 
 
+class LoggedRequest(TypedDict):
+    """One entry of ``/mock/requests``: the route, whether a key was sent (never the key), the body."""
+
+    path: str
+    has_authorization: bool
+    body: JsonObject
+
+
 class MockModelState:
     """The script queue and the log of requests, for one server."""
 
     def __init__(self) -> None:
         self.script: deque[ScriptedReply] = deque()
-        self.requests: list[dict[str, Any]] = []
+        self.requests: list[LoggedRequest] = []
         self.completions = 0
 
     def reset(self) -> None:
@@ -110,8 +119,8 @@ def build_app(state: MockModelState | None = None) -> Starlette:
     ])
 
 
-def _completion(body: dict[str, Any], answer: MockAnswer, number: int) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": answer.content}
+def _completion(body: JsonObject, answer: MockAnswer, number: int) -> JsonObject:
+    message: JsonObject = {"role": "assistant", "content": answer.content}
     if answer.tool_calls:
         message["tool_calls"] = [{"id": call.id, "type": "function",
                                   "function": {"name": call.name, "arguments": call.arguments_text()}}
@@ -123,7 +132,7 @@ def _completion(body: dict[str, Any], answer: MockAnswer, number: int) -> dict[s
         "model": MOCK_MODEL_NAME,
         "system_fingerprint": f"mock:{answer.rule}",
         "choices": [{"index": 0, "message": message, "finish_reason": answer.finish_reason}],
-        "usage": usage_for(body, answer),
+        "usage": dict(usage_for(body, answer)),
     }
 
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from prefect_agentenv.jsontypes import JsonObject, JsonValue
 from prefect_agentenv.grading.judge import read_criteria_block
 
 MOCK_MODEL_NAME = "mock"
@@ -36,7 +37,7 @@ class ScriptedToolCall(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str
-    arguments: dict[str, Any] | str = Field(default_factory=dict)
+    arguments: JsonObject | str = Field(default_factory=dict)
     id: str | None = None
 
     def arguments_text(self) -> str:
@@ -90,7 +91,7 @@ def parse_script(replies: Sequence[Any]) -> list[ScriptedReply]:
             for item in replies]
 
 
-def scripted_answer(reply: ScriptedReply, body: Mapping[str, Any]) -> MockAnswer:
+def scripted_answer(reply: ScriptedReply, body: JsonObject) -> MockAnswer:
     """A queued reply, exactly as written (tool-call ids filled in when missing)."""
     turn = _assistant_turns(_messages(body))
     calls = [call if call.id else call.model_copy(update={"id": f"call_{turn}_{i}"})
@@ -100,7 +101,7 @@ def scripted_answer(reply: ScriptedReply, body: Mapping[str, Any]) -> MockAnswer
                       rule="script")
 
 
-def default_answer(body: Mapping[str, Any]) -> MockAnswer:
+def default_answer(body: JsonObject) -> MockAnswer:
     """The unscripted answer: judge, then user simulator, then ``CALL`` lines, then echo.
 
     The judge and user-simulator rules come first because their prompts quote untrusted text
@@ -119,7 +120,7 @@ def default_answer(body: Mapping[str, Any]) -> MockAnswer:
     return _capped(call or _echo(messages), body, "echo" if call is None else "call")
 
 
-def usage_for(body: Mapping[str, Any], answer: MockAnswer) -> dict[str, int]:
+def usage_for(body: JsonObject, answer: MockAnswer) -> dict[str, int]:
     """Token counts: the scripted ones, else one token per four characters."""
     if answer.usage is not None:
         prompt = answer.usage.get("prompt_tokens", 0)
@@ -136,7 +137,7 @@ def count_tokens(text: str) -> int:
     return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
-def _capped(text: str, body: Mapping[str, Any], rule: str) -> MockAnswer:
+def _capped(text: str, body: JsonObject, rule: str) -> MockAnswer:
     """A text answer, cut to ``max_tokens`` (finish ``length``) when it is longer."""
     limit = body.get("max_tokens", body.get("max_completion_tokens"))
     if isinstance(limit, int) and limit >= 0 and count_tokens(text) > limit:
@@ -145,12 +146,12 @@ def _capped(text: str, body: Mapping[str, Any], rule: str) -> MockAnswer:
 
 
 def _judge_answer(output_format: str, judge_ids: list[str]) -> str:
-    verdict: dict[str, Any] = {"score": 1.0} if output_format == "rubric_partial" else {"result": "pass"}
+    verdict: JsonObject = {"score": 1.0} if output_format == "rubric_partial" else {"result": "pass"}
     return json.dumps({"results": [{"id": judge_id, **verdict, "justification": MOCK_JUDGE_JUSTIFICATION}
                                    for judge_id in judge_ids]})
 
 
-def _next_call(messages: list[dict[str, Any]], offered: list[str]) -> ScriptedToolCall | str | None:
+def _next_call(messages: list[JsonObject], offered: list[str]) -> ScriptedToolCall | str | None:
     """The next ``CALL`` line of the last user message not yet answered with a call.
 
     Returns the call, a text explaining why a line cannot be called, or None when there is no
@@ -162,7 +163,8 @@ def _next_call(messages: list[dict[str, Any]], offered: list[str]) -> ScriptedTo
     if last_user is None:
         return None
     lines = _CALL_LINE.findall(_text(messages[last_user].get("content")))
-    done = sum(len(m.get("tool_calls") or []) for m in messages[last_user + 1:] if m.get("role") == "assistant")
+    done = sum(len(calls) for m in messages[last_user + 1:]
+               if m.get("role") == "assistant" and isinstance(calls := m.get("tool_calls"), list))
     if done >= len(lines):
         return None
     name, raw_args = lines[done]
@@ -186,12 +188,12 @@ def _match_tool(name: str, offered: list[str]) -> str | None:
     return suffixed[0] if len(suffixed) == 1 else None
 
 
-def _echo(messages: list[dict[str, Any]]) -> str:
+def _echo(messages: list[JsonObject]) -> str:
     """``mock reply: <last user message>`` plus a short summary of the tool results after it."""
     last_user = _last_index(messages, "user")
     said = _squash(_text(messages[last_user].get("content")), _SUMMARY_CHARS) if last_user is not None else ""
-    names = {call.get("id"): (call.get("function") or {}).get("name")
-             for m in messages if m.get("role") == "assistant" for call in m.get("tool_calls") or []}
+    names = {call.get("id"): _function_name(call)
+             for m in messages if m.get("role") == "assistant" for call in _calls(m)}
     results = [f"{names.get(m.get('tool_call_id')) or 'tool'} -> {_squash(_text(m.get('content')), _TOOL_RESULT_CHARS)}"
                for m in messages[(last_user or 0) + 1:] if m.get("role") == "tool"]
     text = f'mock reply: received "{said}"'
@@ -200,7 +202,7 @@ def _echo(messages: list[dict[str, Any]]) -> str:
     return text
 
 
-def _instructions(messages: list[dict[str, Any]]) -> str:
+def _instructions(messages: list[JsonObject]) -> str:
     """The system messages and the last user message, where judge and simulator prompts live.
 
     A judge reached over A2A may get its whole prompt as one user message. Untrusted text
@@ -213,28 +215,39 @@ def _instructions(messages: list[dict[str, Any]]) -> str:
     return "\n".join(texts)
 
 
-def _messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _messages(body: JsonObject) -> list[JsonObject]:
     raw = body.get("messages")
     return [m for m in raw if isinstance(m, dict)] if isinstance(raw, list) else []
 
 
-def _offered_tools(body: Mapping[str, Any]) -> list[str]:
+def _offered_tools(body: JsonObject) -> list[str]:
     tools = body.get("tools")
     if not isinstance(tools, list):
         return []
-    return [str(t["function"]["name"]) for t in tools
-            if isinstance(t, dict) and isinstance(t.get("function"), dict) and "name" in t["function"]]
+    return [str(function["name"]) for t in tools
+            if isinstance(t, dict) and isinstance(function := t.get("function"), dict) and "name" in function]
 
 
-def _assistant_turns(messages: list[dict[str, Any]]) -> int:
+def _calls(message: JsonObject) -> list[JsonObject]:
+    """An assistant message's tool calls (the objects among them)."""
+    calls = message.get("tool_calls")
+    return [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
+
+
+def _function_name(call: JsonObject) -> JsonValue:
+    function = call.get("function")
+    return function.get("name") if isinstance(function, dict) else None
+
+
+def _assistant_turns(messages: list[JsonObject]) -> int:
     return sum(1 for m in messages if m.get("role") == "assistant")
 
 
-def _last_index(messages: list[dict[str, Any]], role: str) -> int | None:
+def _last_index(messages: list[JsonObject], role: str) -> int | None:
     return next((i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == role), None)
 
 
-def _text(content: Any) -> str:
+def _text(content: JsonValue) -> str:
     """Content is a string or a list of ``{type: text, text}`` parts."""
     if isinstance(content, str):
         return content

@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 import httpx2
 
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.agents.scripted.plan import Plan, PlannedToolCall, choose_plan
 from prefect_agentenv.agents.server import BASE_CONFIG_FIELDS, AgentBackend, AgentFailure, Turn, TurnResult
 from prefect_agentenv.exceptions import McpError
@@ -51,8 +52,8 @@ class ScriptedAgent(AgentBackend):
                                tool_call_count=runner.count)
         # The safe point: after the tool calls, the files and the sleep, with no await left.
         steered = turn.take_steered()
-        return TurnResult(_render(plan.reply, results, turn, steered), tool_call_count=runner.count,
-                          data={"steered": steered} if steered else {})
+        data: JsonObject = {"steered": list(steered)} if steered else {}
+        return TurnResult(_render(plan.reply, results, turn, steered), tool_call_count=runner.count, data=data)
 
     def mcp_http(self) -> httpx2.AsyncClient:
         """One httpx2 client for every MCP session of the process (sessions set up in ~3 ms)."""

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.agents.server import AgentFailure
 
 PLAN_FILE = "plan.json"
@@ -27,7 +28,7 @@ class PlannedToolCall(_Strict):
     server: str | None = None
     """Name of the configured MCP server; optional when only one server has the tool."""
     tool: str = Field(min_length=1)
-    arguments: dict[str, Any] = Field(default_factory=dict)
+    arguments: JsonObject = Field(default_factory=dict)
 
 
 class PlannedFile(_Strict):
@@ -61,7 +62,7 @@ class Plan(_Strict):
 DEFAULT_PLAN = Plan(reply="I received: {prompt}")
 
 
-def choose_plan(prompt: str, config: dict[str, Any], workdir: Path, turn: int) -> tuple[Plan, PlanSource]:
+def choose_plan(prompt: str, config: JsonObject, workdir: Path, turn: int) -> tuple[Plan, PlanSource]:
     """The plan for this prompt and where it came from (see the package docstring for the order).
 
     Raises:

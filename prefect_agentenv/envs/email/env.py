@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
-
 from mcp.server.mcpserver import MCPServer
 
 from prefect_agentenv.envs.email.mailbox import Email, Mailbox
 from prefect_agentenv.envs.email.tools import register_tools
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.envs.server import EnvBackend, TriggerAction, VirtualClock
 
 
@@ -28,10 +27,10 @@ class EmailEnv(EnvBackend):
     def reset(self) -> None:
         self.mailbox.reset()
 
-    def load(self, documents: Sequence[dict[str, Any]]) -> None:
+    def load(self, documents: Sequence[JsonObject]) -> None:
         self.mailbox.load(documents)
 
-    def export(self) -> dict[str, Any]:
+    def export(self) -> JsonObject:
         return self.mailbox.export()
 
     def register_tools(self, mcp: MCPServer) -> None:
@@ -40,7 +39,7 @@ class EmailEnv(EnvBackend):
     def trigger_actions(self) -> Mapping[str, TriggerAction]:
         return {"deliver_email": self._deliver_email}
 
-    def _deliver_email(self, data: dict[str, Any], at: datetime) -> None:
+    def _deliver_email(self, data: JsonObject, at: datetime) -> None:
         """``data`` is one email (``id`` optional, ``date`` defaults to the trigger's ``at``)."""
         email = Email.model_validate(data)
         if email.id is not None and self.mailbox.has(email.id):

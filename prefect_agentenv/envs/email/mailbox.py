@@ -5,11 +5,12 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, TypedDict
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from prefect_agentenv.envs.server import VirtualClock
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.protocols.env import UtcDatetime
 from prefect_agentenv.protocols.jsonrpc import JsonRpcFault
 
@@ -53,20 +54,28 @@ class Email(BaseModel):
     read: bool = False
     in_reply_to: str | None = None
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> JsonObject:
         """The exported form (wire names, ISO dates)."""
         return self.model_dump(mode="json", by_alias=True)
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> JsonObject:
         """What a search returns: everything but the body, plus a snippet of it."""
         record = self.record()
-        body = record.pop("body")
-        record["snippet"] = body[:160]
+        del record["body"]
+        record["snippet"] = self.body[:160]
         return record
 
     def matches(self, terms: Sequence[str]) -> bool:
         haystack = " ".join([self.from_, *self.to, *self.cc, self.subject, self.body]).lower()
         return all(term in haystack for term in terms)
+
+
+class FolderCount(TypedDict):
+    """One folder in ``list_folders``: its name, how many messages it holds, how many are unread."""
+
+    name: str
+    count: int
+    unread: int
 
 
 class MailboxSeed(BaseModel):
@@ -91,7 +100,7 @@ class Mailbox:
         self._emails: dict[str, Email] = {}
         self._ids = itertools.count(1)
 
-    def load(self, documents: Iterable[dict[str, Any]]) -> None:
+    def load(self, documents: Iterable[JsonObject]) -> None:
         """Validate every document, then add their messages; an id already present is refused."""
         seeds = [MailboxSeed.model_validate(doc) for doc in documents]
         incoming = [e for seed in seeds for e in seed.emails]
@@ -147,7 +156,7 @@ class Mailbox:
                                       "body": body, "folder": SENT, "read": True, "in_reply_to": in_reply_to})
         return self.deliver(email, self.clock.now())
 
-    def folders(self) -> list[dict[str, Any]]:
+    def folders(self) -> list[FolderCount]:
         """Every folder with its message and unread counts; inbox and sent always listed."""
         names = dict.fromkeys([INBOX, SENT, *(e.folder for e in self._emails.values())])
         return [{"name": name,
@@ -155,7 +164,7 @@ class Mailbox:
                  "unread": sum(1 for e in self._emails.values() if e.folder == name and not e.read)}
                 for name in names]
 
-    def export(self) -> dict[str, Any]:
+    def export(self) -> JsonObject:
         """``{"account", "emails", "sent"}`` — the shape ``load`` accepts, so snapshots reload."""
         return {
             "account": self.account.model_dump(mode="json"),

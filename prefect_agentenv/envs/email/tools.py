@@ -1,4 +1,8 @@
-"""The email env's MCP tools. Each returns an object, so clients get structured content."""
+"""The email env's MCP tools. Each returns an object, so clients get structured content.
+
+Each tool's return annotation is its advertised output schema (an open object): see
+:mod:`prefect_agentenv.envs.records.tools`.
+"""
 
 from __future__ import annotations
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict
+
+from prefect_agentenv.jsontypes import JsonObject
 
 
 class Record(BaseModel):
@@ -12,5 +12,5 @@ class Record(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> JsonObject:
         return self.model_dump(mode="json")

@@ -10,11 +10,10 @@ documents it attaches (copied, so the fax keeps what was sent).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
-
 from pydantic import Field
 
 from prefect_agentenv.envs.records.base import Record
+from prefect_agentenv.jsontypes import JsonObject, JsonValue
 from prefect_agentenv.protocols.env import UtcDatetime
 
 
@@ -82,8 +81,9 @@ def line_transcript(line: PhoneLine | None, number: str, utterances: list[str]) 
 _DOCUMENT_FIELDS = ("document_id", "kind", "title", "sender", "content", "file_name", "inbound_path")
 
 
-def file_document(data: dict[str, Any], document_id: str, at: datetime) -> dict[str, Any]:
-    """An inbox document for a file dropped in the inbound folder (``drop_file_inbox``).
+def file_document(data: JsonObject, document_id: str) -> JsonObject:
+    """An inbox document for a file dropped in the inbound folder (``drop_file_inbox``); the
+    caller dates it (``received_at`` is the trigger's instant, whatever ``data`` says).
 
     ``data`` holds the file's own members (``file_name``, ``title``, ``content``, ``kind``…) and the
     record it is about (a referral's fields, say); without ``content`` the file's text lists them.
@@ -93,16 +93,16 @@ def file_document(data: dict[str, Any], document_id: str, at: datetime) -> dict[
     name = data.get("file_name") or f"{data.get('document_id') or document_id}.txt"
     title = data.get("title") or (f"Referral {about['referral_id']}" if about.get("referral_id") else str(name))
     content = data.get("content") or "\n".join(f"{k.replace('_', ' ')}: {_text(v)}" for k, v in about.items())
-    return {**about, "document_id": data.get("document_id") or document_id, "kind": data.get("kind") or "fax",
-            "title": title, "sender": data.get("sender"), "content": content, "path": f"{folder}/{name}",
-            "received_at": at}
+    undated = {k: v for k, v in about.items() if k != "received_at"}
+    return {**undated, "document_id": data.get("document_id") or document_id, "kind": data.get("kind") or "fax",
+            "title": title, "sender": data.get("sender"), "content": content, "path": f"{folder}/{name}"}
 
 
-def _text(value: Any) -> str:
+def _text(value: JsonValue) -> str:
     return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
-def voicemail(data: dict[str, Any], call_id: str, at: datetime) -> Call:
+def voicemail(data: JsonObject, call_id: str, at: datetime) -> Call:
     """A message left on the clinic's line (``leave_voicemail``): ``{from, message, patient_id?}``."""
     message = str(data.get("message") or data.get("text") or "")
     number = str(data.get("from") or data.get("number") or "unknown")
@@ -112,8 +112,9 @@ def voicemail(data: dict[str, Any], call_id: str, at: datetime) -> Call:
                                 "transcript": [{"speaker": "caller", "text": message}]})
 
 
-def hl7_document(data: dict[str, Any], document_id: str, at: datetime) -> dict[str, Any]:
-    """An inbox document for a posted HL7 v2 message (``post_hl7_message``), e.g. an ORU^R01 result.
+def hl7_document(data: JsonObject, document_id: str) -> JsonObject:
+    """An inbox document for a posted HL7 v2 message (``post_hl7_message``), e.g. an ORU^R01 result;
+    the caller dates it with the trigger's instant.
 
     ``data`` is ``{message, patient_id?}``; the message type (MSH-9), the patient (PID-3, unless
     ``patient_id`` is given) and the observations (OBX-3 = OBX-5 OBX-6) are read from its segments.
@@ -126,7 +127,7 @@ def hl7_document(data: dict[str, Any], document_id: str, at: datetime) -> dict[s
     patient = data.get("patient_id") or (pid[3].split("^")[0] if len(pid) > 3 and pid[3] else None)
     results = [f"{s[3].split('^')[-1] or s[3]} = {s[5]} {s[6] if len(s) > 6 else ''}".strip()
                for s in segments if s[0] == "OBX" and len(s) > 5]
-    extra = {k: v for k, v in data.items() if k not in ("message", "patient_id")}
+    extra = {k: v for k, v in data.items() if k not in ("message", "patient_id", "received_at")}
     return {**extra, "document_id": data.get("document_id") or document_id, "kind": "hl7",
             "title": f"HL7 {kind}", "sender": data.get("sender"), "patient_id": patient,
-            "content": "\n".join(results) or message, "hl7": message, "received_at": at}
+            "content": "\n".join(results) or message, "hl7": message}

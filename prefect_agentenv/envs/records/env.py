@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
-
 from mcp.server.mcpserver import MCPServer
 
 from prefect_agentenv.envs.records.store import Records
 from prefect_agentenv.envs.records.tools import register_tools
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.envs.server import EnvBackend, TriggerAction, VirtualClock
 
 
@@ -28,10 +27,10 @@ class RecordsEnv(EnvBackend):
     def reset(self) -> None:
         self.records.reset()
 
-    def load(self, documents: Sequence[dict[str, Any]]) -> None:
+    def load(self, documents: Sequence[JsonObject]) -> None:
         self.records.load(documents)
 
-    def export(self) -> dict[str, Any]:
+    def export(self) -> JsonObject:
         return self.records.export()
 
     def register_tools(self, mcp: MCPServer) -> None:
@@ -41,14 +40,14 @@ class RecordsEnv(EnvBackend):
         return {"drop_inbox_document": self._drop_inbox_document, "drop_file_inbox": self._drop_file_inbox,
                 "leave_voicemail": self._leave_voicemail, "post_hl7_message": self._post_hl7_message}
 
-    def _drop_inbox_document(self, data: dict[str, Any], at: datetime) -> None:
+    def _drop_inbox_document(self, data: JsonObject, at: datetime) -> None:
         self.records.drop_document(data, at)
 
-    def _drop_file_inbox(self, data: dict[str, Any], at: datetime) -> None:
+    def _drop_file_inbox(self, data: JsonObject, at: datetime) -> None:
         self.records.drop_file(data, at)
 
-    def _post_hl7_message(self, data: dict[str, Any], at: datetime) -> None:
+    def _post_hl7_message(self, data: JsonObject, at: datetime) -> None:
         self.records.post_hl7(data, at)
 
-    def _leave_voicemail(self, data: dict[str, Any], at: datetime) -> None:
+    def _leave_voicemail(self, data: JsonObject, at: datetime) -> None:
         self.records.leave_voicemail(data, at)

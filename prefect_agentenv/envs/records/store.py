@@ -21,6 +21,7 @@ from prefect_agentenv.envs.records.comms import (
     voicemail,
 )
 from prefect_agentenv.envs.server import VirtualClock
+from prefect_agentenv.jsontypes import JsonArray, JsonObject
 from prefect_agentenv.protocols.env import UtcDatetime
 from prefect_agentenv.protocols.jsonrpc import JsonRpcFault
 
@@ -38,7 +39,7 @@ class Patient(_Record):
     sex: str | None = None
     mrn: str | None = None
     phone: str | None = None
-    insurance: dict[str, Any] | None = None
+    insurance: JsonObject | None = None
 
 
 class Referral(_Record):
@@ -151,7 +152,7 @@ class Table(Generic[R]):
         keys = [getattr(r, self.key) for r in incoming]
         return sorted({k for k in keys if k in self._rows or keys.count(k) > 1})
 
-    def export(self) -> list[dict[str, Any]]:
+    def export(self) -> JsonArray:
         return [row.record() for row in self._rows.values()]
 
 
@@ -178,7 +179,7 @@ class Records:
     def _incoming(self, seed: RecordsSeed, name: str) -> list[Any]:
         return seed.merged_requests() if name == "requests" else list(getattr(seed, name))
 
-    def load(self, documents: Iterable[dict[str, Any]]) -> None:
+    def load(self, documents: Iterable[JsonObject]) -> None:
         """Validate every document, then add its records; a key already present is refused."""
         seeds = [RecordsSeed.model_validate(doc) for doc in documents]
         clashes = {name: table.clashes(r for seed in seeds for r in self._incoming(seed, name))
@@ -203,11 +204,11 @@ class Records:
             for fax in seed.outbound_faxes:
                 self.outbound_faxes.put(fax)
 
-    def export(self) -> dict[str, Any]:
+    def export(self) -> JsonObject:
         """Every resource, and ``prior_auth_requests`` (the prior-auth requests) — the shape ``load`` accepts."""
-        state = {name: table.export() for name, table in self._tables().items()}
-        state["prior_auth_requests"] = [r for r in state["requests"] if r.get("type") == "prior_auth"]
-        return state
+        tables = {name: table.export() for name, table in self._tables().items()}
+        prior_auth: JsonArray = [r for r in tables["requests"] if isinstance(r, dict) and r.get("type") == "prior_auth"]
+        return {**tables, "prior_auth_requests": prior_auth}
 
     def search_patients(self, query: str = "", birth_date: date | None = None) -> list[Patient]:
         """Patients whose name, MRN or id contains every word of ``query``, optionally by birth date."""
@@ -219,22 +220,22 @@ class Records:
     def read_document(self, document_id: str) -> InboxDocument:
         return self.inbox.put(self.inbox.get(document_id).model_copy(update={"read": True}))
 
-    def drop_document(self, data: dict[str, Any], at: datetime) -> InboxDocument:
+    def drop_document(self, data: JsonObject, at: datetime) -> InboxDocument:
         """File an inbound document (trigger action); ``document_id`` defaults to ``DOC-NNNN``."""
         document = InboxDocument.model_validate({"document_id": self.inbox.new_key(), **data})
         if document.document_id in self.inbox:
             raise ValueError(f"inbox document {document.document_id!r} already present")
         return self.inbox.put(document.model_copy(update={"received_at": document.received_at or at}))
 
-    def drop_file(self, data: dict[str, Any], at: datetime) -> InboxDocument:
+    def drop_file(self, data: JsonObject, at: datetime) -> InboxDocument:
         """File a dropped inbound file as an inbox document (trigger action ``drop_file_inbox``)."""
-        return self.drop_document(file_document(data, self.inbox.new_key(), at), at)
+        return self.drop_document(file_document(data, self.inbox.new_key()), at)
 
-    def post_hl7(self, data: dict[str, Any], at: datetime) -> InboxDocument:
+    def post_hl7(self, data: JsonObject, at: datetime) -> InboxDocument:
         """File a posted HL7 message (an ORU^R01 result, say) in the inbox (trigger ``post_hl7_message``)."""
-        return self.drop_document(hl7_document(data, self.inbox.new_key(), at), at)
+        return self.drop_document(hl7_document(data, self.inbox.new_key()), at)
 
-    def leave_voicemail(self, data: dict[str, Any], at: datetime) -> Call:
+    def leave_voicemail(self, data: JsonObject, at: datetime) -> Call:
         """Log a voicemail left on the clinic's line (trigger action ``leave_voicemail``)."""
         return self.calls.put(voicemail(data, self.calls.new_key(), at))
 

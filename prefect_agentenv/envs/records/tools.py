@@ -1,4 +1,9 @@
-"""The records env's MCP tools. Each returns an object, so clients get structured content."""
+"""The records env's MCP tools. Each returns an object, so clients get structured content.
+
+Each tool's return annotation (a ``dict`` of ``str`` to ``Any``) is what MCP advertises as its output
+schema (``{"type": "object", "additionalProperties": true}``); a narrower annotation would change
+the ``tools/list`` every client sees. The records inside are typed (:meth:`Record.record`).
+"""
 
 from __future__ import annotations
 

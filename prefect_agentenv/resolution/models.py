@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, SecretStr
 
 from prefect_agentenv.exceptions import ConfigurationError
 from prefect_agentenv.protocols.openai import OpenAIClient
-from prefect_agentenv.runtime.resolve import is_block_name, load_block, prefect_api_configured
+from prefect_agentenv.resolution.block_lookup import is_block_name, load_block, prefect_api_configured
 
 if TYPE_CHECKING:
     from prefect_agentenv.blocks.model_endpoint import ModelEndpoint

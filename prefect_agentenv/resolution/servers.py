@@ -1,4 +1,4 @@
-"""From an env id or an agent id to a launch spec, and from a launch spec to its launcher.
+"""From an env id or an agent id to a launch spec.
 
 An env id resolves, in order, to an ``AgentEnvironment`` block of that name (when a Prefect
 API is there to ask), then to a reference env shipped in the package; otherwise the error
@@ -8,41 +8,26 @@ or a reference agent.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
-import importlib
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
-import httpx
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from prefect_agentenv.agents.catalog import REFERENCE_AGENTS, ReferenceAgent
 from prefect_agentenv.envs.catalog import REFERENCE_ENVS, ReferenceEnv
 from prefect_agentenv.exceptions import ConfigurationError
+from prefect_agentenv.resolution.block_lookup import is_block_name, load_block, prefect_api_configured
 from prefect_agentenv.runtime.launch import DEFAULT_READY_PATH, LaunchSpec
 
 if TYPE_CHECKING:
-    from prefect.blocks.core import Block
-
     from prefect_agentenv.blocks.agent import A2AAgent
     from prefect_agentenv.blocks.environment import AgentEnvironment
-
-
-_BLOCK_NAME = re.compile(r"^[a-z0-9-]+$")
-_NOT_FOUND = "Unable to find block document named"
 
 EnvSource = Literal["block", "reference"]
 AgentSource = Literal["block", "reference"]
 
-_B = TypeVar("_B", bound="Block")
 A2A_CARD_PATH = "/.well-known/agent-card.json"
 """Where a reference agent is ready (the A2A card), as ``blocks.agent`` says for registered agents."""
-
-
-def _block_class(module: str, name: str) -> Any:
-    """A block class, imported on first use: it brings in Prefect, which validating a document
-    or printing ``--help`` must not pay for."""
-    return getattr(importlib.import_module(module), name)
 
 
 class ResolvedEnv(BaseModel):
@@ -81,47 +66,6 @@ class ResolvedAgent(BaseModel):
     """False for a reference agent that calls no model (no mock model is started for it)."""
 
 
-def is_block_name(name: str) -> bool:
-    """Prefect block names are lowercase letters, digits and dashes."""
-    return bool(_BLOCK_NAME.match(name))
-
-
-def prefect_api_configured() -> bool:
-    """True when loading a block will not start a temporary Prefect server just for that.
-
-    That is when ``PREFECT_API_URL`` is set, or when this code runs inside a flow or task run
-    (whose API, ephemeral or not, is already up).
-    """
-    from prefect.context import FlowRunContext, TaskRunContext  # Prefect on use (see _block_class)
-    from prefect.settings import get_current_settings
-
-    if get_current_settings().api.url:
-        return True
-    return FlowRunContext.get() is not None or TaskRunContext.get() is not None
-
-
-async def load_block(block_type: type[_B], name: str) -> _B | None:
-    """The ``block_type`` block called ``name``, or None when there is none (or ``name`` cannot name one).
-
-    Raises:
-        ConfigurationError: the block exists but is invalid, or the Prefect API did not answer.
-    """
-    if not is_block_name(name):
-        return None
-    label = block_type.__name__
-    try:
-        return await block_type.aload(name)
-    except ValidationError as exc:
-        raise ConfigurationError(f"the {label} block {name!r} is invalid: {exc}") from exc
-    except ValueError as exc:
-        if str(exc).startswith(_NOT_FOUND):
-            return None
-        raise ConfigurationError(f"the {label} block {name!r} could not be loaded: {exc}") from exc
-    except (httpx.HTTPError, OSError, RuntimeError) as exc:
-        raise ConfigurationError(
-            f"the Prefect API did not answer while loading the {label} block {name!r}: {exc}") from exc
-
-
 class _Found(NamedTuple):
     version: str
     spec: LaunchSpec
@@ -156,8 +100,10 @@ async def resolve_env(env_id: str, *, use_blocks: bool | None = None) -> Resolve
         ConfigurationError: nothing has that id (the message says how to register it), or its
             block is invalid or could not be read.
     """
+    from prefect_agentenv.blocks.environment import AgentEnvironment  # Prefect on use: not for `validate`
+
     consult_blocks = prefect_api_configured() if use_blocks is None else use_blocks
-    found = await _find(_block_class("prefect_agentenv.blocks.environment", "AgentEnvironment"), env_id, REFERENCE_ENVS, consult_blocks=consult_blocks,
+    found = await _find(AgentEnvironment, env_id, REFERENCE_ENVS, consult_blocks=consult_blocks,
                         reference_ready_path=DEFAULT_READY_PATH)
     if found is None:
         raise ConfigurationError(not_found_message(env_id, consulted_blocks=consult_blocks))
@@ -183,8 +129,10 @@ async def resolve_agent(a2a_agent_id: str, *, use_blocks: bool | None = None) ->
         ConfigurationError: nothing has that id (the message says how to register it), or its
             block is invalid or could not be read.
     """
+    from prefect_agentenv.blocks.agent import A2AAgent  # Prefect on use: not for `validate`
+
     consult_blocks = prefect_api_configured() if use_blocks is None else use_blocks
-    found = await _find(_block_class("prefect_agentenv.blocks.agent", "A2AAgent"), a2a_agent_id, REFERENCE_AGENTS, consult_blocks=consult_blocks,
+    found = await _find(A2AAgent, a2a_agent_id, REFERENCE_AGENTS, consult_blocks=consult_blocks,
                         reference_ready_path=A2A_CARD_PATH)
     if found is None:
         raise ConfigurationError(agent_not_found_message(a2a_agent_id, consulted_blocks=consult_blocks))
