@@ -14,7 +14,7 @@ httpx types. A card that lists ``operations: []`` makes data-plane calls fail at
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 from urllib.parse import urljoin
@@ -247,7 +247,7 @@ class EnvClient:
         """Empty the env's data (``data/reset``)."""
         await self._data_call("data/reset", {})
 
-    async def data_add(self, parts: Sequence[Part | Mapping[str, Any]]) -> None:
+    async def data_add(self, parts: Sequence[Part | JsonObject]) -> None:
         """Load parts into the env (``data/add``); dict parts are validated first."""
         try:
             wire: list[JsonValue] = [p.to_wire() for p in parse_parts(parts)]
@@ -305,7 +305,7 @@ class EnvClient:
         result = await self._extension_call(uri, action, {"role": role, "tools": [*tools]})
         return result if isinstance(result, dict) else {"result": result}
 
-    async def register_triggers(self, triggers: Sequence[Trigger | Mapping[str, Any]]) -> list[Trigger]:
+    async def register_triggers(self, triggers: Sequence[Trigger | JsonObject]) -> list[Trigger]:
         """Register timed events; the env answers with them as stored (ids, status)."""
         try:
             wire: list[JsonValue] = [(t if isinstance(t, Trigger) else Trigger.model_validate(t)).to_wire()

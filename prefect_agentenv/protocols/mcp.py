@@ -32,7 +32,7 @@ from mcp_types import CallToolResult, Implementation
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from prefect_agentenv.exceptions import McpError, McpToolError
-from prefect_agentenv.jsontypes import JsonObject
+from prefect_agentenv.jsontypes import JsonObject, JsonValue
 
 _FOREIGN: tuple[type[BaseException], ...] = (
     MCPError, httpx2.HTTPError, StreamableHTTPError, TimeoutError, ValidationError,
@@ -141,7 +141,7 @@ class McpClient:
                     break
         return tools
 
-    async def call_tool(self, name: str, args: Mapping[str, Any] | None = None, *,
+    async def call_tool(self, name: str, args: Mapping[str, JsonValue] | None = None, *,
                         timeout: float | None = None) -> ToolCallResult:
         """Call a tool; a tool-level failure comes back with ``is_error`` set.
 

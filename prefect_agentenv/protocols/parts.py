@@ -91,7 +91,7 @@ Part = Annotated[
 _parts = TypeAdapter(list[Part])
 
 
-def parse_parts(raw: Sequence[Part | Mapping[str, Any]]) -> list[Part]:
+def parse_parts(raw: Sequence[Part | JsonObject]) -> list[Part]:
     """Validate parts given as models or as wire dicts.
 
     Raises:
