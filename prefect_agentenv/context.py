@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from prefect_agentenv.exceptions import ContextConflictError
+from prefect_agentenv.jsontypes import JsonValue
 
 
 class _Model(BaseModel):
@@ -108,9 +109,63 @@ class UnsupportedAgentConfig(_Model):
     """Why it could not be sent, e.g. "the card does not declare the extension"."""
 
 
+class AgentPeering(_Model):
+    """A row of `metadata.agent_peerings`: the peers a peer_agents step gave one agent."""
+
+    source_agent_name: str
+    peer_agent_names: list[str]
+
+
+class AgentTriggerRegistration(_Model):
+    """A row of `metadata.agent_trigger_registrations`: what an agent said it registered."""
+
+    step_id: str
+    agent_name: str
+    added: list[JsonValue]
+    """The agent's answer (trigger ids as it names them), or the document's ids when it gave none."""
+
+
+class AgentSnapshot(_Model):
+    """A row of `metadata.agent_snapshots`: the universe a snapshot_agent_state step published."""
+
+    id: str
+    version: str
+    source_agent_name: str
+    source_prompt_id: str
+    capture_step_id: str
+    files: list[str]
+    """The universe's files, sorted (``conversation.json``, ``trajectory.json``, ``workspace/...``)."""
+
+
+class HumanAgent(_Model):
+    """A row of `metadata.human_agents`: a person's A2A endpoint named as an agent of the run."""
+
+    step_id: str
+    agent_name: str
+    a2a_url: str
+
+
+class ToolAccessState(_Model):
+    """A role's tool access as the env reported it after a change."""
+
+    disabled: list[JsonValue]
+    allowed: list[JsonValue]
+
+
+class ToolAccessChange(_Model):
+    """A row of `metadata.tool_access_changes`: one modify_env_tool_access step."""
+
+    step_id: str
+    env_id: str
+    action: str
+    role: str
+    tools_requested: list[str]
+    role_state_after: ToolAccessState
+
+
 def _unset(value: object) -> bool:
     """A shared record no step wrote: left out of the report, as it was before it had a field."""
-    return value is None or value == {}
+    return value is None or value == {} or value == []
 
 
 class RunMetadata(BaseModel):
@@ -142,6 +197,16 @@ class RunMetadata(BaseModel):
     """By review step id: {label, approved, note}."""
     script_results: dict[str, Any] = Field(default_factory=dict, exclude_if=_unset)
     """By result id: what each run_code script returned (later scripts read the earlier ones)."""
+    human_agents: list[HumanAgent] = Field(default_factory=list, exclude_if=_unset)
+    """People's endpoints named as agents (deploy_human_agent)."""
+    agent_peerings: list[AgentPeering] = Field(default_factory=list, exclude_if=_unset)
+    """The peers each peer_agents step gave its agents."""
+    agent_trigger_registrations: list[AgentTriggerRegistration] = Field(default_factory=list, exclude_if=_unset)
+    """What each register_agent_triggers step's agent registered."""
+    tool_access_changes: list[ToolAccessChange] = Field(default_factory=list, exclude_if=_unset)
+    """Each modify_env_tool_access step and the role's access after it."""
+    agent_snapshots: list[AgentSnapshot] = Field(default_factory=list, exclude_if=_unset)
+    """The universes snapshot_agent_state steps published."""
 
 
 class RunContext(BaseModel):

@@ -30,6 +30,7 @@ from pydantic import (
 from prefect_agentenv.documents.criteria import TaskCriterion
 from prefect_agentenv.documents.loading import NAME_PATTERN
 from prefect_agentenv.documents.scoring import ScoringConfig, fold_skip_policy
+from prefect_agentenv.jsontypes import JsonObject
 
 SLUG_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"
 """Benchmark slugs name deployments and artifact keys: lowercase words joined by dashes."""
@@ -67,7 +68,7 @@ class BenchmarkDefaults(_Strict):
     """Agent deployed by Verial-style tasks that name none (the reference ``llm`` agent when unset)."""
     model: str | None = None
     """Model of the agent deployed by Verial-style tasks."""
-    agent_config: dict[str, Any] = Field(default_factory=dict)
+    agent_config: JsonObject = Field(default_factory=dict)
     """Agent-config fields of that agent (not of an agent a task names); a task's agent.agent_config
     is merged over them."""
     judge_model: str | None = None
@@ -194,7 +195,7 @@ class ScenarioStep(BaseModel):
     """When the action happens, in seconds after the scenario's start_at."""
     env_id: str | None = None
     """The env that performs it; required when the task has several envs."""
-    data: dict[str, Any] = Field(default_factory=dict)
+    data: JsonObject = Field(default_factory=dict)
     """The trigger's data (for drop_inbox_document, the inbox document)."""
     entity_id: str | None = None
     """An entity whose fields are merged under data (data wins on a clash)."""
@@ -203,7 +204,7 @@ class ScenarioStep(BaseModel):
     id: str | None = None
     """Id of the registered trigger; the env picks one when omitted."""
 
-    def trigger_data(self, entity_fields: dict[str, Any]) -> dict[str, Any]:
+    def trigger_data(self, entity_fields: JsonObject) -> JsonObject:
         """The trigger's data: the entity's fields, then the action's own parameters, then data."""
         own = dict(self.model_extra or {})
         if self.inbound_path is not None:
@@ -240,7 +241,7 @@ class Entity(BaseModel):
             return {"id": value["entity_id"], **{k: v for k, v in value.items() if k != "entity_id"}}
         return value
 
-    def fields(self) -> dict[str, Any]:
+    def fields(self) -> JsonObject:
         """The entity's fields, without its id."""
         return dict(self.model_extra or {})
 
@@ -285,7 +286,7 @@ class TaskAgent(_Strict):
     model: str | None = None
     """Model the agent uses; the benchmark default when omitted."""
     system_prompt: str | None = None
-    agent_config: dict[str, Any] = Field(default_factory=dict)
+    agent_config: JsonObject = Field(default_factory=dict)
     """Extra agent-config fields (for the scripted agent, its plan)."""
     max_turns: int | None = Field(default=None, ge=1)
     """Cap on the agent's model turns."""

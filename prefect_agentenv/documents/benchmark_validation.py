@@ -42,6 +42,7 @@ from prefect_agentenv.documents.problems import Problem
 from prefect_agentenv.documents.seeds import load_seed_rows
 from prefect_agentenv.documents.validation import ValidationResult, validate_data
 from prefect_agentenv.exceptions import TaskDocumentError
+from prefect_agentenv.jsontypes import JsonObject
 
 _TASK_MODELS: dict[str, type[BaseModel]] = {"StepDocumentTask": StepDocumentTask, "VerialTask": VerialTask}
 
@@ -118,7 +119,7 @@ def validate_benchmark_data(data: Any, base_dir: str | Path, *,
     return BenchmarkValidationResult(Benchmark.model_validate(data), selected, [], expansion.warnings)
 
 
-def _header(data: dict[str, Any]) -> tuple[BenchmarkHeader | None, list[Problem]]:
+def _header(data: JsonObject) -> tuple[BenchmarkHeader | None, list[Problem]]:
     problems: list[Problem] = []
     if isinstance(data["tasks"], list) and not data["tasks"]:
         problems.append(Problem("the benchmark has no tasks", path="$.tasks", hint="add at least one task"))
@@ -131,7 +132,7 @@ def _header(data: dict[str, Any]) -> tuple[BenchmarkHeader | None, list[Problem]
         return None, problems + [model_problem(e, "$", BenchmarkHeader) for e in exc.errors()]
 
 
-def _settings(data: dict[str, Any], header: BenchmarkHeader | None) -> tuple[BenchmarkDefaults, Any, TagFilter]:
+def _settings(data: JsonObject, header: BenchmarkHeader | None) -> tuple[BenchmarkDefaults, Any, TagFilter]:
     """Defaults, seeds and tag filter, each on its own when the rest of the header is invalid, so the
     tasks and seeds are still checked (their own problems are already reported with the header's)."""
     if header is not None:

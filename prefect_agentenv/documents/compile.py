@@ -16,7 +16,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Required, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -43,6 +43,8 @@ from prefect_agentenv.documents.validation import _from_pydantic as pydantic_pro
 from prefect_agentenv.documents.validation import validate_data
 from prefect_agentenv.documents.verial import CompiledTask, CriterionRef, compile_verial
 from prefect_agentenv.exceptions import TaskDocumentError
+from prefect_agentenv.jsontypes import JsonObject
+from prefect_agentenv.steps.base import StepModel
 
 
 class ExpandedTask(BaseModel):
@@ -237,7 +239,7 @@ def _document_expander(task: StepDocumentTask, raw: Any, path: str, ctx: ExpandC
     return expand_one
 
 
-def _verial_expander(task: VerialTask, raw: dict[str, Any], path: str, ctx: ExpandContext) -> Any:
+def _verial_expander(task: VerialTask, raw: JsonObject, path: str, ctx: ExpandContext) -> Any:
     def expand_one(task_id: str, base_id: str, seed_index: int, row: SeedRow | None) -> Expansion:
         try:
             seeded = VerialTask.model_validate(fill_placeholders(raw, row or {}))
@@ -268,7 +270,7 @@ def _validated_compiled(compiled: CompiledTask, task: VerialTask, task_id: str, 
     return out
 
 
-def scoring_update(document: TaskDocument, policy: SkipPolicy, *layers: ScoringConfig | None) -> dict[str, Any]:
+def scoring_update(document: TaskDocument, policy: SkipPolicy, *layers: ScoringConfig | None) -> ScoringUpdate:
     """The document's skip policy and scoring in a benchmark: the layers (the benchmark's default,
     the document's, the task's) merged, later ones winning; their skip_on_* defaults go onto the
     verifiers that set none."""
@@ -278,6 +280,14 @@ def scoring_update(document: TaskDocument, policy: SkipPolicy, *layers: ScoringC
     steps = apply_skip_defaults(list(document.steps), scoring)
     scoring.skip_policy = policy
     return {"skip_policy": policy, "scoring": scoring, "steps": steps}
+
+
+class ScoringUpdate(TypedDict, total=False):
+    """The fields of a task document a benchmark's scoring layers replace (a ``model_copy`` update)."""
+
+    skip_policy: Required[SkipPolicy]
+    scoring: ScoringConfig
+    steps: list[StepModel]
 
 
 def model_problem(err: Any, path: str, model: type[BaseModel]) -> Problem:

@@ -15,15 +15,16 @@ from typing import Any
 from prefect_agentenv.documents.benchmark import Entity, VerialTask
 from prefect_agentenv.documents.loading import fill_placeholders
 from prefect_agentenv.documents.problems import Problem
+from prefect_agentenv.jsontypes import JsonObject, JsonValue
 
 _ENTITY_REF = re.compile(r"<([A-Za-z_][A-Za-z0-9_-]*)\.([A-Za-z0-9_.-]+)>")
 
 
-def entity_values(entities: list[Entity]) -> dict[str, Any]:
+def entity_values(entities: list[Entity]) -> JsonObject:
     """``{"ana.name": "Ana Diaz", "ana.insurance.payer": ...}``: every field, nested ones dotted."""
-    values: dict[str, Any] = {}
+    values: JsonObject = {}
 
-    def walk(prefix: str, value: Any) -> None:
+    def walk(prefix: str, value: JsonValue) -> None:
         values[prefix] = value
         if isinstance(value, dict):
             for key, item in value.items():
@@ -35,7 +36,7 @@ def entity_values(entities: list[Entity]) -> dict[str, Any]:
     return values
 
 
-def entity_field(entity: Entity, dotted: str) -> Any:
+def entity_field(entity: Entity, dotted: str) -> JsonValue:
     """An entity's field by dotted path (None when absent)."""
     return entity_values([entity]).get(f"{entity.id}.{dotted}")
 

@@ -103,7 +103,14 @@ class _LimitError(Exception):
 
 
 class _BoundedLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, counting aliases and nesting while it composes the document."""
+    """PyYAML's safe loader, counting aliases and nesting while it composes the document.
+
+    A date written without quotes stays text, as in JSON: free-form fields (agent_config, trigger
+    data) take JSON values only, and the fields typed as times parse ISO 8601 text themselves."""
+
+    yaml_implicit_resolvers = {
+        first: [(tag, pattern) for tag, pattern in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)

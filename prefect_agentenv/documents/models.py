@@ -12,6 +12,7 @@ from prefect_agentenv.documents.scoring import ScoringConfig, apply_skip_default
 from prefect_agentenv.steps.base import Identifier, StepModel
 from prefect_agentenv.steps.registry import all_steps, get_step, unknown_type_message
 from prefect_agentenv.exceptions import ConfigurationError
+from prefect_agentenv.jsontypes import JsonObject
 
 
 def parse_step(value: Any) -> StepModel:
@@ -31,12 +32,13 @@ def parse_step(value: Any) -> StepModel:
 
 
 def dump_step(step: StepModel) -> dict[str, Any]:
+    """The step as JSON: what was written, in this runner's field names, with its type."""
     data = step.model_dump(mode="json", exclude_defaults=True, by_alias=True)
     data["type"] = step.type
     return data
 
 
-def explain_step(step: StepModel) -> dict[str, Any]:
+def explain_step(step: StepModel) -> JsonObject:
     """The canonical form of a step as ``validate --explain`` shows it: what was written, in this
     runner's field names, plus the names the step gives or needs even when they were defaults."""
     data = dump_step(step)

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
 
 from pydantic.json_schema import models_json_schema
 
 from prefect_agentenv.documents.benchmark import Benchmark
 from prefect_agentenv.documents.models import TaskDocument
+from prefect_agentenv.jsontypes import JsonObject
 
 _DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
 
-def document_schema() -> dict[str, Any]:
+def document_schema() -> JsonObject:
     """JSON Schema of every document ``prefect-agentenv validate`` accepts.
 
     ``anyOf``: a task document ``{id, steps}``, a bare list of steps, a benchmark document.

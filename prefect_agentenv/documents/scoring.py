@@ -24,6 +24,7 @@ from pydantic import (
 
 from prefect_agentenv.documents.graph import resolve_dependencies
 from prefect_agentenv.grading.outcome import SkipPolicy
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.steps.base import StepModel, VerifierStep
 from prefect_agentenv.steps.registry import get_step
 
@@ -83,7 +84,7 @@ class ScoringConfig(_Config):
     mode: Literal["shared", "isolated"] = "shared"
     """``shared``: in the agent's envs and sandbox as it left them; ``isolated``: the envs' state and
     the sandboxes' files are restored into fresh instances first."""
-    runtime: dict[str, Any] = Field(default_factory=dict)
+    runtime: JsonObject = Field(default_factory=dict)
     """deploy_env fields for the fresh envs of isolated scoring (``version``, ``startup_timeout_seconds``)."""
     env: dict[str, str] = Field(default_factory=dict)
     """Variables for scoring only; ``${VAR}`` and ``${VAR:-default}`` are read from this machine's
@@ -100,15 +101,15 @@ class ScoringConfig(_Config):
     """A skipped run's reward: ``zero`` (0, so it counts as a failure) or ``exclude`` (None)."""
 
     @model_serializer(mode="wrap")
-    def _as_written(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+    def _as_written(self, handler: SerializerFunctionWrapHandler) -> JsonObject:
         """Only the fields written: a dumped layer read back still overrides only those (a task's
         ``{retries: …}`` must not become a ``mode: shared`` over the benchmark's default)."""
-        data: dict[str, Any] = handler(self)
+        data: JsonObject = handler(self)
         return {k: v for k, v in data.items() if k in self.model_fields_set}
 
     @field_validator("runtime")
     @classmethod
-    def _runtime_fields(cls, value: dict[str, Any]) -> dict[str, Any]:
+    def _runtime_fields(cls, value: JsonObject) -> JsonObject:
         """A field deploy_env does not take is an error here, not when scoring starts."""
         if value:
             _deploy_env({"id": "scoring-env", "env_id": "env", **value})
@@ -132,7 +133,7 @@ def runtime_step(env_id: str, version: str | None, scoring: ScoringConfig) -> St
     return _deploy_env({"id": f"scoring-{env_id}", "env_id": env_id, "version": version, **scoring.runtime})
 
 
-def _deploy_env(data: dict[str, Any]) -> StepModel:
+def _deploy_env(data: JsonObject) -> StepModel:
     try:
         return get_step("deploy_env").model.model_validate(data)
     except ValidationError as exc:
@@ -187,7 +188,8 @@ def with_scoring_env(steps: list[StepModel], scoring: ScoringConfig) -> list[Ste
             for step in steps]
 
 
-def _updated(step: StepModel, update: dict[str, Any]) -> StepModel:
+def _updated(step: StepModel, update: dict[str, bool | dict[str, str]]) -> StepModel:
+    """The step with ``update`` (skip flags, scoring_env) over it, counted as written."""
     if not update:
         return step
     copy = step.model_copy(update=update)

@@ -18,6 +18,7 @@ from prefect_agentenv.documents.loading import ParseError, env_var_names, fill_p
 from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.documents.problems import Problem, json_path
 from prefect_agentenv.exceptions import TaskDocumentError
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.steps.base import NameKind, StepModel
 from prefect_agentenv.steps.registry import all_steps, unknown_type_message
 
@@ -123,7 +124,7 @@ def unset_env_var_warnings(raw_steps: list[Any], prefix: str = "$",
     return warnings
 
 
-def _split(data: Any, default_id: str) -> tuple[dict[str, Any], list[Any] | None, str, list[Problem]]:
+def _split(data: Any, default_id: str) -> tuple[JsonObject, list[Any] | None, str, list[Problem]]:
     if isinstance(data, list):
         return {"id": default_id}, data, "$", _empty_check(data, "$")
     if isinstance(data, dict) and isinstance(data.get("steps"), list):
@@ -358,7 +359,7 @@ def _raw_id(raw: Any) -> str | None:
     return raw_id if isinstance(raw_id, str) and raw_id else None
 
 
-def _declared_deps(raw: dict[str, Any]) -> list[str] | None:
+def _declared_deps(raw: JsonObject) -> list[str] | None:
     dep = raw.get("depends_on")
     if dep is None:
         return None
@@ -368,8 +369,8 @@ def _declared_deps(raw: dict[str, Any]) -> list[str] | None:
     for d in dep:
         if isinstance(d, str):
             out.append(d)
-        elif isinstance(d, dict) and isinstance(d.get("task_step_id"), str):
-            out.append(d["task_step_id"])
+        elif isinstance(d, dict) and isinstance(step_id := d.get("task_step_id"), str):
+            out.append(step_id)
     return out
 
 

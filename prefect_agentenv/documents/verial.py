@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -45,6 +44,7 @@ from prefect_agentenv.documents.entities import bind_entities, entity_field, fin
 from prefect_agentenv.documents.linked import Bound, Linked, link
 from prefect_agentenv.documents.verial_checks import check_task, prompt_text
 from prefect_agentenv.documents.problems import Problem
+from prefect_agentenv.jsontypes import JsonObject, JsonValue
 
 DEFAULT_AGENT_ID = "llm"
 """The reference tool-using agent, deployed when neither the task nor the benchmark names one."""
@@ -70,7 +70,7 @@ class CriterionRef(BaseModel):
 class CompiledTask:
     """A compiled task: the raw task document, and where each part came from in the benchmark."""
 
-    document: dict[str, Any]
+    document: JsonObject
     criteria: list[CriterionRef] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     warnings: list[Problem] = field(default_factory=list)
@@ -93,10 +93,10 @@ class _Builder:
     """Accumulates steps and the origin of each."""
 
     def __init__(self) -> None:
-        self.steps: list[dict[str, Any]] = []
+        self.steps: list[JsonObject] = []
         self.origins: list[tuple[str, str]] = []
 
-    def add(self, step: dict[str, Any], origin: str, parts: list[tuple[str, str]] | None = None) -> str:
+    def add(self, step: JsonObject, origin: str, parts: list[tuple[str, str]] | None = None) -> str:
         where = f"$.steps[{len(self.steps)}]"
         self.steps.append(step)
         self.origins.append((where, origin))
@@ -130,8 +130,8 @@ def compile_verial(task: VerialTask, *, defaults: BenchmarkDefaults | None = Non
     env_steps = [_scoped("env", e.env_id, many) for e in bound.all_envs()]
     after = _agent_and_prompt(b, bound, defaults, path, env_steps, list(tails.values()))
     criteria = _verifiers(b, bound, defaults, many, path, after)
-    document = {"id": task_id or bound.task_id(), "description": bound.name, "tags": list(bound.tags),
-                "steps": b.steps}
+    document: JsonObject = {"id": task_id or bound.task_id(), "description": bound.name, "tags": [*bound.tags],
+                            "steps": [*b.steps]}
     return CompiledTask(document, criteria, [], warnings, b.origins)
 
 
@@ -147,13 +147,13 @@ def _setup(b: _Builder, task: VerialTask, many: bool, path: str, linked: Bound) 
     tails: dict[str, str] = {}
     for i, env in enumerate(task.all_envs()):
         origin = f"{path}.env" if task.env is not None else f"{path}.envs[{i}]"
-        step: dict[str, Any] = {"id": _scoped("env", env.env_id, many), "type": "deploy_env", "env_id": env.env_id,
+        step: JsonObject = {"id": _scoped("env", env.env_id, many), "type": "deploy_env", "env_id": env.env_id,
                                 "depends_on": []}
         if env.version:
             step["version"] = env.version
         tails[env.env_id] = b.add(step, origin)
         if env.artifact_id:
-            seed: dict[str, Any] = {"id": _scoped("seed", env.env_id, many), "type": "load_artifact",
+            seed: JsonObject = {"id": _scoped("seed", env.env_id, many), "type": "load_artifact",
                                     "env_id": env.env_id, "artifact_id": env.artifact_id,
                                     "depends_on": [tails[env.env_id]]}
             if env.artifact_version:
@@ -170,13 +170,13 @@ def _setup(b: _Builder, task: VerialTask, many: bool, path: str, linked: Bound) 
 def _dataset_step(b: _Builder, linked: Bound, many: bool, after: str, *, reset: bool, origin: str) -> str:
     """Load the dataset into its env: only the bound entities' rows when the task binds any."""
     assert linked.dataset is not None and linked.dataset_env is not None
-    step: dict[str, Any] = {"id": _scoped("dataset", linked.dataset_env, many), "type": "load_artifact",
+    step: JsonObject = {"id": _scoped("dataset", linked.dataset_env, many), "type": "load_artifact",
                             "env_id": linked.dataset_env, "artifact_id": linked.dataset.artifact_id,
                             "depends_on": [after]}
     if linked.dataset.version:
         step["version"] = linked.dataset.version
     if linked.entity_ids is not None:
-        step["entity_ids"] = linked.entity_ids
+        step["entity_ids"] = [*linked.entity_ids]
     if not reset:
         step["reset"] = False
     return b.add(step, origin)
@@ -197,7 +197,7 @@ def _scenario(b: _Builder, task: VerialTask, many: bool, tails: dict[str, str], 
                                   f"{path}.scenario.start_at")
             offsets[env_id] = 0.0
         data = action.trigger_data(entities[action.entity_id].fields() if action.entity_id else {})
-        trigger: dict[str, Any] = {"at": (start + timedelta(seconds=action.at_sec)).isoformat(),
+        trigger: JsonObject = {"at": (start + timedelta(seconds=action.at_sec)).isoformat(),
                                    "action": action.action, "data": data}
         if action.id:
             trigger["id"] = action.id
@@ -227,9 +227,9 @@ def _agent_and_prompt(b: _Builder, task: VerialTask, defaults: BenchmarkDefaults
     """Deploy the agent and prompt it with the task_item; returns what the verifiers wait for (the
     prompt, or without a task_item the agent and the whole setup)."""
     agent = task.agent
-    step: dict[str, Any] = {"id": "agent", "type": "deploy_agent", "a2a_agent_id": agent_id_of(task, defaults),
+    step: JsonObject = {"id": "agent", "type": "deploy_agent", "a2a_agent_id": agent_id_of(task, defaults),
                             "agent_name": AGENT_NAME, "env_ids": [e.env_id for e in task.all_envs()],
-                            "depends_on": env_steps}
+                            "depends_on": [*env_steps]}
     if agent.model or defaults.model:
         step["model"] = agent.model or defaults.model
     if agent.system_prompt:
@@ -242,7 +242,7 @@ def _agent_and_prompt(b: _Builder, task: VerialTask, defaults: BenchmarkDefaults
     text = prompt_text(task.task_item)
     if not text:
         return list(dict.fromkeys(["agent", *setup_tails]))
-    prompt: dict[str, Any] = {"id": "prompt", "type": "prompt_agent", "agent_name": AGENT_NAME, "prompt_id": PROMPT_ID,
+    prompt: JsonObject = {"id": "prompt", "type": "prompt_agent", "agent_name": AGENT_NAME, "prompt_id": PROMPT_ID,
                               "prompt": text,
                               "timeout_seconds": task.timeout or defaults.timeout_seconds,
                               "depends_on": list(dict.fromkeys(["agent", *setup_tails]))}
@@ -302,17 +302,17 @@ def _state_verifiers(b: _Builder, task: VerialTask, ids: list[str], many: bool, 
         if not rows:
             continue
         verifier_id = _scoped("state", env.env_id, many)
-        assertions = [_state_row(c, ids[j], find_entity(task, c.input_entity_id)) for j, c in rows]
+        assertions: list[JsonValue] = [_state_row(c, ids[j], find_entity(task, c.input_entity_id)) for j, c in rows]
         b.add({"id": verifier_id, "type": "env_state_verifier", "env_id": env.env_id, "verifier_id": verifier_id,
                "assertions": assertions, "score_aggregator": "weighted_average",
-               "weight": _positive([c.weight for _, c in rows]), "depends_on": after},
+               "weight": _positive([c.weight for _, c in rows]), "depends_on": [*after]},
               f"{path}.criteria",
               [(f".assertions[{r}]", f"{path}.criteria[{j}].assertion") for r, (j, _) in enumerate(rows)])
         refs += [_ref(c, ids[j], verifier_id) for j, c in rows]
     return refs
 
 
-def _state_row(c: TaskCriterion, cid: str, entity: Entity | None) -> dict[str, Any]:
+def _state_row(c: TaskCriterion, cid: str, entity: Entity | None) -> JsonObject:
     """The assertion as env_state_verifier takes it: the criterion's id, weight, label and axis."""
     check = c.assertion
     row = check.model_dump(mode="json", by_alias=True, exclude_unset=True)
@@ -329,13 +329,14 @@ def _state_row(c: TaskCriterion, cid: str, entity: Entity | None) -> dict[str, A
 
 def _rubric_verifier(b: _Builder, task: VerialTask, ids: list[str], defaults: BenchmarkDefaults,
                      path: str) -> list[CriterionRef]:
-    rows = [(j, c) for j, c in enumerate(task.criteria) if isinstance(c.assertion, RubricCheck)]
+    rubrics = [(j, c, c.assertion) for j, c in enumerate(task.criteria) if isinstance(c.assertion, RubricCheck)]
+    rows = [(j, c) for j, c, _ in rubrics]
     if not rows:
         return []
-    step: dict[str, Any] = {
+    step: JsonObject = {
         "id": "rubric", "type": "rubrics_verifier", "verifier_id": "rubric", "prompt_id": PROMPT_ID,
-        "criteria": [{"id": ids[j], "criterion": c.assertion.criterion, "weight": c.weight,  # type: ignore[union-attr]
-                      **({"axis": c.axis} if c.axis else {})} for j, c in rows],
+        "criteria": [{"id": ids[j], "criterion": rubric.criterion, "weight": c.weight,
+                      **({"axis": c.axis} if c.axis else {})} for j, c, rubric in rubrics],
         "score_aggregator": "weighted_average", "weight": _positive([c.weight for _, c in rows]),
         "depends_on": [PROMPT_ID]}
     if defaults.judge_model:
@@ -354,7 +355,7 @@ def _response_verifiers(b: _Builder, task: VerialTask, ids: list[str], path: str
         assert isinstance(check, ResponseContainsCheck)
         verifier_id = "response" if len(rows) == 1 else f"response-{n}"
         b.add({"id": verifier_id, "type": "agent_prompt_response_verifier", "verifier_id": verifier_id,
-               "prompt_id": PROMPT_ID, "response_contains": check.needles, "case_sensitive": check.case_sensitive,
+               "prompt_id": PROMPT_ID, "response_contains": [*check.needles], "case_sensitive": check.case_sensitive,
                "weight": c.weight, "depends_on": [PROMPT_ID]},
               f"{path}.criteria[{j}]", [(".response_contains", f"{path}.criteria[{j}].assertion.needles")])
         refs.append(_ref(c, ids[j], verifier_id, row=False))

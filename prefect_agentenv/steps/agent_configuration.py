@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
 from prefect_agentenv.context import DeployedAgent, DeployedEnv, RunContext, UnsupportedAgentConfig
 from prefect_agentenv.exceptions import AgentTimeoutError, ProtocolError, StepError
+from prefect_agentenv.jsontypes import JsonObject, JsonValue
 from prefect_agentenv.steps.base import StepModel
+from prefect_agentenv.steps.deploy_agent import Skill
 
 if TYPE_CHECKING:  # the runtime loads on use: `validate` imports step modules and stays light
     from prefect_agentenv.protocols.a2a import A2AClient
@@ -44,10 +46,11 @@ class ConfigRequest(BaseModel):
     """
 
     envs: list[DeployedEnv] = Field(default_factory=list)
-    skills: list[dict[str, Any]] = Field(default_factory=list)
-    explicit: dict[str, tuple[str, Any]] = Field(default_factory=dict)
+    skills: list[Skill] = Field(default_factory=list)
+    explicit: dict[str, tuple[str, JsonValue]] = Field(default_factory=dict)
     """``{wire field: (report path, value)}``; ``None`` values are not asked for."""
-    implicit: dict[str, Any] = Field(default_factory=dict)
+    implicit: JsonObject = Field(default_factory=dict)
+    """Agent-config wire fields the run fills in by default (the agent's model)."""
 
 
 Lacks = Callable[[str, str, str], None]
@@ -120,15 +123,15 @@ async def _give_envs(ext: AgentEnvExtensions, envs: list[DeployedEnv], lacks: La
             await ext.add_mcp_server(env.mcp_url, name=env.env_id)
 
 
-async def _give_skills(ext: AgentEnvExtensions, skills: list[dict[str, Any]], lacks: Lacks) -> None:
+async def _give_skills(ext: AgentEnvExtensions, skills: list[Skill], lacks: Lacks) -> None:
     from prefect_agentenv.protocols.agentenv_ext import SKILL_CONFIG_EXTENSION
 
     reason = _missing(ext, SKILL_CONFIG_EXTENSION, "add")
     for skill in skills:
         if reason:
-            lacks(f"skills.{skill['name']}", SKILL_CONFIG_EXTENSION, reason)
+            lacks(f"skills.{skill.name}", SKILL_CONFIG_EXTENSION, reason)
         else:
-            await ext.add_skill(skill["name"], skill.get("description") or "", skill.get("content") or "")
+            await ext.add_skill(skill.name, skill.description or "", skill.content or "")
 
 
 async def _give_config(ext: AgentEnvExtensions, request: ConfigRequest, lacks: Lacks) -> None:

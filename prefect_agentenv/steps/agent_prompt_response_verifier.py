@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -11,7 +11,8 @@ from prefect_agentenv.context import PromptResponse, RunContext
 from prefect_agentenv.exceptions import NotInContextError
 from prefect_agentenv.grading.aggregate import Aggregator
 from prefect_agentenv.grading.verification import Verification, prompt_error, scored, skip_reason, skipped
-from prefect_agentenv.steps.base import PromptRef, VerifierStep
+from prefect_agentenv.jsontypes import JsonObject
+from prefect_agentenv.steps.base import PromptRef, VerifierStep, listed_field
 from prefect_agentenv.steps.registry import StepDefinition
 
 
@@ -42,7 +43,7 @@ class AgentPromptResponseVerifierStep(VerifierStep):
                                     "patterns), read as response_contains and response_regex_present."}
 
     @classmethod
-    def reference_forms(cls, data: dict[str, Any], notices: list[str]) -> dict[str, Any]:
+    def reference_forms(cls, data: JsonObject, notices: list[str]) -> JsonObject:
         """AgentEnv's ``criteria: [{type: response_contains, needles}, {type: response_regex_present, pattern}]``.
 
         Its needles compare case and its patterns default to DOTALL, so the criteria form keeps that.
@@ -53,20 +54,21 @@ class AgentPromptResponseVerifierStep(VerifierStep):
             return data
         if not isinstance(criteria, list):
             raise ValueError("criteria must be a list of {type: response_contains | response_regex_present, ...}")
-        contains = list(data.get("response_contains") or [])
-        patterns = list(data.get("response_regex_present") or [])
+        contains = listed_field(data, "response_contains")
+        patterns = listed_field(data, "response_regex_present")
         for i, item in enumerate(criteria):
             kind = item.get("type") if isinstance(item, dict) else None
-            if kind == "response_contains":
+            if kind == "response_contains" and isinstance(item, dict):
                 needles = item.get("needles")
                 if not (isinstance(needles, list) and needles and all(isinstance(n, str) for n in needles)):
                     raise ValueError(f"criteria[{i}] (response_contains) needs a non-empty list of needles")
                 contains += needles
-            elif kind == "response_regex_present":
-                if not isinstance(item.get("pattern"), str) or not item["pattern"]:
+            elif kind == "response_regex_present" and isinstance(item, dict):
+                pattern = item.get("pattern")
+                if not isinstance(pattern, str) or not pattern:
                     raise ValueError(f"criteria[{i}] (response_regex_present) needs a pattern")
                 flags = item.get("flags")
-                patterns.append({"pattern": item["pattern"], "flags": ["DOTALL"] if flags is None else flags})
+                patterns.append({"pattern": pattern, "flags": ["DOTALL"] if flags is None else flags})
             else:
                 raise ValueError(f"criteria[{i}]: unknown criterion type {kind!r}; known: response_contains, "
                                  "response_regex_present")

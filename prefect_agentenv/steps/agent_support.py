@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from prefect_agentenv.context import DeployedAgent, DeployedEnv, RunContext
 from prefect_agentenv.exceptions import DeployError, NotInContextError, StepError
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.runtime.run import RunResources, current_run
 from prefect_agentenv.steps.base import StepModel
 from prefect_agentenv.steps.services import http_client, launchers, peer_read_timeout
@@ -22,6 +23,7 @@ if TYPE_CHECKING:  # the runtime (A2A client, launchers, models, pools) loads on
     from prefect_agentenv.runtime.launch import Instance, LaunchSpec
     from prefect_agentenv.resolution.models import ResolvedModel
     from prefect_agentenv.runtime.sandbox import Sandbox
+    from prefect_agentenv.steps.deploy_agent import Skill
 
 logger = logging.getLogger("prefect_agentenv.agents")
 
@@ -158,7 +160,7 @@ def _model_env(endpoint: ResolvedModel) -> dict[str, str]:
 
 
 async def configure_agent(step: StepModel, agent: DeployedAgent, *, envs: list[DeployedEnv],
-                          config: dict[str, Any], skills: list[dict[str, Any]]) -> list[str]:
+                          config: JsonObject, skills: list[Skill]) -> list[str]:
     """Give the agent envs, skills and config (all taken as asked for by the document).
 
     What the card cannot take is not sent and does not fail the step (see

@@ -22,6 +22,8 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field, GetJsonSchemaHandler, PrivateAttr, model_validator
 from pydantic.json_schema import JsonSchemaValue
 
+from prefect_agentenv.jsontypes import JsonObject, JsonValue
+
 MAX_ID_LENGTH = 128
 """Longest step, task or verifier id: ids appear in file names, task-run names and report tables."""
 
@@ -124,7 +126,7 @@ class StepModel(_Strict):
     _notices: list[str] = PrivateAttr(default_factory=list)
 
     @classmethod
-    def reference_forms(cls, data: dict[str, Any], notices: list[str]) -> dict[str, Any]:
+    def reference_forms(cls, data: JsonObject, notices: list[str]) -> JsonObject:
         """Rewrite AgentEnv value forms (criteria lists, defaults it implies) into this model's.
 
         Called at load with the aliases already applied; append to ``notices`` whatever the
@@ -212,20 +214,22 @@ class StepModel(_Strict):
                         yield kinds[0], item, (field_name, i)
 
 
-def _alias_requirements(schema: dict[str, Any], aliases: dict[str, str], optional: tuple[str, ...]) -> None:
+def _alias_requirements(schema: JsonObject, aliases: dict[str, str], optional: tuple[str, ...]) -> None:
     """A required field with an AgentEnv name may be given under either; one filled at load under neither."""
-    required = [r for r in schema.get("required", []) if r not in optional]
-    either = []
+    listed = schema.get("required")
+    required: list[JsonValue] = [r for r in listed if r not in optional] if isinstance(listed, list) else []
+    either: list[JsonValue] = []
     for ref_name, name in aliases.items():
         if name in required:
             required.remove(name)
             either.append({"anyOf": [{"required": [name]}, {"required": [ref_name]}]})
     schema["required"] = required
     if either:
-        schema.setdefault("allOf", []).extend(either)
+        combined = schema.get("allOf")
+        schema["allOf"] = (combined if isinstance(combined, list) else []) + either
 
 
-def _apply_aliases(cls: type[StepModel], data: dict[str, Any]) -> dict[str, Any]:
+def _apply_aliases(cls: type[StepModel], data: JsonObject) -> JsonObject:
     """Rename AgentEnv field names to this model's; both names at once is an error."""
     if not cls.reference_aliases:
         return dict(data)
@@ -237,6 +241,16 @@ def _apply_aliases(cls: type[StepModel], data: dict[str, Any]) -> dict[str, Any]
             raise ValueError(f"give {name} or its AgentEnv name {ref_name}, not both")
         out[name] = out.pop(ref_name)
     return out
+
+
+def listed_field(data: JsonObject, name: str) -> list[JsonValue]:
+    """A copy of the list a document gives under ``name`` (none: empty), for a reference form to add to."""
+    value = data.get(name)
+    if not value:
+        return []
+    if not isinstance(value, list):
+        raise ValueError(f"{name} must be a list")
+    return list(value)
 
 
 def _markers(annotation: Any, metadata: list[Any]) -> list[Any]:
@@ -287,7 +301,7 @@ class VerifierStep(StepModel):
         return axes
 
     @classmethod
-    def reference_forms(cls, data: dict[str, Any], notices: list[str]) -> dict[str, Any]:
+    def reference_forms(cls, data: JsonObject, notices: list[str]) -> JsonObject:
         """AgentEnv makes verifier_id optional (ours: the step id) and allows a null aggregator."""
         if data.get("verifier_id") is None and isinstance(data.get("id"), str):
             data["verifier_id"] = data["id"]

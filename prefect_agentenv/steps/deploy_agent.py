@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from prefect_agentenv.context import DeployedAgent, DeployedEnv, RunContext
 from prefect_agentenv.exceptions import StepError
+from prefect_agentenv.jsontypes import JsonObject, JsonValue
 from prefect_agentenv.runtime.run import RunResources, current_run
 from prefect_agentenv.steps.agent_support import a2a_client, effective_agent_id, start_agent
 from prefect_agentenv.steps.base import DEFAULT_AGENT_NAME, EnvRef, Provides, StepModel
@@ -49,7 +50,7 @@ class DeployAgentStep(StepModel):
     model: str | None = None
     """Model the agent should use; the run's default agent model when omitted."""
     skills: list[Skill] = Field(default_factory=list)
-    agent_config: dict[str, Any] = Field(default_factory=dict)
+    agent_config: JsonObject = Field(default_factory=dict)
     """Extra agent-config fields, filtered to what the agent's card supports (the rest is reported)."""
     startup_timeout_seconds: float | None = Field(default=None, gt=0)
     env_vars: dict[str, str] = Field(default_factory=dict)
@@ -67,7 +68,7 @@ class DeployAgentStep(StepModel):
     reference_aliases = {"a2a_agent_version": "version"}
 
     @classmethod
-    def reference_forms(cls, data: dict[str, Any], notices: list[str]) -> dict[str, Any]:
+    def reference_forms(cls, data: JsonObject, notices: list[str]) -> JsonObject:
         """AgentEnv writes ``null`` for "the default" (agent name, agent id, lists)."""
         for name in ("agent_name", "a2a_agent_id", "env_ids", "skills", "env_vars", "system_prompt"):
             if name in data and data[name] is None:
@@ -110,16 +111,16 @@ def _config_request(run_: RunResources, step: DeployAgentStep, envs: list[Deploy
     """What the document asks to give the agent; the run's default model only if the card can take it."""
     from prefect_agentenv.steps.agent_configuration import ConfigRequest
 
-    explicit: dict[str, tuple[str, Any]] = {"system_prompt": ("system_prompt", step.system_prompt)}
+    explicit: dict[str, tuple[str, JsonValue]] = {"system_prompt": ("system_prompt", step.system_prompt)}
     if step.model is not None or run_.overrides.model:
         explicit["model"] = ("model", agent.model)
     extra_config = {**step.agent_config, **_config_override(run_, step)}
     explicit.update({k: (f"agent_config.{k}", v) for k, v in extra_config.items()})
-    return ConfigRequest(envs=envs, skills=[s.model_dump() for s in step.skills], explicit=explicit,
+    return ConfigRequest(envs=envs, skills=list(step.skills), explicit=explicit,
                          implicit={"model": agent.model})
 
 
-def _config_override(run_: RunResources, step: DeployAgentStep) -> dict[str, Any]:
+def _config_override(run_: RunResources, step: DeployAgentStep) -> JsonObject:
     """``--override <agent_name>.agent_config='{...}'`` (or ``agent_config`` for every agent) merges
     a JSON object into the agent's config, e.g. a scripted agent's plan."""
     raw = run_.overrides.config_for(step.agent_name)

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from prefect_agentenv.context import DeployedAgent, RunContext
+from prefect_agentenv.context import DeployedAgent, HumanAgent, RunContext
 from prefect_agentenv.exceptions import StepError
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.steps.base import Provides, StepModel
@@ -43,8 +43,7 @@ async def run(step: DeployHumanAgentStep, ctx: RunContext) -> RunContext:
                         f"--override {HUMAN_URL_OVERRIDE}=URL", step_id=step.id, step_type=step.type)
     ctx.deployed_agents[step.agent_name] = DeployedAgent(
         agent_name=step.agent_name, a2a_url=url, instance_id=f"human-{step.agent_name}-{uuid.uuid4().hex[:8]}")
-    humans = ctx.metadata.model_extra.setdefault("human_agents", [])  # type: ignore[union-attr]
-    humans.append({"step_id": step.id, "agent_name": step.agent_name, "a2a_url": url})
+    ctx.metadata.human_agents.append(HumanAgent(step_id=step.id, agent_name=step.agent_name, a2a_url=url))
     return ctx
 
 

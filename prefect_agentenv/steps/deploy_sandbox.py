@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
 from prefect_agentenv.context import DeployedSandbox, RunContext
 from prefect_agentenv.exceptions import StepError
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.runtime.sandbox import create_sandbox
 from prefect_agentenv.steps.base import Provides, StepModel
@@ -32,7 +33,7 @@ class DeploySandboxStep(StepModel):
     accepted_but_ignored = ("metadata",)
 
     @classmethod
-    def reference_forms(cls, data: dict[str, Any], notices: list[str]) -> dict[str, Any]:
+    def reference_forms(cls, data: JsonObject, notices: list[str]) -> JsonObject:
         """Container sandboxes (``image``, ``sandbox_mode: container``) are refused with the reason."""
         if data.get("image") is not None or data.get("sandbox_mode") == "container":
             raise ValueError("container sandboxes (image, sandbox_mode: container) are not supported: this runner's "

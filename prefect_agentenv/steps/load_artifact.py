@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import model_validator
 
@@ -12,6 +12,7 @@ import mimetypes
 from prefect_agentenv.artifacts import ArtifactMetadata
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import AgentEnvError, StepError
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.steps.base import AgentRef, CollectRef, EnvRef, SandboxRef, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
@@ -52,7 +53,7 @@ class LoadArtifactStep(StepModel):
     reference_fields = {"artifacts": "AgentEnv's [{id, version}] with one entry, read as artifact_id and version."}
 
     @classmethod
-    def reference_forms(cls, data: dict[str, Any], notices: list[str]) -> dict[str, Any]:
+    def reference_forms(cls, data: JsonObject, notices: list[str]) -> JsonObject:
         """AgentEnv's ``artifacts: [{id, version}]`` with one entry; its ``urls`` downloads are refused."""
         if data.get("urls"):
             raise ValueError("urls (downloads at run time) are not supported: publish the files as an artifact "

@@ -6,8 +6,9 @@ from typing import Literal
 
 from pydantic import Field
 
-from prefect_agentenv.context import RunContext
+from prefect_agentenv.context import RunContext, ToolAccessChange, ToolAccessState
 from prefect_agentenv.exceptions import ProtocolError
+from prefect_agentenv.jsontypes import JsonValue
 from prefect_agentenv.steps.base import EnvRef, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.services import as_step_error, env_client
@@ -34,11 +35,16 @@ async def run(step: ModifyEnvToolAccessStep, ctx: RunContext) -> RunContext:
         state = await client.set_tool_access(step.action, step.role, step.tools)
     except ProtocolError as exc:
         raise as_step_error(exc, step, f"{step.action} tools of env '{step.env_id}' for role '{step.role}'") from exc
-    changes = ctx.metadata.model_extra.setdefault("tool_access_changes", [])  # type: ignore[union-attr]
-    changes.append({"step_id": step.id, "env_id": step.env_id, "action": step.action, "role": step.role,
-                    "tools_requested": list(step.tools),
-                    "role_state_after": {"disabled": state.get("disabled", []), "allowed": state.get("allowed", [])}})
+    after = ToolAccessState(disabled=_listed(state.get("disabled")), allowed=_listed(state.get("allowed")))
+    ctx.metadata.tool_access_changes.append(ToolAccessChange(
+        step_id=step.id, env_id=step.env_id, action=step.action, role=step.role, tools_requested=list(step.tools),
+        role_state_after=after))
     return ctx
 
 
 definition = StepDefinition(ModifyEnvToolAccessStep, run)
+
+
+def _listed(value: JsonValue) -> list[JsonValue]:
+    """A list the env reported, or an empty one when it reported none (or something else)."""
+    return value if isinstance(value, list) else []

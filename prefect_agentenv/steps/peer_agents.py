@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from prefect_agentenv.context import RunContext
+from prefect_agentenv.context import AgentPeering, RunContext
 from prefect_agentenv.exceptions import ProtocolError, StepError
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.steps.agent_support import a2a_client, deployed_agent
 from prefect_agentenv.steps.base import AgentRef, StepModel
@@ -51,7 +52,6 @@ async def run(step: PeerAgentsStep, ctx: RunContext) -> RunContext:
     from prefect_agentenv.protocols.agentenv_ext import AgentEnvExtensions
 
     run_ = current_run()
-    recorded = ctx.metadata.model_extra.setdefault("agent_peerings", [])  # type: ignore[union-attr]
     for peering in step.peerings:
         source = deployed_agent(ctx, peering.source_agent_name, step)
         peers = []
@@ -65,11 +65,12 @@ async def run(step: PeerAgentsStep, ctx: RunContext) -> RunContext:
         except ProtocolError as exc:
             raise StepError(f"giving agent '{source.agent_name}' its peers: {exc}", step_id=step.id,
                             step_type=step.type) from exc
-        recorded.append({"source_agent_name": source.agent_name, "peer_agent_names": list(peering.peer_agent_names)})
+        ctx.metadata.agent_peerings.append(
+            AgentPeering(source_agent_name=source.agent_name, peer_agent_names=list(peering.peer_agent_names)))
     return ctx
 
 
-async def _card(client: A2AClient) -> dict[str, Any]:
+async def _card(client: A2AClient) -> JsonObject:
     """The peer's card as it serves it, or ``{}`` (a person's endpoint may serve none; a peer needs only a URL)."""
     try:
         card = await client.card()

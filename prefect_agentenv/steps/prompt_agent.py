@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Required, TypedDict
 
 from pydantic import Field, model_validator
 
 from prefect_agentenv.context import DeployedAgent, PromptResponse, RunContext
 from prefect_agentenv.exceptions import AgentEnvError, ProtocolError, StepError
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.runtime.run import RunResources, current_run
 from prefect_agentenv.steps.agent_support import a2a_client, deployed_agent
 from prefect_agentenv.steps.base import DEFAULT_AGENT_NAME, AgentRef, Provides, StepModel
@@ -79,7 +80,7 @@ class PromptAgentStep(StepModel):
     schema_optional = ("prompt_id", "prompt")
 
     @classmethod
-    def reference_forms(cls, data: dict[str, Any], notices: list[str]) -> dict[str, Any]:
+    def reference_forms(cls, data: JsonObject, notices: list[str]) -> JsonObject:
         """AgentEnv defaults: prompt_id, agent_name, a user named human_agent; ``parts`` as the prompt."""
         for name in ("agent_name", "prompt_id", "user_agent_name", "user_a2a_url", "max_turns", "model"):
             if name in data and data[name] is None:
@@ -104,6 +105,23 @@ class PromptAgentStep(StepModel):
         return self
 
 
+class ConversationTurn(TypedDict, total=False):
+    """One turn as the conversation store keeps it (a JSON record; keys in the order written).
+
+    An agent turn has ``prompt`` and ``reply``, ``state`` and ``tool_call_count`` (or ``error``); a
+    user turn has ``message`` and ``done``."""
+
+    turn: Required[int]
+    role: Required[Literal["agent", "user"]]
+    prompt: str
+    reply: str
+    state: str | None
+    tool_call_count: int | None
+    error: str
+    message: str
+    done: bool
+
+
 async def run(step: PromptAgentStep, ctx: RunContext) -> RunContext:
     """Configure the caps, converse, store the trajectory and turns, record the PromptResponse."""
     from prefect_agentenv.steps.agent_configuration import ConfigRequest, deliver, record
@@ -117,7 +135,7 @@ async def run(step: PromptAgentStep, ctx: RunContext) -> RunContext:
         record(ctx, await deliver(step, agent, a2a_client(run_, agent), request))
     loop = asyncio.get_running_loop()
     deadline = loop.time() + step.timeout_seconds
-    turns: list[dict[str, Any]] = []
+    turns: list[ConversationTurn] = []
     reply, error = await _converse(step, agent, user, turns, deadline)
     trajectory = await _store_trajectory(run_, step, agent, reply)
     await _store_turns(run_, step, turns)
@@ -134,7 +152,7 @@ async def run(step: PromptAgentStep, ctx: RunContext) -> RunContext:
 
 
 async def _converse(step: PromptAgentStep, agent: DeployedAgent, user: DeployedAgent | None,
-                    turns: list[dict[str, Any]], deadline: float) -> tuple[AgentReply, str | None]:
+                    turns: list[ConversationTurn], deadline: float) -> tuple[AgentReply, str | None]:
     """Single turn, or up to max_conversation_turns exchanges with the user; the last agent reply."""
     from prefect_agentenv.protocols.a2a import AgentReply, PromptTimeoutError
 
@@ -168,7 +186,7 @@ async def _converse(step: PromptAgentStep, agent: DeployedAgent, user: DeployedA
 
 
 async def _ask_user(step: PromptAgentStep, user: DeployedAgent | None, agent_text: str, deadline: float,
-                    turns: list[dict[str, Any]], turn: int) -> tuple[str, bool]:
+                    turns: list[ConversationTurn], turn: int) -> tuple[str, bool]:
     """The user's next message and whether they are done."""
     from prefect_agentenv.protocols.a2a import A2AClient
 
@@ -187,10 +205,11 @@ async def _ask_user(step: PromptAgentStep, user: DeployedAgent | None, agent_tex
     return message, done
 
 
-def _parse_user(text: str, data: dict[str, Any]) -> tuple[str, bool]:
+def _parse_user(text: str, data: JsonObject) -> tuple[str, bool]:
     """A user agent answers ``{message, done}`` (as JSON text or a data part)."""
-    if isinstance(data.get("message"), str):
-        return data["message"], bool(data.get("done"))
+    message = data.get("message")
+    if isinstance(message, str):
+        return message, bool(data.get("done"))
     try:
         parsed = json.loads(text)
     except ValueError:
@@ -239,7 +258,7 @@ async def _store_trajectory(run_: RunResources, step: PromptAgentStep, agent: De
     return await asyncio.to_thread(store.put_object, key, json.dumps(events, indent=1, default=str))
 
 
-async def _store_turns(run_: RunResources, step: PromptAgentStep, turns: list[dict[str, Any]]) -> None:
+async def _store_turns(run_: RunResources, step: PromptAgentStep, turns: list[ConversationTurn]) -> None:
     """Every turn goes to the conversation store (one record per prompt)."""
     store = await artifact_store(run_)
     key = f"{run_.run_id}/conversations/{step.prompt_id}.json"

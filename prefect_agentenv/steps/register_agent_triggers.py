@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field, model_validator
 
-from prefect_agentenv.context import RunContext
+from prefect_agentenv.context import AgentTriggerRegistration, RunContext
 from prefect_agentenv.exceptions import ProtocolError, StepError
+from prefect_agentenv.jsontypes import JsonObject, JsonValue
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.steps.agent_support import a2a_client, deployed_agent
 from prefect_agentenv.steps.base import AgentRef, NameKind, StepModel
@@ -24,7 +25,7 @@ class RegisterAgentTriggersStep(StepModel):
     type: Literal["register_agent_triggers"] = "register_agent_triggers"
     agent_name: AgentRef
     """The deployed agent to register triggers with."""
-    triggers: list[dict[str, Any]] = Field(min_length=1)
+    triggers: list[JsonObject] = Field(min_length=1)
     """Triggers, each with an ``id``."""
 
     @model_validator(mode="after")
@@ -45,13 +46,14 @@ class RegisterAgentTriggersStep(StepModel):
         return found
 
 
-def _env_trigger_envs(when: Any, path: tuple[str | int, ...]) -> Iterator[tuple[tuple[str | int, ...], str]]:
+def _env_trigger_envs(when: JsonValue, path: tuple[str | int, ...]) -> Iterator[tuple[tuple[str | int, ...], str]]:
     """(path, env_id) of every env_trigger condition in a (possibly all/any-nested) ``when``."""
     if not isinstance(when, dict):
         return
-    if when.get("type") == "env_trigger" and isinstance(when.get("env_id"), str):
-        yield path, when["env_id"]
-    for i, sub in enumerate(when.get("of") or []):
+    env_id, nested = when.get("env_id"), when.get("of")
+    if when.get("type") == "env_trigger" and isinstance(env_id, str):
+        yield path, env_id
+    for i, sub in enumerate(nested if isinstance(nested, list) else []):
         yield from _env_trigger_envs(sub, (*path, "of", i))
 
 
@@ -66,9 +68,10 @@ async def run(step: RegisterAgentTriggersStep, ctx: RunContext) -> RunContext:
     except ProtocolError as exc:
         raise StepError(f"registering triggers with agent '{step.agent_name}': {exc}", step_id=step.id,
                         step_type=step.type) from exc
-    added = answer.get("added") if isinstance(answer.get("added"), list) else [t["id"] for t in step.triggers]
-    records = ctx.metadata.model_extra.setdefault("agent_trigger_registrations", [])  # type: ignore[union-attr]
-    records.append({"step_id": step.id, "agent_name": step.agent_name, "added": added})
+    answered = answer.get("added")
+    added: list[JsonValue] = answered if isinstance(answered, list) else [t["id"] for t in step.triggers]
+    ctx.metadata.agent_trigger_registrations.append(
+        AgentTriggerRegistration(step_id=step.id, agent_name=step.agent_name, added=added))
     return ctx
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
 from prefect_agentenv.steps.base import EnvRef, StepModel
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import ProtocolError
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.steps.services import as_step_error, env_client
 from prefect_agentenv.steps.registry import StepDefinition
 
@@ -19,7 +20,7 @@ class RegisterEnvTriggersStep(StepModel):
     type: Literal["register_env_triggers"] = "register_env_triggers"
     env_id: EnvRef
     """The deployed env to register triggers with."""
-    triggers: list[dict[str, Any]] = Field(min_length=1)
+    triggers: list[JsonObject] = Field(min_length=1)
     """Triggers as the env defines them, for example {at, action, data}."""
 
     accepted_but_ignored = ("watch_roles", "executor_agent_name", "executor_timeout_seconds", "executor_hours",

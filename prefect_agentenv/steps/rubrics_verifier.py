@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Required, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -13,6 +13,7 @@ from prefect_agentenv.context import DeployedAgent, PromptResponse, RunContext
 from prefect_agentenv.exceptions import AgentEnvError, JudgeOutputError, NotInContextError, StepError
 from prefect_agentenv.grading.aggregate import Aggregator
 from prefect_agentenv.grading.verification import Verification, prompt_error, scored, skip_reason, skipped
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.runtime.run import RunResources, current_run
 from prefect_agentenv.steps.agent_support import a2a_client, deployed_agent, model_for, start_agent
 from prefect_agentenv.steps.base import AgentRef, PromptRef, VerifierStep
@@ -77,7 +78,7 @@ class RubricsVerifierStep(VerifierStep):
     reference_fields = {"use_agent_judge": "AgentEnv's judge choice, read as judge_mode (agent or model)."}
 
     @classmethod
-    def reference_forms(cls, data: dict[str, Any], notices: list[str]) -> dict[str, Any]:
+    def reference_forms(cls, data: JsonObject, notices: list[str]) -> JsonObject:
         """AgentEnv's ``use_agent_judge`` flag is judge_mode; nulls mean the defaults."""
         data = super().reference_forms(data, notices)
         if "use_agent_judge" in data:
@@ -153,6 +154,17 @@ async def _trajectory(run_: RunResources, step: RubricsVerifierStep, response: P
     return events
 
 
+class JudgeDescription(TypedDict, total=False):
+    """Who graded, as the verification's ``judge`` record names it (keys in the order written)."""
+
+    mode: Required[Literal["model", "agent"]]
+    model: Required[str | None]
+    mock: Required[bool]
+    agent_name: str
+    a2a_agent_id: str | None
+    files: list[str]
+
+
 class _Judge:
     """Who grades: a deployed agent, a judge agent started for this step, or the judge model."""
 
@@ -184,11 +196,11 @@ class _Judge:
         ask = AgentAsk(a2a_client(run_, agent), timeout_seconds=step.judge_timeout_seconds)
         return cls(step, ask, agent=agent, own=own, model=agent.model, is_mock=agent.model == "mock", files=files)
 
-    def describe(self) -> dict[str, Any]:
-        mode = "model" if self.agent is None else "agent"
-        out: dict[str, Any] = {"mode": mode, "model": self.model, "mock": self.is_mock}
+    def describe(self) -> JudgeDescription:
+        mode: Literal["model", "agent"] = "model" if self.agent is None else "agent"
+        out: JudgeDescription = {"mode": mode, "model": self.model, "mock": self.is_mock}
         if self.agent is not None:
-            out.update(agent_name=self.agent.agent_name, a2a_agent_id=self.agent.a2a_agent_id)
+            out["agent_name"], out["a2a_agent_id"] = self.agent.agent_name, self.agent.a2a_agent_id
         if self.files:
             out["files"] = self.files
         return out

@@ -15,6 +15,7 @@ from pydantic import Field, model_validator
 
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import AgentEnvError, AgentTimeoutError, StepError
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.runtime import script_runner
 from prefect_agentenv.runtime.run import current_run, safe_segment
 from prefect_agentenv.steps.base import DEFAULT_AGENT_NAME, AgentRef, EnvRef, SandboxRef, StepModel
@@ -56,7 +57,7 @@ class RunCodeStep(StepModel):
     reference_aliases = {"script_artifact_version": "version"}
 
     @classmethod
-    def reference_forms(cls, data: dict[str, Any], notices: list[str]) -> dict[str, Any]:
+    def reference_forms(cls, data: JsonObject, notices: list[str]) -> JsonObject:
         """No target named: the default agent's sandbox, as in AgentEnv; a null timeout is the default."""
         if data.get("timeout_seconds", 0) is None:
             del data["timeout_seconds"]
@@ -84,12 +85,12 @@ async def run(step: RunCodeStep, ctx: RunContext) -> RunContext:
     return ctx
 
 
-def _target(step: RunCodeStep, ctx: RunContext) -> tuple[Path, Path, dict[str, str], dict[str, Any]]:
+def _target(step: RunCodeStep, ctx: RunContext) -> tuple[Path, Path, dict[str, str], JsonObject]:
     """The staging folder, the working folder, extra env vars and target-specific input."""
     if step.env_id is not None:
         env = deployed_env(ctx, step.env_id, step)
         folder = current_run().step_folder("run_code", step.id)
-        info = {"id": env.env_id, "url": env.base_url or env.mcp_url.rsplit("/", 1)[0], "mcp_url": env.mcp_url}
+        info: JsonObject = {"id": env.env_id, "url": env.base_url or env.mcp_url.rsplit("/", 1)[0], "mcp_url": env.mcp_url}
         return folder, folder, {}, {"env": info}
     sandbox, extra_env, _ = sandbox_target(ctx, step, agent_name=step.agent_name, sandbox_name=step.sandbox_name)
     try:
@@ -99,7 +100,7 @@ def _target(step: RunCodeStep, ctx: RunContext) -> tuple[Path, Path, dict[str, s
     return folder, sandbox.root, {**sandbox.env(), **extra_env}, {"sandbox_root": str(sandbox.root)}
 
 
-async def _stage(step: RunCodeStep, folder: Path, payload: dict[str, Any]) -> str:
+async def _stage(step: RunCodeStep, folder: Path, payload: JsonObject) -> str:
     """Download the artifact's files into a fresh folder, write input.json, return the entry file."""
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import shlex
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import StepError
+from prefect_agentenv.grading.aggregate import RowResult, VerificationRow
 from prefect_agentenv.grading.verification import scored
+from prefect_agentenv.jsontypes import JsonObject, JsonValue
 from prefect_agentenv.steps.base import VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
 
@@ -58,7 +60,7 @@ async def run(step: RunContainerUnitTestsVerifierStep, ctx: RunContext) -> RunCo
     files = {path: await _read(step, path) for path in _paths(step)}
     row, passed = _row(step, code, files)
     ctx.metadata.verifications[step.verifier_id] = scored(
-        [row], aggregator="all_pass", weight=step.weight, fmt="container_tests", exit_code=code,
+        [row.model_dump()], aggregator="all_pass", weight=step.weight, fmt="container_tests", exit_code=code,
         stdout_tail=out[-_TAIL:], stderr_tail=err[-_TAIL:], extracted_files=files).record()
     if not passed and step.reward_path is None:
         raise StepError(f"tests in container '{step.container_name}' exited {code}: {err.strip()[-300:]}",
@@ -85,7 +87,8 @@ def _paths(step: RunContainerUnitTestsVerifierStep) -> list[str]:
     return paths
 
 
-async def _read(step: RunContainerUnitTestsVerifierStep, path: str) -> Any:
+async def _read(step: RunContainerUnitTestsVerifierStep, path: str) -> JsonValue:
+    """The file parsed as JSON, else its text; None when it cannot be read."""
     from prefect_agentenv.runtime.docker import exec_in_container
 
     try:
@@ -101,27 +104,27 @@ async def _read(step: RunContainerUnitTestsVerifierStep, path: str) -> Any:
         return out
 
 
-def _row(step: RunContainerUnitTestsVerifierStep, code: int, files: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+def _row(step: RunContainerUnitTestsVerifierStep, code: int, files: JsonObject) -> tuple[VerificationRow, bool]:
     if step.reward_path is None:
         passed = code == 0
-        return {"id": "exit_code", "result": "pass" if passed else "fail", "score": 1.0 if passed else 0.0,
-                "weight": 1.0, "justification": f"exit code {code}"}, passed
+        return VerificationRow(id="exit_code", result="pass" if passed else "fail", score=1.0 if passed else 0.0,
+                               weight=1.0, justification=f"exit code {code}"), passed
     reward = _reward(files.get(step.reward_path))
     if reward is None:
-        return {"id": "reward", "result": "fail", "score": 0.0, "weight": 1.0,
-                "justification": f"reward file {step.reward_path} missing or not a number (exit code {code})"}, False
+        return VerificationRow(id="reward", result="fail", score=0.0, weight=1.0, justification=(
+            f"reward file {step.reward_path} missing or not a number (exit code {code})")), False
     passed = reward >= 1.0
-    result = "pass" if passed else ("partial" if reward > 0 else "fail")
-    return {"id": "reward", "result": result, "score": reward, "weight": 1.0,
-            "justification": f"reward {reward:g} (exit code {code})"}, passed
+    result: RowResult = "pass" if passed else ("partial" if reward > 0 else "fail")
+    return VerificationRow(id="reward", result=result, score=reward, weight=1.0,
+                           justification=f"reward {reward:g} (exit code {code})"), passed
 
 
-def _reward(raw: Any) -> float | None:
-    if isinstance(raw, bool):
+def _reward(raw: JsonValue) -> float | None:
+    if not isinstance(raw, str | int | float) or isinstance(raw, bool):
         return None
     try:
         value = float(raw.strip() if isinstance(raw, str) else raw)
-    except (TypeError, ValueError):
+    except ValueError:
         return None
     return min(1.0, max(0.0, value))
 

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from prefect_agentenv.artifacts import ArtifactBackend
-from prefect_agentenv.context import RunContext
+from prefect_agentenv.context import AgentSnapshot, RunContext
 from prefect_agentenv.exceptions import AgentEnvError, NotInContextError, StepError
 from prefect_agentenv.runtime.run import RunResources, current_run
 from prefect_agentenv.steps.agent_support import deployed_agent, sandbox_of
@@ -60,9 +60,9 @@ async def run(step: SnapshotAgentStateStep, ctx: RunContext) -> RunContext:
         universe = await asyncio.to_thread(_publish, store, step.artifact_id, files)
     except AgentEnvError as exc:
         raise as_step_error(exc, step, f"publishing the snapshot of agent '{step.agent_name}'") from exc
-    snapshots = ctx.metadata.model_extra.setdefault("agent_snapshots", [])  # type: ignore[union-attr]
-    snapshots.append({**universe, "source_agent_name": step.agent_name, "source_prompt_id": step.prompt_id,
-                      "capture_step_id": step.id, "files": sorted(files)})
+    ctx.metadata.agent_snapshots.append(AgentSnapshot(
+        **universe, source_agent_name=step.agent_name, source_prompt_id=step.prompt_id, capture_step_id=step.id,
+        files=sorted(files)))
     return ctx
 
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import model_validator
 
 from prefect_agentenv.steps.base import EnvRef, StepModel
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import ProtocolError
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.steps.services import as_step_error, env_client
 from prefect_agentenv.steps.registry import StepDefinition
 
@@ -33,7 +34,7 @@ class SyncEnvClockStep(StepModel):
     reference_fields = {"virtual_seconds_per_real_second": "AgentEnv's clock speed: 0 is frozen, 1 real time."}
 
     @classmethod
-    def reference_forms(cls, data: dict[str, Any], notices: list[str]) -> dict[str, Any]:
+    def reference_forms(cls, data: JsonObject, notices: list[str]) -> JsonObject:
         """AgentEnv's clock speed: 0 is a frozen clock, 1 real time; other speeds run at real time."""
         if "virtual_seconds_per_real_second" not in data:
             return data

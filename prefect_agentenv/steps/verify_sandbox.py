@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -13,10 +13,11 @@ from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import AgentEnvError
 from prefect_agentenv.grading.aggregate import Aggregator
 from prefect_agentenv.grading.verification import scored
+from prefect_agentenv.jsontypes import JsonObject, JsonValue
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.runtime.sandbox import Sandbox
 from prefect_agentenv.runtime.sweep import RUN_MARKER
-from prefect_agentenv.steps.base import AgentRef, SandboxRef, VerifierStep
+from prefect_agentenv.steps.base import AgentRef, SandboxRef, VerifierStep, listed_field
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.sandbox_support import sandbox_target
 
@@ -87,7 +88,7 @@ class VerifySandboxStep(VerifierStep):
     reference_alternatives = {"criteria": "checks"}
 
     @classmethod
-    def reference_forms(cls, data: dict[str, Any], notices: list[str]) -> dict[str, Any]:
+    def reference_forms(cls, data: JsonObject, notices: list[str]) -> JsonObject:
         """AgentEnv's probe ``criteria`` (base_dir defaults to /app there) become checks."""
         data = super().reference_forms(data, notices)
         criteria = data.pop("criteria", None)
@@ -97,7 +98,7 @@ class VerifySandboxStep(VerifierStep):
         if not isinstance(criteria, list):
             raise ValueError("criteria must be a list of probe criteria")
         data.setdefault("base_dir", "/app")
-        checks = list(data.get("checks") or [])
+        checks = listed_field(data, "checks")
         for i, item in enumerate(criteria):
             check = _check_from_criterion(item, i, timeout)
             if check is None:
@@ -116,21 +117,24 @@ class VerifySandboxStep(VerifierStep):
         return self
 
 
-def _check_from_criterion(item: Any, index: int, timeout: Any) -> dict[str, Any] | None:
+def _check_from_criterion(item: JsonValue, index: int, timeout: JsonValue) -> JsonObject | None:
     """One AgentEnv probe criterion as a check; None for a type that is not a probe."""
-    if not isinstance(item, dict) or item.get("type") not in _REFERENCE_KINDS:
+    if not isinstance(item, dict):
         return None
-    kind = _REFERENCE_KINDS[item["type"]]
+    ref_type = item.get("type")
+    kind = _REFERENCE_KINDS.get(ref_type) if isinstance(ref_type, str) else None
+    if kind is None:
+        return None
     text = item.get("criterion")
-    check: dict[str, Any] = {"id": str(item.get("id") or text or f"criterion_{index + 1}"), "kind": kind,
-                             "weight": item.get("weight", 1.0), "description": text}
+    check: JsonObject = {"id": str(item.get("id") or text or f"criterion_{index + 1}"), "kind": kind,
+                         "weight": item.get("weight", 1.0), "description": text}
     if timeout is not None:
         check["timeout_seconds"] = timeout
     paths = item.get("paths") or []
     if kind in ("file_exists", "dir_exists"):
         check["paths"] = paths
     elif kind == "file_matches":
-        check["path"] = paths[0] if paths else None
+        check["path"] = paths[0] if isinstance(paths, list) and paths else None
         check["pattern"] = item.get("expected") or item.get("value")
     else:
         check["command"] = item.get("bash_cmd")

@@ -11,6 +11,7 @@ from prefect_agentenv.documents import (
     TaskDocument,
     fill_placeholders,
     load_task,
+    parse_text,
     resolve_env_vars,
     validate_data,
     validate_file,
@@ -57,6 +58,25 @@ def test_yaml_and_json_give_the_same_document() -> None:
     from_yaml = load_task(VALID / "reply-to-dana.yaml")
 
     assert from_yaml.model_dump(mode="json") == from_json.model_dump(mode="json")
+
+
+def test_unquoted_yaml_dates_stay_text_in_free_form_fields_and_parse_where_a_time_is_expected() -> None:
+    text = (
+        "- {id: env, type: deploy_env, env_id: email, depends_on: []}\n"
+        "- {id: clock, type: sync_env_clock, env_id: email, time: 2026-01-05T09:00:00Z}\n"
+        "- {id: due, type: register_env_triggers, env_id: email,\n"
+        "   triggers: [{at: 2026-01-05T09:30:00Z, action: deliver_email, data: {sent: 2026-01-04}}]}\n"
+        "- {id: agent, type: deploy_agent, a2a_agent_id: llm, agent_config: {deadline: 2026-01-06}}\n"
+    )
+    result = validate_data(parse_text(text, "dates.yaml"))
+
+    assert result.problems == []
+    assert result.document is not None
+    clock, due, agent = result.document.steps[1:]
+    assert clock.model_dump(mode="json")["time"] == "2026-01-05T09:00:00Z"
+    assert due.model_dump(mode="json")["triggers"] == [
+        {"at": "2026-01-05T09:30:00Z", "action": "deliver_email", "data": {"sent": "2026-01-04"}}]
+    assert agent.model_dump(mode="json")["agent_config"] == {"deadline": "2026-01-06"}
 
 
 # --- depends_on --------------------------------------------------------------------------------

@@ -27,10 +27,10 @@ def test_agentenvs_fields_are_read_and_its_vm_sandbox_name_is_a_warning() -> Non
 def test_a_reward_file_scores_the_run_whatever_the_exit_code() -> None:
     step = RunContainerUnitTestsVerifierStep.model_validate(STEP)
 
-    assert _row(step, 0, {"/logs/verifier/reward.txt": "0.5\n"})[0]["score"] == 0.5
+    assert _row(step, 0, {"/logs/verifier/reward.txt": "0.5\n"})[0].score == 0.5
     assert _row(step, 1, {"/logs/verifier/reward.txt": 1})[1] is True
     row, passed = _row(step, 0, {"/logs/verifier/reward.txt": None})
-    assert (row["score"], passed) == (0.0, False) and "missing" in row["justification"]
+    assert (row.score, passed) == (0.0, False) and "missing" in (row.justification or "")
 
 
 async def test_without_a_docker_daemon_the_step_fails_with_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
