@@ -6,6 +6,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
 from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
@@ -13,27 +14,42 @@ from rich.text import Text
 
 from prefect_agentenv.flows.benchmark import benchmark, progress_listener
 from prefect_agentenv.flows.benchmark_result import BenchmarkRunResult
+from prefect_agentenv.grading.benchmark_stats.results import TaskResult
+from prefect_agentenv.jsontypes import JsonObject
 
 _STYLE = {"PASSED": "green", "BELOW_ONE": "yellow", "FAILED": "red", "TIMED_OUT": "red", "UNSCORED": "dim"}
 
 
+class _Start(BaseModel):
+    """The ``start`` event: which run, and how many task runs it has and has left."""
+
+    run_id: str
+    slug: str
+    total: int
+    pending: int
+
+
 class _Board:
-    """What the terminal shows: a header line and one row per finished task run."""
+    """What the terminal shows: a header line and one row per finished task run.
+
+    The flow's events arrive as JSON (``start``, a task run's ``result``, the ``summary``); each
+    is read back into its model here.
+    """
 
     def __init__(self) -> None:
         self.total = self.pending = 0
         self.run_id = self.slug = ""
-        self.rows: list[dict[str, Any]] = []
-        self.summary: dict[str, Any] | None = None
+        self.rows: list[TaskResult] = []
+        self.summary: BenchmarkRunResult | None = None
 
-    def on_event(self, event: str, payload: dict[str, Any]) -> None:
+    def on_event(self, event: str, payload: JsonObject) -> None:
         if event == "start":
-            self.total, self.pending = payload["total"], payload["pending"]
-            self.run_id, self.slug = payload["run_id"], payload["slug"]
+            start = _Start.model_validate(payload)
+            self.total, self.pending, self.run_id, self.slug = start.total, start.pending, start.run_id, start.slug
         elif event == "result":
-            self.rows.append(payload)
+            self.rows.append(TaskResult.model_validate(payload))
         elif event == "summary":
-            self.summary = payload
+            self.summary = BenchmarkRunResult.model_validate(payload)
 
     def render(self) -> Group:
         done = self.total - self.pending + len(self.rows)
@@ -42,13 +58,12 @@ class _Board:
         for column in ("task", "seed", "epoch", "outcome", "score", "seconds", "error"):
             table.add_column(column)
         for r in self.rows:
-            score = "-" if r.get("score") is None else f"{r['score']:.2f}"
-            table.add_row(r["task_id"], str(r.get("seed_index", 0)), str(r.get("epoch", 0)),
-                          Text(r["outcome"], style=_STYLE.get(r["outcome"], "")), score,
-                          f"{r.get('duration_s') or 0:.1f}", (r.get("error") or "")[:60])
+            score = "-" if r.score is None else f"{r.score:.2f}"
+            table.add_row(r.task_id, str(r.seed_index), str(r.epoch), Text(r.outcome.value, style=_STYLE.get(r.outcome.value, "")),
+                          score, f"{r.duration_s or 0:.1f}", (r.error or "")[:60])
         parts: list[Any] = [head, table]
         if self.summary:
-            parts.append(Text(self.summary["headline"] + "\n", style="bold"))
+            parts.append(Text(self.summary.headline + "\n", style="bold"))
         return Group(*parts)
 
 
@@ -69,7 +84,7 @@ def run_benchmark_with_progress(path: Path, *, run_id: str | None, overrides: di
         with Live(board.render(), console=console, refresh_per_second=4, transient=False) as live:
             board_events = board.on_event
 
-            def update(event: str, payload: dict[str, Any]) -> None:
+            def update(event: str, payload: JsonObject) -> None:
                 board_events(event, payload)
                 live.update(board.render())
 

@@ -24,6 +24,7 @@ from prefect_agentenv.flows import api_health
 from prefect_agentenv.flows.agent_task import agent_task
 from prefect_agentenv.flows.report import build_report, write_report
 from prefect_agentenv.flows.stale import mark_dead_flow_runs_crashed
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.runtime.stop import DESCRIPTIONS, EXIT_CODES
 from prefect_agentenv.runtime.sweep import sweep_dead_runs
 from prefect_agentenv.settings import get_settings
@@ -165,12 +166,15 @@ def _one_line(value: object) -> str:
     return f"{type(value).__name__}: {first}" if isinstance(value, BaseException) else first
 
 
-def print_summary(data: dict[str, Any], report: Path | None) -> None:
-    """The run's outcome, its steps and where the report is."""
+def print_summary(data: JsonObject, report: Path | None) -> None:
+    """The run's outcome, its steps and where the report is (``data``: the run's summary, as JSON)."""
     score = "-" if data.get("score") is None else f"{data['score']:.3f}"
     typer.echo(f"task {data['task_id']}: {data['outcome']} score={score} status={data['status']} "
                f"({data['duration_s']:.1f}s)")
-    for s in data.get("steps", []):
+    steps = data.get("steps")
+    for s in steps if isinstance(steps, list) else []:
+        if not isinstance(s, dict):
+            continue
         err = f"  {s['error']}" if s.get("error") else ""
         typer.echo(f"  {s['state']:<10} {s['id']} ({s['type']}){err}")
     if data.get("error"):

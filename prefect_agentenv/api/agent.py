@@ -28,6 +28,7 @@ from prefect_agentenv.api.trace import Trace
 from prefect_agentenv.context import PromptResponse
 from prefect_agentenv.exceptions import AgentEnvError
 from prefect_agentenv.flows.report import redact
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.protocols.agentenv_ext import AgentEnvExtensions
 from prefect_agentenv.session import AgentSession
 from prefect_agentenv.steps.agent_support import a2a_client
@@ -134,7 +135,7 @@ def _response(interaction: Interaction, trace: Trace) -> PromptResponse:
                           is_truncated=trace.is_truncated, is_timeout=trace.is_timeout)
 
 
-async def _tool_calls(interaction: Interaction) -> list[dict[str, Any]]:
+async def _tool_calls(interaction: Interaction) -> list[JsonObject]:
     """The tool calls of the rollout's trajectory ([] when the agent does not share one)."""
     if interaction.context_id is None:
         return []

@@ -20,6 +20,7 @@ from prefect_agentenv.documents.models import TaskDocument, dump_step
 from prefect_agentenv.documents.scoring import NetworkPolicy, ScoringConfig, ScoringRetries, SkipPolicy
 from prefect_agentenv.documents.validation import validate_file
 from prefect_agentenv.exceptions import ConfigurationError
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.steps.base import StepModel, VerifierStep
 
 __all__ = ["AgentConfig", "NetworkPolicy", "RetryConfig", "ScoringConfig", "SkipPolicy", "Task", "TaskData",
@@ -45,7 +46,7 @@ class AgentConfig(_Config):
     max_turn_tokens: int | None = Field(default=None, ge=1)
     """Cap on each model response; a response that hits it stops the run (truncated)."""
     system_prompt: str | None = None
-    agent_config: dict[str, Any] = Field(default_factory=dict)
+    agent_config: JsonObject = Field(default_factory=dict)
     """Other agent-config fields (a scripted agent's plan, say)."""
     timeout_seconds: float = Field(default=600, gt=0)
     """Deadline of the rollout; past it the run is cut off (``Trace.is_timeout``)."""
@@ -53,9 +54,9 @@ class AgentConfig(_Config):
     keep: bool = False
     """Keep the agent's sandbox after the run."""
 
-    def deploy_config(self) -> dict[str, Any]:
+    def deploy_config(self) -> JsonObject:
         """The agent-config fields sent when the agent is deployed."""
-        fields = {"model": self.model, "max_turns": self.max_turns, "max_turn_tokens": self.max_turn_tokens,
+        fields: JsonObject = {"model": self.model, "max_turns": self.max_turns, "max_turn_tokens": self.max_turn_tokens,
                   "system_prompt": self.system_prompt}
         return {**{k: v for k, v in fields.items() if v is not None}, **self.agent_config}
 
@@ -138,7 +139,7 @@ def task_from_document(document: TaskDocument) -> Task:
         raise ConfigurationError(f"task '{document.id}' prompts {len(prompts)} times "
                                  f"({', '.join(s.id for s in prompts)}): a rollout has one opening prompt")
     prompt = prompts[0] if prompts else None
-    verifiers: list[dict[str, Any]] = []
+    verifiers: list[JsonObject] = []
     foreign: list[str] = []
     for step in document.steps:
         data = dump_step(step)
@@ -168,7 +169,8 @@ def _document_scoring(document: TaskDocument) -> ScoringConfig:
     return ScoringConfig.model_validate(placement).over(policy)
 
 
-def _as_rollout_verifier(data: dict[str, Any], prompt: StepModel | None) -> dict[str, Any]:
+def _as_rollout_verifier(data: JsonObject, prompt: StepModel | None) -> JsonObject:
+    """A verifier step's JSON as a rollout's verifier: the document's prompt and agent become the rollout's."""
     data.pop("depends_on", None)
     if prompt is not None and data.get("prompt_id") == getattr(prompt, "prompt_id", None):
         data["prompt_id"] = "prompt"

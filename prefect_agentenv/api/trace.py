@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from prefect_agentenv.jsontypes import JsonObject
+
 StopReason = Literal["error", "timeout", "max_turns", "max_turn_tokens", "truncated"]
 
 
@@ -57,8 +59,8 @@ class Trace(_Model):
     reply: str = ""
     """The agent's last answer."""
     turns: list[Segment] = Field(default_factory=list)
-    tool_calls: list[dict[str, Any]] = Field(default_factory=list)
-    """The tool calls of the agent's trajectory, when the agent shares it."""
+    tool_calls: list[JsonObject] = Field(default_factory=list)
+    """The tool calls of the agent's trajectory (events as the agent shared them), when it shares one."""
     tool_call_count: int = 0
     rewards: dict[str, float | None] = Field(default_factory=dict)
     """Each verifier's score by verifier id (None for a verifier that was skipped)."""

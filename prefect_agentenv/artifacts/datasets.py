@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from prefect_agentenv.artifacts.store import ArtifactBackend
+from prefect_agentenv.jsontypes import JsonObject, JsonValue
 
 ENTITY_KEY = "entity_id"
 """The member of a dataset row naming the entity it is."""
@@ -32,9 +31,9 @@ class Dataset(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    resources: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
+    resources: dict[str, list[JsonObject]] = Field(default_factory=dict)
 
-    def find(self, entity_id: str) -> tuple[str, dict[str, Any]] | None:
+    def find(self, entity_id: str) -> tuple[str, JsonObject] | None:
         """The resource and row of an entity (None when no row carries that entity_id)."""
         for resource, rows in self.resources.items():
             for row in rows:
@@ -45,21 +44,29 @@ class Dataset(BaseModel):
     def entity_ids(self) -> list[str]:
         return [str(r[ENTITY_KEY]) for rows in self.resources.values() for r in rows if ENTITY_KEY in r]
 
-    def scoped(self, entity_ids: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
+    def scoped(self, entity_ids: Iterable[str]) -> JsonObject:
         """The rows the entities bind, every row sharing one of their ``…_id`` values, and the
-        reference rows (no entity_id, no ``…_id``: phone lines, say), which every task sees."""
+        reference rows (no entity_id, no ``…_id``: phone lines, say), which every task sees.
+
+        The answer is ``{resource: [rows]}``, the JSON a data part carries to the env.
+        """
         wanted = set(entity_ids)
         bound = [row for rows in self.resources.values() for row in rows if row.get(ENTITY_KEY) in wanted]
         ids = {v for row in bound for v in _id_values(row)}
 
-        def keep(row: dict[str, Any]) -> bool:
+        def keep(row: JsonObject) -> bool:
             own = set(_id_values(row))
             return row.get(ENTITY_KEY) in wanted or bool(ids & own) or (ENTITY_KEY not in row and not own)
 
-        return {resource: kept for resource, rows in self.resources.items() if (kept := [r for r in rows if keep(r)])}
+        scoped: JsonObject = {}
+        for resource, rows in self.resources.items():
+            kept: list[JsonValue] = [r for r in rows if keep(r)]
+            if kept:
+                scoped[resource] = kept
+        return scoped
 
 
-def _id_values(row: dict[str, Any]) -> list[str]:
+def _id_values(row: JsonObject) -> list[str]:
     """The values of a row's ``…_id`` members (its key and its references), entity_id aside."""
     return [str(v) for k, v in row.items() if k.endswith("_id") and k != ENTITY_KEY and isinstance(v, str | int)]
 
@@ -70,7 +77,7 @@ def parse_dataset(files: Iterable[tuple[str, bytes]]) -> Dataset:
     Raises:
         DatasetError: a file is not JSON of that shape.
     """
-    merged: dict[str, list[dict[str, Any]]] = {}
+    merged: dict[str, list[JsonObject]] = {}
     for name, data in files:
         try:
             content = json.loads(data)

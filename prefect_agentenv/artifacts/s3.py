@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
-from typing import Any
+from typing import TypedDict
 
 import boto3
 from botocore.client import BaseClient
@@ -167,14 +167,25 @@ class S3ArtifactBackend(ArtifactBackend):
         return [n for n in names if n]
 
 
+class _ClientOptions(TypedDict, total=False):
+    """The botocore ``Config`` arguments the store sets."""
+
+    retries: dict[str, int | str]
+    connect_timeout: float
+    read_timeout: float
+    s3: dict[str, str]
+    request_checksum_calculation: str
+    response_checksum_validation: str
+
+
 def _make_client(endpoint_url: str | None, region_name: str | None,
                  access_key_id: SecretStr | str | None, secret_access_key: SecretStr | str | None) -> BaseClient:
     settings = get_settings()
     # Bounded: an endpoint that accepts connections but never answers fails in about
     # max_attempts x (connect + read timeout), not minutes (PREFECT_AGENTENV_S3_* settings).
-    options: dict[str, Any] = {"retries": {"max_attempts": settings.s3_max_attempts, "mode": "standard"},
-                               "connect_timeout": settings.s3_connect_timeout_seconds,
-                               "read_timeout": settings.s3_read_timeout_seconds}
+    options: _ClientOptions = {"retries": {"max_attempts": settings.s3_max_attempts, "mode": "standard"},
+                                 "connect_timeout": settings.s3_connect_timeout_seconds,
+                                 "read_timeout": settings.s3_read_timeout_seconds}
     if endpoint_url:
         # S3-compatible servers (MinIO, moto) want path-style addressing, and some reject the
         # CRC checksums boto3 adds by default; sha256 is checked on every read anyway.

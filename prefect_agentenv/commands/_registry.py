@@ -16,7 +16,7 @@ import shlex
 from collections.abc import Generator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, NoReturn, Protocol, TypeVar, cast
+from typing import NoReturn, Protocol, TypeVar
 
 import typer
 from prefect.blocks.core import Block
@@ -27,6 +27,7 @@ from pydantic import SecretStr, ValidationError
 from prefect_agentenv.blocks.agent import A2AAgent
 from prefect_agentenv.blocks.environment import AgentEnvironment
 from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.runtime.launch import LaunchSpec
 from prefect_agentenv.resolution.block_lookup import is_block_name
 
@@ -168,14 +169,14 @@ def parse_pairs(items: list[str], flag: str, *, from_environment: bool = False) 
     return pairs
 
 
-def launch_view(spec: LaunchSpec) -> dict[str, Any]:
+def launch_view(spec: LaunchSpec) -> JsonObject:
     """The launch settings ``show`` prints, in order, with secret values masked."""
     return {
-        "command": spec.command,
+        "command": [*spec.command] if spec.command is not None else None,
         "image": spec.image,
         "container_port": spec.container_port if spec.image else None,
         "url": spec.url,
-        "env": dict(spec.env),
+        "env": {**spec.env},
         "secret_env": {k: MASK for k in spec.secret_env},
         "startup_timeout_seconds": spec.startup_timeout_seconds,
     }
@@ -202,19 +203,18 @@ def list_blocks(noun: Noun) -> None:
                   for ref_id, reference in noun.references.items()})
 
 
-def echo_view(view: Mapping[str, Any], *, as_json: bool = False) -> None:
+def echo_view(view: JsonObject, *, as_json: bool = False) -> None:
     """Print a ``show`` view as JSON, or as ``key: value`` lines (dicts as indented ``K=V``, argv quoted)."""
     if as_json:
         typer.echo(json.dumps(view, indent=2))
         return
     for key, value in view.items():
         if isinstance(value, dict):
-            pairs = cast(dict[str, Any], value)
-            typer.echo(f"{key}:" + ("" if pairs else " {}"))
-            for k, v in pairs.items():
+            typer.echo(f"{key}:" + ("" if value else " {}"))
+            for k, v in value.items():
                 typer.echo(f"  {k}={v}")
         elif isinstance(value, list):
-            typer.echo(f"{key}: {join_argv(cast(list[str], value))}")
+            typer.echo(f"{key}: {join_argv([str(arg) for arg in value])}")
         elif value is not None:
             typer.echo(f"{key}: {value}")
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -22,6 +22,7 @@ from prefect_agentenv.commands._registry import (
     reported,
 )
 from prefect_agentenv.commands.check import run_check
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.resolution.servers import ResolvedAgent, resolve_agent
 
 agent_app = typer.Typer(
@@ -114,7 +115,7 @@ def build_block(name: str, *, command: str | None, image: str | None, url: str |
                         card_path=card_path, container_port=container_port, description=description)
 
 
-def describe(resolved: ResolvedAgent) -> dict[str, Any]:
+def describe(resolved: ResolvedAgent) -> JsonObject:
     """What ``agent show`` prints, with secret values masked."""
     return {
         "name": resolved.a2a_agent_id,

@@ -16,6 +16,7 @@ import typer
 
 from prefect_agentenv.documents import validate_data
 from prefect_agentenv.exceptions import ConfigurationError
+from prefect_agentenv.jsontypes import JsonObject
 
 if TYPE_CHECKING:
     from prefect_agentenv.flows.report import TaskReport
@@ -25,14 +26,15 @@ _MARK = {"ok": "ok", "declared": "declared", "missing": "MISSING", "warning": "W
 
 
 def check_steps(noun: Literal["env", "agent"], name: str, *, prompt: str | None, startup_timeout: float | None,
-                with_env: str | None = None) -> list[dict[str, Any]]:
-    """The task a check runs; an agent checked ``with_env`` is given that env first, as a task would."""
-    timeout = {"startup_timeout_seconds": startup_timeout} if startup_timeout else {}
+                with_env: str | None = None) -> list[JsonObject]:
+    """The task a check runs (a task document's steps, before validation); an agent checked ``with_env``
+    is given that env first, as a task would."""
+    timeout: JsonObject = {"startup_timeout_seconds": startup_timeout} if startup_timeout else {}
     if noun == "env":
         return [{"id": "deploy", "type": "deploy_env", "env_id": name, **timeout},
                 {"id": _CHECK_STEP, "type": "verify_env_card", "env_id": name}]
-    probe = {"prompt": prompt} if prompt else {}
-    env = [{"id": "env", "type": "deploy_env", "env_id": with_env}] if with_env else []
+    probe: JsonObject = {"prompt": prompt} if prompt else {}
+    env: list[JsonObject] = [{"id": "env", "type": "deploy_env", "env_id": with_env}] if with_env else []
     return [*env,
             {"id": "deploy", "type": "deploy_agent", "a2a_agent_id": name, "agent_name": name,
              "env_ids": [with_env] if with_env else [], **timeout},

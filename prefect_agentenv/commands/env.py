@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -21,6 +21,7 @@ from prefect_agentenv.commands._registry import (
 )
 from prefect_agentenv.commands.check import run_check
 from prefect_agentenv.envs.catalog import REFERENCE_ENVS
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.resolution.servers import ResolvedEnv, resolve_env
 
 env_app = typer.Typer(
@@ -105,7 +106,7 @@ def build_block(name: str, *, command: str | None, image: str | None, url: str |
                                 container_port=container_port, description=description)
 
 
-def describe(resolved: ResolvedEnv) -> dict[str, Any]:
+def describe(resolved: ResolvedEnv) -> JsonObject:
     """What ``env show`` prints, with secret values masked."""
     spec = resolved.spec
     return {

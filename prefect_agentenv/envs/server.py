@@ -283,7 +283,7 @@ class EnvRuntime:
                                  params={**endpoint, "methods": list(CLOCK_METHODS)}),
                     EnvExtension(uri=TRIGGERS_EXTENSION, description="Timed events performed by the env.",
                                  params={**endpoint, "methods": list(TRIGGER_METHODS),
-                                         "actions": self.triggers.action_names}),
+                                         "actions": [*self.triggers.action_names]}),
                 ],
             ),
         )

@@ -32,7 +32,7 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 import httpx
 from a2a.client import A2AClientError, A2AClientTimeoutError, BaseClient, ClientCallContext, ClientConfig
@@ -53,6 +53,7 @@ from google.protobuf import json_format
 from google.protobuf.message import Message as ProtoMessage
 
 from prefect_agentenv.exceptions import AgentTimeoutError, ProtocolError
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.protocols.a2a_card import (
     A2A_CARD_PATH,
     LEGACY_A2A_CARD_PATH,
@@ -137,11 +138,11 @@ class _Wire(Protocol):
     url: str
     version: ProtocolVersion
 
-    async def send(self, text: str, context_id: str | None, task_id: str | None) -> dict[str, Any]: ...
+    async def send(self, text: str, context_id: str | None, task_id: str | None) -> JsonObject: ...
 
-    async def get(self, task_id: str) -> dict[str, Any]: ...
+    async def get(self, task_id: str) -> JsonObject: ...
 
-    async def cancel(self, task_id: str, timeout: float) -> dict[str, Any]: ...
+    async def cancel(self, task_id: str, timeout: float) -> JsonObject: ...
 
 
 class _SdkWire:
@@ -166,7 +167,7 @@ class _SdkWire:
     def _context(self, timeout: float | None = None) -> ClientCallContext:
         return ClientCallContext(timeout=timeout or self.timeout, service_parameters={VERSION_HEADER: "1.0"})
 
-    async def send(self, text: str, context_id: str | None, task_id: str | None) -> dict[str, Any]:
+    async def send(self, text: str, context_id: str | None, task_id: str | None) -> JsonObject:
         message = Message(message_id=uuid.uuid4().hex, role=Role.ROLE_USER, parts=[Part(text=text)],
                           context_id=context_id or "", task_id=task_id or "")
         request = SendMessageRequest(message=message,
@@ -179,18 +180,18 @@ class _SdkWire:
                     return {"kind": "message", **_as_json(event.message)}
         raise ProtocolError(f"{self.url} answered SendMessage with neither a task nor a message", url=self.url)
 
-    async def get(self, task_id: str) -> dict[str, Any]:
+    async def get(self, task_id: str) -> JsonObject:
         with _boundary(self.url, f"GetTask {task_id}"):
             task = await self._client.get_task(GetTaskRequest(id=task_id), context=self._context())
         return _as_json(task)
 
-    async def cancel(self, task_id: str, timeout: float) -> dict[str, Any]:
+    async def cancel(self, task_id: str, timeout: float) -> JsonObject:
         with _boundary(self.url, f"CancelTask {task_id}"):
             task = await self._client.cancel_task(CancelTaskRequest(id=task_id), context=self._context(timeout))
         return _as_json(task)
 
 
-def _as_json(message: ProtoMessage) -> dict[str, Any]:
+def _as_json(message: ProtoMessage) -> JsonObject:
     """A protobuf message as the JSON the 1.0 wire carries (camelCase names)."""
     return dict(json_format.MessageToDict(message))
 
@@ -205,24 +206,24 @@ class _LegacyWire:
         self.http = http
         self.timeout = timeout
 
-    async def send(self, text: str, context_id: str | None, task_id: str | None) -> dict[str, Any]:
-        message: dict[str, Any] = {"kind": "message", "messageId": uuid.uuid4().hex, "role": "user",
+    async def send(self, text: str, context_id: str | None, task_id: str | None) -> JsonObject:
+        message: JsonObject = {"kind": "message", "messageId": uuid.uuid4().hex, "role": "user",
                                    "parts": [{"kind": "text", "text": text}]}
         if context_id:
             message["contextId"] = context_id
         if task_id:
             message["taskId"] = task_id
-        params = {"message": message, "configuration": {"blocking": False,
+        params: JsonObject = {"message": message, "configuration": {"blocking": False,
                                                         "acceptedOutputModes": ["text/plain", "application/json"]}}
         return await self._call("message/send", params)
 
-    async def get(self, task_id: str) -> dict[str, Any]:
+    async def get(self, task_id: str) -> JsonObject:
         return await self._call("tasks/get", {"id": task_id})
 
-    async def cancel(self, task_id: str, timeout: float) -> dict[str, Any]:
+    async def cancel(self, task_id: str, timeout: float) -> JsonObject:
         return await self._call("tasks/cancel", {"id": task_id}, timeout=timeout)
 
-    async def _call(self, method: str, params: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
+    async def _call(self, method: str, params: JsonObject, *, timeout: float | None = None) -> JsonObject:
         body = {"jsonrpc": "2.0", "id": uuid.uuid4().hex, "method": method, "params": params}
         with _boundary(self.url, method):
             response = await self.http.post(self.url, json=body, headers={VERSION_HEADER: "0.3"},

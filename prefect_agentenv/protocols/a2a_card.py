@@ -7,13 +7,14 @@ members kept in ``raw``.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 from urllib.parse import urljoin, urlsplit
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_snake
 
 from prefect_agentenv.exceptions import ProtocolError
+from prefect_agentenv.jsontypes import JsonObject, JsonValue
 from prefect_agentenv.protocols.a2a_reply import ProtocolVersion
 
 A2A_CARD_PATH = "/.well-known/agent-card.json"
@@ -41,14 +42,13 @@ class A2ACard(BaseModel):
     """The URL the card was found under; relative URLs resolve against it."""
     card_url: str
     interfaces: list[A2AInterface]
-    raw: dict[str, Any]
+    raw: JsonObject
     """The card JSON as served."""
 
     @property
-    def extensions(self) -> list[dict[str, Any]]:
+    def extensions(self) -> list[JsonObject]:
         """``capabilities.extensions`` (each ``{uri, params, …}``); empty when absent or null."""
-        found = _member(_obj(_member(self.raw, "capabilities")), "extensions")
-        return [e for e in found if isinstance(e, dict)] if isinstance(found, list) else []
+        return _list(_member(_obj(_member(self.raw, "capabilities")), "extensions"))
 
     def resolve(self, url: str) -> str:
         """A URL from the card, made absolute against the card's base."""
@@ -70,7 +70,7 @@ class A2ACard(BaseModel):
                             f"{protocol}: it lists {', '.join(offered)}", url=self.card_url)
 
     @classmethod
-    def from_raw(cls, raw: dict[str, Any], *, base_url: str, card_url: str) -> A2ACard:
+    def from_raw(cls, raw: JsonObject, *, base_url: str, card_url: str) -> A2ACard:
         """Read the endpoints of a 1.0 card (``supportedInterfaces``) or a 0.3 one (``url``).
 
         Members are read in camelCase or snake_case; ``null`` counts as absent.
@@ -90,7 +90,7 @@ class A2ACard(BaseModel):
                    base_url=base_url, card_url=card_url, interfaces=interfaces, raw=raw)
 
 
-def _member(raw: Any, camel: str) -> Any:
+def _member(raw: JsonValue, camel: str) -> JsonValue:
     """A card member by its camelCase name, else its snake_case one; peers write either."""
     if not isinstance(raw, dict):
         return None
@@ -98,11 +98,11 @@ def _member(raw: Any, camel: str) -> Any:
     return value if value is not None else raw.get(to_snake(camel))
 
 
-def _obj(value: Any) -> dict[str, Any]:
+def _obj(value: JsonValue) -> JsonObject:
     return value if isinstance(value, dict) else {}
 
 
-def _list(value: Any) -> list[dict[str, Any]]:
+def _list(value: JsonValue) -> list[JsonObject]:
     return [i for i in value if isinstance(i, dict)] if isinstance(value, list) else []
 
 

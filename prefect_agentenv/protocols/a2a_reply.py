@@ -9,11 +9,12 @@ float (a protobuf ``Value``), which is turned back into an int where it is whole
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_snake
+
+from prefect_agentenv.jsontypes import JsonObject, JsonValue
 
 ProtocolVersion = Literal["1.0", "0.3"]
 TaskStateName = Literal["submitted", "working", "input-required", "auth-required", "completed", "failed",
@@ -52,9 +53,9 @@ class AgentReply(BaseModel):
     trajectory: str | None = None
     """Where the agent stored its trajectory, if it said."""
     model: str | None = None
-    usage: dict[str, Any] = Field(default_factory=dict)
+    usage: JsonObject = Field(default_factory=dict)
     """The data part's ``usage`` object as sent (whole numbers as ints)."""
-    data: dict[str, Any] = Field(default_factory=dict)
+    data: JsonObject = Field(default_factory=dict)
     """The trailing data part as sent (whole numbers as ints)."""
     protocol_version: ProtocolVersion | None = None
 
@@ -64,7 +65,7 @@ class AgentReply(BaseModel):
         return self.state in TERMINAL_STATES or self.state in WAITING_STATES
 
 
-def reply_from_result(result: Mapping[str, Any], version: ProtocolVersion | None = None) -> AgentReply:
+def reply_from_result(result: JsonObject, version: ProtocolVersion | None = None) -> AgentReply:
     """Read a Task or Message (1.0 or 0.3 JSON) as an :class:`AgentReply`.
 
     The reply is the task's ``status.message``; when that has no text, the artifacts, then the
@@ -72,8 +73,8 @@ def reply_from_result(result: Mapping[str, Any], version: ProtocolVersion | None
     the last data part of that message (else of the artifacts, else the task's metadata).
     """
     state: TaskStateName = "completed"
-    artifacts: list[dict[str, Any]] = []
-    metadata: dict[str, Any] = {}
+    artifacts: list[JsonObject] = []
+    metadata: JsonObject = {}
     if _is_message(result):
         parts = _parts(result)
         task_id, context_id = _get(result, "taskId"), _get(result, "contextId")
@@ -82,7 +83,7 @@ def reply_from_result(result: Mapping[str, Any], version: ProtocolVersion | None
         state = _state(status.get("state"))
         parts = _parts(_obj(status.get("message")))
         task_id, context_id = result.get("id"), _get(result, "contextId")
-        artifacts = [p for a in result.get("artifacts") or [] if isinstance(a, dict) for p in _parts(a)]
+        artifacts = [p for a in _objects(result.get("artifacts")) for p in _parts(a)]
         metadata = _obj(result.get("metadata"))
         if not _texts(parts):
             parts = parts + (artifacts if _texts(artifacts) else _last_agent_message(result))
@@ -90,7 +91,7 @@ def reply_from_result(result: Mapping[str, Any], version: ProtocolVersion | None
     usage = _obj(data.get("usage"))
     text = "\n".join(_texts(parts))
     return AgentReply(
-        text=text, state=state, task_id=task_id or None, context_id=context_id or None,
+        text=text, state=state, task_id=_str(task_id or None), context_id=_str(context_id or None),
         tool_call_count=_int(usage.get("tool_call_count", data.get("tool_call_count"))),
         error=_error(data, state, text), is_truncated=_flag(data, usage, "is_truncated", "truncated"),
         is_timeout=_flag(data, usage, "is_timeout", "timed_out"), trajectory=_trajectory(data, metadata),
@@ -98,25 +99,30 @@ def reply_from_result(result: Mapping[str, Any], version: ProtocolVersion | None
     )
 
 
-def _obj(value: Any) -> dict[str, Any]:
+def _obj(value: JsonValue) -> JsonObject:
     """``value`` when it is a JSON object, else an empty one: agents omit or garble members."""
     return value if isinstance(value, dict) else {}
 
 
-def _is_message(result: Mapping[str, Any]) -> bool:
+def _objects(value: JsonValue) -> list[JsonObject]:
+    """The objects of a JSON array; anything else (null, a garbled member) holds none."""
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def _is_message(result: JsonObject) -> bool:
     kind = result.get("kind")
     if kind:
         return bool(kind == "message")
     return _get(result, "messageId") is not None and "status" not in result
 
 
-def _get(holder: Mapping[str, Any], camel: str) -> Any:
+def _get(holder: JsonObject, camel: str) -> JsonValue:
     """A member by its camelCase name, else its snake_case one (peers write either)."""
     value = holder.get(camel)
     return value if value is not None else holder.get(to_snake(camel))
 
 
-def _state(value: Any) -> TaskStateName:
+def _state(value: JsonValue) -> TaskStateName:
     name = str(value or "unknown").lower().removeprefix("task_state_").replace("_", "-")
     name = {"cancelled": "canceled", "unspecified": "unknown"}.get(name, name)
     known: tuple[TaskStateName, ...] = ("submitted", "working", "input-required", "auth-required", "completed",
@@ -124,11 +130,11 @@ def _state(value: Any) -> TaskStateName:
     return next((k for k in known if k == name), "unknown")
 
 
-def _parts(holder: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return [p for p in holder.get("parts") or [] if isinstance(p, dict)]
+def _parts(holder: JsonObject) -> list[JsonObject]:
+    return _objects(holder.get("parts"))
 
 
-def _kind(part: Mapping[str, Any]) -> str:
+def _kind(part: JsonObject) -> str:
     if part.get("kind"):
         return str(part["kind"])
     for key in ("text", "data"):
@@ -137,23 +143,23 @@ def _kind(part: Mapping[str, Any]) -> str:
     return "file"
 
 
-def _texts(parts: list[dict[str, Any]]) -> list[str]:
+def _texts(parts: list[JsonObject]) -> list[str]:
     return [str(p.get("text", "")) for p in parts if _kind(p) == "text"]
 
 
-def _last_agent_message(task: Mapping[str, Any]) -> list[dict[str, Any]]:
-    for message in reversed(task.get("history") or []):
-        if isinstance(message, dict) and str(message.get("role", "")).lower() in ("agent", "role_agent"):
+def _last_agent_message(task: JsonObject) -> list[JsonObject]:
+    for message in reversed(_objects(task.get("history"))):
+        if str(message.get("role", "")).lower() in ("agent", "role_agent"):
             return _parts(message)
     return []
 
 
-def _trailing_data(parts: list[dict[str, Any]]) -> dict[str, Any]:
+def _trailing_data(parts: list[JsonObject]) -> JsonObject:
     found = [p.get("data") for p in parts if _kind(p) == "data" and isinstance(p.get("data"), dict)]
     return _obj(_whole_numbers(found[-1])) if found else {}
 
 
-def _whole_numbers(value: Any) -> Any:
+def _whole_numbers(value: JsonValue) -> JsonValue:
     """1.x servers carry data parts as protobuf Values, which turn every number into a float."""
     if isinstance(value, float) and value.is_integer():
         return int(value)
@@ -164,7 +170,7 @@ def _whole_numbers(value: Any) -> Any:
     return value
 
 
-def _error(data: Mapping[str, Any], state: str, text: str) -> AgentErrorInfo | None:
+def _error(data: JsonObject, state: str, text: str) -> AgentErrorInfo | None:
     nested = _obj(data.get("error"))
     kind = data.get("error_type") or nested.get("type")
     code = data.get("error_code") or nested.get("code")
@@ -176,11 +182,11 @@ def _error(data: Mapping[str, Any], state: str, text: str) -> AgentErrorInfo | N
     return None
 
 
-def _flag(data: Mapping[str, Any], usage: Mapping[str, Any], *names: str) -> bool:
+def _flag(data: JsonObject, usage: JsonObject, *names: str) -> bool:
     return any(bool(source.get(name)) for source in (data, usage) for name in names)
 
 
-def _trajectory(data: Mapping[str, Any], metadata: Mapping[str, Any]) -> str | None:
+def _trajectory(data: JsonObject, metadata: JsonObject) -> str | None:
     for source in (data, metadata):
         for key in _TRAJECTORY_KEYS:
             value = source.get(key)
@@ -189,7 +195,7 @@ def _trajectory(data: Mapping[str, Any], metadata: Mapping[str, Any]) -> str | N
     return None
 
 
-def _int(value: Any) -> int | None:
+def _int(value: JsonValue) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         return None
     try:
@@ -198,5 +204,5 @@ def _int(value: Any) -> int | None:
         return None
 
 
-def _str(value: Any) -> str | None:
+def _str(value: JsonValue) -> str | None:
     return None if value is None else str(value)

@@ -23,14 +23,16 @@ An agent that lacks an extension (or operation) a step needs gets
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from prefect_agentenv.exceptions import ProtocolError, UnsupportedOperationError
+from prefect_agentenv.jsontypes import JsonObject, JsonValue
 from prefect_agentenv.protocols.a2a import DEFAULT_REQUEST_TIMEOUT, A2ACard, A2AClient, as_protocol_error
+from prefect_agentenv.protocols.wire import WireModel, unusable_reply
 
 logger = logging.getLogger(__name__)
 
@@ -60,17 +62,18 @@ class ExtensionOperation(BaseModel):
     name: str
     http_method: str
     url: str
-    request: dict[str, Any] = Field(default_factory=dict)
+    request: JsonObject = Field(default_factory=dict)
     """The request description from the card (``supported``, ``required``, ``optional``, ``oneOf``)."""
 
     @property
     def fields(self) -> frozenset[str] | None:
         """Every request field the card names, or ``None`` when it names none."""
         names: set[str] = set()
-        groups = [self.request, *[v for v in self.request.get("oneOf") or [] if isinstance(v, dict)]]
+        groups = [self.request, *_objects(self.request.get("oneOf"))]
         for group in groups:
             for key in ("supported", "required", "optional"):
-                names.update(str(n) for n in group.get(key) or [])
+                listed = group.get(key)
+                names.update(str(n) for n in (listed if isinstance(listed, list) else []))
         return frozenset(names) if names else None
 
 
@@ -81,7 +84,7 @@ class AgentExtension(BaseModel):
 
     uri: str
     description: str = ""
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: JsonObject = Field(default_factory=dict)
     operations: dict[str, ExtensionOperation] = Field(default_factory=dict)
 
     @property
@@ -95,14 +98,14 @@ class AgentExtension(BaseModel):
         return sorted(fields) if fields is not None else None
 
     @classmethod
-    def from_card(cls, entry: Mapping[str, Any], card: A2ACard) -> AgentExtension:
+    def from_card(cls, entry: JsonObject, card: A2ACard) -> AgentExtension:
         """Read one ``capabilities.extensions[]`` entry; endpoints are made absolute."""
         uri = str(entry.get("uri", ""))
         params = _obj(entry.get("params"))
         default_endpoint, default_methods = _STANDARD.get(uri, ("", {}))
         endpoint = str(params.get("endpoint") or default_endpoint)
         declared = params.get("methods")
-        methods: dict[str, Any]
+        methods: JsonObject
         if declared is None:
             methods = {name: {} for name in default_methods}
         elif isinstance(declared, list):
@@ -124,10 +127,38 @@ class AgentExtension(BaseModel):
 class AgentConfigResult(BaseModel):
     """What a ``set`` on agent-config sent, and what it left out."""
 
-    sent: dict[str, Any]
+    sent: JsonObject
     dropped: list[str]
     """Fields the card does not list as supported; they were not sent."""
-    response: dict[str, Any] = Field(default_factory=dict)
+    response: JsonObject = Field(default_factory=dict)
+
+
+class SkillEntry(WireModel):
+    """A skill an agent lists (skill-config ``list``); other members it sends are kept."""
+
+    name: str | None = None
+    description: str | None = None
+
+
+class McpServerEntry(WireModel):
+    """An MCP server an agent lists (mcp-config ``list``): header names at most, never their values."""
+
+    name: str | None = None
+    url: str | None = None
+    headers: JsonValue = None
+    """As the agent lists them (usually the header names)."""
+
+
+class PeerAgentEntry(WireModel):
+    """An agent a peer may delegate to (peer-agents ``list``)."""
+
+    name: str | None = None
+    url: str | None = None
+    description: str | None = None
+    card: JsonObject | None = None
+
+
+_Entry = TypeVar("_Entry", SkillEntry, McpServerEntry, PeerAgentEntry)
 
 
 class AgentTrajectory(BaseModel):
@@ -195,40 +226,40 @@ class AgentEnvExtensions:
     # mcp-config
 
     async def add_mcp_server(self, url: str, *, name: str | None = None,
-                             headers: Mapping[str, str] | None = None) -> dict[str, Any]:
+                             headers: Mapping[str, str] | None = None) -> JsonObject:
         """Give the agent an MCP server (an env's tools); header values are never logged."""
         operation = self.operation(MCP_CONFIG_EXTENSION, "add", purpose=f"give it the MCP server {url}")
-        payload: dict[str, Any] = {"url": url}
+        payload: JsonObject = {"url": url}
         if name is not None:
             payload["name"] = name
         if headers:
-            payload["headers"] = dict(headers)
+            payload["headers"] = {key: value for key, value in headers.items()}
         logger.info("giving %s the MCP server %s (%s)", self.agent, name or "unnamed", url)
         return _as_dict(await self._call(operation, payload, "mcp-config add"))
 
-    async def list_mcp_servers(self) -> list[dict[str, Any]]:
+    async def list_mcp_servers(self) -> list[McpServerEntry]:
         """The MCP servers the agent holds, as it lists them."""
         operation = self.operation(MCP_CONFIG_EXTENSION, "list", purpose="list its MCP servers")
         answer = _as_dict(await self._call(operation, None, "mcp-config list"))
-        return _entries(answer.get("mcp_servers"))
+        return self._listing(McpServerEntry, _entries(answer.get("mcp_servers")), operation, "an MCP server list")
 
     # agent-config
 
-    def filter_agent_config(self, config: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    def filter_agent_config(self, config: Mapping[str, JsonValue]) -> tuple[JsonObject, list[str]]:
         """Split ``config`` into the fields the card supports and the names of the others.
 
         ``None`` values are left out (not set, not dropped). A card that lists no supported
         fields accepts them all.
         """
-        present = {k: v for k, v in config.items() if v is not None}
+        present: JsonObject = {k: v for k, v in config.items() if v is not None}
         extension = self.extensions.get(AGENT_CONFIG_EXTENSION)
         supported = extension.supported_fields if extension else None
         if supported is None:
             return present, []
-        kept = {k: v for k, v in present.items() if k in supported}
+        kept: JsonObject = {k: v for k, v in present.items() if k in supported}
         return kept, sorted(set(present) - set(kept))
 
-    async def set_agent_config(self, config: Mapping[str, Any]) -> AgentConfigResult:
+    async def set_agent_config(self, config: Mapping[str, JsonValue]) -> AgentConfigResult:
         """Send the supported fields of ``config``; nothing is sent when none remain."""
         sent, dropped = self.filter_agent_config(config)
         if dropped:
@@ -239,7 +270,7 @@ class AgentEnvExtensions:
         response = _as_dict(await self._call(operation, sent, "agent-config set"))
         return AgentConfigResult(sent=sent, dropped=dropped, response=response)
 
-    async def get_agent_config(self) -> dict[str, Any]:
+    async def get_agent_config(self) -> JsonObject:
         """The agent's configuration as it reads it back (the optional ``get`` operation)."""
         operation = self.operation(AGENT_CONFIG_EXTENSION, "get", purpose="read its configuration back")
         answer = _as_dict(await self._call(operation, None, "agent-config get"))
@@ -248,39 +279,39 @@ class AgentEnvExtensions:
 
     # skill-config
 
-    async def add_skill(self, name: str, description: str, content: str) -> dict[str, Any]:
+    async def add_skill(self, name: str, description: str, content: str) -> JsonObject:
         """Register a skill; its text goes as ``skill_md`` unless the card asks for ``content``."""
         operation = self.operation(SKILL_CONFIG_EXTENSION, "add", purpose=f"register the skill {name!r}")
         fields = operation.fields or frozenset()
         body_field = "content" if "content" in fields and "skill_md" not in fields else "skill_md"
-        payload = {"name": name, "description": description, body_field: content}
+        payload: JsonObject = {"name": name, "description": description, body_field: content}
         return _as_dict(await self._call(operation, payload, "skill-config add"))
 
-    async def list_skills(self) -> list[dict[str, Any]]:
+    async def list_skills(self) -> list[SkillEntry]:
         """The skills the agent holds, as it lists them."""
         operation = self.operation(SKILL_CONFIG_EXTENSION, "list", purpose="list its skills")
         answer = _as_dict(await self._call(operation, None, "skill-config list"))
-        return _entries(answer.get("skills"))
+        return self._listing(SkillEntry, _entries(answer.get("skills")), operation, "a skill list")
 
     # peer-agents
 
-    async def set_peer_agents(self, peers: list[dict[str, Any]]) -> dict[str, Any]:
+    async def set_peer_agents(self, peers: Sequence[JsonObject]) -> JsonObject:
         """Replace the agent's routing table: the agents it may delegate to, ``{name, url, card?, description?}``."""
         operation = self.operation(PEER_AGENTS_EXTENSION, "set", purpose="give it peer agents")
-        return _as_dict(await self._call(operation, {"peers": peers}, "peer-agents set"))
+        return _as_dict(await self._call(operation, {"peers": [*peers]}, "peer-agents set"))
 
-    async def list_peer_agents(self) -> list[dict[str, Any]]:
+    async def list_peer_agents(self) -> list[PeerAgentEntry]:
         """The peers the agent holds, as it lists them."""
         operation = self.operation(PEER_AGENTS_EXTENSION, "list", purpose="list its peer agents")
         answer = _as_dict(await self._call(operation, None, "peer-agents list"))
-        return [p for p in answer.get("peers") or [] if isinstance(p, dict)]
+        return self._listing(PeerAgentEntry, _objects(answer.get("peers")), operation, "a peer-agent list")
 
     # triggers
 
-    async def register_triggers(self, triggers: list[dict[str, Any]]) -> dict[str, Any]:
+    async def register_triggers(self, triggers: Sequence[JsonObject]) -> JsonObject:
         """Register triggers with the agent; it answers with what it ``added``."""
         operation = self.operation(AGENT_TRIGGERS_EXTENSION, "register", purpose="register triggers with it")
-        return _as_dict(await self._call(operation, {"triggers": triggers}, "triggers register"))
+        return _as_dict(await self._call(operation, {"triggers": [*triggers]}, "triggers register"))
 
     # trajectory
 
@@ -302,10 +333,18 @@ class AgentEnvExtensions:
         answer = await self._call(operation, {key: value}, "trajectory get")
         return _trajectory(answer, task_id=task_id, context_id=context_id)
 
-    async def _call(self, operation: ExtensionOperation, payload: dict[str, Any] | None, doing: str) -> Any:
+    def _listing(self, model: type[_Entry], entries: list[JsonObject], operation: ExtensionOperation,
+                 what: str) -> list[_Entry]:
+        """A listing's entries read as ``model``; an entry we cannot read names the agent and field."""
+        try:
+            return [model.model_validate(entry) for entry in entries]
+        except ValidationError as exc:
+            raise unusable_reply(self.agent, operation.url, what, exc) from exc
+
+    async def _call(self, operation: ExtensionOperation, payload: JsonObject | None, doing: str) -> JsonValue:
         try:
             if operation.http_method == "GET":
-                response = await self.http.get(operation.url, params=payload or None, timeout=self.timeout)
+                response = await self.http.get(operation.url, params=_query(payload), timeout=self.timeout)
             else:
                 response = await self.http.request(operation.http_method, operation.url, json=payload or {},
                                                    timeout=self.timeout)
@@ -323,23 +362,38 @@ class AgentEnvExtensions:
                                 url=operation.url) from exc
 
 
-def _obj(value: Any) -> dict[str, Any]:
+def _obj(value: JsonValue) -> JsonObject:
     """``value`` when it is a JSON object, else an empty one: cards omit or garble members."""
     return value if isinstance(value, dict) else {}
 
 
-def _entries(value: Any) -> list[dict[str, Any]]:
+def _objects(value: JsonValue) -> list[JsonObject]:
+    """The objects of a JSON array (anything else, or an entry that is no object, is skipped)."""
+    return [entry for entry in value if isinstance(entry, dict)] if isinstance(value, list) else []
+
+
+def _entries(value: JsonValue) -> list[JsonObject]:
     """A listing as a list of objects: ``[{name, ...}]``, or ``{name: {...}}`` (the AgentEnv SDK's form)."""
     if isinstance(value, dict):
         return [{"name": name, **entry} for name, entry in value.items() if isinstance(entry, dict)]
-    return [entry for entry in value or [] if isinstance(entry, dict)] if isinstance(value, list) else []
+    return _objects(value)
 
 
-def _as_dict(value: Any) -> dict[str, Any]:
+def _query(payload: JsonObject | None) -> dict[str, str | int | float | bool] | None:
+    """A GET operation's payload as query parameters (its scalar members; GET payloads hold only those)."""
+    scalars = {k: v for k, v in (payload or {}).items() if isinstance(v, str | int | float | bool)}
+    return scalars or None
+
+
+def _as_dict(value: JsonValue) -> JsonObject:
     return value if isinstance(value, dict) else {"result": value}
 
 
-def _trajectory(answer: Any, *, task_id: str | None, context_id: str | None) -> AgentTrajectory:
+def _text(value: JsonValue, default: str | None) -> str | None:
+    return value if isinstance(value, str) else default
+
+
+def _trajectory(answer: JsonValue, *, task_id: str | None, context_id: str | None) -> AgentTrajectory:
     """Accept ``{trajectory: [...]}`` (AgentEnv), ``{events: [...]}`` or a bare list."""
     if isinstance(answer, list):
         return AgentTrajectory(task_id=task_id, context_id=context_id, events=answer, raw=answer)
@@ -347,5 +401,7 @@ def _trajectory(answer: Any, *, task_id: str | None, context_id: str | None) -> 
     events = body.get("trajectory", body.get("events", []))
     if isinstance(events, dict):
         events = events.get("events", [])
-    return AgentTrajectory(task_id=body.get("task_id", task_id), context_id=body.get("context_id", context_id),
-                           events=events if isinstance(events, list) else [], path=body.get("path"), raw=answer)
+    return AgentTrajectory(task_id=_text(body.get("task_id"), task_id),
+                           context_id=_text(body.get("context_id"), context_id),
+                           events=events if isinstance(events, list) else [], path=_text(body.get("path"), None),
+                           raw=answer)

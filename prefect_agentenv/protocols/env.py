@@ -14,7 +14,7 @@ httpx types. A card that lists ``operations: []`` makes data-plane calls fail at
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 from urllib.parse import urljoin
@@ -23,6 +23,7 @@ import httpx
 from pydantic import AfterValidator, Field, TypeAdapter, ValidationError
 
 from prefect_agentenv.exceptions import EnvRpcError, ProtocolError, UnsupportedOperationError
+from prefect_agentenv.jsontypes import JsonObject, JsonValue
 from prefect_agentenv.protocols import jsonrpc
 from prefect_agentenv.protocols.parts import (
     DataPart,
@@ -81,7 +82,7 @@ class EnvExtension(_Wire):
     uri: str
     description: str | None = None
     required: bool = False
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: JsonObject = Field(default_factory=dict)
 
 
 class EnvCapabilities(_Wire):
@@ -91,7 +92,7 @@ class EnvCapabilities(_Wire):
     and means all of them, ``[]`` means no data plane at all.
     """
 
-    tools: list[str | dict[str, Any]] | bool | None = None
+    tools: list[str | JsonObject] | bool | None = None
     operations: list[str] | None = None
     extensions: list[EnvExtension] = Field(default_factory=list)
 
@@ -109,11 +110,7 @@ class EnvCard(_Wire):
 
     def resolved(self, base_url: str) -> EnvCard:
         """A copy whose urls (data plane, interfaces, extension endpoints) are absolute."""
-        extensions = [
-            ext.model_copy(update={"params": {**ext.params, "endpoint": urljoin(base_url, ext.params["endpoint"])}})
-            if isinstance(ext.params.get("endpoint"), str) else ext
-            for ext in self.capabilities.extensions
-        ]
+        extensions = [_with_absolute_endpoint(ext, base_url) for ext in self.capabilities.extensions]
         return self.model_copy(update={
             "url": urljoin(base_url, self.url),
             "additional_interfaces": [
@@ -161,7 +158,7 @@ class Trigger(_Wire):
     id: str | None = None
     at: UtcDatetime
     action: str = Field(min_length=1)
-    data: dict[str, Any] = Field(default_factory=dict)
+    data: JsonObject = Field(default_factory=dict)
     status: Literal["pending", "fired", "failed"] | None = None
     error: str | None = None
 
@@ -250,10 +247,10 @@ class EnvClient:
         """Empty the env's data (``data/reset``)."""
         await self._data_call("data/reset", {})
 
-    async def data_add(self, parts: Sequence[Part | Mapping[str, Any]]) -> None:
+    async def data_add(self, parts: Sequence[Part | JsonObject]) -> None:
         """Load parts into the env (``data/add``); dict parts are validated first."""
         try:
-            wire = [p.to_wire() for p in parse_parts(parts)]
+            wire: list[JsonValue] = [p.to_wire() for p in parse_parts(parts)]
         except ValueError as exc:
             raise ProtocolError(f"cannot send malformed parts to data/add: {exc}", url=self.base_url) from exc
         await self._data_call("data/add", {"parts": wire})
@@ -271,9 +268,9 @@ class EnvClient:
             raise unusable_reply(self.peer, self.base_url, "a data/get result without a valid 'parts' list",
                                  exc) from exc
 
-    async def export_state(self) -> dict[str, Any]:
+    async def export_state(self) -> JsonObject:
         """The env's exported data parts merged into one ``{resource: value}`` mapping."""
-        state: dict[str, Any] = {}
+        state: JsonObject = {}
         for part in await self.data_get():
             if isinstance(part, DataPart):
                 state.update(part.data)
@@ -288,7 +285,7 @@ class EnvClient:
 
     async def clock_set(self, time: datetime, *, frozen: bool | None = None) -> ClockState:
         """Set the virtual clock; triggers now due fire and are reported in ``fired``."""
-        params: dict[str, Any] = {"time": _as_utc(time).isoformat()}
+        params: JsonObject = {"time": _as_utc(time).isoformat()}
         if frozen is not None:
             params["frozen"] = frozen
         result = await self._extension_call(CLOCK_EXTENSION, "clock/set", params)
@@ -299,19 +296,20 @@ class EnvClient:
         result = await self._extension_call(CLOCK_EXTENSION, "clock/advance", {"seconds": seconds})
         return _clock_of(result, self.peer, self.base_url)
 
-    async def set_tool_access(self, action: str, role: str, tools: Sequence[str]) -> dict[str, Any]:
+    async def set_tool_access(self, action: str, role: str, tools: Sequence[str]) -> JsonObject:
         """Disable or enable tools for a role (``urn:agentenv:disable-tool/v1`` / ``enable-tool/v1``).
 
         The env answers with the role's state after the change, ``{disabled, allowed}`` as it says it.
         """
         uri = DISABLE_TOOL_EXTENSION if action == "disable" else ENABLE_TOOL_EXTENSION
-        result = await self._extension_call(uri, action, {"role": role, "tools": list(tools)})
+        result = await self._extension_call(uri, action, {"role": role, "tools": [*tools]})
         return result if isinstance(result, dict) else {"result": result}
 
-    async def register_triggers(self, triggers: Sequence[Trigger | Mapping[str, Any]]) -> list[Trigger]:
+    async def register_triggers(self, triggers: Sequence[Trigger | JsonObject]) -> list[Trigger]:
         """Register timed events; the env answers with them as stored (ids, status)."""
         try:
-            wire = [(t if isinstance(t, Trigger) else Trigger.model_validate(t)).to_wire() for t in triggers]
+            wire: list[JsonValue] = [(t if isinstance(t, Trigger) else Trigger.model_validate(t)).to_wire()
+                                     for t in triggers]
         except ValidationError as exc:
             raise ProtocolError(f"cannot register malformed triggers: {_first_error(exc)}",
                                 url=self.base_url) from exc
@@ -325,7 +323,7 @@ class EnvClient:
 
     # raw JSON-RPC
 
-    async def call(self, method: str, params: dict[str, Any] | None = None, *, endpoint: str | None = None) -> Any:
+    async def call(self, method: str, params: JsonObject | None = None, *, endpoint: str | None = None) -> Any:
         """Call any JSON-RPC method on the env and return its ``result``.
 
         Raises:
@@ -364,7 +362,7 @@ class EnvClient:
                 "it looks like a plain MCP server", url=exc.url, operation=operation,
             ) from exc
 
-    async def _data_call(self, method: str, params: dict[str, Any]) -> Any:
+    async def _data_call(self, method: str, params: JsonObject) -> Any:
         card = await self._card_offering(method)
         if not card.supports(method):
             reason = "has no data plane (operations: [])" if not card.has_data_plane else "does not offer it"
@@ -373,7 +371,7 @@ class EnvClient:
             )
         return await self.call(method, params, endpoint=card.url)
 
-    async def _extension_call(self, uri: str, method: str, params: dict[str, Any]) -> Any:
+    async def _extension_call(self, uri: str, method: str, params: JsonObject) -> Any:
         card = await self._card_offering(method)
         extension = card.extension(uri)
         if extension is None:
@@ -388,14 +386,15 @@ class EnvClient:
         endpoint = extension.params.get("endpoint")
         if isinstance(methods, dict):
             # The AgentEnv SDK's shape: each method is a REST route, {method: verb, endpoint?}.
-            spec = methods[method] if isinstance(methods[method], dict) else {}
+            declared = methods[method]
+            spec = declared if isinstance(declared, dict) else {}
             route = spec.get("endpoint") or endpoint
             if not isinstance(route, str) or not route:
                 raise ProtocolError(f"env {card.name!r} declares {uri} {method} without an endpoint", url=card.url)
             return await self._rest_call(str(spec.get("method") or "POST").upper(), route, params, what=method)
         return await self.call(method, params, endpoint=endpoint if isinstance(endpoint, str) else card.url)
 
-    async def _rest_call(self, verb: str, route: str, params: dict[str, Any], *, what: str) -> Any:
+    async def _rest_call(self, verb: str, route: str, params: JsonObject, *, what: str) -> Any:
         """One REST extension call: the params as the JSON body (the query string for GET)."""
         url = urljoin(self.base_url.rstrip("/") + "/", route.lstrip("/")) if not route.startswith("http") else route
         if verb == "GET":
@@ -420,6 +419,13 @@ class EnvClient:
                 url=url, code=response.status_code,
             )
         return response
+
+
+def _with_absolute_endpoint(extension: EnvExtension, base_url: str) -> EnvExtension:
+    endpoint = extension.params.get("endpoint")
+    if not isinstance(endpoint, str):
+        return extension
+    return extension.model_copy(update={"params": {**extension.params, "endpoint": urljoin(base_url, endpoint)}})
 
 
 def _clock_of(result: Any, peer: str, url: str) -> ClockState:

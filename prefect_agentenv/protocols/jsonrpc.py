@@ -12,6 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from prefect_agentenv.jsontypes import JsonArray, JsonObject
+
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
@@ -56,7 +58,7 @@ class Request(BaseModel):
 
     jsonrpc: str = "2.0"
     method: str = Field(min_length=1)
-    params: dict[str, Any] | list[Any] | None = None
+    params: JsonObject | JsonArray | None = None
     id: int | str | None = None
 
 
@@ -79,19 +81,19 @@ class JsonRpcFault(Exception):
         return cls(SERVER_ERROR, message, {"code": code, **details})
 
 
-def request(method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+def request(method: str, params: JsonObject | None = None) -> JsonObject:
     """A request envelope with a fresh id."""
     return {"jsonrpc": "2.0", "id": next(_ids), "method": method, "params": params or {}}
 
 
-def success(request_id: int | str | None, result: Any) -> dict[str, Any]:
+def success(request_id: int | str | None, result: Any) -> JsonObject:
     """A result envelope answering ``request_id``."""
     return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
 
-def failure(request_id: int | str | None, code: int, message: str, data: Any = None) -> dict[str, Any]:
+def failure(request_id: int | str | None, code: int, message: str, data: Any = None) -> JsonObject:
     """An error envelope answering ``request_id`` (``None`` when the request could not be read)."""
-    error: dict[str, Any] = {"code": code, "message": message}
+    error: JsonObject = {"code": code, "message": message}
     if data is not None:
         error["data"] = data
     return {"jsonrpc": "2.0", "id": request_id, "error": error}

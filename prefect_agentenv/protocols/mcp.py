@@ -32,6 +32,7 @@ from mcp_types import CallToolResult, Implementation
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from prefect_agentenv.exceptions import McpError, McpToolError
+from prefect_agentenv.jsontypes import JsonObject, JsonValue
 
 _FOREIGN: tuple[type[BaseException], ...] = (
     MCPError, httpx2.HTTPError, StreamableHTTPError, TimeoutError, ValidationError,
@@ -67,7 +68,8 @@ class ToolInfo(BaseModel):
 
     name: str
     description: str | None = None
-    input_schema: dict[str, Any] = Field(default_factory=dict)
+    input_schema: JsonObject = Field(default_factory=dict)
+    """The tool's JSON Schema, as listed."""
 
 
 class ToolCallResult(BaseModel):
@@ -81,9 +83,9 @@ class ToolCallResult(BaseModel):
     is_error: bool = False
     text: str = ""
     """The text content blocks, joined by newlines."""
-    structured: dict[str, Any] | None = None
+    structured: JsonObject | None = None
     """``structuredContent`` when the server sent it."""
-    content: list[dict[str, Any]] = Field(default_factory=list)
+    content: list[JsonObject] = Field(default_factory=list)
     """Every content block as sent."""
 
     @property
@@ -139,7 +141,7 @@ class McpClient:
                     break
         return tools
 
-    async def call_tool(self, name: str, args: Mapping[str, Any] | None = None, *,
+    async def call_tool(self, name: str, args: Mapping[str, JsonValue] | None = None, *,
                         timeout: float | None = None) -> ToolCallResult:
         """Call a tool; a tool-level failure comes back with ``is_error`` set.
 

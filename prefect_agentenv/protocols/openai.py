@@ -28,6 +28,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from prefect_agentenv.exceptions import ProtocolError
+from prefect_agentenv.jsontypes import JsonObject, JsonValue
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ class ToolCall(BaseModel):
     name: str
     arguments: str = "{}"
 
-    def parsed_arguments(self) -> dict[str, Any]:
+    def parsed_arguments(self) -> JsonObject:
         """The arguments as an object.
 
         Raises:
@@ -64,7 +65,7 @@ class ToolCall(BaseModel):
             raise ValueError(f"the arguments of {self.name!r} are JSON but not an object")
         return value
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_wire(self) -> JsonObject:
         return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
 
 
@@ -91,16 +92,21 @@ class ChatMessage(BaseModel):
     def tool(cls, call_id: str, content: str) -> ChatMessage:
         return cls(role="tool", tool_call_id=call_id, content=content)
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_wire(self) -> JsonObject:
         """The JSON object the endpoint expects (``content: null`` kept for tool-call messages)."""
-        wire: dict[str, Any] = {"role": self.role, "content": self.content}
+        wire: JsonObject = {"role": self.role, "content": self.content}
         if self.tool_calls:
-            wire["tool_calls"] = [call.to_wire() for call in self.tool_calls]
+            wire["tool_calls"] = [*(call.to_wire() for call in self.tool_calls)]
         if self.tool_call_id is not None:
             wire["tool_call_id"] = self.tool_call_id
         if self.name is not None:
             wire["name"] = self.name
         return wire
+
+
+def _object_schema() -> JsonObject:
+    """The schema of a function that takes no arguments."""
+    return {"type": "object", "properties": {}}
 
 
 class ToolSpec(BaseModel):
@@ -110,10 +116,10 @@ class ToolSpec(BaseModel):
 
     name: str
     description: str | None = None
-    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    parameters: JsonObject = Field(default_factory=_object_schema)
 
-    def to_wire(self) -> dict[str, Any]:
-        function: dict[str, Any] = {"name": self.name, "parameters": self.parameters or {"type": "object"}}
+    def to_wire(self) -> JsonObject:
+        function: JsonObject = {"name": self.name, "parameters": self.parameters or {"type": "object"}}
         if self.description:
             function["description"] = self.description
         return {"type": "function", "function": function}
@@ -198,7 +204,7 @@ class OpenAIClient:
         tools: Sequence[ToolSpec] | None = None,
         max_tokens: int | None = None,
         temperature: float | None = None,
-        extra: Mapping[str, Any] | None = None,
+        extra: Mapping[str, JsonValue] | None = None,
     ) -> ChatCompletion:
         """Ask for one completion.
 
@@ -215,9 +221,9 @@ class OpenAIClient:
             ProtocolError: the endpoint could not be reached, answered an error (``code`` is the
                 HTTP status, the message quotes the error body) or sent something unreadable.
         """
-        body: dict[str, Any] = {"model": model, "messages": [m.to_wire() for m in messages]}
+        body: JsonObject = {"model": model, "messages": [*(m.to_wire() for m in messages)]}
         if tools:
-            body["tools"] = [tool.to_wire() for tool in tools]
+            body["tools"] = [*(tool.to_wire() for tool in tools)]
         if max_tokens is not None:
             body["max_tokens"] = max_tokens
         if temperature is not None:
@@ -226,7 +232,7 @@ class OpenAIClient:
         response = await self._post("/chat/completions", body)
         return self._completion(response)
 
-    async def _post(self, path: str, body: dict[str, Any]) -> httpx.Response:
+    async def _post(self, path: str, body: JsonObject) -> httpx.Response:
         """POST with bounded retries; every failure leaves as ``ProtocolError``."""
         url = self.base_url + path
         headers = {"Content-Type": "application/json"}

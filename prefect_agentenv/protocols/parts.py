@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, Tag, TypeAdapter, model_validator
 
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.protocols.wire import WireModel as _Wire
 
 
@@ -20,8 +21,8 @@ class DataPart(_Wire):
     """Structured data, e.g. ``{"emails": [...]}``."""
 
     kind: Literal["data"] = "data"
-    data: dict[str, Any]
-    metadata: dict[str, Any] | None = None
+    data: JsonObject
+    metadata: JsonObject | None = None
 
 
 class TextPart(_Wire):
@@ -29,7 +30,7 @@ class TextPart(_Wire):
 
     kind: Literal["text"] = "text"
     text: str
-    metadata: dict[str, Any] | None = None
+    metadata: JsonObject | None = None
 
 
 class FileContent(_Wire):
@@ -62,7 +63,7 @@ class FilePart(_Wire):
 
     kind: Literal["file"] = "file"
     file: FileContent
-    metadata: dict[str, Any] | None = None
+    metadata: JsonObject | None = None
 
     @classmethod
     def from_bytes(cls, content: bytes, *, name: str | None = None, mime_type: str | None = None) -> FilePart:
@@ -90,7 +91,7 @@ Part = Annotated[
 _parts = TypeAdapter(list[Part])
 
 
-def parse_parts(raw: Sequence[Part | Mapping[str, Any]]) -> list[Part]:
+def parse_parts(raw: Sequence[Part | JsonObject]) -> list[Part]:
     """Validate parts given as models or as wire dicts.
 
     Raises:
@@ -99,7 +100,7 @@ def parse_parts(raw: Sequence[Part | Mapping[str, Any]]) -> list[Part]:
     return _parts.validate_python([p.to_wire() if isinstance(p, _Wire) else p for p in raw])
 
 
-def parts_to_documents(parts: Sequence[Part]) -> list[dict[str, Any]]:
+def parts_to_documents(parts: Sequence[Part]) -> list[JsonObject]:
     """The JSON objects carried by parts: data parts as-is, JSON files and JSON texts parsed.
 
     This is how an env reads ``data/add``: an environment artifact usually arrives as a JSON
@@ -108,7 +109,7 @@ def parts_to_documents(parts: Sequence[Part]) -> list[dict[str, Any]]:
     Raises:
         ValueError: a part carries no JSON object (a reference file, non-JSON text or bytes).
     """
-    documents: list[dict[str, Any]] = []
+    documents: list[JsonObject] = []
     for index, part in enumerate(parts):
         if isinstance(part, DataPart):
             documents.append(part.data)

@@ -21,6 +21,7 @@ import httpx2
 from pydantic import BaseModel, Field
 
 from prefect_agentenv.exceptions import AgentEnvError, McpError, ProtocolError
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.protocols.a2a import DEFAULT_REQUEST_TIMEOUT, A2ACard, A2AClient
 from prefect_agentenv.protocols.agentenv_ext import (
     AGENT_CONFIG_EXTENSION,
@@ -64,7 +65,7 @@ class ProbeReport(BaseModel):
     """``env`` or ``agent``."""
     url: str
     rows: list[ProbeRow] = Field(default_factory=list)
-    card: dict[str, Any] | None = None
+    card: JsonObject | None = None
     """The card as served (``None`` when there is none)."""
 
     @property

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
 from prefect_agentenv.exceptions import ProtocolError
+from prefect_agentenv.jsontypes import JsonObject
 
 
 class WireModel(BaseModel):
@@ -37,7 +38,7 @@ class WireModel(BaseModel):
             return {k: v for k, v in value.items() if v is not None}
         return value
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_wire(self) -> JsonObject:
         """JSON-ready dict with the wire's member names, optional members left out."""
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 

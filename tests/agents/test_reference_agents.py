@@ -129,7 +129,8 @@ async def test_skills_are_registered_and_written_into_the_sandbox(
     extensions = await AgentEnvExtensions.of(scripted)
     await extensions.add_skill("triage", "How to triage a mailbox", "# Triage\nNewest first.\n")
 
-    assert {"name": "triage", "description": "How to triage a mailbox"} in await extensions.list_skills()
+    assert {"name": "triage", "description": "How to triage a mailbox"} in [
+        skill.to_wire() for skill in await extensions.list_skills()]
     skill = servers["scripted"].sandbox / "skills" / "triage" / "SKILL.md"
     assert skill.read_text() == "# Triage\nNewest first.\n"
 
@@ -140,7 +141,7 @@ async def test_the_mcp_servers_an_agent_lists_show_header_names_but_never_their_
     await extensions.add_mcp_server(servers["email"].base_url + "/mcp", name="email-with-token",
                                     headers={"Authorization": "Bearer s3cret"})
 
-    listed = await extensions.list_mcp_servers()
+    listed = [server.to_wire() for server in await extensions.list_mcp_servers()]
     assert {"name": "email-with-token", "url": servers["email"].base_url + "/mcp",
             "headers": ["Authorization"]} in listed
     assert "s3cret" not in json.dumps(listed)

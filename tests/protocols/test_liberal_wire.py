@@ -152,3 +152,32 @@ async def test_a_card_that_is_not_json_is_named_as_such() -> None:
     async with httpx.AsyncClient(transport=httpx.MockTransport(serve)) as http:
         with pytest.raises(ProtocolError, match="env 'web' at http://env.test/.* something other than JSON"):
             await EnvClient("http://env.test/", http, name="web").card()
+
+
+def listing_agent(listing: Any) -> AgentEnvExtensions:
+    """The recorded SDK agent, whose mcp-config ``list`` (GET) answers ``listing``."""
+    def serve(request: httpx.Request) -> httpx.Response:
+        assert (request.method, request.url.path) == ("GET", "/ext/mcp-config")
+        return httpx.Response(200, json=listing)
+
+    card = A2ACard.from_raw(recorded("sdk_agent_card.json"), base_url="http://agent.test/",
+                            card_url="http://agent.test/.well-known/agent-card.json")
+    return AgentEnvExtensions(card, httpx.AsyncClient(transport=httpx.MockTransport(serve)))
+
+
+async def test_an_mcp_server_listing_in_the_sdk_map_form_is_read_as_typed_entries() -> None:
+    listed = await listing_agent({"mcp_servers": {"email": {
+        "url": "http://env.test/mcp", "headers": ["Authorization"], "transport": "http", "description": None}}}
+    ).list_mcp_servers()
+
+    assert [(s.name, s.url, s.headers) for s in listed] == [("email", "http://env.test/mcp", ["Authorization"])]
+    assert listed[0].model_extra == {"transport": "http"}  # unknown members kept, nulls dropped
+    assert listed[0].to_wire() == {"name": "email", "url": "http://env.test/mcp", "headers": ["Authorization"],
+                                   "transport": "http"}
+
+
+async def test_an_mcp_server_entry_we_cannot_read_is_named_by_agent_and_field() -> None:
+    agent = listing_agent({"mcp_servers": [{"name": "email", "url": {"host": "env.test"}}]})
+
+    with pytest.raises(ProtocolError, match=r"agent .* sent an MCP server list we cannot use: field url"):
+        await agent.list_mcp_servers()
