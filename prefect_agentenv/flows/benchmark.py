@@ -18,7 +18,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 from uuid import UUID
 
 from prefect import flow, get_run_logger, tags
@@ -67,12 +67,13 @@ from prefect_agentenv.settings import get_settings
 
 logger = logging.getLogger("prefect_agentenv.benchmark")
 
-Listener = Callable[[str, dict[str, Any]], None]
+Listener = Callable[[str, JsonObject], None]
 progress_listener: contextvars.ContextVar[Listener | None] = contextvars.ContextVar("benchmark_progress", default=None)
-"""Set by the CLI to draw live progress; called with ("start"|"result"|"summary", payload)."""
+"""Set by the CLI to draw live progress; called with ("start"|"result"|"summary", payload), the
+payload as JSON (a model's JSON dump), which the listener validates into its own models."""
 
 
-def _emit(event: str, payload: dict[str, Any]) -> None:
+def _emit(event: str, payload: JsonObject) -> None:
     listener = progress_listener.get()
     if listener is not None:
         listener(event, payload)
