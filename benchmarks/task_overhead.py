@@ -344,7 +344,7 @@ class Bench:
     """The modes for one pair, in its own folder, against the shared Prefect server."""
 
     def __init__(self, args: argparse.Namespace, tmp: Path, server: PrefectServer, pair: Pair,
-                 code: Path | None = None, label: str | None = None) -> None:
+                 code: Path | None = None, label: str | None = None, step_task_runs: bool = True) -> None:
         self.args, self.server, self.pair = args, server, pair
         self.label = label or pair.name
         """How this bench's measurements are named: the pair, and ``(before)`` for the ``--before`` tree."""
@@ -360,7 +360,8 @@ class Bench:
         self.bench_file = self.tmp / "bench.json"
         self.bench_file.write_text(json.dumps({"name": "task overhead", "slug": f"task-overhead-{pair.name}", "version": 1,
                                                "tasks": [{"id": f"{pair.name}-task", "path": "task.json"}],
-                                               "epochs": 1, "concurrency": 1}))
+                                               "epochs": 1, "concurrency": 1,
+                                               **({} if step_task_runs else {"step_task_runs": False})}))
         self.bench_pool_file = self.tmp / "bench-pool.json"
         self.bench_pool_file.write_text(json.dumps({**json.loads(self.bench_file.read_text()), "pool": True}))
         self.n = 0
@@ -615,6 +616,9 @@ def main() -> None:
     parser.add_argument("--databases", default="sqlite",
                         help="the Prefect server's database: sqlite, postgres or sqlite,postgres (one server each, "
                         "interleaved in the same rounds; postgres needs initdb and postgres on PATH)")
+    parser.add_argument("--step-task-runs", choices=("true", "false", "both"), default="true",
+                        help="the benchmarks' step_task_runs: record steps as Prefect task runs (true), not (false, "
+                        "labelled [lean]) or both side by side")
     parser.add_argument("--json", type=Path, help="write every measurement here")
     parser.add_argument("--label", default="", help="a note stored with the results (e.g. before/after)")
     args = parser.parse_args()
@@ -631,12 +635,16 @@ def main() -> None:
         if any(p.name == "sdk" for p in pairs) and not PEERS_PY.exists():
             raise SystemExit("the sdk pair needs the peers' venv: run `make peers`")
         benches: list[Bench] = []
+        recordings = {"true": [True], "false": [False], "both": [True, False]}[args.step_task_runs]
         for db, server in servers.items():  # with several databases, each pair once per server
-            tag = f" [{db}]" if len(servers) > 1 else ""
-            for p in pairs:  # with --before, each pair twice: the two trees' rounds interleave
-                benches.append(Bench(args, tmp, server, p, code=args.code, label=f"{p.name}{tag}"))
-                if args.before:
-                    benches.append(Bench(args, tmp, server, p, code=args.before, label=f"{p.name} (before){tag}"))
+            for steps_as_tasks in recordings:  # and once per way of recording steps
+                tag = (f" [{db}]" if len(servers) > 1 else "") + ("" if steps_as_tasks else " [lean]")
+                for p in pairs:  # with --before, each pair twice: the two trees' rounds interleave
+                    benches.append(Bench(args, tmp, server, p, code=args.code, label=f"{p.name}{tag}",
+                                         step_task_runs=steps_as_tasks))
+                    if args.before:
+                        benches.append(Bench(args, tmp, server, p, code=args.before, label=f"{p.name} (before){tag}",
+                                             step_task_runs=steps_as_tasks))
         for b in benches:
             b.prepare()
         measures: list[Measure] = []

@@ -382,6 +382,10 @@ class BenchmarkHeader(_Strict):
     """Keep env and agent processes alive across task runs (a warm pool): envs are reset through
     data/reset, agents get an emptied sandbox and a new A2A context per task run. Runs here only
     (not when task runs are dispatched to a deployment)."""
+    step_task_runs: bool = True
+    """Record each step of a task run as a Prefect task run (the step graph in the UI, step-type
+    concurrency limits). ``false`` keeps the steps in the report and in the task run's steps
+    artifact only, and Prefect records about half as much per task run: for large benchmarks."""
     tags: TagFilter = Field(default_factory=TagFilter)
     """Tag filter selecting the tasks that run."""
     env: TaskEnv | None = None

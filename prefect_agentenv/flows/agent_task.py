@@ -366,6 +366,7 @@ async def agent_task(
     overrides: dict[str, str] | None = None,
     keep: bool = False,
     report_path: str | None = None,
+    step_task_runs: bool = True,
 ) -> State:
     """Run one agent-evaluation task: deploy, prompt, grade, collect, tear down, report.
 
@@ -377,6 +378,8 @@ async def agent_task(
             or `{"assistant.agent_config": "{...}"}`.
         keep: Keep the agents' sandboxes after the run (to inspect the files they wrote).
         report_path: Also write the JSON report to this path on the worker.
+        step_task_runs: Record each step as a Prefect task run (off: the steps are in the report and
+            the steps artifact only, and Prefect records about half as much per run).
     """
     try:
         document = resolve_task_parameter(task)
@@ -391,7 +394,7 @@ async def agent_task(
     async with watch_cancellation(stop, _flow_run_id() if top_level else None):
         report = await run_task_document(document, seeds=seeds, overrides=overrides, keep=keep, stop=stop,
                                          report_path=Path(report_path) if report_path else None,
-                                         handle_signals=top_level)
+                                         handle_signals=top_level, execute_in_prefect=step_task_runs)
     get_run_logger().info("task %s: %s (score %s)", report.task_id, report.outcome.value, report.score)
     data = report.model_dump(mode="json")
     if report.stop_reason:

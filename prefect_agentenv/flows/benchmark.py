@@ -280,7 +280,8 @@ class _Runner:
                 return await self._dispatch_to_deployment(task, name, run_tags)
             named = subflow_run_name.set(name)  # not with_options: that rebuilds the flow's parameter schema
             try:
-                state = await agent_task(task=task.document, overrides=self.overrides, return_state=True)
+                state = await agent_task(task=task.document, overrides=self.overrides,
+                                         step_task_runs=self.bench.step_task_runs, return_state=True)
             finally:
                 subflow_run_name.reset(named)
             data = await state.aresult(raise_on_failure=False)
@@ -294,7 +295,7 @@ class _Runner:
         tears its envs and agents down instead of running on unobserved."""
         flow_run = await arun_deployment(
             self.deployment, parameters={"task": task.document.model_dump(mode="json", by_alias=True),
-                                         "overrides": self.overrides},
+                                         "overrides": self.overrides, "step_task_runs": self.bench.step_task_runs},
             flow_run_name=name, tags=run_tags, timeout=0, as_subflow=True)
         try:
             await wait_for_flow_run(flow_run.id)

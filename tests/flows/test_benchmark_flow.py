@@ -12,9 +12,12 @@ import yaml
 from prefect.client.orchestration import get_client
 from prefect.events.filters import EventFilter, EventNameFilter
 from prefect.events.worker import EventsWorker
-from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, FlowRunFilter, FlowRunFilterParentFlowRunId
+from prefect.client.schemas.filters import (ArtifactFilter, ArtifactFilterFlowRunId, FlowRunFilter, FlowRunFilterId,
+                                            FlowRunFilterParentFlowRunId)
+from prefect_reads import settled_task_runs
 
 from prefect_agentenv.artifacts import get_artifact_store
+from prefect_agentenv.flows.agent_task import agent_task
 from prefect_agentenv.flows.benchmark import benchmark
 from prefect_agentenv.flows.results import read_results
 
@@ -123,3 +126,33 @@ async def test_a_task_past_its_timeout_is_timed_out_with_score_zero(tmp_path: Pa
     state, out = await run(path)
     result = out["summary"]
     assert out["counts"]["timed_out"] == 1 and result["mean_score"] == 0.0
+
+
+async def test_a_benchmark_without_step_task_runs_records_its_steps_in_the_report_and_artifacts_only(
+        tmp_path: Path) -> None:
+    bench = write_bench(tmp_path, {"lean": 1.0})
+    data = yaml.safe_load(bench.read_text())
+    data |= {"slug": "lean-bench", "step_task_runs": False}
+    bench.write_text(yaml.safe_dump(data))
+    state, out = await run(bench)
+    assert state.is_completed(), state.message
+    # A run with step task runs after it: once its task runs are recorded, the events of the lean
+    # subflow (sent before) have been recorded too, so none missing below is not just late.
+    recorded = await agent_task(task={"id": "recorded", "steps": [{"id": "work", "type": "test_noop"}]},
+                                return_state=True)
+    await settled_task_runs([recorded.state_details.flow_run_id], at_least=1)
+    async with get_client() as client:
+        [child] = await client.read_flow_runs(flow_run_filter=FlowRunFilter(
+            parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[state.state_details.flow_run_id])))
+        child_task_runs = await client.read_task_runs(
+            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[child.id])))
+        child_artifacts = await client.read_artifacts(
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[child.id])))
+    assert child.state and child.state.is_completed()
+    assert child_task_runs == []
+    with get_artifact_store() as store:
+        [result] = read_results(store, "lean-bench", out["run_id"])
+    assert result.outcome.value == "PASSED" and result.score == 1.0
+    [steps] = [a for a in child_artifacts if a.key and a.key.endswith("-steps")]
+    rows = json.loads(steps.data) if isinstance(steps.data, str) else steps.data
+    assert [(row["id"], row["state"]) for row in rows] == [("work", "completed"), ("grade", "completed")]
