@@ -122,7 +122,7 @@ class Agent:
             scored = Scored(ScoringInfo(mode=scoring.mode), reward=0.0)
         trace.verifications = {vid: v.record() for vid, v in scored.verifications.items()}
         trace.rewards, trace.reward = scored.rewards, scored.reward
-        trace.info["scoring"] = scored.info.model_dump(exclude_unset=True)
+        trace.info["scoring"] = scored.info.model_dump(mode="json", exclude_unset=True)
         return trace
 
 

@@ -69,7 +69,7 @@ class TaskData(_Config):
     id: str = "task"
     envs: dict[str, str | None] = Field(default_factory=dict)
     """Env ids to deploy, each with the environment artifact to load (or None)."""
-    verifiers: list[dict[str, Any]] = Field(default_factory=list)
+    verifiers: list[JsonObject] = Field(default_factory=list)
     """Verifier steps, as in a task document (``env_state_verifier``, ``rubrics_verifier``…);
     ``prompt_id``, ``agent_name``, ``env_id`` (one env) and ``id`` are filled in when omitted."""
     scoring: ScoringConfig = Field(default_factory=ScoringConfig)
@@ -143,10 +143,11 @@ def task_from_document(document: TaskDocument) -> Task:
     foreign: list[str] = []
     for step in document.steps:
         data = dump_step(step)
-        if step.type == "deploy_env":
-            envs.setdefault(data["env_id"], None)
-        elif step.type == "load_artifact" and data.get("env_id") and data.get("artifact_id"):
-            envs[data["env_id"]] = data["artifact_id"]
+        env_id, artifact_id = data.get("env_id"), data.get("artifact_id")
+        if step.type == "deploy_env" and isinstance(env_id, str):
+            envs.setdefault(env_id, None)
+        elif step.type == "load_artifact" and isinstance(env_id, str) and env_id and isinstance(artifact_id, str):
+            envs[env_id] = artifact_id
         elif isinstance(step, VerifierStep):
             verifiers.append(_as_rollout_verifier(data, prompt))
         elif step.type not in ("deploy_agent", "prompt_agent"):

@@ -95,7 +95,9 @@ def verifier_steps(task: TaskData, agent_name: str, scoring_env: dict[str, str] 
         if "env_id" in fields and len(env_ids) == 1:
             data.setdefault("env_id", env_ids[0])
         if scoring_env is not None and "scoring_env" in fields:
-            data["scoring_env"] = {**scoring_env, **data.get("scoring_env", {})}
+            own = data.get("scoring_env")
+            if own is None or isinstance(own, dict):  # anything else is left for validation to name
+                data["scoring_env"] = {**scoring_env, **(own or {})}
         try:
             steps.append(model.model_validate(data))
         except ValidationError as exc:

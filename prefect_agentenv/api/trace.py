@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -66,12 +66,12 @@ class Trace(_Model):
     """Each verifier's score by verifier id (None for a verifier that was skipped)."""
     reward: float | None = None
     """The task's reward: the weighted mean of the verifiers' scores (see ``skip_policy``)."""
-    verifications: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    verifications: dict[str, JsonObject] = Field(default_factory=dict)
     """Each verifier's rows, as a task run's ``metadata.verifications``."""
     is_truncated: bool = False
     """The run was cut off by a turn or token cap, or its last response was."""
     is_timeout: bool = False
     """The rollout's deadline expired before scoring."""
-    info: dict[str, Any] = Field(default_factory=dict)
+    info: JsonObject = Field(default_factory=dict)
     """``scoring`` (mode, attempts, network), ``scoring_skipped`` (``truncated``/``timeout``),
     ``stop_reason``, ``error``."""

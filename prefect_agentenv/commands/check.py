@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import typer
 
 from prefect_agentenv.documents import validate_data
 from prefect_agentenv.exceptions import ConfigurationError
-from prefect_agentenv.jsontypes import JsonObject
+from prefect_agentenv.jsontypes import JsonArray, JsonObject
 
 if TYPE_CHECKING:
+    from prefect_agentenv.context import Verification
     from prefect_agentenv.flows.report import TaskReport
 
 _CHECK_STEP = "check"
@@ -52,9 +53,8 @@ def run_check(noun: Literal["env", "agent"], name: str, *, prompt: str | None = 
     from prefect_agentenv.flows.agent_task import run_task_document
 
     report = asyncio.run(run_task_document(result.document, execute_in_prefect=False, publish=False))
-    checked = report.context.metadata.verifications.get(_CHECK_STEP)
-    verification = checked.record() if checked is not None else None
-    failed = report.status != "completed" or not verification or verification.get("score") != 1.0
+    verification = report.context.metadata.verifications.get(_CHECK_STEP)
+    failed = report.status != "completed" or verification is None or verification.score != 1.0
     if as_json:
         typer.echo(json.dumps(_json_view(noun, name, report, verification), indent=2))
     else:
@@ -62,26 +62,26 @@ def run_check(noun: Literal["env", "agent"], name: str, *, prompt: str | None = 
     return 1 if failed else 0
 
 
-def _json_view(noun: str, name: str, report: TaskReport, verification: dict[str, Any] | None) -> dict[str, Any]:
-    found = verification or {}
-    rows = [{"check": r["id"], "status": r["status"], "detail": r.get("justification", "")}
-            for r in found.get("results", [])]
-    return {noun: name, "ok": report.status == "completed" and bool(found) and found.get("score") == 1.0,
-            "url": found.get("url"), "checks": rows, "card": found.get("card"),
+def _json_view(noun: str, name: str, report: TaskReport, verification: Verification | None) -> JsonObject:
+    extra = (verification.model_extra or {}) if verification is not None else {}
+    rows: JsonArray = [{"check": r["id"], "status": r["status"], "detail": r.get("justification", "")}
+                       for r in (verification.results if verification is not None else [])]
+    ok = report.status == "completed" and verification is not None and verification.score == 1.0
+    return {noun: name, "ok": ok, "url": extra.get("url"), "checks": rows, "card": extra.get("card"),
             "not_sent": [r.model_dump(mode="json") for r in report.context.metadata.unsupported_agent_config],
             "error": report.error, "teardown_ok": all(t.ok for t in report.teardown)}
 
 
-def _print_table(noun: str, name: str, report: TaskReport, verification: dict[str, Any] | None) -> None:
+def _print_table(noun: str, name: str, report: TaskReport, verification: Verification | None) -> None:
     stopped = f"stopped ({'clean' if all(t.ok for t in report.teardown) else 'with errors'})"
     if verification is None:
         typer.echo(f"{noun} {name}: could not be checked: {report.error or 'the probe did not run'}; {stopped}",
                    err=True)
         return
     rows = [(r["id"], _MARK.get(r.get("status", ""), r.get("status", "")), r.get("justification", ""))
-            for r in verification["results"]]
+            for r in verification.results]
     width = max(len(r[0]) for r in rows) if rows else 5
-    typer.echo(f"{noun} {name} at {verification.get('url')}")
+    typer.echo(f"{noun} {name} at {(verification.model_extra or {}).get('url')}")
     typer.echo(f"  {'CHECK':<{width}}  {'STATUS':<8}  DETAIL")
     for check, status, detail in rows:
         typer.echo(f"  {check:<{width}}  {status:<8}  {detail}")

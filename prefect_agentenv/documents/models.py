@@ -31,7 +31,7 @@ def parse_step(value: Any) -> StepModel:
     return definition.model.model_validate(value)
 
 
-def dump_step(step: StepModel) -> dict[str, Any]:
+def dump_step(step: StepModel) -> JsonObject:
     """The step as JSON: what was written, in this runner's field names, with its type."""
     data = step.model_dump(mode="json", exclude_defaults=True, by_alias=True)
     data["type"] = step.type
