@@ -43,6 +43,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -167,6 +168,30 @@ class Measure:
     pair: str = "reference"
 
 
+def wait_until(proc: subprocess.Popen[bytes], name: str, limit_s: float, ready: Callable[[], bool]) -> None:
+    """Poll ``ready`` every 0.2 s until it says yes; exit if the process dies or ``limit_s`` passes."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < limit_s:
+        if ready():
+            return
+        if proc.poll() is not None:
+            raise SystemExit(f"{name} exited with {proc.returncode}")
+        time.sleep(0.2)
+    raise SystemExit(f"{name} was not ready in {limit_s:.0f} s")
+
+
+def stop_group(proc: subprocess.Popen[bytes] | None, sig: signal.Signals, grace_s: float) -> None:
+    """Stop a process started in its own session by its handle: ``sig`` to its group, then SIGKILL."""
+    if proc is None or proc.poll() is not None:
+        return
+    os.killpg(proc.pid, sig)
+    try:
+        proc.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
 class Postgres:
     """A throw-away PostgreSQL cluster on a free loopback port, for a Prefect server's database.
 
@@ -199,27 +224,17 @@ class Postgres:
         self.proc = subprocess.Popen([*self.as_user, "postgres", "-D", str(self.data), "-p", str(self.port),
                                       "-h", "127.0.0.1", "-k", str(self.data)], stdout=self.log,
                                      stderr=subprocess.STDOUT, start_new_session=True)
-        t0 = time.monotonic()
-        while time.monotonic() - t0 < 60:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", self.port)) == 0:
-                    return
-            if self.proc.poll() is not None:
-                raise SystemExit(f"postgres exited with {self.proc.returncode}")
-            time.sleep(0.2)
-        raise SystemExit("postgres did not listen in 60 s")
+        wait_until(self.proc, "postgres", 60.0, self._listening)
+
+    def _listening(self) -> bool:
+        with socket.socket() as s:
+            return s.connect_ex(("127.0.0.1", self.port)) == 0
 
     def cpu_s(self) -> float:
         return group_cpu_s(self.proc.pid) if self.proc else 0.0
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGINT)  # "fast" shutdown
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+        stop_group(self.proc, signal.SIGINT, 30.0)  # SIGINT: PostgreSQL's "fast" shutdown
 
 
 class PrefectServer:
@@ -248,18 +263,16 @@ class PrefectServer:
         self.proc = subprocess.Popen([str(Path(PY).parent / "prefect"), "server", "start", "--host", "127.0.0.1",
                                       "--port", str(self.port), "--no-ui"], env=self.env, stdout=self.log,
                                      stderr=subprocess.STDOUT, start_new_session=True)
+        wait_until(self.proc, "prefect server", 120.0, self._healthy)
+        return time.monotonic() - t0
+
+    def _healthy(self) -> bool:
         import httpx
 
-        while time.monotonic() - t0 < 120:
-            try:
-                if httpx.get(self.url + "/health", timeout=1).status_code == 200:
-                    return time.monotonic() - t0
-            except httpx.HTTPError:
-                pass
-            if self.proc.poll() is not None:
-                raise SystemExit(f"prefect server exited with {self.proc.returncode}")
-            time.sleep(0.2)
-        raise SystemExit("prefect server did not become healthy in 120 s")
+        try:
+            return httpx.get(self.url + "/health", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
 
     def cpu_s(self) -> float:
         """The server's CPU, its database's included."""
@@ -276,13 +289,7 @@ class PrefectServer:
         return time.monotonic() - t0
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+        stop_group(self.proc, signal.SIGTERM, 15.0)
         if self.postgres:
             self.postgres.stop()
 
