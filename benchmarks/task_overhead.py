@@ -347,11 +347,19 @@ def run_child(argv: list[str], env: dict[str, str], server: PrefectServer, cwd: 
 # --------------------------------------------------------------------------- the modes
 
 
+RECORDINGS: dict[str, dict[str, Any]] = {
+    "full": {},
+    "lean": {"step_task_runs": False},
+    "tasks": {"task_runs_as": "tasks"},
+}
+"""The benchmark document's fields for each way of recording it in Prefect."""
+
+
 class Bench:
     """The modes for one pair, in its own folder, against the shared Prefect server."""
 
     def __init__(self, args: argparse.Namespace, tmp: Path, server: PrefectServer, pair: Pair,
-                 code: Path | None = None, label: str | None = None, step_task_runs: bool = True) -> None:
+                 code: Path | None = None, label: str | None = None, recording: str = "full") -> None:
         self.args, self.server, self.pair = args, server, pair
         self.label = label or pair.name
         """How this bench's measurements are named: the pair, and ``(before)`` for the ``--before`` tree."""
@@ -368,7 +376,7 @@ class Bench:
         self.bench_file.write_text(json.dumps({"name": "task overhead", "slug": f"task-overhead-{pair.name}", "version": 1,
                                                "tasks": [{"id": f"{pair.name}-task", "path": "task.json"}],
                                                "epochs": 1, "concurrency": 1,
-                                               **({} if step_task_runs else {"step_task_runs": False})}))
+                                               **RECORDINGS[recording]}))
         self.bench_pool_file = self.tmp / "bench-pool.json"
         self.bench_pool_file.write_text(json.dumps({**json.loads(self.bench_file.read_text()), "pool": True}))
         self.n = 0
@@ -623,9 +631,11 @@ def main() -> None:
     parser.add_argument("--databases", default="sqlite",
                         help="the Prefect server's database: sqlite, postgres or sqlite,postgres (one server each, "
                         "interleaved in the same rounds; postgres needs initdb and postgres on PATH)")
-    parser.add_argument("--step-task-runs", choices=("true", "false", "both"), default="true",
-                        help="the benchmarks' step_task_runs: record steps as Prefect task runs (true), not (false, "
-                        "labelled [lean]) or both side by side")
+    parser.add_argument("--recordings", default="full",
+                        help="how the benchmarks are recorded in Prefect, comma-separated, side by side: full "
+                        "(the defaults), lean (step_task_runs: false), tasks (task_runs_as: tasks)")
+    parser.add_argument("--step-task-runs", choices=("true", "false", "both"),
+                        help="older spelling: true = --recordings full, false = lean, both = full,lean")
     parser.add_argument("--json", type=Path, help="write every measurement here")
     parser.add_argument("--label", default="", help="a note stored with the results (e.g. before/after)")
     args = parser.parse_args()
@@ -642,16 +652,19 @@ def main() -> None:
         if any(p.name == "sdk" for p in pairs) and not PEERS_PY.exists():
             raise SystemExit("the sdk pair needs the peers' venv: run `make peers`")
         benches: list[Bench] = []
-        recordings = {"true": [True], "false": [False], "both": [True, False]}[args.step_task_runs]
+        recordings = (args.recordings.split(",") if args.step_task_runs is None else
+                      {"true": ["full"], "false": ["lean"], "both": ["full", "lean"]}[args.step_task_runs])
+        if unknown := set(recordings) - set(RECORDINGS):
+            raise SystemExit(f"unknown recording(s) {sorted(unknown)}: choose from {sorted(RECORDINGS)}")
         for db, server in servers.items():  # with several databases, each pair once per server
-            for steps_as_tasks in recordings:  # and once per way of recording steps
-                tag = (f" [{db}]" if len(servers) > 1 else "") + ("" if steps_as_tasks else " [lean]")
+            for recording in recordings:  # and once per way of recording a benchmark
+                tag = (f" [{db}]" if len(servers) > 1 else "") + ("" if recording == "full" else f" [{recording}]")
                 for p in pairs:  # with --before, each pair twice: the two trees' rounds interleave
                     benches.append(Bench(args, tmp, server, p, code=args.code, label=f"{p.name}{tag}",
-                                         step_task_runs=steps_as_tasks))
+                                         recording=recording))
                     if args.before:
                         benches.append(Bench(args, tmp, server, p, code=args.before, label=f"{p.name} (before){tag}",
-                                             step_task_runs=steps_as_tasks))
+                                             recording=recording))
         for b in benches:
             b.prepare()
         measures: list[Measure] = []

@@ -386,6 +386,11 @@ class BenchmarkHeader(_Strict):
     """Record each step of a task run as a Prefect task run (the step graph in the UI, step-type
     concurrency limits). ``false`` keeps the steps in the report and in the task run's steps
     artifact only, and Prefect records about half as much per task run: for large benchmarks."""
+    task_runs_as: Literal["subflows", "tasks"] = "subflows"
+    """How each task run is recorded in Prefect: ``subflows`` (a flow run of its own, with its steps
+    as task runs as ``step_task_runs`` says) or ``tasks`` (a task run of the benchmark's flow run,
+    with its logs and artifacts, the steps inside it; Prefect records far less per task run).
+    Runs here only (a fleet's task runs are flow runs of the deployment)."""
     tags: TagFilter = Field(default_factory=TagFilter)
     """Tag filter selecting the tasks that run."""
     env: TaskEnv | None = None
@@ -405,6 +410,13 @@ class BenchmarkHeader(_Strict):
     def _one_env_form(self) -> BenchmarkHeader:
         if self.env is not None and self.envs is not None:
             raise ValueError("give one of env (one env) or envs (a list of envs), not both")
+        return self
+
+    @model_validator(mode="after")
+    def _steps_inside_tasks(self) -> BenchmarkHeader:
+        if self.task_runs_as == "tasks" and self.step_task_runs and "step_task_runs" in self.model_fields_set:
+            raise ValueError("step_task_runs: true needs task_runs_as: subflows (a task run's steps run "
+                             "inside it, without task runs of their own)")
         return self
 
 

@@ -16,6 +16,7 @@ import json
 import logging
 import time
 import uuid
+from dataclasses import dataclass
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Annotated, Literal
@@ -43,10 +44,12 @@ from prefect_agentenv.documents.loading import ParseError, read_document
 from prefect_agentenv.exceptions import AgentEnvError, ArtifactError, ConfigurationError, TaskDocumentError
 from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.flows.agent_task import agent_task, report_key, subflow_run_name
+from prefect_agentenv.flows.agent_task_run import Handoff, agent_task_run, handoff
 from prefect_agentenv.flows.benchmark_result import BenchmarkRunResult
 from prefect_agentenv.flows.events import finished_events, task_result_event
 from prefect_agentenv.flows.fleet import cancel_flow_run, wait_for_flow_run
-from prefect_agentenv.flows.links import flow_run_url
+from prefect_agentenv.flows.links import run_url
+from prefect_agentenv.flows.task_tags import benchmark_task_run_tags, only_tags
 from prefect_agentenv.flows.report import TaskReport, artifact_key, verification_rows
 from prefect_agentenv.flows.results import ResultsStore, crashed_result, read_results, result_from_report, task_key
 from prefect_agentenv.flows.view_data import benchmark_view, publish_benchmark_report
@@ -163,6 +166,15 @@ async def benchmark(
     return Completed(message=result.headline, data=data)
 
 
+@dataclass(frozen=True)
+class _Ran:
+    """Where a task run ran in Prefect: its own flow run, or a task run of the benchmark's."""
+
+    kind: Literal["flow run", "task run"]
+    flow_run_id: str | None
+    task_run_id: str | None = None
+
+
 class _Runner:
     """One benchmark run: schedules task runs, records results, publishes the summary."""
 
@@ -235,7 +247,7 @@ class _Runner:
         started, t0 = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), time.monotonic()
         try:
             async with asyncio.timeout(task.timeout_seconds):
-                report, flow_run_id = await self._dispatch(task, key)
+                report, ran = await self._dispatch(task, key)
         except TimeoutError:
             return TaskResult(task_id=key.task_id, seed_index=key.seed_index, seed=dict(task.seed_row or {}),
                               epoch=key.epoch, tags=task.tags, status="failed", outcome=Outcome.TIMED_OUT, score=0.0,
@@ -247,17 +259,18 @@ class _Runner:
                                   duration_s=round(time.monotonic() - t0, 3), seed=task.seed_row, tags=task.tags,
                                   snapshot=snapshot)
         if report is None:
-            return crashed_result(key, "the task's flow run ended without a report", flow_run_id=flow_run_id,
-                                  started_at=started, duration_s=round(time.monotonic() - t0, 3), seed=task.seed_row,
-                                  tags=task.tags, snapshot=snapshot)
-        url = self.store.object_url(report_key(report.flow_run_id or flow_run_id or ""))
+            return crashed_result(key, f"the task's {ran.kind} ended without a report", flow_run_id=ran.flow_run_id,
+                                  task_run_id=ran.task_run_id, started_at=started,
+                                  duration_s=round(time.monotonic() - t0, 3), seed=task.seed_row, tags=task.tags,
+                                  snapshot=snapshot)
+        url = self.store.object_url(report_key(ran.task_run_id or report.flow_run_id or ran.flow_run_id or ""))
         self.verification_rows += [{"task": key.task_id, "epoch": key.epoch, **row} for row in verification_rows(report)]
         if self.report_dir:
             self.report_dir.mkdir(parents=True, exist_ok=True)
             name = f"{task_key(key.task_id, key.seed_index)}-epoch{key.epoch}.json"
             (self.report_dir / name).write_text(report.model_dump_json(indent=2))
         return result_from_report(report, key, report_url=url, skip_policy=task.document.skip_policy,
-                                  seed=task.seed_row, tags=task.tags, snapshot=snapshot)
+                                  seed=task.seed_row, tags=task.tags, snapshot=snapshot, task_run_id=ran.task_run_id)
 
     def _frozen(self, task: ExpandedTask, key: str) -> ExpandedTask:
         """A resumed run runs the task as it was frozen when the run first started it, so reruns are
@@ -271,13 +284,15 @@ class _Runner:
             logger.warning("task %s changed since run %s started; running the frozen copy", key, self.run_id)
         return task.model_copy(update={"document": document})
 
-    async def _dispatch(self, task: ExpandedTask, key: RunKey) -> tuple[TaskReport | None, str | None]:
+    async def _dispatch(self, task: ExpandedTask, key: RunKey) -> tuple[TaskReport | None, _Ran]:
         agent = self.overrides.get("a2a_agent_id") or self.bench.defaults.a2a_agent_id
         name = f"{task.task_id} · epoch {key.epoch}" + (f" · {agent}" if agent else "")
         run_tags = [f"benchmark:{self.bench.slug}", *task.tags, f"epoch:{key.epoch}", f"seed:{key.seed_index}"]
         with tags(*run_tags):
             if self.dispatch == "deployment":
                 return await self._dispatch_to_deployment(task, name, run_tags)
+            if self.bench.task_runs_as == "tasks":
+                return await self._run_as_task(task, name)
             named = subflow_run_name.set(name)  # not with_options: that rebuilds the flow's parameter schema
             try:
                 state = await agent_task(task=task.document, overrides=self.overrides,
@@ -286,10 +301,25 @@ class _Runner:
                 subflow_run_name.reset(named)
             data = await state.aresult(raise_on_failure=False)
         report = TaskReport.model_validate(data) if isinstance(data, dict) else None
-        return report, str(state.state_details.flow_run_id) if state.state_details else None
+        return report, _Ran("flow run", str(state.state_details.flow_run_id) if state.state_details else None)
+
+    async def _run_as_task(self, task: ExpandedTask, name: str) -> tuple[TaskReport | None, _Ran]:
+        """The task run as a Prefect task run of this flow run (``task_runs_as: tasks``)."""
+        given = Handoff(name)
+        token = handoff.set(given)
+        try:
+            with only_tags(await benchmark_task_run_tags()):
+                # Prefect's overloads type return_state=True as returning the State even for an
+                # async task; at run time it is a coroutine of it.
+                state = await agent_task_run(task.document, self.overrides, return_state=True)  # type: ignore[misc]
+        finally:
+            handoff.reset(token)
+        details = state.state_details
+        return given.report, _Ran("task run", _current_flow_run_id(),
+                                  str(details.task_run_id) if details and details.task_run_id else None)
 
     async def _dispatch_to_deployment(self, task: ExpandedTask, name: str,
-                                      run_tags: list[str]) -> tuple[TaskReport | None, str | None]:
+                                      run_tags: list[str]) -> tuple[TaskReport | None, _Ran]:
         """Start the task as a flow run of the agent-task deployment and wait for it; when this wait is
         cut short (the task's timeout, a cancelled benchmark) the flow run is cancelled too, so its worker
         tears its envs and agents down instead of running on unobserved."""
@@ -302,7 +332,7 @@ class _Runner:
         except (TimeoutError, asyncio.CancelledError):
             await asyncio.shield(cancel_flow_run(flow_run.id))
             raise
-        return await asyncio.to_thread(self._read_report, str(flow_run.id)), str(flow_run.id)
+        return await asyncio.to_thread(self._read_report, str(flow_run.id)), _Ran("flow run", str(flow_run.id))
 
     def _read_report(self, flow_run_id: str) -> TaskReport | None:
         try:
@@ -393,14 +423,14 @@ async def _publish(store: ArtifactBackend, slug: str, markdown: str, results: li
         return
     key = artifact_key("bench", slug)
     links = [f"- [{r.task_id} · epoch {r.epoch}]({url}): {r.outcome.value}" for r in results
-             if (url := flow_run_url(r.flow_run_id))]
+             if (url := run_url(r.flow_run_id, r.task_run_id))]
     if links:
         markdown += "\n\n## Task runs\n\n" + "\n".join(links)
     await acreate_markdown_artifact(markdown=markdown, key=f"{key}-summary"[:100], description=f"Benchmark {slug}")
     await acreate_table_artifact(
         table=[{"task": r.task_id, "seed": r.seed_index, "epoch": r.epoch, "outcome": r.outcome.value,
-                "score": r.score, "duration_s": r.duration_s, "flow_run": flow_run_url(r.flow_run_id),
-                "report": store.browser_url(r.report_url or "") or flow_run_url(r.flow_run_id) or r.report_url,
+                "score": r.score, "duration_s": r.duration_s, "flow_run": run_url(r.flow_run_id, r.task_run_id),
+                "report": store.browser_url(r.report_url or "") or run_url(r.flow_run_id, r.task_run_id) or r.report_url,
                 "error": (r.error or "")[:200]}
                for r in results],
         key=f"{key}-tasks"[:100], description=f"Task runs of benchmark {slug}")

@@ -39,7 +39,7 @@ def task_result_event(slug: str, run_id: str, result: TaskResult) -> None:
     emit_event(event=f"{PREFIX}.task-result", resource=_resource(slug), related=_related(), payload={
         "slug": slug, "run_id": run_id, "task_id": result.task_id, "seed_index": result.seed_index,
         "epoch": result.epoch, "outcome": result.outcome.value, "score": result.score,
-        "flow_run_id": result.flow_run_id})
+        "flow_run_id": result.flow_run_id, "task_run_id": result.task_run_id})
 
 
 def finished_events(slug: str, run_id: str, summary: BenchmarkSummary, comparison: Comparison | None) -> None:

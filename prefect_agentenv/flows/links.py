@@ -28,6 +28,14 @@ def flow_run_url(flow_run_id: str | None) -> str | None:
     return f"{base.rstrip('/')}/runs/flow-run/{flow_run_id}" if base and flow_run_id else None
 
 
+def run_url(flow_run_id: str | None, task_run_id: str | None = None) -> str | None:
+    """The page of a benchmark's task run: its task run's when it ran as one, else its flow run's."""
+    if not task_run_id:
+        return flow_run_url(flow_run_id)
+    page = flow_run_url(task_run_id)
+    return page.replace("/runs/flow-run/", "/runs/task-run/") if page else None
+
+
 def file_links_markdown(store: ArtifactBackend, collected: Mapping[str, CollectedFiles]) -> list[str]:
     """A "Files" section for the collected files of a run: a link each, or its text inline."""
     lines: list[str] = []

@@ -113,7 +113,7 @@ def now_iso() -> str:
 def result_from_report(report: TaskReport, key: RunKey, *, seed: Mapping[str, str] | None = None,
                        tags: Sequence[str] = (), report_url: str | None = None,
                        snapshot: TaskSnapshot | None = None, finished_at: str | None = None,
-                       skip_policy: SkipPolicy = "zero") -> TaskResult:
+                       skip_policy: SkipPolicy = "zero", task_run_id: str | None = None) -> TaskResult:
     """The benchmark result of a task run, from its report.
 
     Axis scores come from the verification rows (:func:`axis_scores`, skipped verifiers counting
@@ -124,7 +124,8 @@ def result_from_report(report: TaskReport, key: RunKey, *, seed: Mapping[str, st
     return TaskResult(
         task_id=key.task_id, seed_index=key.seed_index, seed=dict(seed or {}), epoch=key.epoch, tags=list(tags),
         status=report.status, outcome=report.outcome, score=report.score, duration_s=report.duration_s,
-        error=report.error, report_url=report_url, flow_run_id=report.flow_run_id, snapshot=snapshot,
+        error=report.error, report_url=report_url, flow_run_id=report.flow_run_id, task_run_id=task_run_id,
+        snapshot=snapshot,
         axis_scores=axis_scores(metadata.verifications, skip_policy),
         axes_unknown_errors=axes_unknown_errors(metadata.verifications),
         files=collected_files(metadata.collected_artifacts),
@@ -133,7 +134,8 @@ def result_from_report(report: TaskReport, key: RunKey, *, seed: Mapping[str, st
 
 
 def crashed_result(key: RunKey, error: str, *, seed: Mapping[str, str] | None = None, tags: Sequence[str] = (),
-                   flow_run_id: str | None = None, snapshot: TaskSnapshot | None = None,
+                   flow_run_id: str | None = None, task_run_id: str | None = None,
+                   snapshot: TaskSnapshot | None = None,
                    started_at: str | None = None, duration_s: float = 0.0) -> TaskResult:
     """The result of a task run that ended without a report (its flow run crashed or was cancelled).
 
@@ -141,7 +143,8 @@ def crashed_result(key: RunKey, error: str, *, seed: Mapping[str, str] | None = 
     """
     return TaskResult(task_id=key.task_id, seed_index=key.seed_index, seed=dict(seed or {}), epoch=key.epoch,
                       tags=list(tags), status="crashed", outcome=Outcome.FAILED, score=0.0, duration_s=duration_s,
-                      error=error, flow_run_id=flow_run_id, snapshot=snapshot, started_at=started_at,
+                      error=error, flow_run_id=flow_run_id, task_run_id=task_run_id, snapshot=snapshot,
+                      started_at=started_at,
                       finished_at=now_iso())
 
 

@@ -139,7 +139,8 @@ def _trend(store: ArtifactBackend, slug: str, run_id: str, runs: Sequence[RunEnt
 def _row(result: TaskResult, report: TaskReport | None) -> TaskRow:
     return TaskRow(task_id=result.task_id, seed_index=result.seed_index, epoch=result.epoch, tags=result.tags,
                    outcome=result.outcome.value, score=result.score, duration_s=result.duration_s,
-                   error=result.error, flow_run_id=result.flow_run_id, report_url=result.report_url,
+                   error=result.error, flow_run_id=result.flow_run_id, task_run_id=result.task_run_id,
+                   report_url=result.report_url,
                    transcript=report.transcript if report else None)
 
 

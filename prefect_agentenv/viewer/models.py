@@ -31,8 +31,17 @@ class TaskRow(_Model):
     duration_s: float = 0.0
     error: str | None = None
     flow_run_id: str | None = None
+    task_run_id: str | None = None
+    """Set when the run was a task run of the benchmark's flow run: its page is the one to open."""
     report_url: str | None = None
     transcript: Transcript | None = None
+
+    @property
+    def prefect_path(self) -> str | None:
+        """The run's page under the Prefect UI's address."""
+        if self.task_run_id:
+            return f"runs/task-run/{self.task_run_id}"
+        return f"runs/flow-run/{self.flow_run_id}" if self.flow_run_id else None
 
     @property
     def page(self) -> str:

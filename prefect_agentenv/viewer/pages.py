@@ -116,8 +116,8 @@ def _table(view: ReportView) -> str:
 
 def _table_row(view: ReportView, r: TaskRow) -> str:
     links = [f'<a class="drill" href="{escape(r.page)}">transcript</a>']
-    if view.prefect_ui_url and r.flow_run_id:
-        links.append(f'<a href="{escape(view.prefect_ui_url)}/runs/flow-run/{escape(r.flow_run_id)}">Prefect</a>')
+    if view.prefect_ui_url and r.prefect_path:
+        links.append(f'<a href="{escape(view.prefect_ui_url)}/{escape(r.prefect_path)}">Prefect</a>')
     tags = "".join(f'<span class="tag">{escape(t)}</span>' for t in r.tags)
     score = "" if r.score is None else f"{r.score:.4f}"
     return (f'<tr data-task="{escape(r.task_id)}" data-tags="{escape(" ".join(r.tags))}" '
@@ -150,9 +150,9 @@ def _run_page(view: ReportView, r: TaskRow) -> str:
     extra = []
     if r.report_url:
         extra.append(f'<a href="{escape(link(r.report_url))}">report.json</a>')
-    if view.prefect_ui_url and r.flow_run_id:
-        extra.append(f'<a href="{escape(view.prefect_ui_url)}/runs/flow-run/{escape(r.flow_run_id)}">flow run in '
-                     "Prefect</a>")
+    if view.prefect_ui_url and r.prefect_path:
+        kind = "task run" if r.task_run_id else "flow run"
+        extra.append(f'<a href="{escape(view.prefect_ui_url)}/{escape(r.prefect_path)}">{kind} in Prefect</a>')
     if extra:
         body.append(f'<p>{" · ".join(extra)}</p>')
     if r.error:

@@ -89,6 +89,9 @@ class TaskResult(StatsModel):
     report_url: str | None = None
     """Where the run's report.json is stored."""
     flow_run_id: str | None = None
+    task_run_id: str | None = None
+    """The Prefect task run the task run was, when its benchmark records them as tasks (its page
+    then shows it; ``flow_run_id`` is the benchmark's flow run)."""
     snapshot: TaskSnapshot | None = None
     axis_scores: dict[str, float] = Field(default_factory=dict)
     """Score per axis (``correctness``, ``safety``…): see :func:`axis_scores`."""
