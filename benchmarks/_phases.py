@@ -34,7 +34,8 @@ _step: contextvars.ContextVar[str | None] = contextvars.ContextVar("bench_step",
 TARGETS: list[tuple[str, str, str]] = [
     ("prefect_agentenv.cli", "_run_flow", "run command: flow call"),  # older trees
     ("prefect_agentenv.cli_run", "_run", "run command: flow call"),
-    ("prefect_agentenv.flows.agent_task", "run_task_document", "flow body"),
+    ("prefect_agentenv.flows.agent_task", "run_task_document", "flow body"),  # older trees
+    ("prefect_agentenv.flows.task_runner", "run_task_document", "flow body"),
     ("prefect_agentenv.flows.agent_task", "_execute_as_prefect_task", "step: prefect task"),  # older trees
     ("prefect_agentenv.flows.agent_task", "_run_step", "step: body"),  # older trees
     ("prefect_agentenv.flows.step_tasks", "execute_as_prefect_task", "step: prefect task"),
@@ -62,7 +63,8 @@ TARGETS: list[tuple[str, str, str]] = [
     ("prefect_agentenv.runtime.teardown", "TeardownRegistry.stop_all", "teardown"),
     ("prefect_agentenv.flows.report", "build_report", "report: build"),
     ("prefect_agentenv.flows.report", "write_report", "report: write"),
-    ("prefect_agentenv.flows.agent_task", "_upload_report", "report: upload to store"),
+    ("prefect_agentenv.flows.agent_task", "_upload_report", "report: upload to store"),  # older trees
+    ("prefect_agentenv.flows.task_runner", "_upload_report", "report: upload to store"),
     ("prefect_agentenv.flows.report", "publish_artifacts", "Prefect artifacts"),
 ]
 

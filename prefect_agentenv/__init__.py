@@ -50,7 +50,7 @@ _LAZY = {
     "load_agent_config": "prefect_agentenv.api",
     "make_agent": "prefect_agentenv.api",
     "agent_task": "prefect_agentenv.flows.agent_task",
-    "run_task_document": "prefect_agentenv.flows.agent_task",
+    "run_task_document": "prefect_agentenv.flows.task_runner",
     "TaskReport": "prefect_agentenv.flows.report",
     "Transcript": "prefect_agentenv.transcript",
 }

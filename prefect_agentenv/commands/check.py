@@ -50,7 +50,7 @@ def run_check(noun: Literal["env", "agent"], name: str, *, prompt: str | None = 
     if not result.ok or result.document is None:
         raise ConfigurationError("; ".join(p.render() for p in result.problems))
     # Imported here so the other env/agent commands stay fast: the flow pulls in all of Prefect.
-    from prefect_agentenv.flows.agent_task import run_task_document
+    from prefect_agentenv.flows.task_runner import run_task_document
 
     report = asyncio.run(run_task_document(result.document, execute_in_prefect=False, publish=False))
     verification = report.context.metadata.verifications.get(_CHECK_STEP)

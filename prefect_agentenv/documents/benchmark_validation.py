@@ -114,9 +114,19 @@ def validate_benchmark_data(data: Any, base_dir: str | Path, *,
     problems += list(dict.fromkeys(expansion.problems)) + duplicate_task_ids(tasks)  # a shared dataset: once
     if complete:  # a task that failed to load may have the tag the filter names
         problems += tag_problems
+    if header is not None and header.task_runs_as == "tasks":
+        problems += _pauses_in_tasks(selected)
     if problems:
         return BenchmarkValidationResult(None, problems=problems, warnings=expansion.warnings)
     return BenchmarkValidationResult(Benchmark.model_validate(data), selected, [], expansion.warnings)
+
+
+def _pauses_in_tasks(tasks: list[ExpandedTask]) -> list[Problem]:
+    """A review pauses its flow run; a task run recorded as a task shares the benchmark's."""
+    return [Problem(f"task {task.task_id!r}: a review step pauses its flow run, and with task_runs_as: tasks "
+                    "every task run shares the benchmark's", path="$.task_runs_as", step_id=step.id,
+                    hint="write task_runs_as: subflows for a benchmark whose tasks are reviewed")
+            for task in tasks for step in task.document.steps if step.type == "review"]
 
 
 def _header(data: JsonObject) -> tuple[BenchmarkHeader | None, list[Problem]]:

@@ -43,7 +43,7 @@ from prefect_agentenv.documents.compile import ExpandedTask
 from prefect_agentenv.documents.loading import ParseError, read_document
 from prefect_agentenv.exceptions import AgentEnvError, ArtifactError, ConfigurationError, TaskDocumentError
 from prefect_agentenv.documents.models import TaskDocument
-from prefect_agentenv.flows.agent_task import agent_task, report_key, subflow_run_name
+from prefect_agentenv.flows.task_runner import report_key
 from prefect_agentenv.flows.agent_task_run import Handoff, agent_task_run, handoff
 from prefect_agentenv.flows.benchmark_result import BenchmarkRunResult
 from prefect_agentenv.flows.events import finished_events, task_result_event
@@ -293,6 +293,9 @@ class _Runner:
                 return await self._dispatch_to_deployment(task, name, run_tags)
             if self.bench.task_runs_as == "tasks":
                 return await self._run_as_task(task, name)
+            # Imported here: defining the flow builds its parameter schema, which tasks-as-task-runs skip.
+            from prefect_agentenv.flows.agent_task import agent_task, subflow_run_name
+
             named = subflow_run_name.set(name)  # not with_options: that rebuilds the flow's parameter schema
             try:
                 state = await agent_task(task=task.document, overrides=self.overrides,

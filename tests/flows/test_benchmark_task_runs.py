@@ -114,3 +114,12 @@ async def test_a_task_run_past_its_timeout_is_timed_out_and_its_task_run_ends(tm
     assert out["counts"]["timed_out"] == 1 and out["summary"]["mean_score"] == 0.0
     [run] = await settled_task_runs([state.state_details.flow_run_id], at_least=1)
     assert run.name == "slow · epoch 0" and run.state and run.state.is_final() and not run.state.is_completed()
+
+
+def test_a_review_step_under_task_runs_as_tasks_is_refused_with_the_task_and_step() -> None:
+    task = {"id": "gated", "steps": [{"id": "work", "type": "test_noop"},
+                                     {"id": "approve", "type": "review", "depends_on": ["work"]}]}
+    result = validate_benchmark_data({"name": "B", "slug": "b", "task_runs_as": "tasks", "tasks": [task]}, ".")
+    [problem] = result.problems
+    assert problem.step_id == "approve" and "gated" in problem.message and problem.path == "$.task_runs_as"
+    assert validate_benchmark_data({"name": "B", "slug": "b", "tasks": [task]}, ".").benchmark is not None
