@@ -365,7 +365,11 @@ class Bench:
         """How this bench's measurements are named: the pair, and ``(before)`` for the ``--before`` tree."""
         self.tmp = tmp / "".join(c for c in self.label.replace(" ", "-") if c not in "()[]")
         self.tmp.mkdir(parents=True, exist_ok=True)
-        self.env = {**os.environ, **({"PYTHONPATH": str(code.resolve())} if code else {}),
+        # Bytecode is cached, as it is for an installed package: with PYTHONDONTWRITEBYTECODE set
+        # (some shells and containers set it) every process would compile the package's modules
+        # again, ~0.3 s of CPU each, on both sides, and start-up would be measured wrong.
+        inherited = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        self.env = {**inherited, **({"PYTHONPATH": str(code.resolve())} if code else {}),
                     "PREFECT_API_URL": server.url, "PREFECT_HOME": str(tmp / "client-prefect"),
                     "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_AGENTENV_HOME": str(tmp / "agentenv")}
         self.pair_file = self.tmp / "pair.json"

@@ -22,6 +22,8 @@ import threading
 
 import httpx
 
+from prefect_agentenv.protocols.tls import ssl_context
+
 PROBE_TIMEOUT_SECONDS = 3.0
 """Connect and read timeout of the one health request (no retries)."""
 
@@ -41,7 +43,8 @@ async def probe(timeout: float = PROBE_TIMEOUT_SECONDS) -> str | None:
     if not url:
         return None
     try:
-        async with httpx.AsyncClient(timeout=httpx.Timeout(timeout), trust_env=False) as client:
+        async with httpx.AsyncClient(timeout=httpx.Timeout(timeout), trust_env=False,
+                                     verify=ssl_context(trust_env=False)) as client:
             await client.get(f"{url.rstrip('/')}/health")
     except httpx.TransportError as exc:
         return f"the Prefect API at {url} is unreachable ({type(exc).__name__}: {str(exc) or 'no answer'})"

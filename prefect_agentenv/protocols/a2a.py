@@ -54,6 +54,7 @@ from google.protobuf.message import Message as ProtoMessage
 
 from prefect_agentenv.exceptions import AgentTimeoutError, ProtocolError
 from prefect_agentenv.jsontypes import JsonObject
+from prefect_agentenv.protocols.tls import ssl_context
 from prefect_agentenv.protocols.a2a_card import (
     A2A_CARD_PATH,
     LEGACY_A2A_CARD_PATH,
@@ -268,7 +269,7 @@ class A2AClient:
         self.request_timeout = request_timeout
         self.protocol = protocol
         self._own_http = http is None
-        self.http = http if http is not None else httpx.AsyncClient(timeout=request_timeout)
+        self.http = http if http is not None else httpx.AsyncClient(timeout=request_timeout, verify=ssl_context())
         self._card: A2ACard | None = None
         self._wire: _Wire | None = None
 

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from prefect_agentenv.exceptions import McpError, McpToolError
 from prefect_agentenv.jsontypes import JsonObject, JsonValue
+from prefect_agentenv.protocols.tls import ssl_context
 
 _FOREIGN: tuple[type[BaseException], ...] = (
     MCPError, httpx2.HTTPError, StreamableHTTPError, TimeoutError, ValidationError,
@@ -58,7 +59,8 @@ def mcp_http_client(*, timeout: float = 30.0, headers: Mapping[str, str] | None 
     The read timeout is long because a tool call's answer may stream for a while; the
     per-request bound is the session's ``timeout``.
     """
-    return httpx2.AsyncClient(timeout=httpx2.Timeout(timeout, read=300.0), headers=dict(headers or {}))
+    return httpx2.AsyncClient(timeout=httpx2.Timeout(timeout, read=300.0), headers=dict(headers or {}),
+                              verify=ssl_context())
 
 
 class ToolInfo(BaseModel):

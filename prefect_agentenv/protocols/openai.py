@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from prefect_agentenv.exceptions import ProtocolError
 from prefect_agentenv.jsontypes import JsonObject, JsonValue
+from prefect_agentenv.protocols.tls import ssl_context
 
 logger = logging.getLogger(__name__)
 
@@ -177,7 +178,7 @@ class OpenAIClient:
         self._api_key = SecretStr(api_key) if isinstance(api_key, str) else api_key
         self._owns_http = http is None
         self._http = http if http is not None else httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout, connect=CONNECT_TIMEOUT_SECONDS))
+            timeout=httpx.Timeout(timeout, connect=CONNECT_TIMEOUT_SECONDS), verify=ssl_context())
         self._timeout = httpx.Timeout(timeout, connect=min(CONNECT_TIMEOUT_SECONDS, timeout))
         self._max_retries = max(0, max_retries)
 

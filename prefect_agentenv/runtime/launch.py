@@ -21,6 +21,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from prefect_agentenv.exceptions import DeployError
+from prefect_agentenv.protocols.tls import ssl_context
 
 logger = logging.getLogger("prefect_agentenv.runtime")
 
@@ -251,7 +252,7 @@ def new_probe_client() -> httpx.AsyncClient:
 
     ``trust_env=False`` keeps proxy variables from routing loopback probes elsewhere.
     """
-    return httpx.AsyncClient(trust_env=False, follow_redirects=True)
+    return httpx.AsyncClient(trust_env=False, follow_redirects=True, verify=ssl_context(trust_env=False))
 
 
 def tail(path: Path | None, lines: int = 20, max_chars: int = 4000) -> str:

@@ -33,13 +33,16 @@ def http_client(run: RunResources) -> httpx.AsyncClient:
     """The run's one HTTP client (card reads, data plane, readiness probes)."""
     import httpx
 
+    from prefect_agentenv.protocols.tls import ssl_context
+
     client = run.services.http
     if client is None:
         from prefect_agentenv.settings import get_settings
 
         settings = get_settings()
         timeout = httpx.Timeout(settings.http_read_timeout_seconds, connect=settings.http_connect_timeout_seconds)
-        client = run.services.http = httpx.AsyncClient(timeout=timeout, trust_env=False)
+        client = run.services.http = httpx.AsyncClient(timeout=timeout, trust_env=False,
+                                                       verify=ssl_context(trust_env=False))
         run.teardown.add("http client", client.aclose, kind="client")
     return client
 
