@@ -1,6 +1,7 @@
 """The ``benchmark`` flow: every (task × seed × epoch) of a benchmark as an ``agent_task`` run.
 
-Tasks run as subflows in this process (default) or, for a fleet, as flow runs of the
+Tasks run in this process, each as an ``agent_task`` subflow (default) or, with the document's
+``task_runs_as: tasks``, as a task run of this flow run; or, for a fleet, as flow runs of the
 ``agent-task`` deployment on a work pool (``dispatch="deployment"``). Each run's task document
 is frozen (stored with its sha256) before it starts; results are appended to the run's JSONL as
 they finish, so a rerun with the same ``run_id`` only runs what is missing or errored. The
@@ -16,8 +17,8 @@ import json
 import logging
 import time
 import uuid
-from dataclasses import dataclass
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 from uuid import UUID

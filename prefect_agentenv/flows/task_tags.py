@@ -42,8 +42,8 @@ async def step_task_tags(step_type: str) -> set[str] | None:
 async def benchmark_task_run_tags() -> set[str] | None:
     """The tags of a benchmark's task run recorded as a Prefect task run (``task_runs_as: tasks``):
     the run's tags (its benchmark, the task's tags, its epoch and seed), by the same rule as a step's.
-    Measured on a pooled benchmark, the slot request of an untagged-by-limit task run drew a 503 and
-    a 2 s back-off on about one task run in three."""
+    Measured on a pooled benchmark, the slot requests for tags that no limit uses drew a 503 and a
+    2 s back-off on about one task run in three."""
     return await _kept_tags(set())
 
 
