@@ -24,12 +24,13 @@ from pydantic import (
     model_serializer,
 )
 
+from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.exceptions import ContextConflictError
 from prefect_agentenv.jsontypes import JsonObject, JsonValue
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", json_schema_extra=attribute_docstrings)
 
 
 class DeployedEnv(_Model):
@@ -160,7 +161,7 @@ class Verification(BaseModel):
     then the extras as given (a field left at its default is not written). One read from a stored
     record, or made with :meth:`written`, keeps the order its keys came in."""
 
-    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="allow", json_schema_extra=attribute_docstrings)
 
     results: list[dict[str, Any]] = Field(default_factory=list)
     """The graded rows (criteria, assertions, checks); empty when skipped."""
@@ -318,7 +319,7 @@ def _unset(value: object) -> bool:
 class _Record(BaseModel):
     """A record built-in steps keep in ``metadata``; keys a plugin or another version adds are kept."""
 
-    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="allow", json_schema_extra=attribute_docstrings)
 
 
 class ArtifactRef(_Record):

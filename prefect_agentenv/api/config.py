@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.documents.models import TaskDocument, dump_step
 from prefect_agentenv.documents.scoring import NetworkPolicy, ScoringConfig, ScoringRetries, SkipPolicy
 from prefect_agentenv.documents.validation import validate_file
@@ -31,7 +32,7 @@ RetryConfig = ScoringRetries
 
 
 class _Config(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", json_schema_extra=attribute_docstrings)
 
 
 class AgentConfig(_Config):

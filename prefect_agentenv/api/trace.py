@@ -6,13 +6,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.jsontypes import JsonObject
 
 StopReason = Literal["error", "timeout", "max_turns", "max_turn_tokens", "truncated"]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", json_schema_extra=attribute_docstrings)
 
 
 class Segment(_Model):

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from prefect_agentenv.artifacts.keys import LATEST, check_id, check_path, check_version, split_ref
+from prefect_agentenv.attribute_docs import attribute_docstrings
 
 ArtifactKind = Literal["environment", "file", "universe"]
 """``environment``: one file loaded into an env's data plane; ``file``: files copied into a
@@ -15,7 +16,7 @@ sandbox; ``universe``: a manifest of file artifacts, each pinned to a version.""
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra=attribute_docstrings)
 
 
 class ArtifactRef(_Frozen):

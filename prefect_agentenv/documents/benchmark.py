@@ -27,6 +27,7 @@ from pydantic import (
     model_validator,
 )
 
+from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.documents.criteria import TaskCriterion
 from prefect_agentenv.documents.loading import NAME_PATTERN
 from prefect_agentenv.documents.scoring import ScoringConfig, fold_skip_policy
@@ -42,7 +43,7 @@ run of the task sees the same times)."""
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", json_schema_extra=attribute_docstrings)
 
 
 _M = TypeVar("_M", bound=BaseModel)
@@ -171,7 +172,7 @@ class TaskItem(BaseModel):
     """What the agent receives at the start of the run; loose on purpose: other members are kept
     and shown to the agent as context lines."""
 
-    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="allow", json_schema_extra=attribute_docstrings)
 
     instruction: str | None = None
     """The direction for the agent, in natural language; the first line of its prompt."""
@@ -186,7 +187,7 @@ class ScenarioStep(BaseModel):
 
     Members this model does not name (an action's own parameters) go into the trigger's data."""
 
-    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="allow", json_schema_extra=attribute_docstrings)
 
     action: str = Field(min_length=1)
     """A trigger action of the env, e.g. ``drop_file_inbox`` or ``drop_inbox_document`` (records),
@@ -226,7 +227,7 @@ class Entity(BaseModel):
     Written inline (``{id, ...fields}``), or by id alone (``ent_referral_1`` or ``{id}``) to bind
     the row of the linked dataset that carries that ``entity_id``."""
 
-    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="allow", json_schema_extra=attribute_docstrings)
 
     id: str = Field(pattern=NAME_PATTERN)
     """Entity id, referenced as ``<id.field>``, by a criterion's input_entity_id and a scenario's entity_id."""

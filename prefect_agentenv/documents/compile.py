@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.artifacts.datasets import Dataset, read_dataset
+from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.documents.benchmark import (
     Benchmark,
     BenchmarkDefaults,
@@ -50,7 +51,7 @@ from prefect_agentenv.steps.base import StepModel
 class ExpandedTask(BaseModel):
     """One task with one seed row, ready to run."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", json_schema_extra=attribute_docstrings)
 
     task_id: str
     """The task's id, with ``[seed=N]`` when it is crossed with the seed rows (also the document's id)."""

@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
+from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.documents.loading import NAME_PATTERN
 from prefect_agentenv.grading.assertions import (
     CANONICAL_ASSERT,
@@ -24,7 +25,7 @@ from prefect_agentenv.grading.assertions import (
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", json_schema_extra=attribute_docstrings)
 
 
 class _EnvScoped(_Strict):

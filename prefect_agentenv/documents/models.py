@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, GetJsonSchemaHandler, TypeAdapter, model_validator
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
+from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.documents.scoring import ScoringConfig, apply_skip_defaults, fold_skip_policy, split_for_isolation
 from prefect_agentenv.steps.base import Identifier, StepModel
 from prefect_agentenv.steps.registry import all_steps, get_step, unknown_type_message
@@ -62,9 +64,15 @@ class _AnyStepAnnotation:
 
     @classmethod
     def __get_pydantic_json_schema__(cls, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
-        models = [d.model for d in all_steps().values()]
-        union: Any = Annotated[Union[tuple(models)], Field(discriminator="type")] if len(models) > 1 else models[0]  # noqa: UP007
-        return handler(TypeAdapter(union).core_schema)
+        return handler(_step_union_schema(tuple(d.model for d in all_steps().values())))
+
+
+@functools.cache
+def _step_union_schema(models: tuple[type[StepModel], ...]) -> core_schema.CoreSchema:
+    """The core schema of the union of ``models``, built once per set of step types: a JSON Schema
+    of a document asks for it once for every place a step can appear."""
+    union: Any = Annotated[Union[models], Field(discriminator="type")] if len(models) > 1 else models[0]  # noqa: UP007
+    return TypeAdapter(union).core_schema
 
 
 AnyStep = Annotated[StepModel, _AnyStepAnnotation]
@@ -73,7 +81,7 @@ AnyStep = Annotated[StepModel, _AnyStepAnnotation]
 class TaskDocument(BaseModel):
     """A task: steps wired by depends_on. Written as a JSON/YAML list of steps or {id, steps}."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", json_schema_extra=attribute_docstrings)
 
     id: Identifier = "task"
     """Task id (the file name when the document is a bare list)."""

@@ -22,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 
+from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.documents.graph import resolve_dependencies
 from prefect_agentenv.grading.outcome import SkipPolicy
 from prefect_agentenv.jsontypes import JsonObject
@@ -35,7 +36,7 @@ __all__ = ["NetworkPolicy", "ScoringConfig", "ScoringRetries", "SkipPolicy", "ap
 
 
 class _Config(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", json_schema_extra=attribute_docstrings)
 
 
 class ScoringRetries(_Config):

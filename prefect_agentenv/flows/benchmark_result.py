@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.grading.benchmark_stats import BenchmarkSummary
 
 
 class BenchmarkRunResult(BaseModel):
     """One benchmark run, summarised. Its JSON form is the flow run's result and ``summary.json``."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True)
+    model_config = ConfigDict(json_schema_extra=attribute_docstrings)
 
     run_id: str
     """Resume or compare this run by this id."""

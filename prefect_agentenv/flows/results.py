@@ -38,6 +38,7 @@ from prefect_agentenv.artifacts import (
     ArtifactNotFoundError,
 )
 from prefect_agentenv.artifacts.keys import UnsafeKeyError, check_segment
+from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.context import CollectedFiles
 from prefect_agentenv.flows.report import TaskReport
 from prefect_agentenv.grading.benchmark_stats import (
@@ -181,7 +182,7 @@ def pending_keys(all_keys: Iterable[RunKey], existing_results: Iterable[TaskResu
 class RunEntry(BaseModel):
     """One benchmark run in its slug's runs index."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True)
+    model_config = ConfigDict(json_schema_extra=attribute_docstrings)
 
     run_id: str
     started_at: str

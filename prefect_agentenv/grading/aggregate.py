@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.context import Aggregator
 
 __all__ = ["Aggregator", "RowResult", "VerificationRow", "aggregate"]
@@ -24,7 +25,7 @@ RowResult = Literal["pass", "fail", "partial"]
 class VerificationRow(BaseModel):
     """One graded item in ``metadata.verifications[id].results``; extra members are kept."""
 
-    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="allow", json_schema_extra=attribute_docstrings)
 
     id: str
     """The item's id as the task document wrote it (a criterion id, ``prompt_error``…)."""

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag
 
+from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.jsontypes import JsonArray, JsonObject, JsonValue
 
 ASSERT_ALIASES = {
@@ -45,7 +46,7 @@ CANONICAL_ASSERT = BeforeValidator(canonical_assert)
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", json_schema_extra=attribute_docstrings)
 
 
 class CorrelateBy(_Strict):

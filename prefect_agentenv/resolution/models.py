@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Literal
 import httpx
 from pydantic import BaseModel, ConfigDict, SecretStr
 
+from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.exceptions import ConfigurationError
 from prefect_agentenv.protocols.openai import OpenAIClient
 from prefect_agentenv.resolution.block_lookup import is_block_name, load_block, prefect_api_configured
@@ -38,7 +39,7 @@ ModelSource = Literal["block", "settings", "mock"]
 class ResolvedModel(BaseModel):
     """Where to send a role's completions, and with which model."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
+    model_config = ConfigDict(json_schema_extra=attribute_docstrings, frozen=True)
 
     role: str
     """The role that was resolved (agent, judge, user…)."""

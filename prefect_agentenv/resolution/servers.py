@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict
 
 from prefect_agentenv.agents.catalog import REFERENCE_AGENTS, ReferenceAgent
+from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.envs.catalog import REFERENCE_ENVS, ReferenceEnv
 from prefect_agentenv.exceptions import ConfigurationError
 from prefect_agentenv.resolution.block_lookup import is_block_name, load_block, prefect_api_configured
@@ -33,7 +34,7 @@ A2A_CARD_PATH = "/.well-known/agent-card.json"
 class ResolvedEnv(BaseModel):
     """An env id with what is needed to deploy it."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
+    model_config = ConfigDict(json_schema_extra=attribute_docstrings, frozen=True)
 
     env_id: str
     """The id the task document used."""
@@ -50,7 +51,7 @@ class ResolvedEnv(BaseModel):
 class ResolvedAgent(BaseModel):
     """An ``a2a_agent_id`` with what is needed to deploy it."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
+    model_config = ConfigDict(json_schema_extra=attribute_docstrings, frozen=True)
 
     a2a_agent_id: str
     """The id the task document used."""

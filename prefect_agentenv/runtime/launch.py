@@ -20,6 +20,7 @@ from typing import Literal, Protocol, Self, runtime_checkable
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
+from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.exceptions import DeployError
 from prefect_agentenv.protocols.tls import ssl_context
 
@@ -40,6 +41,8 @@ class LaunchSource(BaseModel):
     given and becomes the container's command.
     """
 
+    # The env and agent blocks inherit these fields, and a block's JSON Schema is built by
+    # Prefect's own ``json_schema_extra``: their descriptions must be on the fields themselves.
     model_config = ConfigDict(use_attribute_docstrings=True)
 
     command: list[str] | None = None
@@ -65,7 +68,7 @@ class LaunchSource(BaseModel):
 class LaunchSpec(LaunchSource):
     """How to start one instance of a server (an env, an agent): its source and what to check."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", json_schema_extra=attribute_docstrings, frozen=True)
 
     secret_env: dict[str, SecretStr] = Field(default_factory=dict)
     """Environment variables whose values are secret: never logged, never in argv."""
@@ -108,7 +111,7 @@ def source_problem(command: list[str] | None, image: str | None, url: str | None
 class Instance(BaseModel):
     """A started (or checked) server, with what is needed to reach it and to stop it."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True)
+    model_config = ConfigDict(json_schema_extra=attribute_docstrings)
 
     instance_id: str
     """Unique id of this instance (name plus a random suffix)."""

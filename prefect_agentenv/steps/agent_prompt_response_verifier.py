@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.context import PromptResponse, RunContext
 from prefect_agentenv.exceptions import NotInContextError
 from prefect_agentenv.grading.aggregate import Aggregator
@@ -19,7 +20,7 @@ from prefect_agentenv.steps.registry import StepDefinition
 class RegexCheck(BaseModel):
     """A pattern the reply must contain."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", json_schema_extra=attribute_docstrings)
 
     pattern: str
     """Python regular expression searched for in the reply."""

@@ -22,6 +22,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field, GetJsonSchemaHandler, PrivateAttr, model_validator
 from pydantic.json_schema import JsonSchemaValue
 
+from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.jsontypes import JsonObject, JsonValue
 
 MAX_ID_LENGTH = 128
@@ -73,7 +74,7 @@ DEFAULT_AGENT_NAME = "default-agent"
 
 class _Strict(BaseModel):
     # Built on first use: `validate` registers every step type but checks only the ones a document uses.
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, defer_build=True)
+    model_config = ConfigDict(extra="forbid", json_schema_extra=attribute_docstrings, defer_build=True)
 
 
 class DependsOnRef(_Strict):

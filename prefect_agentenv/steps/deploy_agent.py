@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
+from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.context import DeployedAgent, DeployedEnv, RunContext
 from prefect_agentenv.exceptions import StepError
 from prefect_agentenv.jsontypes import JsonObject, JsonValue
@@ -27,7 +28,7 @@ DEFAULT_AGENT_ID = "llm"
 class Skill(BaseModel):
     """A skill registered with the agent through its skill-config extension."""
 
-    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="allow", json_schema_extra=attribute_docstrings)
 
     name: str
     """Skill name."""

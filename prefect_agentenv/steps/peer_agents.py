@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.context import AgentPeering, RunContext
 from prefect_agentenv.exceptions import ProtocolError, StepError
 from prefect_agentenv.jsontypes import JsonObject
@@ -21,7 +22,7 @@ if TYPE_CHECKING:  # the runtime loads on use: `validate` imports step modules a
 class Peering(BaseModel):
     """One agent's routing table."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", json_schema_extra=attribute_docstrings)
 
     source_agent_name: AgentRef
     """The agent that may delegate."""

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal, Required, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.context import DeployedAgent, PromptResponse, RunContext
 from prefect_agentenv.exceptions import AgentEnvError, JudgeOutputError, NotInContextError, StepError
 from prefect_agentenv.grading.aggregate import Aggregator
@@ -29,7 +30,7 @@ logger = logging.getLogger("prefect_agentenv.judge")
 class Criterion(BaseModel):
     """One thing the judge checks."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", json_schema_extra=attribute_docstrings)
 
     id: str = Field(min_length=1)
     """Unique id of the criterion within the verifier."""

@@ -9,6 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import AgentEnvError
 from prefect_agentenv.grading.aggregate import Aggregator
@@ -31,7 +32,7 @@ _REFERENCE_KINDS = {"probe_file_exists": "file_exists", "probe_dir_exists": "dir
 class SandboxCheck(BaseModel):
     """One probe of the sandbox."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", json_schema_extra=attribute_docstrings)
 
     id: str = Field(min_length=1)
     kind: CheckKind

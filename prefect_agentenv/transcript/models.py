@@ -10,13 +10,14 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from prefect_agentenv.attribute_docs import attribute_docstrings
 
 MAX_VALUE_CHARS = 4000
 """Beyond this a value (argument, tool result, reply) is cut in the transcript."""
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", json_schema_extra=attribute_docstrings)
 
 
 class Clip(_Model):

@@ -11,12 +11,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.grading.benchmark_stats import BenchmarkSummary
 from prefect_agentenv.transcript.models import Transcript
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", json_schema_extra=attribute_docstrings)
 
 
 class TaskRow(_Model):

@@ -19,6 +19,7 @@ from typing import Any, Literal, NamedTuple, TypeGuard
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
+from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.grading.outcome import Outcome, SkipPolicy
 from prefect_agentenv.grading.verification import Verification, Verifications, read_all
 
@@ -35,7 +36,7 @@ DENOMINATOR_POLICY = (
 class StatsModel(BaseModel):
     """Base of the statistics models: attribute docstrings become field descriptions."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True)
+    model_config = ConfigDict(json_schema_extra=attribute_docstrings)
 
 
 class RunKey(NamedTuple):
