@@ -44,6 +44,7 @@ from prefect_agentenv.runtime.run import RunResources, bind_run, unbind_run
 from prefect_agentenv.runtime.stop import StopRequest, stop_on_signals
 from prefect_agentenv.runtime.sweep import write_owner
 from prefect_agentenv.runtime.teardown import TeardownRecord, TeardownRegistry
+from prefect_agentenv.steps.lookahead import start_lookahead, stop_lookahead
 from prefect_agentenv.settings import get_settings
 from prefect_agentenv.transcript import StepFields, Transcript, build_transcript
 
@@ -148,6 +149,7 @@ async def _execute(state: _TaskRun) -> None:
     """Phase 3: run the steps, then the isolated scoring; a cancellation or timeout is noted for
     the report and goes on up."""
     assert state.scheduler is not None
+    lookahead = start_lookahead(state.run, state.document.steps) if state.error is None else None
     try:
         if state.error is None:
             state.result = await state.scheduler.run()
@@ -159,6 +161,8 @@ async def _execute(state: _TaskRun) -> None:
     except TimeoutError:
         state.timed_out, state.error = True, "the run timed out"
         raise
+    finally:
+        await asyncio.shield(stop_lookahead(state.run, lookahead))
 
 
 async def _report(state: _TaskRun, teardown: list[TeardownRecord], *, in_prefect: bool, publish: bool,

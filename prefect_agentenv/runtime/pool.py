@@ -39,6 +39,7 @@ import httpx
 from prefect_agentenv.exceptions import DeployError
 from prefect_agentenv.runtime.launch import Instance, Launcher, LaunchSpec, wait_until_ready
 from prefect_agentenv.runtime.sandbox import Sandbox
+from prefect_agentenv.runtime.run import shared_lookup
 
 logger = logging.getLogger("prefect_agentenv.runtime.pool")
 
@@ -75,15 +76,7 @@ class WarmPool:
         """The first successful ``lookup`` of ``key`` in this pool's benchmark run, shared by the task
         runs after it (block lookups are Prefect API round trips on every task run's critical path).
         A failed lookup is not kept: the next task run asks again."""
-        found = self._lookups.get(key)
-        if found is None:
-            found = self._lookups[key] = asyncio.ensure_future(lookup())
-        try:
-            return await asyncio.shield(found)
-        except Exception:
-            if self._lookups.get(key) is found:
-                del self._lookups[key]
-            raise
+        return await shared_lookup(self._lookups, key, lookup)
 
     @staticmethod
     def key(kind: str, name: str, spec: LaunchSpec, extra_env: dict[str, str] | None = None) -> str:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from prefect_agentenv.exceptions import AgentEnvError
 from prefect_agentenv.runtime.overrides import RunOverrides
@@ -20,6 +22,25 @@ if TYPE_CHECKING:  # only named in annotations: `validate` imports the steps, wh
     from prefect_agentenv.protocols.env import EnvClient
     from prefect_agentenv.runtime.launchers import Launchers
     from prefect_agentenv.runtime.sandbox import Sandbox
+
+
+_T = TypeVar("_T")
+
+
+async def shared_lookup(table: dict[tuple[str, ...], asyncio.Future[Any]], key: tuple[str, ...],
+                        lookup: Callable[[], Awaitable[_T]]) -> _T:
+    """The first successful ``lookup()`` of ``key`` in ``table``, shared by everyone who asks after
+    it, including while it is still in flight (a block lookup is a Prefect API round trip). A
+    failed lookup is not kept: the next caller asks again."""
+    found = table.get(key)
+    if found is None:
+        found = table[key] = asyncio.ensure_future(lookup())
+    try:
+        return await asyncio.shield(found)
+    except Exception:
+        if table.get(key) is found:
+            del table[key]
+        raise
 
 
 @dataclass
@@ -44,6 +65,10 @@ class RunServices:
     """Env vars a ``deploy_sandbox`` step gave its sandbox's commands, by instance id."""
     mock_model_url: str | None = None
     """The run's one mock model server, once a step needed it."""
+    mock_model_start: asyncio.Task[str] | None = None
+    """The start of that server, shared by the steps (and the run's lookahead) that need it."""
+    lookups: dict[tuple[str, ...], asyncio.Future[Any]] = field(default_factory=dict)
+    """Block lookups by key, shared by the run's steps (see :func:`shared_lookup`)."""
     user_contexts: dict[str, str | None] = field(default_factory=dict)
     """The A2A context of the simulated user of each multi-turn prompt, by step id."""
     started_in_task: set[str] = field(default_factory=set)

@@ -7,6 +7,7 @@ endpoint is configured the built-in mock model is started for the run and labell
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
 from typing import TYPE_CHECKING, Any
@@ -28,8 +29,8 @@ if TYPE_CHECKING:  # the runtime (A2A client, launchers, models, pools) loads on
 logger = logging.getLogger("prefect_agentenv.agents")
 
 MOCK_MODEL_MODULE = "prefect_agentenv.agents.mock_model"
-# Each reference agent's roles: which model endpoint role its model comes from.
-_ROLE_OF = {"judge": "judge", "user-sim": "user"}
+# Each reference agent's role: which model endpoint role its model comes from ("agent" otherwise).
+MODEL_ROLE_OF = {"judge": "judge", "user-sim": "user"}
 
 
 def deployed_agent(ctx: RunContext, agent_name: str, step: StepModel) -> DeployedAgent:
@@ -66,15 +67,22 @@ async def model_for(run: RunResources, role: str, model: str | None = None, *,
     from prefect_agentenv.resolution.models import resolve_model_endpoint
     from prefect_agentenv.steps.pooling import resolve_once
 
-    mock_url = run.services.mock_model_url
-    resolved = await resolve_once(("model", role, model or "", mock_url or ""),
-                                  lambda: resolve_model_endpoint(role, model=model, mock_base_url=mock_url))
-    if resolved.is_mock and resolved.base_url is None and start_mock:
-        url = await _start_mock_model(run)
-        resolved = await resolve_model_endpoint(role, model=model, mock_base_url=url)
+    resolved = await resolve_once(("model", role, model or ""), lambda: resolve_model_endpoint(role, model=model))
+    if resolved.is_mock and (run.services.mock_model_url is not None or start_mock):
+        resolved = resolved.model_copy(update={"base_url": await ensure_mock_model(run)})
     if resolved.api_key is not None:
         run.redact.add(resolved.api_key.get_secret_value())
     return resolved
+
+
+async def ensure_mock_model(run: RunResources) -> str:
+    """The run's mock model, started by the first step (or the run's lookahead) that asks; the
+    others wait for the same start."""
+    if run.services.mock_model_url is not None:
+        return run.services.mock_model_url
+    if run.services.mock_model_start is None:
+        run.services.mock_model_start = asyncio.ensure_future(_start_mock_model(run))
+    return await asyncio.shield(run.services.mock_model_start)
 
 
 async def _start_mock_model(run: RunResources) -> str:
@@ -83,7 +91,11 @@ async def _start_mock_model(run: RunResources) -> str:
     spec = LaunchSpec(command=[sys.executable, "-m", MOCK_MODEL_MODULE, "--host", "{host}", "--port", "{port}"],
                       ready_path="/health", startup_timeout_seconds=60)
     launcher = launchers(run).for_spec(spec)
-    instance = await launcher.start(spec, name="mock-model", workdir=run.workdir / "models")
+    try:
+        instance = await launcher.start(spec, name="mock-model", workdir=run.workdir / "models")
+    except BaseException:
+        run.services.mock_model_start = None  # the next step that needs it tries again
+        raise
     run.teardown.add(f"mock model ({instance.instance_id})", lambda: launcher.stop(instance), kind="model")
     url = run.services.mock_model_url = f"{instance.base_url}/v1"
     logger.info("no model endpoint configured: the built-in mock model serves at %s (output labelled mock)", url)
@@ -109,7 +121,7 @@ async def start_agent(step: StepModel, *, agent_name: str, a2a_agent_id: str, ro
     if startup := getattr(step, "startup_timeout_seconds", None):  # deploy_agent's own bound on readiness
         spec = spec.model_copy(update={"startup_timeout_seconds": startup})
     # An agent known to call no model (the scripted one) does not wait for a mock model to start.
-    endpoint = await model_for(run, _ROLE_OF.get(a2a_agent_id, role), model, start_mock=resolved.uses_model)
+    endpoint = await model_for(run, MODEL_ROLE_OF.get(a2a_agent_id, role), model, start_mock=resolved.uses_model)
     env = {**_model_env(endpoint), **(extra_env or {})}
     pooled = await pooled_agent(step, agent_name=agent_name, a2a_agent_id=a2a_agent_id, spec=spec, env=env,
                                 per_run_model=endpoint.is_mock and endpoint.base_url is not None)

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from prefect_agentenv.exceptions import DeployError
-from prefect_agentenv.runtime.run import RunResources, current_run
+from prefect_agentenv.runtime.run import RunResources, current_run, shared_lookup
 from prefect_agentenv.runtime.sandbox import Sandbox, create_sandbox
 from prefect_agentenv.steps.base import StepModel
 from prefect_agentenv.steps.services import http_client
@@ -26,12 +26,13 @@ _T = TypeVar("_T")
 
 
 async def resolve_once(key: tuple[str, ...], lookup: Callable[[], Awaitable[_T]]) -> _T:
-    """``lookup()``, or with a warm pool the benchmark run's first result of it (see WarmPool.remember)."""
+    """The run's first result of ``lookup()`` (the run's lookahead may have asked already), or with
+    a warm pool the benchmark run's first (see WarmPool.remember)."""
     from prefect_agentenv.runtime.pool import active_pool
 
     pool = active_pool()
     if pool is None:
-        return await lookup()
+        return await shared_lookup(current_run().services.lookups, key, lookup)
     return await pool.remember(key, lookup)
 
 

@@ -1,0 +1,96 @@
+"""The run's lookahead starts the mock model its agents will call, once, and leaves nothing behind."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from prefect_agentenv.documents import validate_data
+from prefect_agentenv.runtime.run import RunResources, bind_run, unbind_run
+from prefect_agentenv.runtime.sweep import _marked_processes
+from prefect_agentenv.jsontypes import JsonValue
+from prefect_agentenv.steps import agent_support
+from prefect_agentenv.steps.base import StepModel
+from prefect_agentenv.steps.lookahead import start_lookahead, stop_lookahead
+
+
+def _steps(*agent_ids: str) -> list[StepModel]:
+    """An env, then each agent given to it."""
+    steps: list[JsonValue] = [{"id": "env", "type": "deploy_env", "env_id": "email"}]
+    steps += [{"id": f"agent-{n}", "type": "deploy_agent", "a2a_agent_id": agent_id, "agent_name": f"a{n}",
+               "env_ids": ["email"], "depends_on": ["env"]} for n, agent_id in enumerate(agent_ids)]
+    result = validate_data({"id": "t", "steps": steps})
+    assert result.document is not None, [p.render() for p in result.problems]
+    return list(result.document.steps)
+
+
+@pytest.fixture
+async def run(tmp_path: Path) -> AsyncIterator[RunResources]:
+    resources = RunResources(run_id=f"lookahead-{uuid.uuid4().hex[:8]}", task_id="t", workdir=tmp_path)
+    token = bind_run(resources)
+    try:
+        yield resources
+    finally:
+        await resources.teardown.stop_all(10)
+        unbind_run(token)
+
+
+@pytest.fixture
+def starts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every start of a mock model, by the task id of its run."""
+    made: list[str] = []
+    real = agent_support._start_mock_model
+
+    async def counted(run: RunResources) -> str:
+        made.append(run.task_id)
+        return await real(run)
+
+    monkeypatch.setattr(agent_support, "_start_mock_model", counted)
+    return made
+
+
+async def test_an_agent_that_calls_a_model_finds_the_mock_model_started_by_the_lookahead(
+        run: RunResources, starts: list[str]) -> None:
+    lookahead = start_lookahead(run, _steps("scripted", "llm", "llm"))
+    assert lookahead is not None
+    await asyncio.wait_for(lookahead, 60)
+    url = run.services.mock_model_url
+    assert url is not None and starts == ["t"]
+    # The step asks the way start_agent does: the same server, no second start.
+    endpoint = await agent_support.model_for(run, "agent", None)
+    assert (endpoint.base_url, endpoint.is_mock) == (url, True)
+    assert starts == ["t"]
+    labels = [entry.label for entry in run.teardown.pending()]
+    assert sum(label.startswith("mock model") for label in labels) == 1
+
+
+async def test_an_agent_known_to_call_no_model_gets_no_mock_model(run: RunResources, starts: list[str]) -> None:
+    lookahead = start_lookahead(run, _steps("scripted"))
+    assert lookahead is not None
+    await asyncio.wait_for(lookahead, 30)
+    assert starts == [] and run.services.mock_model_url is None
+
+
+async def test_a_document_without_agents_has_no_lookahead(run: RunResources) -> None:
+    assert start_lookahead(run, _steps()) is None
+
+
+async def test_a_run_ending_while_the_mock_model_starts_leaves_no_process(run: RunResources) -> None:
+    lookahead = start_lookahead(run, _steps("llm"))
+    for _ in range(3000):  # the agent is resolved, then the mock model's process is spawned
+        if _mock_processes(run):
+            break
+        await asyncio.sleep(0.01)
+    assert _mock_processes(run), "the lookahead never started the mock model"
+    await stop_lookahead(run, lookahead)
+    assert run.services.mock_model_url is None and run.services.mock_model_start is None
+    assert not [e.label for e in run.teardown.pending() if e.kind == "model"]
+    assert not _mock_processes(run)
+
+
+def _mock_processes(run: RunResources) -> list[int]:
+    return _marked_processes({run.run_id}).get(run.run_id, [])
