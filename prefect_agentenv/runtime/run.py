@@ -67,6 +67,9 @@ class RunServices:
     """The run's one mock model server, once a step needed it."""
     mock_model_start: asyncio.Task[str] | None = None
     """The start of that server, shared by the steps (and the run's lookahead) that need it."""
+    early_agents: dict[str, tuple[str, asyncio.Future[Any]]] = field(default_factory=dict)
+    """Agents the run's lookahead launched before their step, by step id: what they were launched
+    with, and the launch (an instance and its sandbox)."""
     lookups: dict[tuple[str, ...], asyncio.Future[Any]] = field(default_factory=dict)
     """Block lookups by key, shared by the run's steps (see :func:`shared_lookup`)."""
     user_contexts: dict[str, str | None] = field(default_factory=dict)

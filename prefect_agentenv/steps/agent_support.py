@@ -8,8 +8,10 @@ endpoint is configured the built-in mock model is started for the run and labell
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import sys
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from prefect_agentenv.context import DeployedAgent, DeployedEnv, RunContext
@@ -110,11 +112,51 @@ def effective_agent_id(run: RunResources, agent_name: str, a2a_agent_id: str) ->
 async def start_agent(step: StepModel, *, agent_name: str, a2a_agent_id: str, role: str = "agent",
                       model: str | None = None, version: str | None = None,
                       extra_env: dict[str, str] | None = None) -> tuple[DeployedAgent, Sandbox]:
-    """Resolve, sandbox and start an agent; register its teardown; return it once its card answers."""
-    from prefect_agentenv.resolution.servers import resolve_agent
-    from prefect_agentenv.steps.pooling import pooled_agent, resolve_once
+    """Resolve, sandbox and start an agent; register its teardown; return it once its card answers.
+    An agent the run's lookahead launched for this step with the same spec and env is taken as it is."""
+    from prefect_agentenv.steps.pooling import pooled_agent
 
     run = current_run()
+    launch = await _agent_launch(run, step, a2a_agent_id=a2a_agent_id, role=role, model=model, extra_env=extra_env)
+    early = run.services.early_agents.pop(step.id, None)
+    if early is not None and early[0] == launch.key:
+        instance, sandbox = await early[1]
+    else:
+        pooled = await pooled_agent(step, agent_name=agent_name, a2a_agent_id=a2a_agent_id, spec=launch.spec,
+                                    env=launch.env, per_run_model=launch.per_run_model)
+        instance, sandbox = pooled or await _start_own(step, run, launch.spec, agent_name, a2a_agent_id, launch.env)
+    run.services.sandboxes[instance.instance_id] = sandbox
+    agent = DeployedAgent(agent_name=agent_name, a2a_url=instance.base_url, sandbox=str(sandbox.root),
+                          instance_id=instance.instance_id, a2a_agent_id=a2a_agent_id,
+                          model=launch.endpoint.model)
+    return agent, sandbox
+
+
+@dataclass
+class _Launch:
+    """How an agent is to be started: its spec, its environment and its model."""
+
+    spec: LaunchSpec
+    env: dict[str, str]
+    endpoint: ResolvedModel
+
+    @property
+    def key(self) -> str:
+        """What an agent launched early must have been launched with to be taken."""
+        return json.dumps([self.spec.model_dump(mode="json", exclude={"secret_env"}),
+                           sorted(self.spec.secret_values().items()), sorted(self.env.items())], default=str)
+
+    @property
+    def per_run_model(self) -> bool:
+        """The agent's model lives only as long as the run (the run's mock): never pooled."""
+        return self.endpoint.is_mock and self.endpoint.base_url is not None
+
+
+async def _agent_launch(run: RunResources, step: StepModel, *, a2a_agent_id: str, role: str, model: str | None,
+                        extra_env: dict[str, str] | None) -> _Launch:
+    from prefect_agentenv.resolution.servers import resolve_agent
+    from prefect_agentenv.steps.pooling import resolve_once
+
     resolved = await resolve_once(("agent", a2a_agent_id), lambda: resolve_agent(a2a_agent_id))
     run.redact.update(resolved.spec.secret_values().values())  # the agent may echo its env in an error
     spec = resolved.spec
@@ -122,15 +164,21 @@ async def start_agent(step: StepModel, *, agent_name: str, a2a_agent_id: str, ro
         spec = spec.model_copy(update={"startup_timeout_seconds": startup})
     # An agent known to call no model (the scripted one) does not wait for a mock model to start.
     endpoint = await model_for(run, MODEL_ROLE_OF.get(a2a_agent_id, role), model, start_mock=resolved.uses_model)
-    env = {**_model_env(endpoint), **(extra_env or {})}
-    pooled = await pooled_agent(step, agent_name=agent_name, a2a_agent_id=a2a_agent_id, spec=spec, env=env,
-                                per_run_model=endpoint.is_mock and endpoint.base_url is not None)
-    instance, sandbox = pooled or await _start_own(step, run, spec, agent_name, a2a_agent_id, env)
-    run.services.sandboxes[instance.instance_id] = sandbox
-    agent = DeployedAgent(agent_name=agent_name, a2a_url=instance.base_url, sandbox=str(sandbox.root),
-                          instance_id=instance.instance_id, a2a_agent_id=a2a_agent_id,
-                          model=endpoint.model)
-    return agent, sandbox
+    return _Launch(spec, {**_model_env(endpoint), **(extra_env or {})}, endpoint)
+
+
+async def launch_early(step: StepModel, *, agent_name: str, a2a_agent_id: str, model: str | None,
+                       extra_env: dict[str, str] | None) -> None:
+    """Launch the agent of ``step`` now, as its step will (see :mod:`prefect_agentenv.steps.lookahead`);
+    the step takes it if it would launch it the same way. Not with a warm pool or a live URL."""
+    from prefect_agentenv.runtime.pool import active_pool
+
+    run = current_run()
+    launch = await _agent_launch(run, step, a2a_agent_id=a2a_agent_id, role="agent", model=model, extra_env=extra_env)
+    if active_pool() is not None or launch.spec.kind == "url" or step.id in run.services.early_agents:
+        return
+    started = asyncio.ensure_future(_start_own(step, run, launch.spec, agent_name, a2a_agent_id, launch.env))
+    run.services.early_agents[step.id] = (launch.key, started)
 
 
 async def _start_own(step: StepModel, run: RunResources, spec: LaunchSpec, agent_name: str, a2a_agent_id: str,

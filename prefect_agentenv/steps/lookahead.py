@@ -1,12 +1,14 @@
-"""What a run can start before its steps ask: the mock model its agents will call.
+"""What a run can start before its steps ask: its agent, and the mock model its agents call.
 
-An agent that calls a model, in a run with no model endpoint configured, is given the built-in
-mock model: a server of the run's own, ~0.5 s from spawn to ready. Started when the agent is
-deployed, that half second sits on the run's critical path between the env being ready and the
-agent starting. The lookahead starts it with the run, beside the first envs: it resolves each
-``deploy_agent`` step's agent (the same lookup the step makes, shared through the run) and, when
-one calls a model and the mock would answer it, starts the mock model the step will then find
-running. A guess it gets wrong costs a lookup, never a result: the step decides as before.
+A ``deploy_agent`` step waits for the envs it is given, but only to configure the agent: the
+process itself needs none of them (they reach it through its mcp-config extension). In a run with
+one ``deploy_agent`` step, the lookahead launches that agent with the run, beside the envs, the
+way the step would (same resolution, sandbox, concurrency slot, model and environment); the step
+then takes the running agent and configures it. With several agents (an agent's model may come
+from the one deployed before it) the lookahead starts only the mock model, when one of them calls
+a model and no endpoint is configured (~0.5 s from spawn to ready, otherwise waited for at
+deploy time). A launch whose step never runs (an env failed, the run was stopped) is stopped with
+the rest at teardown; an error is met by the step, in its own place.
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ import contextlib
 import functools
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 from prefect_agentenv.runtime.run import RunResources
-from prefect_agentenv.steps.agent_support import MODEL_ROLE_OF, effective_agent_id, model_for
+from prefect_agentenv.steps.agent_support import MODEL_ROLE_OF, effective_agent_id, launch_early, model_for
 from prefect_agentenv.steps.base import StepModel
 from prefect_agentenv.steps.deploy_agent import DEFAULT_AGENT_ID, DeployAgentStep
 
@@ -28,16 +31,22 @@ logger = logging.getLogger("prefect_agentenv.agents")
 def start_lookahead(run: RunResources, steps: Sequence[StepModel]) -> asyncio.Task[None] | None:
     """Start the lookahead of a run about to execute ``steps`` (None when there is nothing to do).
     Must run inside the run (``bind_run``); :func:`stop_lookahead` ends it before teardown."""
-    agents = [(effective_agent_id(run, s.agent_name, s.a2a_agent_id or DEFAULT_AGENT_ID), s.model)
-              for s in steps if isinstance(s, DeployAgentStep)]
+    agents = [s for s in steps if isinstance(s, DeployAgentStep)]
     if not agents:
         return None
-    return asyncio.ensure_future(_warm_models(run, agents))
+    return asyncio.ensure_future(_look_ahead(run, agents))
 
 
 async def stop_lookahead(run: RunResources, lookahead: asyncio.Task[None] | None) -> None:
-    """End the lookahead and a mock model start no step waits for, so teardown sees all it started."""
-    pending = [t for t in (lookahead, run.services.mock_model_start) if t is not None and not t.done()]
+    """End the lookahead, and the launches no step took, so teardown sees all they started."""
+    pending: list[asyncio.Future[Any]] = [t for t in (lookahead, run.services.mock_model_start)
+                                          if t is not None and not t.done()]
+    for _, launch in run.services.early_agents.values():  # their steps never ran (an env failed, a stop)
+        if not launch.done():
+            pending.append(launch)
+        elif not launch.cancelled():
+            launch.exception()  # retrieved: its step was skipped, its error is not the run's
+    run.services.early_agents.clear()
     for task in pending:
         task.cancel()
     for task in pending:
@@ -45,15 +54,35 @@ async def stop_lookahead(run: RunResources, lookahead: asyncio.Task[None] | None
             await task
 
 
+async def _look_ahead(run: RunResources, agents: list[DeployAgentStep]) -> None:
+    try:
+        if len(agents) == 1:
+            await _launch(run, agents[0])
+        else:
+            await _warm_models(run, [(_agent_id(run, s), s.model) for s in agents])
+    except Exception as exc:  # noqa: BLE001 - the step that needs it meets the same problem in its place
+        logger.debug("lookahead stopped: %s", exc)
+
+
+async def _launch(run: RunResources, step: DeployAgentStep) -> None:
+    """The run's one agent, launched beside the envs it will be given: starting it does not need
+    them (they reach it through its mcp-config extension once it is deployed)."""
+    await launch_early(step, agent_name=step.agent_name, a2a_agent_id=_agent_id(run, step),
+                       model=step.model or run.overrides.model, extra_env=step.env_vars or None)
+
+
+def _agent_id(run: RunResources, step: DeployAgentStep) -> str:
+    return effective_agent_id(run, step.agent_name, step.a2a_agent_id or DEFAULT_AGENT_ID)
+
+
 async def _warm_models(run: RunResources, agents: list[tuple[str, str | None]]) -> None:
+    """Several agents: only the mock model is started early (an agent's model may come from the
+    one deployed before it)."""
     from prefect_agentenv.resolution.servers import resolve_agent
     from prefect_agentenv.steps.pooling import resolve_once
 
-    try:
-        for agent_id, model in dict.fromkeys(agents):
-            resolved = await resolve_once(("agent", agent_id), functools.partial(resolve_agent, agent_id))
-            if resolved.uses_model:
-                await model_for(run, MODEL_ROLE_OF.get(agent_id, "agent"), model or run.overrides.model)
-                return  # one mock model serves the whole run
-    except Exception as exc:  # noqa: BLE001 - the step that needs it meets the same problem in its place
-        logger.debug("lookahead stopped: %s", exc)
+    for agent_id, model in dict.fromkeys(agents):
+        resolved = await resolve_once(("agent", agent_id), functools.partial(resolve_agent, agent_id))
+        if resolved.uses_model:
+            await model_for(run, MODEL_ROLE_OF.get(agent_id, "agent"), model or run.overrides.model)
+            return  # one mock model serves the whole run

@@ -35,6 +35,7 @@ async def run(tmp_path: Path) -> AsyncIterator[RunResources]:
     try:
         yield resources
     finally:
+        await stop_lookahead(resources, None)  # launches a test left running
         await resources.teardown.stop_all(10)
         unbind_run(token)
 
@@ -89,8 +90,47 @@ async def test_a_run_ending_while_the_mock_model_starts_leaves_no_process(run: R
     await stop_lookahead(run, lookahead)
     assert run.services.mock_model_url is None and run.services.mock_model_start is None
     assert not [e.label for e in run.teardown.pending() if e.kind == "model"]
-    assert not _mock_processes(run)
+    await run.teardown.stop_all(10)
+    assert await _all_gone(run)
+
+
+async def test_the_one_agent_is_launched_beside_the_envs_and_taken_by_its_step(run: RunResources) -> None:
+    steps = _steps("scripted")
+    lookahead = start_lookahead(run, steps)
+    assert lookahead is not None
+    await asyncio.wait_for(lookahead, 30)
+    launched, started = run.services.early_agents["agent-0"]
+    early_instance, _ = await asyncio.wait_for(started, 60)
+    agent, sandbox = await agent_support.start_agent(steps[1], agent_name="a0", a2a_agent_id="scripted")
+    assert agent.instance_id == early_instance.instance_id and run.services.early_agents == {}
+    assert [e.kind for e in run.teardown.pending() if e.kind == "agent"] == ["agent"]  # launched once
+    assert (await run.services.http.get(agent.a2a_url + "/.well-known/agent-card.json")).status_code == 200  # type: ignore[union-attr]
+    assert sandbox.root.is_dir()
+
+
+async def test_an_agent_launched_for_a_step_that_never_runs_is_stopped_at_teardown(run: RunResources) -> None:
+    lookahead = start_lookahead(run, _steps("scripted"))
+    for _ in range(3000):
+        if _mock_processes(run):
+            break
+        await asyncio.sleep(0.01)
+    assert _mock_processes(run), "the lookahead never launched the agent"
+    await stop_lookahead(run, lookahead)  # the run ends: its env failed, say
+    assert run.services.early_agents == {}
+    await run.teardown.stop_all(10)
+    assert await _all_gone(run)
+
+
+async def _all_gone(run: RunResources) -> bool:
+    """No process of the run is left once SIGKILL has been delivered (a killed process may show in
+    ``/proc`` for a moment)."""
+    for _ in range(100):
+        if not _mock_processes(run):
+            return True
+        await asyncio.sleep(0.05)
+    return False
 
 
 def _mock_processes(run: RunResources) -> list[int]:
+    """The processes the run started (mock model, agents): they carry its run id."""
     return _marked_processes({run.run_id}).get(run.run_id, [])
