@@ -31,6 +31,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -268,14 +269,34 @@ async def spawn_supervised(argv: list[str], *, env: dict[str, str], cwd: Path | 
     if _prctl is not None:
         argv = [sys.executable, "-I", "-S", _SUPERVISOR, str(os.getpid()), "--", *argv]
 
+    # A caller cancelled while the spawner thread starts the process must not leave it running:
+    # whichever side comes second (the thread with its process, the caller with its cancel) kills it.
+    lock = threading.Lock()
+    handed: list[subprocess.Popen[bytes]] = []
+    abandoned = False
+
     def popen() -> subprocess.Popen[bytes]:
-        return subprocess.Popen(
+        process = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, env=env, cwd=cwd,
             start_new_session=True,
             preexec_fn=functools.partial(_die_with_parent, os.getpid()) if _prctl is not None else None,
         )
+        with lock:
+            handed.append(process)
+            orphan = abandoned
+        if orphan:
+            _kill_now(process)
+        return process
 
-    return await asyncio.get_running_loop().run_in_executor(_spawner, popen)
+    try:
+        return await asyncio.shield(asyncio.get_running_loop().run_in_executor(_spawner, popen))
+    except asyncio.CancelledError:
+        with lock:
+            abandoned = True
+            started = list(handed)
+        for process in started:
+            _kill_now(process)
+        raise
 
 
 def _check_runnable(argv: list[str], *, cwd: Path | None, env: dict[str, str]) -> None:

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from pathlib import Path
 
 import httpx
@@ -249,3 +250,33 @@ def test_an_instance_dies_when_the_process_that_launched_it_is_sigkilled(workdir
         parent.send_signal(signal.SIGKILL)
         parent.wait(10)
     assert wait_gone(instance_pid)
+
+
+@pytest.mark.parametrize("after_s", [0.0, 0.001, 0.005, 0.02])
+async def test_a_start_cancelled_while_the_process_is_spawned_leaves_nothing_running(tmp_path: Path,
+                                                                                     after_s: float) -> None:
+    # The spawn happens in a worker thread: a cancel landing meanwhile must still stop what it starts.
+    from prefect_agentenv.runtime.process import _spawner, spawn_supervised
+    from prefect_agentenv.runtime.sweep import RUN_MARKER, _marked_processes
+
+    marker = f"spawn-cancel-{uuid.uuid4().hex[:8]}"
+    env = {**os.environ, RUN_MARKER: marker}
+    with (tmp_path / "out").open("ab") as out:
+        started = asyncio.ensure_future(spawn_supervised([sys.executable, "-c", "import time; time.sleep(60)"],
+                                                         env=env, cwd=None, stdout=out, stderr=out))
+        await asyncio.sleep(after_s)
+        started.cancel()
+        try:
+            process = await started
+        except asyncio.CancelledError:
+            process = None
+        if process is not None:  # the spawn finished before the cancel: the caller owns its group
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    # The one spawner thread has finished that spawn (and its kill) once it runs the next job.
+    await asyncio.get_running_loop().run_in_executor(_spawner, lambda: None)
+    for _ in range(100):
+        if not _marked_processes({marker}).get(marker):
+            break
+        await asyncio.sleep(0.05)
+    assert not _marked_processes({marker}).get(marker)
