@@ -8,7 +8,6 @@ endpoint is configured the built-in mock model is started for the run and labell
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import sys
 from dataclasses import dataclass
@@ -142,9 +141,11 @@ class _Launch:
 
     @property
     def key(self) -> str:
-        """What an agent launched early must have been launched with to be taken."""
-        return json.dumps([self.spec.model_dump(mode="json", exclude={"secret_env"}),
-                           sorted(self.spec.secret_values().items()), sorted(self.env.items())], default=str)
+        """What an agent launched early must have been launched with to be taken (the warm pool's
+        rule for handing an instance out again)."""
+        from prefect_agentenv.runtime.pool import WarmPool
+
+        return WarmPool.key("agent", "early", self.spec, self.env)
 
     @property
     def per_run_model(self) -> bool:
