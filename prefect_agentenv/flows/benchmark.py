@@ -53,8 +53,8 @@ from prefect_agentenv.flows.links import run_url
 from prefect_agentenv.flows.task_tags import benchmark_task_run_tags, only_tags
 from prefect_agentenv.flows.report import TaskReport, artifact_key, verification_rows
 from prefect_agentenv.flows.results import ResultsStore, crashed_result, read_results, result_from_report, task_key
-from prefect_agentenv.flows.view_data import benchmark_view, publish_benchmark_report
-from prefect_agentenv.viewer import write
+from prefect_agentenv.flows.view_data import benchmark_report_files, publish_benchmark_report
+from prefect_agentenv.viewer import write_files
 from prefect_agentenv.grading.benchmark_stats import (
     BenchmarkSummary,
     RunKey,
@@ -67,6 +67,7 @@ from prefect_agentenv.grading.outcome import Outcome
 from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.runtime.overrides import RunOverrides
 from prefect_agentenv.runtime.pool import WarmPool, bind_pool, unbind_pool
+from prefect_agentenv.runtime.run import bind_lookups, unbind_lookups
 from prefect_agentenv.settings import get_settings
 
 logger = logging.getLogger("prefect_agentenv.benchmark")
@@ -222,14 +223,27 @@ class _Runner:
                     except Exception as exc:  # the progress bar is a view; a failed update must not stop the rest
                         logger.warning("could not update the progress artifact: %s", exc)
 
-        async with self._warm_pool():
+        async with self._shared():
             await asyncio.gather(*(one(k) for k in pending))
         return await self._finish()
 
     @contextlib.asynccontextmanager
+    async def _shared(self) -> AsyncIterator[None]:
+        """What the task runs in this process share: one lookup of each block (always) and, with
+        ``pool: true``, one warm pool."""
+        if self.dispatch != "subflow":
+            yield
+            return
+        lookups = bind_lookups({})
+        try:
+            async with self._warm_pool():
+                yield
+        finally:
+            unbind_lookups(lookups)
+
+    @contextlib.asynccontextmanager
     async def _warm_pool(self) -> AsyncIterator[None]:
-        """With ``pool: true`` (and task runs in this process), one warm pool for all task runs."""
-        if not self.bench.pool or self.dispatch != "subflow":
+        if not self.bench.pool:
             yield
             return
         pool = WarmPool(workdir=get_settings().runs_dir / f"pool-{self.run_id}")
@@ -358,7 +372,8 @@ class _Runner:
                                  previous_run_id=previous.run_id)
         await asyncio.to_thread(self.results.record_finished, summary)
         markdown = summary_markdown(summary, comparison, results, title=f"{self.bench.name} — run {self.run_id}")
-        html_url = await self._publish_html(headline_text(summary))
+        report_files = await self._report_files(headline_text(summary))
+        html_url = await self._publish_html(report_files)
         if html_url:
             opens = self.store.browser_url(html_url) or html_url  # presigned when the store is S3
             markdown += f"\n\n**HTML report** (charts, trend, a transcript per task run): [{html_url}]({opens})\n"
@@ -376,26 +391,38 @@ class _Runner:
             results_url=self.results.results_url, report_url=html_url, markdown=markdown)
         out = result.model_dump(mode="json")
         if self.report_dir:
-            await asyncio.to_thread(self._write_html, self.report_dir / "html")
+            await asyncio.to_thread(self._write_html, report_files, self.report_dir / "html")
             (self.report_dir / "summary.md").write_text(markdown)
             (self.report_dir / "summary.json").write_text(json.dumps(out, indent=2, default=str))
         _emit("summary", out)
         self.store.close()
         return result
 
-    def _write_html(self, folder: Path) -> None:
+    async def _report_files(self, headline: str) -> dict[str, str | bytes] | None:
+        """The run's HTML report, rendered once for the store and the report folder; a failure is
+        logged, never fatal."""
         try:
-            view, files = benchmark_view(self.store, self.bench.slug, self.run_id,
-                                         title=f"{self.bench.name} — run {self.run_id}")
-            write(view, folder, files)
+            return await asyncio.to_thread(benchmark_report_files, self.store, self.bench.slug, self.run_id,
+                                           title=f"{self.bench.name} — run {self.run_id}", headline=headline)
         except (AgentEnvError, OSError, ValueError) as exc:
+            logger.warning("could not render the HTML report of run %s: %s", self.run_id, exc)
+            return None
+
+    def _write_html(self, files: dict[str, str | bytes] | None, folder: Path) -> None:
+        if files is None:
+            return
+        try:
+            write_files(files, folder)
+        except OSError as exc:
             logger.warning("could not write the HTML report to %s: %s", folder, exc)
 
-    async def _publish_html(self, headline: str) -> str | None:
+    async def _publish_html(self, files: dict[str, str | bytes] | None) -> str | None:
         """The HTML report in the run's folder of the store; a failure is logged, never fatal."""
+        if files is None:
+            return None
         try:
             return await asyncio.to_thread(publish_benchmark_report, self.store, self.bench.slug, self.run_id,
-                                           title=f"{self.bench.name} — run {self.run_id}", headline=headline)
+                                           files=files)
         except (AgentEnvError, OSError, ValueError) as exc:
             logger.warning("could not publish the HTML report of run %s: %s", self.run_id, exc)
             return None

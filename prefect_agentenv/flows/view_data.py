@@ -73,16 +73,25 @@ def benchmark_view(store: ArtifactBackend, slug: str, run_id: str | None = None,
     return _attach(view, store)
 
 
+def benchmark_report_files(store: ArtifactBackend, slug: str, run_id: str, *, title: str | None = None,
+                           headline: str | None = None) -> dict[str, str | bytes]:
+    """Every file of a benchmark run's HTML report (its pages, then the records copied beside them),
+    by path inside the report's folder."""
+    view, files = benchmark_view(store, slug, run_id, title=title, headline=headline)
+    return {**render(view), **files}
+
+
 def publish_benchmark_report(store: ArtifactBackend, slug: str, run_id: str, *, title: str | None = None,
-                             headline: str | None = None) -> str:
-    """Render a benchmark run's HTML report into its run folder and return the index page's URL.
+                             headline: str | None = None, files: dict[str, str | bytes] | None = None) -> str:
+    """Put a benchmark run's HTML report (``files``, else rendered here) into its run folder and
+    return the index page's URL.
 
     The pages go to ``benchmarks/<slug>/<run id>/report/``, the copied records under its ``files/``.
     """
-    view, files = benchmark_view(store, slug, run_id, title=title, headline=headline)
+    if files is None:
+        files = benchmark_report_files(store, slug, run_id, title=title, headline=headline)
     folder = f"{run_folder(slug, run_id)}/{REPORT_FOLDER}"
-    pages: dict[str, str | bytes] = {**render(view), **files}
-    for rel, content in pages.items():
+    for rel, content in files.items():
         store.put_object(f"{folder}/{rel}", content)
     return store.object_url(f"{folder}/index.html")
 

@@ -14,8 +14,8 @@ the instances it started and hands an idle one to the next task run that deploys
   endpoint outlives the task run (not a per-run mock model);
 * an instance that stopped answering is replaced, not handed out;
 * the blocks an env or agent id resolves to (and the model endpoint) are looked up once per
-  benchmark run (:meth:`WarmPool.remember`): a block edited while a pooled benchmark runs applies
-  to its next run, as the instances started from it do.
+  benchmark run, pooled or not (:func:`~prefect_agentenv.runtime.run.lookups_of`): a block edited
+  while a benchmark runs applies to its next run, as the instances started from it do.
 
 Instances are keyed by what would make them differ (id, launch spec, environment given to the
 process); the pool stops everything when the benchmark ends. Steps find the pool with
@@ -32,19 +32,16 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
 
 import httpx
 
 from prefect_agentenv.exceptions import DeployError
 from prefect_agentenv.runtime.launch import Instance, Launcher, LaunchSpec, wait_until_ready
 from prefect_agentenv.runtime.sandbox import Sandbox
-from prefect_agentenv.runtime.run import shared_lookup
 
 logger = logging.getLogger("prefect_agentenv.runtime.pool")
 
 _LIVENESS_TIMEOUT = 2.0
-_T = TypeVar("_T")
 
 
 @dataclass
@@ -70,13 +67,6 @@ class WarmPool:
     workdir: Path
     _idle: dict[str, list[Warm]] = field(default_factory=dict)
     _all: list[Warm] = field(default_factory=list)
-    _lookups: dict[tuple[str, ...], asyncio.Future[Any]] = field(default_factory=dict)
-
-    async def remember(self, key: tuple[str, ...], lookup: Callable[[], Awaitable[_T]]) -> _T:
-        """The first successful ``lookup`` of ``key`` in this pool's benchmark run, shared by the task
-        runs after it (block lookups are Prefect API round trips on every task run's critical path).
-        A failed lookup is not kept: the next task run asks again."""
-        return await shared_lookup(self._lookups, key, lookup)
 
     @staticmethod
     def key(kind: str, name: str, spec: LaunchSpec, extra_env: dict[str, str] | None = None) -> str:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # only named in annotations: `validate` imports the steps, wh
 _T = TypeVar("_T")
 
 
-async def shared_lookup(table: dict[tuple[str, ...], asyncio.Future[Any]], key: tuple[str, ...],
+async def shared_lookup(table: Lookups, key: tuple[str, ...],
                         lookup: Callable[[], Awaitable[_T]]) -> _T:
     """The first successful ``lookup()`` of ``key`` in ``table``, shared by everyone who asks after
     it, including while it is still in flight (a block lookup is a Prefect API round trip). A
@@ -41,6 +41,30 @@ async def shared_lookup(table: dict[tuple[str, ...], asyncio.Future[Any]], key: 
         if table.get(key) is found:
             del table[key]
         raise
+
+
+Lookups = dict[tuple[str, ...], asyncio.Future[Any]]
+"""Block lookups in flight or done, by key (see :func:`shared_lookup`)."""
+
+_benchmark_lookups: contextvars.ContextVar[Lookups | None] = contextvars.ContextVar(
+    "prefect_agentenv_benchmark_lookups", default=None)
+
+
+def bind_lookups(table: Lookups) -> contextvars.Token[Lookups | None]:
+    """Share ``table`` among the runs started in this context (a benchmark's task runs in its process)."""
+    return _benchmark_lookups.set(table)
+
+
+def unbind_lookups(token: contextvars.Token[Lookups | None]) -> None:
+    _benchmark_lookups.reset(token)
+
+
+def lookups_of(run: RunResources) -> Lookups:
+    """Where ``run`` shares its block lookups: its benchmark run's table when it runs in one (each
+    env, agent and model-endpoint block is read once per benchmark run, not once per task run),
+    else its own."""
+    table = _benchmark_lookups.get()
+    return run.services.lookups if table is None else table
 
 
 @dataclass
@@ -70,8 +94,8 @@ class RunServices:
     early_agents: dict[str, tuple[str, asyncio.Future[Any]]] = field(default_factory=dict)
     """Agents the run's lookahead launched before their step, by step id: what they were launched
     with, and the launch (an instance and its sandbox)."""
-    lookups: dict[tuple[str, ...], asyncio.Future[Any]] = field(default_factory=dict)
-    """Block lookups by key, shared by the run's steps (see :func:`shared_lookup`)."""
+    lookups: Lookups = field(default_factory=dict)
+    """Block lookups by key, shared by the run's steps (see :func:`lookups_of`)."""
     user_contexts: dict[str, str | None] = field(default_factory=dict)
     """The A2A context of the simulated user of each multi-turn prompt, by step id."""
     started_in_task: set[str] = field(default_factory=set)

@@ -83,8 +83,12 @@ async def _mcp_url(step: DeployEnvStep, instance: Instance) -> str:
     """The card's MCP interface when it declares one, else the launcher's default path."""
     from prefect_agentenv.protocols.env import EnvClient
 
+    run = current_run()
+    # Registered as the instance's data-plane client, so the steps after this one reuse the card.
+    client = run.services.env_clients.setdefault(
+        instance.instance_id, EnvClient(instance.base_url, http_client(run), name=step.env_id))
     try:
-        card = await EnvClient(instance.base_url, http_client(current_run()), name=step.env_id).card()
+        card = await client.card()
     except ProtocolError as exc:
         if exc.code != 404:  # no card at all is an MCP-only server; anything else is worth saying
             logger.warning("deploy_env %s: %s; its MCP endpoint is taken as %s", step.id, exc, instance.mcp_url)

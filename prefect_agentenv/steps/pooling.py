@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from prefect_agentenv.exceptions import DeployError
-from prefect_agentenv.runtime.run import RunResources, current_run, shared_lookup
+from prefect_agentenv.runtime.run import RunResources, current_run, lookups_of, shared_lookup
 from prefect_agentenv.runtime.sandbox import Sandbox, create_sandbox
 from prefect_agentenv.steps.base import StepModel
 from prefect_agentenv.steps.services import http_client
@@ -26,14 +26,9 @@ _T = TypeVar("_T")
 
 
 async def resolve_once(key: tuple[str, ...], lookup: Callable[[], Awaitable[_T]]) -> _T:
-    """The run's first result of ``lookup()`` (the run's lookahead may have asked already), or with
-    a warm pool the benchmark run's first (see WarmPool.remember)."""
-    from prefect_agentenv.runtime.pool import active_pool
-
-    pool = active_pool()
-    if pool is None:
-        return await shared_lookup(current_run().services.lookups, key, lookup)
-    return await pool.remember(key, lookup)
+    """The first result of ``lookup()`` in this run (its lookahead may have asked already), or in
+    its benchmark run when it runs in one (see :func:`~prefect_agentenv.runtime.run.lookups_of`)."""
+    return await shared_lookup(lookups_of(current_run()), key, lookup)
 
 
 async def pooled_env(step: StepModel, env_id: str, spec: LaunchSpec) -> Instance | None:
@@ -54,7 +49,8 @@ async def pooled_env(step: StepModel, env_id: str, spec: LaunchSpec) -> Instance
 
     warm = await _acquire(pool, key, start, step, run)
     if warm.uses > 1:
-        client = EnvClient(warm.instance.base_url, http_client(run), name=env_id)
+        client = run.services.env_clients.setdefault(
+            warm.instance.instance_id, EnvClient(warm.instance.base_url, http_client(run), name=env_id))
         if await client.supports("data/reset"):
             await client.data_reset()
     _give_back_at_teardown(run, pool, key, warm, step, kind="env", key_name=env_id)

@@ -8,7 +8,7 @@ object store.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from html import escape
 from pathlib import Path
 from statistics import fmean
@@ -31,11 +31,17 @@ def render(view: ReportView) -> dict[str, str]:
 
 def write(view: ReportView, folder: Path, attachments: dict[str, bytes] | None = None) -> Path:
     """Write the pages (and the copied records) under ``folder``; return the index page's path."""
-    files: dict[str, bytes] = {rel: html.encode() for rel, html in render(view).items()}
-    for rel, content in {**files, **(attachments or {})}.items():
+    files: dict[str, str | bytes] = {**render(view), **(attachments or {})}
+    return write_files(files, folder)
+
+
+def write_files(files: Mapping[str, str | bytes], folder: Path) -> Path:
+    """Write a rendered report (pages and records, by path inside it) under ``folder``; return the
+    index page's path."""
+    for rel, content in files.items():
         target = folder / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(content)
+        target.write_bytes(content.encode() if isinstance(content, str) else content)
     return folder / "index.html"
 
 

@@ -65,10 +65,11 @@ async def test_a_pooled_task_run_sees_a_clean_env_and_sandbox_after_one_that_wro
     assert not (Path(reader["context"]["deployed_agents"]["assistant"]["sandbox"])).exists()
 
 
-async def test_a_pool_looks_each_block_up_once_and_retries_a_failed_lookup(tmp_path: Path) -> None:
-    from prefect_agentenv.runtime.pool import WarmPool
+async def test_a_shared_lookup_keeps_a_success_and_asks_again_after_a_failure() -> None:
+    from prefect_agentenv.runtime.run import shared_lookup
 
-    pool, calls = WarmPool(workdir=tmp_path), []
+    table: dict[tuple[str, ...], Any] = {}
+    calls = []
 
     async def lookup() -> str:
         calls.append(1)
@@ -77,6 +78,34 @@ async def test_a_pool_looks_each_block_up_once_and_retries_a_failed_lookup(tmp_p
         return "spec"
 
     with pytest.raises(ConnectionError):
-        await pool.remember(("env", "email"), lookup)
-    assert [await pool.remember(("env", "email"), lookup) for _ in range(3)] == ["spec"] * 3
+        await shared_lookup(table, ("env", "email"), lookup)
+    assert [await shared_lookup(table, ("env", "email"), lookup) for _ in range(3)] == ["spec"] * 3
     assert len(calls) == 2  # the failure was not kept; the success was
+
+
+@pytest.mark.parametrize(("task_runs_as", "pool"), [("tasks", False), ("subflows", False), ("subflows", True)])
+async def test_a_benchmark_looks_each_block_up_once_for_all_its_task_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, task_runs_as: str, pool: bool) -> None:
+    """Block lookups are Prefect API round trips: a benchmark run reads each env, agent and model
+    endpoint block once, whether its task runs are subflows or task runs, pooled or not."""
+    from prefect_agentenv.resolution import block_lookup, models, servers
+
+    looked_up: list[tuple[str, str]] = []
+
+    async def counted(block_type: Any, name: str) -> Any:
+        looked_up.append((block_type.__name__, name))
+        return await block_lookup.load_block(block_type, name)
+
+    for module in (servers, models):
+        monkeypatch.setattr(module, "load_block", counted)
+    bench = tmp_path / "bench.yaml"
+    bench.write_text(yaml.safe_dump({"name": "Lookups", "slug": f"lookups-{task_runs_as}-{str(pool).lower()}", "concurrency": 2,
+                                     "epochs": 3, "pool": pool, "task_runs_as": task_runs_as,
+                                     "tasks": [{"id": "reader", "steps": steps(write=False)[:3]}]}))
+
+    state = await benchmark(path=str(bench), return_state=True)
+
+    assert state.is_completed(), state.message
+    assert (await state.aresult())["counts"]["passed"] == 3
+    assert looked_up, "the env and agent ids were never looked up as blocks"
+    assert sorted(looked_up) == sorted(set(looked_up)), looked_up  # each once, for three task runs
