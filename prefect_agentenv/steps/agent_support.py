@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +28,6 @@ if TYPE_CHECKING:  # the runtime (A2A client, launchers, models, pools) loads on
 
 logger = logging.getLogger("prefect_agentenv.agents")
 
-MOCK_MODEL_MODULE = "prefect_agentenv.agents.mock_model"
 # Each reference agent's role: which model endpoint role its model comes from ("agent" otherwise).
 MODEL_ROLE_OF = {"judge": "judge", "user-sim": "user"}
 
@@ -87,18 +85,17 @@ async def ensure_mock_model(run: RunResources) -> str:
 
 
 async def _start_mock_model(run: RunResources) -> str:
-    from prefect_agentenv.runtime.launch import LaunchSpec
+    """The run's mock model, served from this process (see ``agents.mock_model.in_process``)."""
+    from prefect_agentenv.agents.mock_model.in_process import serve_mock_model
+    from prefect_agentenv.runtime.launch import new_instance_id
 
-    spec = LaunchSpec(command=[sys.executable, "-m", MOCK_MODEL_MODULE, "--host", "{host}", "--port", "{port}"],
-                      ready_path="/health", startup_timeout_seconds=60)
-    launcher = launchers(run).for_spec(spec)
     try:
-        instance = await launcher.start(spec, name="mock-model", workdir=run.workdir / "models")
+        server = await serve_mock_model()
     except BaseException:
         run.services.mock_model_start = None  # the next step that needs it tries again
         raise
-    run.teardown.add(f"mock model ({instance.instance_id})", lambda: launcher.stop(instance), kind="model")
-    url = run.services.mock_model_url = f"{instance.base_url}/v1"
+    run.teardown.add(f"mock model ({new_instance_id('mock-model')})", server.stop, kind="model")
+    url = run.services.mock_model_url = f"{server.base_url}/v1"
     logger.info("no model endpoint configured: the built-in mock model serves at %s (output labelled mock)", url)
     return url
 

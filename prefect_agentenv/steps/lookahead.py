@@ -6,8 +6,8 @@ one ``deploy_agent`` step, the lookahead launches that agent with the run, besid
 way the step would (same resolution, sandbox, concurrency slot, model and environment); the step
 then takes the running agent and configures it. With several agents (an agent's model may come
 from the one deployed before it) the lookahead starts only the mock model, when one of them calls
-a model and no endpoint is configured (~0.5 s from spawn to ready, otherwise waited for at
-deploy time). A launch whose step never runs (an env failed, the run was stopped) is stopped with
+a model and no endpoint is configured (its model-endpoint block lookup and start, otherwise
+waited for at deploy time). A launch whose step never runs (an env failed, the run was stopped) is stopped with
 the rest at teardown; an error is met by the step, in its own place.
 """
 

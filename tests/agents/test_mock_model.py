@@ -264,3 +264,28 @@ async def test_an_endpoint_nobody_listens_on_is_a_protocol_error() -> None:
     async with OpenAIClient(f"http://127.0.0.1:{free_port()}/v1", timeout=2.0, max_retries=0) as model:
         with pytest.raises(ProtocolError, match="could not reach"):
             await model.chat([ChatMessage.user("x")], model="m")
+
+
+async def test_a_run_serves_its_own_mock_model_in_process_and_stopping_it_frees_the_port() -> None:
+    """What a run starts when no model is configured: the same API from this event loop, one
+    server (script queue, request log) per run, gone once stopped."""
+    from prefect_agentenv.agents.mock_model.in_process import serve_mock_model
+
+    first, second = await serve_mock_model(), await serve_mock_model()
+    try:
+        assert first.base_url != second.base_url
+        async with httpx.AsyncClient(timeout=5.0) as http:
+            assert (await http.get(first.base_url + "/health")).json() == {"status": "ok", "model": "mock"}
+            (await http.post(first.base_url + "/mock/script", json={"replies": ["scripted for the first run"]})
+             ).raise_for_status()
+        async with OpenAIClient(second.base_url + "/v1", timeout=5.0) as model:
+            other = (await model.chat([ChatMessage.user("hello")], model="m")).message.content
+        async with OpenAIClient(first.base_url + "/v1", timeout=5.0) as model:
+            mine = (await model.chat([ChatMessage.user("hello")], model="m")).message.content
+        assert (mine, other) == ("scripted for the first run", 'mock reply: received "hello"')
+    finally:
+        await first.stop()
+        await second.stop()
+    async with httpx.AsyncClient(timeout=2.0) as http:
+        with pytest.raises(httpx.ConnectError):
+            await http.get(first.base_url + "/health")

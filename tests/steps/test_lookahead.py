@@ -6,6 +6,7 @@ import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -80,18 +81,32 @@ async def test_a_document_without_agents_has_no_lookahead(run: RunResources) -> 
     assert start_lookahead(run, _steps()) is None
 
 
-async def test_a_run_ending_while_the_mock_model_starts_leaves_no_process(run: RunResources) -> None:
+async def test_a_run_ending_while_the_mock_model_starts_leaves_nothing_serving(run: RunResources) -> None:
     lookahead = start_lookahead(run, _steps("llm"))
-    for _ in range(3000):  # the agent is resolved, then the mock model's process is spawned
-        if _mock_processes(run):
+    for _ in range(3000):  # the agent is resolved, then the mock model starts
+        if run.services.mock_model_start is not None:
             break
-        await asyncio.sleep(0.01)
-    assert _mock_processes(run), "the lookahead never started the mock model"
+        await asyncio.sleep(0.001)
+    start = run.services.mock_model_start
+    assert start is not None, "the lookahead never started the mock model"
     await stop_lookahead(run, lookahead)
-    assert run.services.mock_model_url is None and run.services.mock_model_start is None
-    assert not [e.label for e in run.teardown.pending() if e.kind == "model"]
+    url = run.services.mock_model_url  # set only if the start had finished before the stop
     await run.teardown.stop_all(10)
-    assert await _all_gone(run)
+    assert not [e.label for e in run.teardown.pending() if e.kind == "model"]
+    if url is None:
+        assert start.cancelled() and run.services.mock_model_start is None
+    else:
+        assert not await _accepts(url)
+
+
+async def _accepts(url: str) -> bool:
+    parts = urlsplit(url)
+    try:
+        _, writer = await asyncio.open_connection(parts.hostname, parts.port)
+    except OSError:
+        return False
+    writer.close()
+    return True
 
 
 async def test_the_one_agent_is_launched_beside_the_envs_and_taken_by_its_step(run: RunResources) -> None:

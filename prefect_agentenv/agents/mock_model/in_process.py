@@ -1,0 +1,80 @@
+"""The mock model served from the calling process's event loop, for one run.
+
+A run that needs the mock model used to start it as a process of its own: a fresh interpreter
+importing Starlette and uvicorn, about a second of CPU, paid by every task run of a benchmark
+whose agent might call a model. Served here instead, it costs a listening socket and the
+handful of requests the run makes. Each run still gets its own server, with its own script
+queue and request log (:class:`~prefect_agentenv.agents.mock_model.app.MockModelState`), on its
+own loopback port, so the agents (separate processes) reach it the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import Iterator
+
+import uvicorn
+
+from prefect_agentenv.agents.mock_model.app import GRACEFUL_SHUTDOWN_SECONDS, build_app
+
+_STARTUP_TIMEOUT_SECONDS = 10.0
+
+
+class _GuestServer(uvicorn.Server):
+    """A uvicorn server inside a process it does not own: the host keeps its signal handlers (a
+    Ctrl-C stops the run, which stops this server at teardown) and its logging configuration."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+class InProcessMockModel:
+    """A running mock model; :meth:`stop` ends it."""
+
+    def __init__(self, server: uvicorn.Server, serving: asyncio.Task[None], base_url: str) -> None:
+        self._server, self._serving = server, serving
+        self.base_url = base_url
+        """``http://127.0.0.1:<port>``; the OpenAI-compatible API is under ``/v1``."""
+
+    async def stop(self) -> None:
+        """Close the socket and the connections (a held scripted delay is cut after
+        ``GRACEFUL_SHUTDOWN_SECONDS``)."""
+        self._server.should_exit = True
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._serving
+
+
+async def serve_mock_model(host: str = "127.0.0.1") -> InProcessMockModel:
+    """Start a mock model on a free port of ``host`` in this event loop; return once it listens.
+
+    Raises:
+        OSError: the port could not be bound or the server did not start.
+    """
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.bind((host, 0))
+    except OSError:
+        sock.close()
+        raise
+    config = uvicorn.Config(build_app(), log_config=None, access_log=False, lifespan="off",
+                            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS)
+    server = _GuestServer(config)
+    serving = asyncio.ensure_future(server.serve(sockets=[sock]))
+    try:
+        async with asyncio.timeout(_STARTUP_TIMEOUT_SECONDS):
+            while not server.started:
+                if serving.done():
+                    serving.result()  # raises what stopped it
+                    raise OSError("the mock model stopped while starting")
+                await asyncio.sleep(0.005)
+    except BaseException:
+        server.should_exit = True
+        serving.cancel()
+        sock.close()
+        raise
+    port = sock.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    return InProcessMockModel(server, serving, f"http://{shown}:{port}")
