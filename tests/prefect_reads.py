@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from uuid import UUID
 
 from prefect.client.orchestration import PrefectClient, get_client
@@ -22,9 +22,12 @@ DEADLINE_SECONDS = 30.0
 
 
 async def settled_task_runs(flow_run_ids: Sequence[UUID], client: PrefectClient | None = None,
-                            deadline: float = DEADLINE_SECONDS, at_least: int = 1) -> list[TaskRun]:
+                            deadline: float = DEADLINE_SECONDS, at_least: int = 1,
+                            until: Callable[[TaskRun], bool] | None = None) -> list[TaskRun]:
     """The task runs of these flow runs, once there are ``at_least`` of them and every one is in a final
-    state (or the deadline passed). Task runs themselves are recorded from events, so they can lag too."""
+    state and meets ``until`` (or the deadline passed). Task runs themselves are recorded from events, so
+    they can lag too; a retried task run passes through Failed, which is final, so a test that expects the
+    retry to have succeeded says so with ``until``."""
     async def read(c: PrefectClient) -> list[TaskRun]:
         return await c.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=list(flow_run_ids))))
 
@@ -35,7 +38,8 @@ async def settled_task_runs(flow_run_ids: Sequence[UUID], client: PrefectClient 
                 runs = await read(own)
         else:
             runs = await read(client)
-        settled = len(runs) >= at_least and all(r.state and r.state.is_final() for r in runs)
+        settled = len(runs) >= at_least and all(
+            r.state and r.state.is_final() and (until is None or until(r)) for r in runs)
         if settled or time.monotonic() > give_up:
             return runs
         await asyncio.sleep(0.2)

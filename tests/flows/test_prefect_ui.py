@@ -26,8 +26,9 @@ def doc(data: Any, task_id: str = "ui") -> Any:
     return result.document
 
 
-async def task_runs_of(flow_run_id: UUID, steps: int) -> dict[str, Any]:
-    return {r.name: r for r in await settled_task_runs([flow_run_id], at_least=steps)}
+async def task_runs_of(flow_run_id: UUID, steps: int, *, all_completed: bool = False) -> dict[str, Any]:
+    until = (lambda r: r.state.is_completed()) if all_completed else None
+    return {r.name: r for r in await settled_task_runs([flow_run_id], at_least=steps, until=until)}
 
 
 async def logs_of(task_run_id: UUID) -> list[str]:
@@ -76,7 +77,7 @@ async def test_a_step_that_retries_itself_is_one_task_run_with_several_attempts(
          "retry_config": {"retry_from_step_id": "flaky", "max_retries": 2, "retry_delay_seconds": 0}}]),
         return_state=True)
     assert state.is_completed(), state.message
-    runs = await task_runs_of(state.state_details.flow_run_id, 1)
+    runs = await task_runs_of(state.state_details.flow_run_id, 1, all_completed=True)
     assert list(runs) == ["flaky"]
     assert runs["flaky"].run_count == 2 and runs["flaky"].state.is_completed()
 
@@ -87,7 +88,7 @@ async def test_a_retried_span_shows_as_second_attempts_of_the_same_task_runs() -
         {"id": "flaky", "type": "test_fail", "fail_times": 1,
          "retry_config": {"retry_from_step_id": "setup", "max_retries": 1}}]), return_state=True)
     assert state.is_completed(), state.message
-    runs = await task_runs_of(state.state_details.flow_run_id, 2)
+    runs = await task_runs_of(state.state_details.flow_run_id, 2, all_completed=True)
     assert sorted(runs) == ["flaky", "setup"]
     assert runs["setup"].run_count == 2 and runs["flaky"].run_count == 2
     assert runs["flaky"].state.is_completed()

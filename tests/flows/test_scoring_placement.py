@@ -84,7 +84,8 @@ async def test_a_task_document_with_isolated_scoring_is_scored_in_a_fresh_env_an
     assert len(urls) == 2 and len({*urls, agent_env}) == 3  # each attempt in an env of its own
     assert verifications["checks"]["results"][0]["justification"] == "saw ***"  # resolved at scoring, redacted
     assert "late-value" not in json.dumps(report)
-    runs = await settled_task_runs([state.state_details.flow_run_id], at_least=7)
+    runs = await settled_task_runs([state.state_details.flow_run_id], at_least=7,
+                                   until=lambda r: r.name != "checks" or r.state.is_completed())
     assert {"ask", "state", "checks", "files"} <= {r.name for r in runs}  # verifiers are task runs still
     assert next(r for r in runs if r.name == "checks").run_count == 2  # one task run, two attempts
 
