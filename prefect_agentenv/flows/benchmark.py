@@ -50,6 +50,7 @@ from prefect_agentenv.flows.benchmark_result import BenchmarkRunResult
 from prefect_agentenv.flows.events import finished_events, task_result_event
 from prefect_agentenv.flows.fleet import cancel_flow_run, wait_for_flow_run
 from prefect_agentenv.flows.links import run_url
+from prefect_agentenv.flows.subflow_start import SubflowStarter, subflow_starter
 from prefect_agentenv.flows.task_tags import benchmark_task_run_tags, only_tags
 from prefect_agentenv.flows.report import TaskReport, artifact_key, verification_rows
 from prefect_agentenv.flows.results import ResultsStore, crashed_result, read_results, result_from_report, task_key
@@ -192,6 +193,8 @@ class _Runner:
         self.results = ResultsStore(self.store, bench.slug, self.run_id)
         self.done = 0
         self.progress_id: UUID | None = None
+        self.starter: SubflowStarter | None = None
+        """Starts this process's subflows while they run (``_subflow_starter``)."""
         self.verification_rows: list[JsonObject] = []
         """Rows of the verifications table artifact (Prefect's API takes them as JSON)."""
 
@@ -236,10 +239,23 @@ class _Runner:
             return
         lookups = bind_lookups({})
         try:
-            async with self._warm_pool():
+            async with self._warm_pool(), self._subflow_starter():
                 yield
         finally:
             unbind_lookups(lookups)
+
+    @contextlib.asynccontextmanager
+    async def _subflow_starter(self) -> AsyncIterator[None]:
+        """Subflows start through a client that retries a locked SQLite database at once (flows/subflow_start)."""
+        if self.bench.task_runs_as == "tasks":
+            yield
+            return
+        async with subflow_starter() as starter:
+            self.starter = starter
+            try:
+                yield
+            finally:
+                self.starter = None
 
     @contextlib.asynccontextmanager
     async def _warm_pool(self) -> AsyncIterator[None]:
@@ -311,10 +327,13 @@ class _Runner:
             # Imported here: defining the flow builds its parameter schema, which tasks-as-task-runs skip.
             from prefect_agentenv.flows.agent_task import agent_task, subflow_run_name
 
+            kwargs = {"task": task.document, "overrides": self.overrides, "step_task_runs": self.bench.step_task_runs}
             named = subflow_run_name.set(name)  # not with_options: that rebuilds the flow's parameter schema
             try:
-                state = await agent_task(task=task.document, overrides=self.overrides,
-                                         step_task_runs=self.bench.step_task_runs, return_state=True)
+                if self.starter is not None:
+                    state = await self.starter.run(agent_task, kwargs, name)
+                else:
+                    state = await agent_task(**kwargs, return_state=True)
             finally:
                 subflow_run_name.reset(named)
             data = await state.aresult(raise_on_failure=False)
