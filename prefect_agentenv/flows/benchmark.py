@@ -232,22 +232,24 @@ class _Runner:
 
     @contextlib.asynccontextmanager
     async def _shared(self) -> AsyncIterator[None]:
-        """What the task runs in this process share: one lookup of each block (always) and, with
-        ``pool: true``, one warm pool."""
-        if self.dispatch != "subflow":
-            yield
-            return
-        lookups = bind_lookups({})
-        try:
-            async with self._warm_pool(), self._subflow_starter():
+        """What the task runs in this process share: the client that starts their runs, one lookup of
+        each block (always) and, with ``pool: true``, one warm pool."""
+        async with self._subflow_starter():
+            if self.dispatch != "subflow":
                 yield
-        finally:
-            unbind_lookups(lookups)
+                return
+            lookups = bind_lookups({})
+            try:
+                async with self._warm_pool():
+                    yield
+            finally:
+                unbind_lookups(lookups)
 
     @contextlib.asynccontextmanager
     async def _subflow_starter(self) -> AsyncIterator[None]:
-        """Subflows start through a client that retries a locked SQLite database at once (flows/subflow_start)."""
-        if self.bench.task_runs_as == "tasks":
+        """Subflows and a fleet's flow runs start through a client that asks a locked SQLite
+        database again at once (flows/subflow_start); task runs recorded as tasks need none."""
+        if self.dispatch == "subflow" and self.bench.task_runs_as == "tasks":
             yield
             return
         async with subflow_starter() as starter:
@@ -361,7 +363,7 @@ class _Runner:
         cut short (the task's timeout, a cancelled benchmark) the flow run is cancelled too, so its worker
         tears its envs and agents down instead of running on unobserved."""
         flow_run = await arun_deployment(
-            self.deployment, parameters={"task": task.document.model_dump(mode="json", by_alias=True),
+            self.deployment, client=self.starter.client if self.starter else None, parameters={"task": task.document.model_dump(mode="json", by_alias=True),
                                          "overrides": self.overrides, "step_task_runs": self.bench.step_task_runs},
             flow_run_name=name, tags=run_tags, timeout=0, as_subflow=True)
         try:

@@ -10,7 +10,8 @@ it asks again; a benchmark's concurrent subflows start one after another, second
 
 :class:`SubflowStarter` makes those two writes itself, through a client whose transport asks
 again after 10 to 400 ms, then hands the flow run to Prefect's engine, which runs it exactly as
-``await flow(...)`` would: same parent task run, same flow run, same tags, same parameters.
+``await flow(...)`` would: same parent task run, same flow run, same tags, same parameters. A
+fleet's ``arun_deployment`` makes the same two writes and takes the same client.
 Prefect has no setting for its first back-off, so this is the one place that keeps a client of
 its own. It applies to plain-HTTP servers reached without a proxy (a local or self-hosted
 server); for anything else the benchmark calls the flow the ordinary way.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, cast
@@ -44,7 +46,8 @@ class LockedDatabaseRetry(httpx.AsyncBaseTransport):
     """An HTTP transport that answers a 503 by asking again after a short wait, a few times.
 
     The server answers 503 only for errors it rolled back and calls retryable, which Prefect's
-    client retries anyway, with any method; this only asks sooner.
+    client retries anyway, with any method; this only asks sooner. A 503 that says how long to
+    wait (``Retry-After``) goes straight to the client, which waits that long.
     """
 
     def __init__(self, inner: httpx.AsyncBaseTransport, delays: Sequence[float] = RETRY_DELAYS_S) -> None:
@@ -56,11 +59,12 @@ class LockedDatabaseRetry(httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         for delay in self._delays:
             response = await self._inner.handle_async_request(request)
-            if response.status_code != httpx.codes.SERVICE_UNAVAILABLE:
-                return response
+            if response.status_code != httpx.codes.SERVICE_UNAVAILABLE or "retry-after" in response.headers:
+                return response  # a wait asked for by name is Prefect's client's to honour
             await response.aclose()
             self.retried += 1
-            await asyncio.sleep(delay)
+            # Jittered, so subflows refused together do not all ask again at the same moment.
+            await asyncio.sleep(delay * random.uniform(0.5, 1.5))
         return await self._inner.handle_async_request(request)
 
     async def aclose(self) -> None:
@@ -81,6 +85,11 @@ class SubflowStarter:
     def __init__(self, client: PrefectClient) -> None:
         self._client = client
         self._tracking: dict[str, Task[Any, Any]] = {}
+
+    @property
+    def client(self) -> PrefectClient:
+        """The quick-retrying client, for other calls that create linked runs (``arun_deployment`` takes one)."""
+        return self._client
 
     async def run(self, flow: Flow[Any, Any], kwargs: dict[str, Any], name: str) -> State:
         """``await flow(**kwargs, return_state=True)``, named ``name``, as a subflow of the current flow run."""

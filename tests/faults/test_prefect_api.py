@@ -54,6 +54,24 @@ def test_503s_on_task_run_creation_are_retried_and_one_run_that_still_fails_is_r
     assert summary["counts"]["total"] == 3 and "2/3 passed" in summary["headline"]
 
 
+def test_a_burst_of_503s_on_subflow_creation_is_asked_again_at_once_and_every_task_passes(
+        proxy: ApiProxy, agentenv_home: Path, tmp_path: Path) -> None:
+    """As a SQLite-backed server answers a write that met another: 503, no Retry-After."""
+    tasks = [{"id": f"t{i}", "steps": [{"id": "grade", "type": "test_score", "score": 1.0}]} for i in range(2)]
+    bench = tmp_path / "bench.yaml"
+    bench.write_text(yaml.safe_dump({"name": "Locked", "slug": "api-locked", "concurrency": 2, "tasks": tasks}))
+    proxy.fail("POST", "/api/task_runs/", 4)  # the task runs that link each subflow to the benchmark
+    env = {**os.environ, "PREFECT_API_URL": proxy.url, "PREFECT_AGENTENV_HOME": str(agentenv_home),
+           "PREFECT_CLIENT_MAX_RETRIES": "0", "PREFECT_LOGGING_LEVEL": "WARNING"}
+    done = subprocess.run([sys.executable, str(CLI), "bench", str(bench), "--report-dir", str(tmp_path / "out")],
+                          env=env, text=True, capture_output=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    # With no retries of Prefect's own, every task passing means the quick retries took all four.
+    assert len(proxy.failed) == 4
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["counts"]["total"] == 2 and "2/2 passed" in summary["headline"], summary["headline"]
+
+
 def test_the_api_going_away_mid_run_ends_the_run_quickly_with_its_report_and_one_line(
         proxy: ApiProxy, api_url: str, agentenv_home: Path, tmp_path: Path) -> None:
     task = tmp_path / "t.json"

@@ -22,9 +22,10 @@ from prefect_agentenv.flows.subflow_start import LockedDatabaseRetry, _direct_ht
 class _Busy(ThreadingHTTPServer):
     """A loopback HTTP server that answers 503 to its first ``busy`` requests, then 200 with the body it got."""
 
-    def __init__(self, busy: int) -> None:
+    def __init__(self, busy: int, retry_after: str | None = None) -> None:
         super().__init__(("127.0.0.1", 0), _BusyHandler)
         self.busy = busy
+        self.retry_after = retry_after
         self.bodies: list[bytes] = []
 
     @property
@@ -42,6 +43,8 @@ class _BusyHandler(BaseHTTPRequestHandler):
         reply = b'{"exception_message": "Service Unavailable"}' if locked else body
         self.send_response(503 if locked else 201)
         self.send_header("Content-Type", "application/json")
+        if locked and self.server.retry_after is not None:
+            self.send_header("Retry-After", self.server.retry_after)
         self.send_header("Content-Length", str(len(reply)))
         self.end_headers()
         self.wfile.write(reply)
@@ -50,8 +53,8 @@ class _BusyHandler(BaseHTTPRequestHandler):
         pass
 
 
-def busy_server(busy: int) -> Iterator[_Busy]:
-    server = _Busy(busy)
+def busy_server(busy: int, retry_after: str | None = None) -> Iterator[_Busy]:
+    server = _Busy(busy, retry_after)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -72,6 +75,11 @@ def always_busy() -> Iterator[_Busy]:
     yield from busy_server(1_000)
 
 
+@pytest.fixture
+def busy_for_a_while() -> Iterator[_Busy]:
+    yield from busy_server(1, retry_after="3")
+
+
 async def test_a_503_is_asked_again_with_the_same_body_until_the_server_takes_it(twice_busy: _Busy) -> None:
     transport = LockedDatabaseRetry(httpx.AsyncHTTPTransport(), delays=(0.01, 0.01, 0.01))
     async with httpx.AsyncClient(transport=transport) as client:
@@ -87,6 +95,14 @@ async def test_after_its_last_wait_the_transport_hands_the_503_to_the_client(alw
         response = await client.post(always_busy.url, json={})
     assert response.status_code == 503  # Prefect's client then retries with its own back-off
     assert transport.retried == 2 and len(always_busy.bodies) == 3
+
+
+async def test_a_503_that_says_how_long_to_wait_goes_straight_to_the_client(busy_for_a_while: _Busy) -> None:
+    transport = LockedDatabaseRetry(httpx.AsyncHTTPTransport(), delays=(0.01, 0.01))
+    async with httpx.AsyncClient(transport=transport) as client:
+        response = await client.post(busy_for_a_while.url, json={})
+    assert response.status_code == 503 and response.headers["Retry-After"] == "3"
+    assert transport.retried == 0 and len(busy_for_a_while.bodies) == 1
 
 
 @pytest.mark.parametrize(("url", "env", "direct"), [
