@@ -6,10 +6,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import yaml
 from prefect import flow, tags
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
@@ -161,3 +163,23 @@ async def test_a_started_subflow_is_recorded_as_prefect_records_an_ordinary_call
     assert len(links) == 2 and all(t.flow_run_id == parent_id for t in links)
     assert links[0].task_key == links[1].task_key  # the same task stands for the subflow in the graph
     assert all(t.name.startswith("subflow-start-child-") for t in links)
+
+
+@pytest.mark.usefixtures("prefect_harness", "agentenv_home")
+async def test_without_the_starter_a_benchmark_runs_its_subflows_the_ordinary_way(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from prefect_agentenv.flows import subflow_start
+    from prefect_agentenv.flows.benchmark import benchmark
+
+    monkeypatch.setattr(subflow_start, "_direct_http", lambda url: False)  # as over HTTPS or through a proxy
+    path = tmp_path / "bench.yaml"
+    path.write_text(yaml.safe_dump({"name": "Ordinary", "slug": "ordinary-starts", "concurrency": 2, "epochs": 2,
+                                    "tasks": [{"id": "one", "steps": [{"id": "grade", "type": "test_score",
+                                                                       "score": 1.0}]}]}))
+    state = await benchmark(path=str(path), return_state=True)
+    assert state.is_completed(), state.message
+    async with get_client() as client:
+        runs = await client.read_flow_runs(flow_run_filter=FlowRunFilter(
+            parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[state.state_details.flow_run_id])))
+    assert sorted(r.name for r in runs) == ["one · epoch 0", "one · epoch 1"]
+    assert all(r.state and r.state.is_completed() for r in runs)
