@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -289,3 +290,21 @@ async def test_a_run_serves_its_own_mock_model_in_process_and_stopping_it_frees_
     async with httpx.AsyncClient(timeout=2.0) as http:
         with pytest.raises(httpx.ConnectError):
             await http.get(first.base_url + "/health")
+
+
+async def test_a_stop_lets_an_answer_in_flight_finish_and_then_frees_the_port() -> None:
+    """Stopping wakes the server at once; a request already being answered is still answered."""
+    from prefect_agentenv.agents.mock_model.in_process import serve_mock_model
+
+    served = await serve_mock_model()
+    async with httpx.AsyncClient(timeout=5.0) as http:
+        (await http.post(served.base_url + "/mock/script",
+                         json={"replies": [{"content": "slow but whole", "delay_seconds": 0.3}]})).raise_for_status()
+        async with OpenAIClient(served.base_url + "/v1", timeout=5.0) as model:
+            asking = asyncio.ensure_future(model.chat([ChatMessage.user("hello")], model="m"))
+            while not (await http.get(served.base_url + "/mock/requests")).json():
+                await asyncio.sleep(0.01)  # the chat request has arrived and is being held
+            await served.stop()
+            assert (await asking).message.content == "slow but whole"
+        with pytest.raises(httpx.ConnectError):
+            await http.get(served.base_url + "/health")
