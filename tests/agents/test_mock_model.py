@@ -293,7 +293,7 @@ async def test_a_run_serves_its_own_mock_model_in_process_and_stopping_it_frees_
 
 
 async def test_a_stop_lets_an_answer_in_flight_finish_and_then_frees_the_port() -> None:
-    """Stopping wakes the server at once; a request already being answered is still answered."""
+    """A request already being answered when the run stops its mock model is still answered."""
     from prefect_agentenv.agents.mock_model.in_process import serve_mock_model
 
     served = await serve_mock_model()

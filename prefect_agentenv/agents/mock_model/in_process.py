@@ -24,49 +24,17 @@ _STARTUP_TIMEOUT_SECONDS = 10.0
 
 class _GuestServer(uvicorn.Server):
     """A uvicorn server inside a process it does not own: the host keeps its signal handlers (a
-    Ctrl-C stops the run, which stops this server at teardown) and its logging configuration.
-
-    It also stops when told rather than on uvicorn's clock: uvicorn looks for ``should_exit`` every
-    0.1 s and then pauses 0.1 s for connections to wind down, so every stop took ~0.2 s of the
-    run's teardown. A stop wakes the loop at once, and with no connection open there is nothing
-    to wait for.
-    """
-
-    def __init__(self, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self._wake = asyncio.Event()
+    Ctrl-C stops the run, which stops this server at teardown) and its logging configuration."""
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
 
-    def request_stop(self) -> None:
-        self.should_exit = True
-        self._wake.set()
-
-    async def main_loop(self) -> None:
-        ticks = 0
-        while not await self.on_tick(ticks):
-            ticks += 10  # every pass refreshes the Date header, as uvicorn's once-a-second tick does
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), 1.0)
-
-    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        if self.server_state.connections:  # requests may be in flight: drain them as uvicorn does
-            await super().shutdown(sockets)
-            return
-        for server in self.servers:
-            server.close()
-        for sock in sockets or []:
-            sock.close()
-        for server in self.servers:
-            await server.wait_closed()
-
 
 class InProcessMockModel:
     """A running mock model; :meth:`stop` ends it."""
 
-    def __init__(self, server: _GuestServer, serving: asyncio.Task[None], base_url: str) -> None:
+    def __init__(self, server: uvicorn.Server, serving: asyncio.Task[None], base_url: str) -> None:
         self._server, self._serving = server, serving
         self.base_url = base_url
         """``http://127.0.0.1:<port>``; the OpenAI-compatible API is under ``/v1``."""
@@ -74,7 +42,7 @@ class InProcessMockModel:
     async def stop(self) -> None:
         """Close the socket and the connections (a held scripted delay is cut after
         ``GRACEFUL_SHUTDOWN_SECONDS``)."""
-        self._server.request_stop()
+        self._server.should_exit = True
         with contextlib.suppress(asyncio.CancelledError):
             await self._serving
 
