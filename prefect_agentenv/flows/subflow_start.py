@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import random
 import uuid
 from collections.abc import AsyncIterator, Sequence
@@ -38,6 +39,8 @@ from prefect.utilities.callables import get_call_parameters
 
 __all__ = ["LockedDatabaseRetry", "SubflowStarter", "subflow_starter"]
 
+logger = logging.getLogger("prefect_agentenv.benchmark")
+
 RETRY_DELAYS_S: tuple[float, ...] = (0.01, 0.02, 0.05, 0.1, 0.2, 0.4)
 """How long to wait before asking again after each 503; after the last, Prefect's own retries take over."""
 
@@ -54,7 +57,7 @@ class LockedDatabaseRetry(httpx.AsyncBaseTransport):
         self._inner = inner
         self._delays = tuple(delays)
         self.retried = 0
-        """503s answered by asking again (a benchmark counts them)."""
+        """503s answered by asking again (logged at debug level when the benchmark ends)."""
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         for delay in self._delays:
@@ -128,5 +131,8 @@ async def subflow_starter() -> AsyncIterator[SubflowStarter | None]:
         await transport.aclose()
         yield None
         return
-    async with client:
-        yield SubflowStarter(client)
+    try:
+        async with client:
+            yield SubflowStarter(client)
+    finally:
+        logger.debug("subflow starts: %d answer(s) of 503 asked again", transport.retried)
