@@ -363,9 +363,10 @@ class _Runner:
         cut short (the task's timeout, a cancelled benchmark) the flow run is cancelled too, so its worker
         tears its envs and agents down instead of running on unobserved."""
         flow_run = await arun_deployment(
-            self.deployment, client=self.starter.client if self.starter else None, parameters={"task": task.document.model_dump(mode="json", by_alias=True),
+            self.deployment, parameters={"task": task.document.model_dump(mode="json", by_alias=True),
                                          "overrides": self.overrides, "step_task_runs": self.bench.step_task_runs},
-            flow_run_name=name, tags=run_tags, timeout=0, as_subflow=True)
+            flow_run_name=name, tags=run_tags, timeout=0, as_subflow=True,
+            client=self.starter.client if self.starter else None)
         try:
             await wait_for_flow_run(flow_run.id)
         except (TimeoutError, asyncio.CancelledError):
