@@ -329,13 +329,14 @@ class _Runner:
             # Imported here: defining the flow builds its parameter schema, which tasks-as-task-runs skip.
             from prefect_agentenv.flows.agent_task import agent_task, subflow_run_name
 
-            kwargs = {"task": task.document, "overrides": self.overrides, "step_task_runs": self.bench.step_task_runs}
             named = subflow_run_name.set(name)  # not with_options: that rebuilds the flow's parameter schema
             try:
                 if self.starter is not None:
-                    state = await self.starter.run(agent_task, kwargs, name)
+                    state = await self.starter.run(agent_task, name, task=task.document, overrides=self.overrides,
+                                                   step_task_runs=self.bench.step_task_runs)
                 else:
-                    state = await agent_task(**kwargs, return_state=True)
+                    state = await agent_task(task=task.document, overrides=self.overrides,
+                                             step_task_runs=self.bench.step_task_runs, return_state=True)
             finally:
                 subflow_run_name.reset(named)
             data = await state.aresult(raise_on_failure=False)

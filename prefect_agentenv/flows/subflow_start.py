@@ -94,7 +94,7 @@ class SubflowStarter:
         """The quick-retrying client, for other calls that create linked runs (``arun_deployment`` takes one)."""
         return self._client
 
-    async def run(self, flow: Flow[Any, Any], kwargs: dict[str, Any], name: str) -> State:
+    async def run(self, flow: Flow[Any, Any], name: str, /, **kwargs: Any) -> State:
         """``await flow(**kwargs, return_state=True)``, named ``name``, as a subflow of the current flow run."""
         parent = FlowRunContext.get()
         if parent is None or parent.flow_run is None:

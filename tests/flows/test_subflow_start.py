@@ -140,7 +140,7 @@ async def parent() -> tuple[State, State]:
         ordinary = await child(n=1, return_state=True)
         async with subflow_starter() as starter:
             assert starter is not None  # the test harness serves its API over plain HTTP on loopback
-            started = await starter.run(child, {"n": 2}, "child 2")
+            started = await starter.run(child, "child 2", n=2)
     return ordinary, started
 
 
