@@ -5,13 +5,14 @@ from __future__ import annotations
 from contextvars import ContextVar
 from pathlib import Path
 
-from prefect import flow, get_run_logger
+from prefect import get_run_logger
 from prefect.context import FlowRunContext
 from prefect.states import Cancelled, Completed, Failed, State
 
 from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.exceptions import TaskDocumentError
 from prefect_agentenv.flows.cancellation import watch_cancellation
+from prefect_agentenv.flows.json_flow import json_parameter_flow
 from prefect_agentenv.flows.run_tags import add_flow_run_tags
 from prefect_agentenv.flows.step_log import send_package_logs_to_prefect
 from prefect_agentenv.flows.task_parameter import TaskParameter, resolve_task_parameter
@@ -51,7 +52,7 @@ def _agent_task_run_name() -> str:
     return f"{task_id} · {', '.join(agents)}" if agents else str(task_id)
 
 
-@flow(name="agent-task", flow_run_name=_agent_task_run_name, persist_result=False, log_prints=True,
+@json_parameter_flow(name="agent-task", flow_run_name=_agent_task_run_name, persist_result=False, log_prints=True,
       validate_parameters=True)
 async def agent_task(
     task: TaskParameter,

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 from uuid import UUID
 
-from prefect import flow, get_run_logger, tags
+from prefect import get_run_logger, tags
 from prefect.artifacts import (
     acreate_link_artifact,
     acreate_markdown_artifact,
@@ -49,6 +49,7 @@ from prefect_agentenv.flows.agent_task_run import Handoff, agent_task_run, hando
 from prefect_agentenv.flows.benchmark_result import BenchmarkRunResult
 from prefect_agentenv.flows.events import finished_events, task_result_event
 from prefect_agentenv.flows.fleet import cancel_flow_run, wait_for_flow_run
+from prefect_agentenv.flows.json_flow import json_parameter_flow
 from prefect_agentenv.flows.links import run_url
 from prefect_agentenv.flows.subflow_start import SubflowStarter, subflow_starter
 from prefect_agentenv.flows.task_tags import benchmark_task_run_tags, only_tags
@@ -123,7 +124,7 @@ def _slug_of(path: Path) -> str | None:
     return data.get("slug") if isinstance(data, dict) else None
 
 
-@flow(name="benchmark", flow_run_name=_flow_run_name, persist_result=False, log_prints=True)
+@json_parameter_flow(name="benchmark", flow_run_name=_flow_run_name, persist_result=False, log_prints=True)
 async def benchmark(
     path: str | None = None,
     benchmark: Benchmark | None = None,

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
+from collections.abc import Coroutine
+from typing import Any
 import logging
 
-from prefect import get_run_logger, task
+from prefect import Task, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import RunInput, TaskRun, TaskRunResult
 from prefect.context import TaskRunContext
@@ -84,6 +87,13 @@ async def _step_task_body(step: StepModel, inputs: list[RunContext]) -> RunConte
 _step_task = task(cache_policy=NO_CACHE, persist_result=False, log_prints=True)(_step_task_body)
 
 
+@functools.lru_cache(maxsize=256)
+def _named_step_task(step_id: str, tags: frozenset[str]) -> Task[[StepModel, list[RunContext]], Coroutine[Any, Any, RunContext | State]]:
+    """The step task named for one step: built once per name and tags, not once per task run
+    (``with_options`` builds a new ``Task``, reading the function's source again, ~3 ms of CPU)."""
+    return _step_task.with_options(name=step_id, task_run_name=step_id, tags=set(tags))
+
+
 class PrefectSteps:
     """The step graph as Prefect draws it: each step's latest task run, and whose output it used.
 
@@ -117,8 +127,7 @@ async def execute_as_prefect_task(step: StepModel, inputs: list[RunContext]) -> 
     started.discard(step.id)
     settings = get_settings()
     chosen = await step_task_tags(step.type)
-    runnable = _step_task.with_options(name=step.id, task_run_name=step.id,
-                                       tags={step.type} if chosen is None else chosen)
+    runnable = _named_step_task(step.id, frozenset({step.type} if chosen is None else chosen))
     retry = step.retry_config
     own_retries = bool(retry and retry.max_retries > 0 and retry.retry_from_step_id == step.id)
     if own_retries:
