@@ -45,6 +45,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -297,6 +298,9 @@ class PrefectServer:
 LAST_PEAK_RSS_MB = [0.0]
 """Peak resident memory of the last child process itself (not its own children), in MB."""
 
+LAST_SPAN = [0.0, 0.0]
+"""When the last child was spawned and when it was reaped (``time.time()``), to place its reports in it."""
+
 
 class PeakRss:
     """Samples a process's peak RSS (``VmHWM``) from ``/proc`` until it exits."""
@@ -332,10 +336,12 @@ def run_child(argv: list[str], env: dict[str, str], server: PrefectServer, cwd: 
     if "BENCH_SPANS" in env:  # the instrumented child measures its phases from its spawn
         env = {**env, "BENCH_T0": repr(time.time())}
     t0 = time.monotonic()
+    LAST_SPAN[0] = time.time()
     proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
     sampler = PeakRss(proc.pid)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.monotonic() - t0
+    LAST_SPAN[1] = time.time()
     LAST_PEAK_RSS_MB[0] = sampler.stop()
     proc.returncode = os.waitstatus_to_exitcode(status)
     if settle:
@@ -421,7 +427,7 @@ class Bench:
         passed = sum(1 for r in reports if r.get("outcome") == "PASSED")
         return Measure(mode, wall, cpu, scpu, code == 0 and passed == runs,
                        {"passed": passed, "runs": runs, "concurrency": concurrency,
-                        "flow_process_peak_rss_mb": LAST_PEAK_RSS_MB[0],
+                        "flow_process_peak_rss_mb": LAST_PEAK_RSS_MB[0], **head_and_tail(reports),
                         **({} if passed == runs else {"output": out[-2000:]})})
 
     def cli(self) -> list[Measure]:
@@ -477,6 +483,18 @@ def _last_json(out: str) -> dict[str, Any]:
         except ValueError:
             continue
     return {"output": out[-2000:]}
+
+
+def head_and_tail(reports: list[dict[str, Any]]) -> dict[str, float]:
+    """Where a bench's wall time went around its task runs: from the command's spawn to the first
+    task run's start (imports, the flow run, loading the benchmark), and from the last task run's
+    end to the process's exit (the summary, the benchmark's artifacts, Prefect's shutdown)."""
+    spans = [(datetime.fromisoformat(r["started_at"]).timestamp(), r.get("duration_s") or 0.0)
+             for r in reports if r.get("started_at")]
+    if not spans:
+        return {}
+    return {"head_s": round(min(start for start, _ in spans) - LAST_SPAN[0], 3),
+            "tail_s": round(LAST_SPAN[1] - max(start + took for start, took in spans), 3)}
 
 
 def _report_ok(path: Path) -> tuple[bool, dict[str, Any] | None]:
@@ -587,6 +605,9 @@ def summarize(measures: list[Measure]) -> dict[str, Any]:
             rss = [m.detail.get("flow_process_peak_rss_mb") for m in ms if m.detail.get("flow_process_peak_rss_mb")]
             if rss:
                 res[mode]["flow_process_peak_rss_mb"] = med(rss)
+            for edge in ("head_s", "tail_s"):
+                if values := [m.detail[edge] for m in ms if edge in m.detail]:
+                    res[mode][edge] = med(values)
         out[pair] = res
     return out
 
@@ -629,6 +650,9 @@ def print_summary(s: dict[str, Any], args: argparse.Namespace) -> None:
             if isinstance(m, dict) and "flow_process_peak_rss_mb" in m:
                 print(f"{pair}: {mode}: flow process peak RSS {m['flow_process_peak_rss_mb']:.0f} MB, "
                       f"wall {m['wall_s']:.1f} s")
+            if isinstance(m, dict) and "head_s" in m:
+                print(f"{pair}: {mode}: the first task run began {m['head_s']:.2f} s after the command started; "
+                      f"the process left {m['tail_s']:.2f} s after the last one ended (medians)")
 
 
 def main() -> None:
