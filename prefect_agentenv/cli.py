@@ -17,6 +17,7 @@ from typer.core import TyperGroup
 from prefect_agentenv.commands.review import review_command
 from prefect_agentenv.commands.rollout import rollout_command
 from prefect_agentenv.commands.view import view_command
+from prefect_agentenv.prefect_defaults import set_prefect_defaults
 
 if TYPE_CHECKING:
     # Typer (>= 0.26) carries its own copy of Click; its group methods take and return that copy's types.
@@ -199,8 +200,7 @@ def run(
         for i, wave in enumerate(_waves(doc), 1):
             typer.echo(f"  wave {i}: " + ", ".join(f"{s} ({doc.step(s).type})" for s in wave))
         raise typer.Exit(0)
-    # Offline machines: Prefect's analytics ping would only time out.
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    set_prefect_defaults()
     # Prefect retries API calls on 5xx/connection errors with exponential backoff (2, 4, 8 s): a
     # run whose API went away gives up after ~15 s per call, not minutes.
     os.environ.setdefault("PREFECT_CLIENT_MAX_RETRIES", "3")
@@ -240,7 +240,7 @@ def bench(
         for p in checked.problems:
             typer.echo(f"  - {p.render()}", err=True)
         raise typer.Exit(2)
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    set_prefect_defaults()
     from prefect_agentenv.cli_progress import run_benchmark_with_progress
     from prefect_agentenv.runtime.sweep import sweep_dead_runs
     from prefect_agentenv.settings import get_settings
@@ -260,7 +260,7 @@ def serve_command(
     limit: Annotated[int | None, typer.Option(help="At most this many runs at once.")] = None,
 ) -> None:
     """Serve the agent-task and benchmark/nightly deployments from this process (Ctrl-C stops)."""
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    set_prefect_defaults()
     # Imported here so other commands do not pay for Prefect's runner.
     from prefect_agentenv.deployments import serve_all
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from prefect_agentenv.artifacts import ArtifactBackend, ArtifactNotFoundError, get_artifact_store
 from prefect_agentenv.settings import get_settings
+from prefect_agentenv.prefect_defaults import set_prefect_defaults
 
 ENV_ARTIFACTS = {"inbox": ("email", "inbox.json"), "clinic": ("records", "clinic.json")}
 FILE_ARTIFACTS = {"verify-delivery": "verify_delivery.py"}
@@ -50,7 +51,7 @@ def publish_example_artifacts(folder: Path) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    set_prefect_defaults()  # before anything imports Prefect
     folder = Path(argv[0] if argv else "examples")
     settings = get_settings()
     print(f"prefect-agentenv demo: the example benchmark {folder / 'benchmark.yaml'} on the embedded defaults")

@@ -24,7 +24,8 @@ PACKAGE = Path(prefect_agentenv.__file__).parent
 LAYERS: list[tuple[str, ...]] = [
     # The run's context model and the exception tree know each other (a failed step's error
     # carries what it produced); context.py imports only pydantic and exceptions.
-    ("exceptions", "context", "problems", "settings", "redaction", "reference", "jsontypes", "attribute_docs"),
+    ("exceptions", "context", "problems", "settings", "redaction", "reference", "jsontypes", "attribute_docs",
+     "prefect_defaults"),
     ("protocols", "artifacts"),
     ("grading", "runtime", "transcript"),
     # The reference envs and agents are servers built on the wire clients and the judges.
