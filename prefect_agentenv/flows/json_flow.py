@@ -40,7 +40,7 @@ def encode_plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         items = [encode_plain(item) for item in value]
         return _OTHER if any(item is _OTHER for item in items) else items
-    if isinstance(value, dict) and all(isinstance(key, str) for key in value):
+    if isinstance(value, dict) and all(type(key) is str for key in value):
         entries = {key: encode_plain(item) for key, item in value.items()}
         return _OTHER if any(item is _OTHER for item in entries.values()) else entries
     return _OTHER

@@ -57,7 +57,8 @@ def test_benchmark_parameters_are_written_as_prefect_writes_them() -> None:
 
 def test_other_values_are_left_to_prefects_encoder(monkeypatch: pytest.MonkeyPatch) -> None:
     when = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
-    parameters = {"when": when, "colour": _Colour.RED, "ids": {1: "a"}, "keep": True, "nested": [{"at": when}]}
+    parameters = {"when": when, "colour": _Colour.RED, "ids": {1: "a"}, "keep": True, "nested": [{"at": when}],
+                  "by_colour": {_Colour.RED: 1}}
     expected = Flow.serialize_parameters(agent_task, parameters)
     handed: list[set[str]] = []
     original = Flow.serialize_parameters
@@ -69,7 +70,7 @@ def test_other_values_are_left_to_prefects_encoder(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(Flow, "serialize_parameters", spy)
     assert agent_task.serialize_parameters(parameters) == expected
     assert list(agent_task.serialize_parameters(parameters)) == list(parameters)  # the order kept
-    assert handed[0] == {"when", "colour", "ids", "nested"}  # only what is not plain JSON, a path or a model
+    assert handed[0] == {"when", "colour", "ids", "nested", "by_colour"}  # only what is not plain JSON, a path or a model
 
 
 _PROBE = """
