@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 from prefect_agentenv.artifacts import ArtifactBackend, ArtifactNotFoundError, get_artifact_store
-from prefect_agentenv.settings import get_settings
 from prefect_agentenv.prefect_defaults import set_prefect_defaults
+from prefect_agentenv.settings import get_settings
 
 ENV_ARTIFACTS = {"inbox": ("email", "inbox.json"), "clinic": ("records", "clinic.json")}
 FILE_ARTIFACTS = {"verify-delivery": "verify_delivery.py"}

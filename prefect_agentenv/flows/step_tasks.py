@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import logging
 from collections.abc import Coroutine
 from typing import Any
-import logging
 
 from prefect import Task, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
