@@ -1,5 +1,6 @@
 """Our flows write their parameters for the API themselves, exactly as Prefect would, so a run never
-imports FastAPI (Prefect's encoder) before its first step."""
+imports FastAPI (Prefect's encoder) before its first step; and they build their parameter schema
+(which only a deployment reads) when it is first read, not when they are defined."""
 
 from __future__ import annotations
 
@@ -12,14 +13,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import prefect.flows
 import pytest
 import yaml
 from prefect.flows import Flow
 from prefect.settings import PREFECT_API_URL
+from prefect.utilities.callables import parameter_schema
 
 from prefect_agentenv.documents.benchmark_validation import load_benchmark
 from prefect_agentenv.flows.agent_task import agent_task
 from prefect_agentenv.flows.benchmark import benchmark
+from prefect_agentenv.flows.json_flow import JsonParameterFlow, _schema_on_first_read
 from prefect_agentenv.flows.task_parameter import resolve_task_parameter
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -84,16 +88,51 @@ async def main():
     return [one.type.value, bench.type.value]
 
 states = asyncio.run(main())
-print(json.dumps({"states": states, "fastapi": "fastapi" in sys.modules}))
+built = [flow.__dict__.get("_parameter_schema") is not None for flow in (agent_task, benchmark)]
+print(json.dumps({"states": states, "fastapi": "fastapi" in sys.modules, "schemas built": built}))
 """
 
 
 @pytest.mark.usefixtures("prefect_harness", "agentenv_home")
-def test_a_run_and_a_benchmark_never_import_fastapi(tmp_path: Path) -> None:
+def test_a_run_and_a_benchmark_never_import_fastapi_or_build_a_parameter_schema(tmp_path: Path) -> None:
     path = tmp_path / "bench.yaml"
     path.write_text(yaml.safe_dump({"name": "Light", "slug": "light-parameters", "tasks": [
         {"id": "one", "steps": [{"id": "grade", "type": "test_score", "score": 1.0}]}]}))
     env = {**os.environ, "PREFECT_API_URL": str(PREFECT_API_URL.value())}
     out = subprocess.run([sys.executable, "-c", _PROBE, str(path)], env=env, capture_output=True, text=True,
                          timeout=180, check=True)
-    assert json.loads(out.stdout.strip().splitlines()[-1]) == {"states": ["COMPLETED", "COMPLETED"], "fastapi": False}
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == {"states": ["COMPLETED", "COMPLETED"], "fastapi": False,
+                                                                 "schemas built": [False, False]}
+
+
+@pytest.mark.parametrize("flow", [agent_task, benchmark], ids=lambda f: f.name)
+def test_the_parameter_schema_read_later_is_prefects(flow: JsonParameterFlow[Any, Any]) -> None:
+    assert flow.parameters == parameter_schema(flow.fn)
+    assert flow.parameters is flow.parameters  # built once
+    assert "task" in flow.parameters.properties or "path" in flow.parameters.properties
+
+
+def test_a_deployment_of_a_flow_gets_its_parameter_schema() -> None:
+    deployment = agent_task.to_deployment(name="schema-check")
+    assert deployment._parameter_openapi_schema == parameter_schema(agent_task.fn)
+
+
+def test_only_the_flow_being_built_gets_a_placeholder() -> None:
+    def mine(x: int) -> int:
+        return x
+
+    def other(y: str) -> str:
+        return y
+
+    original = prefect.flows.parameter_schema
+    with _schema_on_first_read(mine):
+        assert prefect.flows.parameter_schema(other) == parameter_schema(other)
+        assert prefect.flows.parameter_schema(mine) != parameter_schema(mine)
+        built_meanwhile = Flow(other)
+    assert prefect.flows.parameter_schema is original
+    assert built_meanwhile.parameters == parameter_schema(other)
+    lazy = JsonParameterFlow(mine)
+    assert prefect.flows.parameter_schema is original
+    assert lazy.__dict__["_parameter_schema"] is None
+    assert lazy.parameters == parameter_schema(mine)
+    assert lazy.with_options(name="renamed").parameters == parameter_schema(mine)
