@@ -21,12 +21,15 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
+from uuid import UUID
 
 from prefect import get_run_logger, tags
 from prefect.artifacts import (
     acreate_link_artifact,
     acreate_markdown_artifact,
+    acreate_progress_artifact,
     acreate_table_artifact,
+    aupdate_progress_artifact,
 )
 from prefect.context import FlowRunContext
 from prefect.deployments import arun_deployment
@@ -48,7 +51,6 @@ from prefect_agentenv.flows.events import finished_events, task_result_event
 from prefect_agentenv.flows.fleet import cancel_flow_run, wait_for_flow_run
 from prefect_agentenv.flows.json_flow import json_parameter_flow
 from prefect_agentenv.flows.links import run_url
-from prefect_agentenv.flows.progress_bar import ProgressBar
 from prefect_agentenv.flows.subflow_start import SubflowStarter, subflow_starter
 from prefect_agentenv.flows.task_tags import benchmark_task_run_tags, only_tags
 from prefect_agentenv.flows.report import TaskReport, artifact_key, verification_rows
@@ -191,8 +193,7 @@ class _Runner:
         self.store: ArtifactBackend = get_artifact_store()
         self.results = ResultsStore(self.store, bench.slug, self.run_id)
         self.done = 0
-        self.progress: ProgressBar | None = None
-        """The progress artifact, when this runs in a flow run."""
+        self.progress_id: UUID | None = None
         self.starter: SubflowStarter | None = None
         """Starts this process's subflows while they run (``_subflow_starter``)."""
         self.verification_rows: list[JsonObject] = []
@@ -206,35 +207,28 @@ class _Runner:
         pending = await asyncio.to_thread(self.results.pending, keys)
         await asyncio.to_thread(self.results.record_started)
         _emit("start", {"run_id": self.run_id, "slug": self.bench.slug, "total": len(keys), "pending": len(pending)})
+        self.progress_id = await _progress(self.bench.slug, len(keys) - len(pending), len(keys))
         self.done = len(keys) - len(pending)
-        self.progress = ProgressBar(self.bench.slug, len(keys)) if FlowRunContext.get() is not None else None
-        if self.progress is not None:
-            self.progress.set(self.done)
         gate = asyncio.Semaphore(self.concurrency)
 
         async def one(key: RunKey) -> None:
-            # The bookkeeping below ends before the gate lets the next task run start, except the
-            # progress bar, which is written beside the next task run (flows/progress_bar). A write
-            # racing the next subflow's POST /task_runs/ can make a SQLite server answer 503; the
-            # subflow starter asks again within milliseconds (flows/subflow_start).
+            # The bookkeeping below ends before the gate lets the next task run start: its progress
+            # PATCH racing the next subflow's POST /task_runs/ made a SQLite server answer 503, and
+            # the client waited ~2 s before retrying (benchmarks/README.md, round 2).
             async with gate:
                 result = await self._run_one(key)
                 await self.results.append_async(result)
                 task_result_event(self.bench.slug, self.run_id, result)
                 self.done += 1
                 _emit("result", result.model_dump(mode="json"))
-                if self.progress is not None:
-                    self.progress.set(self.done)
+                if self.progress_id is not None:
+                    try:
+                        await aupdate_progress_artifact(self.progress_id, progress=100.0 * self.done / max(1, len(keys)))
+                    except Exception as exc:  # the progress bar is a view; a failed update must not stop the rest
+                        logger.warning("could not update the progress artifact: %s", exc)
 
-        try:
-            async with self._shared():
-                await asyncio.gather(*(one(k) for k in pending))
-        except BaseException:
-            if self.progress is not None:
-                await self.progress.abandon()
-            raise
-        if self.progress is not None:
-            await self.progress.close()
+        async with self._shared():
+            await asyncio.gather(*(one(k) for k in pending))
         return await self._finish()
 
     @contextlib.asynccontextmanager
@@ -333,7 +327,7 @@ class _Runner:
                 return await self._dispatch_to_deployment(task, name, run_tags)
             if self.bench.task_runs_as == "tasks":
                 return await self._run_as_task(task, name)
-            # Imported here: task runs recorded as tasks (and fleets) never need the flow.
+            # Imported here: defining the flow builds its parameter schema, which tasks-as-task-runs skip.
             from prefect_agentenv.flows.agent_task import agent_task, subflow_run_name
 
             named = subflow_run_name.set(name)  # not with_options: that rebuilds the flow's parameter schema
@@ -465,6 +459,17 @@ def headline_text(summary: BenchmarkSummary) -> str:
     rate = "-" if h.pass_rate is None else f"{h.pass_rate:.0%}"
     return (f"mean score {mean}, pass rate {rate} ({h.passed}/{h.denominator} passed; "
             f"{h.errored} errored, {h.unscored} unscored)")
+
+
+async def _progress(slug: str, done: int, total: int) -> UUID | None:
+    if FlowRunContext.get() is None:
+        return None
+    try:
+        return await acreate_progress_artifact(progress=100.0 * done / max(1, total), key=artifact_key(
+            "bench", slug, "progress"), description=f"Benchmark {slug}: share of task runs done")
+    except Exception as exc:  # the progress bar is a view; the benchmark goes on without it
+        logger.warning("could not create the progress artifact: %s", exc)
+        return None
 
 
 async def _publish(store: ArtifactBackend, slug: str, markdown: str, results: list[TaskResult],
