@@ -214,7 +214,8 @@ class _Runner:
         async def one(key: RunKey) -> None:
             # The bookkeeping below ends before the gate lets the next task run start: its progress
             # PATCH racing the next subflow's POST /task_runs/ made a SQLite server answer 503, and
-            # the client waited ~2 s before retrying (benchmarks/README.md, round 2).
+            # the client waited ~2 s before retrying (benchmarks/README.md, round 2). Written in the
+            # background instead, it made the next subflow's own requests wait so (round 10).
             async with gate:
                 result = await self._run_one(key)
                 await self.results.append_async(result)
@@ -327,7 +328,7 @@ class _Runner:
                 return await self._dispatch_to_deployment(task, name, run_tags)
             if self.bench.task_runs_as == "tasks":
                 return await self._run_as_task(task, name)
-            # Imported here: defining the flow builds its parameter schema, which tasks-as-task-runs skip.
+            # Imported here: task runs recorded as tasks (and fleets) never need the flow.
             from prefect_agentenv.flows.agent_task import agent_task, subflow_run_name
 
             named = subflow_run_name.set(name)  # not with_options: that rebuilds the flow's parameter schema
