@@ -9,7 +9,7 @@ path its string, a tuple a list — so this flow writes them itself, and hands a
 Prefect's own method: the stored parameters are the same either way.
 
 Prefect also builds a flow's parameter schema (the JSON schema of its arguments) when the flow is
-defined, though only a deployment reads it. For ``agent-task`` that is 0.2–0.3 s of CPU (the schema
+defined, though only a deployment reads it. For ``agent-task`` that is 0.2–0.5 s of CPU (the schema
 of every step type, built twice) in every ``run`` and ``bench`` before the first step. This flow
 builds it on the first read of ``parameters`` instead: a deployment gets the same schema, a run
 never pays for it. Prefect has no option for this, so the flow's construction hands Prefect a
