@@ -8,6 +8,7 @@ endpoint is configured the built-in mock model is started for the run and labell
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -80,8 +81,17 @@ async def ensure_mock_model(run: RunResources) -> str:
     if run.services.mock_model_url is not None:
         return run.services.mock_model_url
     if run.services.mock_model_start is None:
-        run.services.mock_model_start = asyncio.ensure_future(_start_mock_model(run))
+        start = run.services.mock_model_start = asyncio.ensure_future(_start_mock_model(run))
+        start.add_done_callback(functools.partial(_forget_failed_start, run))
     return await asyncio.shield(run.services.mock_model_start)
+
+
+def _forget_failed_start(run: RunResources, start: asyncio.Task[str]) -> None:
+    """A start cancelled before it first ran never reaches its own ``except`` (which forgets a start
+    that fails or is cancelled while it runs); this forgets it too, so the next step that needs the
+    model tries again."""
+    if start.cancelled() and run.services.mock_model_start is start:
+        run.services.mock_model_start = None
 
 
 async def _start_mock_model(run: RunResources) -> str:

@@ -99,6 +99,21 @@ async def test_a_run_ending_while_the_mock_model_starts_leaves_nothing_serving(r
         assert not await _accepts(url)
 
 
+async def test_a_mock_model_start_cancelled_before_it_ran_is_forgotten(run: RunResources) -> None:
+    """A stop landing between the start's creation and its first step (a busy loop) must not leave
+    the cancelled start as the run's: the next step that needs the model would meet it."""
+    waiter = asyncio.ensure_future(agent_support.ensure_mock_model(run))
+    await asyncio.sleep(0)  # the waiter creates the start; the start has not run yet
+    start = run.services.mock_model_start
+    assert start is not None and not start.done()
+    start.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    assert start.cancelled() and run.services.mock_model_start is None
+    url = await agent_support.ensure_mock_model(run)  # the next one starts it again
+    assert await _accepts(url)
+
+
 async def _accepts(url: str) -> bool:
     parts = urlsplit(url)
     try:
