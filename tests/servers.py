@@ -16,7 +16,6 @@ Several servers are started with :func:`running`, which spawns them all before w
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -28,6 +27,8 @@ from types import TracebackType
 from typing import Self, TypeVar
 
 import httpx
+
+from prefect_agentenv.runtime import ports
 
 LOOPBACK = "127.0.0.1"
 PORT = "{port}"
@@ -44,10 +45,10 @@ class ServerExitedEarly(RuntimeError):
 
 
 def free_port() -> int:
-    """A port nothing listens on once this returns (until someone binds it)."""
-    with socket.socket() as sock:
-        sock.bind((LOOPBACK, 0))
-        return int(sock.getsockname()[1])
+    """A port nothing listens on once this returns (until someone binds it), never one handed to
+    another test's server or to a launch of the package in the last two minutes (the package's own
+    picker: the kernel can hand a just-closed port out again)."""
+    return ports.free_port(LOOPBACK)
 
 
 def python_server(*args: str) -> list[str]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -11,6 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from servers import free_port
 
 from .helpers import run_doc
 
@@ -22,9 +22,7 @@ PERSON = Path(__file__).resolve().parents[1] / "protocols" / "legacy_a2a_agent.p
 @pytest.fixture
 def person_url() -> Iterator[str]:
     """Someone answering over A2A 0.3 (here: a minimal agent that echoes what it is told)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     proc = subprocess.Popen([sys.executable, str(PERSON), "--host", "127.0.0.1", "--port", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
