@@ -9,9 +9,20 @@ it asks again; a benchmark's concurrent subflows start one after another, second
 (benchmarks/README.md, round 8). Asked again a few milliseconds later, the server says yes.
 
 :class:`SubflowStarter` makes those two writes itself, through a client whose transport asks
-again after 10 to 400 ms, then hands the flow run to Prefect's engine, which runs it exactly as
-``await flow(...)`` would: same parent task run, same flow run, same tags, same parameters. A
-fleet's ``arun_deployment`` makes the same two writes and takes the same client.
+again after 10 ms, then after longer waits up to 400 ms each, for about 3.5 s in all, before
+Prefect's own retries take over; then it hands the flow run to Prefect's engine, which runs it
+exactly as ``await flow(...)`` would: same parent task run, same flow run, same tags, same
+parameters. A fleet's ``arun_deployment`` makes the same two writes and takes the same client.
+The starter makes one subflow's two writes at a time: started together, the subflows of a
+benchmark's first wave refused each other, round after round, until one of them fell back to
+Prefect's two-second wait (benchmarks/README.md, round 11); one after another, each takes a
+few milliseconds.
+
+Two round trips of an ordinary subflow buy nothing here, and the starter leaves them out: Prefect's
+client asks for the flow's id (``POST /flows/``) before each flow run it creates, and its engine
+renames each subflow run (a ``PATCH``) to the name its ``flow_run_name`` gives. The starter asks
+for the id once per flow and creates the flow run under its final name, so the engine is handed
+the flow without a ``flow_run_name`` and has nothing to rename.
 Prefect has no setting for its first back-off, so this is the one place that keeps a client of
 its own. It applies to plain-HTTP servers reached without a proxy (a local or self-hosted
 server); for anything else the benchmark calls the flow the ordinary way.
@@ -21,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import logging
 import random
 import uuid
@@ -31,9 +43,11 @@ from urllib.request import getproxies, proxy_bypass
 import httpx
 from prefect import Flow
 from prefect.client.orchestration import PrefectClient, get_client
+from prefect.client.schemas.actions import FlowRunCreate
+from prefect.client.schemas.objects import FlowRun, FlowRunPolicy
 from prefect.context import FlowRunContext, TagsContext
 from prefect.flow_engine import run_flow_async
-from prefect.states import Pending, State
+from prefect.states import Pending, State, to_state_create
 from prefect.tasks import Task
 from prefect.utilities.callables import get_call_parameters
 
@@ -41,8 +55,9 @@ __all__ = ["LockedDatabaseRetry", "SubflowStarter", "subflow_starter"]
 
 logger = logging.getLogger("prefect_agentenv.benchmark")
 
-RETRY_DELAYS_S: tuple[float, ...] = (0.01, 0.02, 0.05, 0.1, 0.2, 0.4)
-"""How long to wait before asking again after each 503; after the last, Prefect's own retries take over."""
+RETRY_DELAYS_S: tuple[float, ...] = (0.01, 0.02, 0.05, 0.1, 0.2, *[0.4] * 8)
+"""How long to wait before asking again after each 503 (about 3.5 s in all, against Prefect's first
+wait of 2 s); after the last, Prefect's own retries take over."""
 
 
 class LockedDatabaseRetry(httpx.AsyncBaseTransport):
@@ -88,6 +103,9 @@ class SubflowStarter:
     def __init__(self, client: PrefectClient) -> None:
         self._client = client
         self._tracking: dict[str, Task[Any, Any]] = {}
+        self._flow_ids: dict[str, uuid.UUID] = {}
+        self._unnamed: dict[int, tuple[Flow[Any, Any], Flow[Any, Any]]] = {}
+        self._creating = asyncio.Lock()
 
     @property
     def client(self) -> PrefectClient:
@@ -100,19 +118,59 @@ class SubflowStarter:
         if parent is None or parent.flow_run is None:
             raise RuntimeError("a subflow starts from inside a flow run")
         parameters = get_call_parameters(flow.fn, (), kwargs)
+        async with self._creating:  # one subflow's writes at a time: started together, they refuse each other
+            flow_run = await self._create_runs(flow, name, parent.flow_run.id, parameters)
+        # No suspension between creating the flow run and handing it over (a lock's release does not
+        # wait): from here on the engine owns it, states, crash and cancellation included, as it owns
+        # the runs it creates itself.
+        return cast(State, await run_flow_async(self._without_run_name(flow), flow_run=flow_run,
+                                                parameters=parameters, return_type="state"))
+
+    async def _create_runs(self, flow: Flow[Any, Any], name: str, parent_flow_run_id: uuid.UUID,
+                           parameters: dict[str, Any]) -> FlowRun:
+        """The subflow's parent task run, then its flow run, as Prefect's engine creates them."""
         tags = TagsContext.get().current_tags
         # Prefect keys a subflow's parent task run by a counter, or, where call order is not stable,
         # by a UUID; concurrent task runs are not ordered, so a UUID it is.
         key = uuid.uuid4().hex
         task_run = await self._client.create_task_run(
-            task=self._tracking_task(flow), flow_run_id=parent.flow_run.id, dynamic_key=key,
+            task=self._tracking_task(flow), flow_run_id=parent_flow_run_id, dynamic_key=key,
             name=f"{flow.name}-{key}", state=Pending(), task_inputs={p: [] for p in parameters}, extra_tags=tags)
-        flow_run = await self._client.create_flow_run(
-            flow, name=name, parameters=flow.serialize_parameters(parameters), parent_task_run_id=task_run.id,
-            state=Pending(), tags=tags)
-        # No await between creating the flow run and handing it over: from here on the engine owns
-        # it, states, crash and cancellation included, as it owns the runs it creates itself.
-        return cast(State, await run_flow_async(flow, flow_run=flow_run, parameters=parameters, return_type="state"))
+        flow_id = await self._flow_id(flow)
+        return await self._create_flow_run(flow, flow_id, name, flow.serialize_parameters(parameters),
+                                           parent_task_run_id=task_run.id, tags=tags)
+
+    async def _flow_id(self, flow: Flow[Any, Any]) -> uuid.UUID:
+        """The flow's id on the server, asked for once (Prefect's client asks before every flow run)."""
+        if flow.name not in self._flow_ids:
+            self._flow_ids[flow.name] = await self._client.create_flow(flow)
+        return self._flow_ids[flow.name]
+
+    async def _create_flow_run(self, flow: Flow[Any, Any], flow_id: uuid.UUID, name: str,
+                               parameters: dict[str, Any], *, parent_task_run_id: uuid.UUID,
+                               tags: set[str]) -> FlowRun:
+        """The flow run ``PrefectClient.create_flow_run`` creates, field for field, for a flow whose id is known."""
+        create = FlowRunCreate(
+            flow_id=flow_id, flow_version=flow.version, name=name, parameters=parameters, context={},
+            tags=list(tags), parent_task_run_id=parent_task_run_id, state=to_state_create(Pending()),
+            empirical_policy=FlowRunPolicy(retries=flow.retries, retry_delay=int(flow.retry_delay_seconds or 0)))
+        response = await self._client.request("POST", "/flow_runs/",
+                                              json=create.model_dump(mode="json", exclude_unset=True))
+        flow_run = FlowRun.model_validate(response.json())
+        flow_run.parameters = parameters  # as Prefect's client does: the objects sent, not their JSON echo
+        return flow_run
+
+    def _without_run_name(self, flow: Flow[Any, Any]) -> Flow[Any, Any]:
+        """``flow`` without its ``flow_run_name``: the run was created under its name, so the engine
+        has nothing to rename (a copy, not ``with_options``, which keeps the name it is not given)."""
+        if flow.flow_run_name is None:
+            return flow
+        known = self._unnamed.get(id(flow))
+        if known is None or known[0] is not flow:
+            unnamed = copy.copy(flow)
+            unnamed.flow_run_name = None
+            known = self._unnamed[id(flow)] = (flow, unnamed)
+        return known[1]
 
     def _tracking_task(self, flow: Flow[Any, Any]) -> Task[Any, Any]:
         """The task that stands for the subflow in its parent's run graph, as Prefect's engine makes it."""

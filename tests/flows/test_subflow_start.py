@@ -3,6 +3,9 @@ whose subflows Prefect records exactly as it records ``await flow(...)``."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import re
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -163,6 +166,55 @@ async def test_a_started_subflow_is_recorded_as_prefect_records_an_ordinary_call
     assert len(links) == 2 and all(t.flow_run_id == parent_id for t in links)
     assert links[0].task_key == links[1].task_key  # the same task stands for the subflow in the graph
     assert all(t.name.startswith("subflow-start-child-") for t in links)
+
+
+@flow(name="subflow-start-parent-of-three")
+async def parent_of_three() -> list[State]:
+    async with subflow_starter() as starter:
+        assert starter is not None
+        return [await starter.run(child, f"child {n}", n=n, label="started") for n in (1, 2, 3)]
+
+
+@pytest.mark.usefixtures("prefect_harness")
+async def test_started_subflows_ask_for_their_flow_once_and_are_never_renamed(
+        caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="httpx"):
+        state = await parent_of_three(return_state=True)
+    assert state.is_completed(), state.message
+    assert [await s.aresult() for s in await state.aresult()] == ["started-1", "started-2", "started-3"]
+    requests = [r.getMessage() for r in caplog.records if r.name == "httpx"]
+    async with get_client() as client:
+        runs = await client.read_flow_runs(flow_run_filter=FlowRunFilter(
+            parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[state.state_details.flow_run_id])))
+    assert sorted(r.name for r in runs) == ["child 1", "child 2", "child 3"]  # named when created
+    flows_asked = [m for m in requests if re.search(r"POST \S+/api/flows/ ", m)]
+    assert len(flows_asked) == 2  # the parent's (by Prefect's engine), then the child's, once for three runs
+    for run in runs:
+        patches = [m for m in requests if re.search(rf"PATCH \S+/api/flow_runs/{run.id} ", m)]
+        assert len(patches) == 1  # the engine's record of the flow's version and retry policy; no rename
+        assert run.flow_version == child.version and run.empirical_policy.retries == child.retries
+        assert run.parameters == {"n": int(run.name[-1]), "label": "started"}
+    assert child.flow_run_name == "child {n}"  # the flow itself keeps its name template
+
+
+@flow(name="subflow-start-parent-of-four-at-once")
+async def parent_of_four_at_once() -> list[State]:
+    async with subflow_starter() as starter:
+        assert starter is not None
+        return list(await asyncio.gather(*(starter.run(child, f"child {n}", n=n) for n in range(4))))
+
+
+@pytest.mark.usefixtures("prefect_harness")
+async def test_subflows_started_together_make_their_two_writes_one_subflow_at_a_time(
+        caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="httpx"):
+        state = await parent_of_four_at_once(return_state=True)
+    assert state.is_completed(), state.message
+    assert sorted([await s.aresult() for s in await state.aresult()]) == [f"plain-{n}" for n in range(4)]
+    writes = [m.group(1) for r in caplog.records if r.name == "httpx"
+              if (m := re.search(r"POST \S+/api/(task_runs|flow_runs)/ ", r.getMessage()))]
+    # The parent's own flow run first, then each subflow's parent task run directly followed by its flow run.
+    assert writes == ["flow_runs", *["task_runs", "flow_runs"] * 4]
 
 
 @pytest.mark.usefixtures("prefect_harness", "agentenv_home")
