@@ -10,8 +10,13 @@ the instances it started and hands an idle one to the next task run that deploys
 * an **agent** gets its sandbox folder emptied and rebuilt (the same path, since the process
   runs in it), is configured again by the task run (MCP servers, agent config, skills) and
   starts a new A2A context with every prompt. Agents are pooled only together with the envs
-  they are given (an agent cannot be told to forget an MCP server) and only when their model
-  endpoint outlives the task run (not a per-run mock model);
+  they are given (an agent cannot be told to forget an MCP server) and with the model server
+  they are given;
+* the built-in **mock model** (an in-process server) is held by one task run at a time, its
+  script queue and request log cleared when handed back; one still answering a completion
+  then (a scripted delay) is stopped instead. So an agent started with a mock model's address
+  is pooled along with it: the next task run that takes the same mock model takes the agent
+  too;
 * an instance that stopped answering is replaced, not handed out;
 * the blocks an env or agent id resolves to (and the model endpoint) are looked up once per
   benchmark run, pooled or not (:func:`~prefect_agentenv.runtime.run.lookups_of`): a block edited
@@ -32,6 +37,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import httpx
 
@@ -56,6 +62,22 @@ class Warm:
     """How many task runs were handed this instance."""
 
 
+class SharedModel(Protocol):
+    """A model server a pool hands from one task run to the next (the in-process mock model)."""
+
+    base_url: str
+
+    @property
+    def busy(self) -> bool:
+        """A request is being answered."""
+
+    def reset(self) -> None:
+        """Forget everything a task run left in it."""
+
+    async def stop(self) -> None:
+        """Close it."""
+
+
 @dataclass
 class WarmPool:
     """Instances shared by the task runs of one benchmark run (see the module docstring).
@@ -67,6 +89,8 @@ class WarmPool:
     workdir: Path
     _idle: dict[str, list[Warm]] = field(default_factory=dict)
     _all: list[Warm] = field(default_factory=list)
+    _idle_models: list[SharedModel] = field(default_factory=list)
+    _models: list[SharedModel] = field(default_factory=list)
 
     @staticmethod
     def key(kind: str, name: str, spec: LaunchSpec, extra_env: dict[str, str] | None = None) -> str:
@@ -96,10 +120,32 @@ class WarmPool:
         if warm in self._all:
             self._idle.setdefault(key, []).append(warm)
 
+    async def acquire_model(self, start: Callable[[], Awaitable[SharedModel]]) -> SharedModel:
+        """An idle model server of the pool, else a new one from ``start``; the task run holds it alone."""
+        if self._idle_models:
+            return self._idle_models.pop()
+        model = await start()
+        self._models.append(model)
+        return model
+
+    async def release_model(self, model: SharedModel) -> None:
+        """Take a model server back, cleared for the next task run; stop it if it is still answering."""
+        if model not in self._models:
+            return
+        if model.busy:
+            logger.info("the mock model at %s was still answering when its task run ended; stopped, not pooled",
+                        model.base_url)
+            self._models.remove(model)
+            await model.stop()
+            return
+        model.reset()
+        self._idle_models.append(model)
+
     async def close(self) -> None:
-        """Stop every instance the pool started (all at once) and remove its sandboxes."""
+        """Stop every instance and model server the pool started (all at once) and remove its sandboxes."""
         everything, self._all, self._idle = self._all, [], {}
-        await asyncio.gather(*(self._stop(w) for w in everything))
+        models, self._models, self._idle_models = self._models, [], []
+        await asyncio.gather(*(self._stop(w) for w in everything), *(self._stop_model(m) for m in models))
 
     @property
     def size(self) -> int:
@@ -113,6 +159,12 @@ class WarmPool:
         except DeployError:
             return False
         return True
+
+    async def _stop_model(self, model: SharedModel) -> None:
+        try:
+            await model.stop()
+        except Exception:  # best effort, as for the processes
+            logger.exception("could not stop the pooled model server at %s", model.base_url)
 
     async def _stop(self, warm: Warm) -> None:
         if warm in self._all:

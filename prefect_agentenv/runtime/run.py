@@ -91,6 +91,8 @@ class RunServices:
     """The run's one mock model server, once a step needed it."""
     mock_model_start: asyncio.Task[str] | None = None
     """The start of that server, shared by the steps (and the run's lookahead) that need it."""
+    mock_model_pooled: bool = False
+    """That server came from the benchmark's warm pool and goes back to it (it outlives the run)."""
     early_agents: dict[str, tuple[str, asyncio.Future[Any]]] = field(default_factory=dict)
     """Agents the run's lookahead launched before their step, by step id: what they were launched
     with, and the launch (an instance and its sandbox)."""

@@ -95,16 +95,24 @@ def _forget_failed_start(run: RunResources, start: asyncio.Task[str]) -> None:
 
 
 async def _start_mock_model(run: RunResources) -> str:
-    """The run's mock model, served from this process (see ``agents.mock_model.in_process``)."""
+    """The run's mock model, served from this process (see ``agents.mock_model.in_process``); in a
+    benchmark with a warm pool, one the pool hands from task run to task run, cleared in between."""
     from prefect_agentenv.agents.mock_model.in_process import serve_mock_model
     from prefect_agentenv.runtime.launch import new_instance_id
+    from prefect_agentenv.runtime.pool import active_pool
 
+    pool = active_pool()
     try:
-        server = await serve_mock_model()
+        server = await (pool.acquire_model(serve_mock_model) if pool is not None else serve_mock_model())
     except BaseException:
         run.services.mock_model_start = None  # the next step that needs it tries again
         raise
-    run.teardown.add(f"mock model ({new_instance_id('mock-model')})", server.stop, kind="model")
+    label = f"mock model ({new_instance_id('mock-model')})"
+    if pool is not None:
+        run.teardown.add(f"{label} back to the pool", functools.partial(pool.release_model, server), kind="model")
+        run.services.mock_model_pooled = True
+    else:
+        run.teardown.add(label, server.stop, kind="model")
     url = run.services.mock_model_url = f"{server.base_url}/v1"
     logger.info("no model endpoint configured: the built-in mock model serves at %s (output labelled mock)", url)
     return url
@@ -145,6 +153,8 @@ class _Launch:
     spec: LaunchSpec
     env: dict[str, str]
     endpoint: ResolvedModel
+    per_run_model: bool
+    """The agent's model lives only as long as the run (the run's own mock model): never pooled."""
 
     @property
     def key(self) -> str:
@@ -153,11 +163,6 @@ class _Launch:
         from prefect_agentenv.runtime.pool import WarmPool
 
         return WarmPool.key("agent", "early", self.spec, self.env)
-
-    @property
-    def per_run_model(self) -> bool:
-        """The agent's model lives only as long as the run (the run's mock): never pooled."""
-        return self.endpoint.is_mock and self.endpoint.base_url is not None
 
 
 async def _agent_launch(run: RunResources, step: StepModel, *, a2a_agent_id: str, role: str, model: str | None,
@@ -172,7 +177,8 @@ async def _agent_launch(run: RunResources, step: StepModel, *, a2a_agent_id: str
         spec = spec.model_copy(update={"startup_timeout_seconds": startup})
     # An agent known to call no model (the scripted one) does not wait for a mock model to start.
     endpoint = await model_for(run, MODEL_ROLE_OF.get(a2a_agent_id, role), model, start_mock=resolved.uses_model)
-    return _Launch(spec, {**_model_env(endpoint), **(extra_env or {})}, endpoint)
+    per_run_model = endpoint.is_mock and endpoint.base_url is not None and not run.services.mock_model_pooled
+    return _Launch(spec, {**_model_env(endpoint), **(extra_env or {})}, endpoint, per_run_model)
 
 
 async def launch_early(step: StepModel, *, agent_name: str, a2a_agent_id: str, model: str | None,

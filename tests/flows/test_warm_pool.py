@@ -109,3 +109,34 @@ async def test_a_benchmark_looks_each_block_up_once_for_all_its_task_runs(
     assert (await state.aresult())["counts"]["passed"] == 3
     assert looked_up, "the env and agent ids were never looked up as blocks"
     assert sorted(looked_up) == sorted(set(looked_up)), looked_up  # each once, for three task runs
+
+
+async def test_an_agent_on_the_mock_model_is_pooled_with_it(tmp_path: Path) -> None:
+    """The llm agent calls the built-in mock model: the pool hands both on together."""
+    task_steps = [
+        {"id": "email", "type": "deploy_env", "env_id": "email", "depends_on": []},
+        {"id": "assistant", "type": "deploy_agent", "a2a_agent_id": "llm", "agent_name": "assistant",
+         "env_ids": ["email"], "depends_on": ["email"]},
+        {"id": "hello", "type": "prompt_agent", "agent_name": "assistant", "prompt_id": "hello",
+         "prompt": "Say hello.", "depends_on": ["assistant"]},
+        {"id": "quiet", "type": "env_state_verifier", "env_id": "email", "verifier_id": "quiet",
+         "depends_on": ["hello"], "assertions": [{"assert": "record_count", "id": "none", "resource": "sent",
+                                                  "equals": 0}]},
+    ]
+    bench = tmp_path / "bench.yaml"
+    bench.write_text(yaml.safe_dump({"name": "Pool", "slug": "pool-mock-model", "concurrency": 1, "pool": True,
+                                     "tasks": [{"id": "first", "steps": task_steps},
+                                               {"id": "second", "steps": task_steps}]}))
+    reports_dir = tmp_path / "reports"
+
+    state = await benchmark(path=str(bench), report_dir=str(reports_dir), return_state=True)
+
+    assert state.is_completed(), state.message
+    reports = {p.name.split(".")[0]: json.loads(p.read_text()) for p in reports_dir.glob("*-epoch*.json")}
+    first, second = reports["first"], reports["second"]
+    assert first["outcome"] == second["outcome"] == "PASSED", (first["error"], second["error"])
+    agents = [r["context"]["deployed_agents"]["assistant"] for r in (first, second)]
+    assert agents[0]["instance_id"] == agents[1]["instance_id"]  # one agent process served both task runs
+    for report in (first, second):
+        models = [t for t in report["teardown"] if t["kind"] == "model"]
+        assert len(models) == 1 and models[0]["ok"] and models[0]["label"].endswith("back to the pool")

@@ -51,6 +51,8 @@ class MockModelState:
         self.script: deque[ScriptedReply] = deque()
         self.requests: list[LoggedRequest] = []
         self.completions = 0
+        self.in_flight = 0
+        """Completions being answered now (a scripted delay holds one open)."""
 
     def reset(self) -> None:
         self.script.clear()
@@ -78,15 +80,19 @@ def build_app(state: MockModelState | None = None) -> Starlette:
             return _error(400, "the request needs a 'messages' list")
         state.requests.append({"path": request.url.path,
                                "has_authorization": "authorization" in request.headers, "body": body})
-        if state.script:
-            reply = state.script.popleft()
-            if reply.delay_seconds:
-                await asyncio.sleep(reply.delay_seconds)
-            if reply.error is not None:
-                return _error(reply.error.status, reply.error.message)
-            answer = scripted_answer(reply, body)
-        else:
-            answer = default_answer(body)
+        state.in_flight += 1
+        try:
+            if state.script:
+                reply = state.script.popleft()
+                if reply.delay_seconds:
+                    await asyncio.sleep(reply.delay_seconds)
+                if reply.error is not None:
+                    return _error(reply.error.status, reply.error.message)
+                answer = scripted_answer(reply, body)
+            else:
+                answer = default_answer(body)
+        finally:
+            state.in_flight -= 1
         state.completions += 1
         return JSONResponse(_completion(body, answer, state.completions))
 

@@ -5,7 +5,9 @@ importing Starlette and uvicorn, about a second of CPU, paid by every task run o
 whose agent might call a model. Served here instead, it costs a listening socket and the
 handful of requests the run makes. Each run still gets its own server, with its own script
 queue and request log (:class:`~prefect_agentenv.agents.mock_model.app.MockModelState`), on its
-own loopback port, so the agents (separate processes) reach it the same way.
+own loopback port, so the agents (separate processes) reach it the same way. A benchmark with a
+warm pool hands a server from one task run to the next instead, its state reset in between
+(``runtime.pool``), so the agents given its address can be pooled too.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections.abc import Iterator
 
 import uvicorn
 
-from prefect_agentenv.agents.mock_model.app import GRACEFUL_SHUTDOWN_SECONDS, build_app
+from prefect_agentenv.agents.mock_model.app import GRACEFUL_SHUTDOWN_SECONDS, MockModelState, build_app
 
 _STARTUP_TIMEOUT_SECONDS = 10.0
 
@@ -34,10 +36,21 @@ class _GuestServer(uvicorn.Server):
 class InProcessMockModel:
     """A running mock model; :meth:`stop` ends it."""
 
-    def __init__(self, server: uvicorn.Server, serving: asyncio.Task[None], base_url: str) -> None:
+    def __init__(self, server: uvicorn.Server, serving: asyncio.Task[None], base_url: str,
+                 state: MockModelState) -> None:
         self._server, self._serving = server, serving
+        self._state = state
         self.base_url = base_url
         """``http://127.0.0.1:<port>``; the OpenAI-compatible API is under ``/v1``."""
+
+    @property
+    def busy(self) -> bool:
+        """A completion is being answered (a scripted delay holds it open)."""
+        return self._state.in_flight > 0
+
+    def reset(self) -> None:
+        """Forget the script queue and the request log, as ``POST /mock/reset`` does."""
+        self._state.reset()
 
     async def stop(self) -> None:
         """Close the socket and the connections (a held scripted delay is cut after
@@ -59,7 +72,8 @@ async def serve_mock_model(host: str = "127.0.0.1") -> InProcessMockModel:
     except OSError:
         sock.close()
         raise
-    config = uvicorn.Config(build_app(), log_config=None, access_log=False, lifespan="off",
+    state = MockModelState()
+    config = uvicorn.Config(build_app(state), log_config=None, access_log=False, lifespan="off",
                             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS)
     server = _GuestServer(config)
     serving = asyncio.ensure_future(server.serve(sockets=[sock]))
@@ -77,4 +91,4 @@ async def serve_mock_model(host: str = "127.0.0.1") -> InProcessMockModel:
         raise
     port = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
-    return InProcessMockModel(server, serving, f"http://{shown}:{port}")
+    return InProcessMockModel(server, serving, f"http://{shown}:{port}", state)
