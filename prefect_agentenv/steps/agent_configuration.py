@@ -120,7 +120,32 @@ async def _give_envs(ext: AgentEnvExtensions, envs: list[DeployedEnv], lacks: La
         if reason:
             lacks(f"env_ids.{env.env_id}", MCP_CONFIG_EXTENSION, reason)
         else:
-            await ext.add_mcp_server(env.mcp_url, name=env.env_id)
+            await _give_env(ext, env)
+
+
+async def _give_env(ext: AgentEnvExtensions, env: DeployedEnv) -> None:
+    """Give the agent an env's MCP server. An agent that refuses it as already held (HTTP 409, as
+    the AgentEnv SDK answers a URL or name it has) and lists that very server under that name has
+    it: a pooled agent given the same env instance again."""
+    try:
+        await ext.add_mcp_server(env.mcp_url, name=env.env_id)
+    except ProtocolError as exc:
+        if exc.code != 409 or not await _holds(ext, env):
+            raise
+        logger.debug("%s already holds the MCP server %s (%s)", ext.agent, env.env_id, env.mcp_url)
+
+
+async def _holds(ext: AgentEnvExtensions, env: DeployedEnv) -> bool:
+    """The agent lists ``env``'s MCP server under the env's id (False when it cannot list)."""
+    from prefect_agentenv.protocols.agentenv_ext import MCP_CONFIG_EXTENSION
+
+    if _missing(ext, MCP_CONFIG_EXTENSION, "list"):
+        return False
+    try:
+        held = await ext.list_mcp_servers()
+    except ProtocolError:
+        return False
+    return any(entry.url == env.mcp_url and entry.name == env.env_id for entry in held)
 
 
 async def _give_skills(ext: AgentEnvExtensions, skills: list[Skill], lacks: Lacks) -> None:

@@ -125,9 +125,12 @@ def effective_agent_id(run: RunResources, agent_name: str, a2a_agent_id: str) ->
 
 async def start_agent(step: StepModel, *, agent_name: str, a2a_agent_id: str, role: str = "agent",
                       model: str | None = None, version: str | None = None,
-                      extra_env: dict[str, str] | None = None) -> tuple[DeployedAgent, Sandbox]:
+                      extra_env: dict[str, str] | None = None,
+                      mcp_servers: dict[str, str] | None = None) -> tuple[DeployedAgent, Sandbox]:
     """Resolve, sandbox and start an agent; register its teardown; return it once its card answers.
-    An agent the run's lookahead launched for this step with the same spec and env is taken as it is."""
+    An agent the run's lookahead launched for this step with the same spec and env is taken as it is.
+    ``mcp_servers`` (name: URL) are the env servers it is about to be given: a pooled agent is
+    handed only to a task run that gives it the same ones, since an agent cannot forget one."""
     from prefect_agentenv.steps.pooling import pooled_agent
 
     run = current_run()
@@ -137,7 +140,8 @@ async def start_agent(step: StepModel, *, agent_name: str, a2a_agent_id: str, ro
         instance, sandbox = await early[1]
     else:
         pooled = await pooled_agent(step, agent_name=agent_name, a2a_agent_id=a2a_agent_id, spec=launch.spec,
-                                    env=launch.env, per_run_model=launch.per_run_model)
+                                    env=launch.env, per_run_model=launch.per_run_model,
+                                    mcp_servers=mcp_servers or {})
         instance, sandbox = pooled or await _start_own(step, run, launch.spec, agent_name, a2a_agent_id, launch.env)
     run.services.sandboxes[instance.instance_id] = sandbox
     agent = DeployedAgent(agent_name=agent_name, a2a_url=instance.base_url, sandbox=str(sandbox.root),

@@ -93,7 +93,8 @@ async def run(step: DeployAgentStep, ctx: RunContext) -> RunContext:
     agent, _ = await start_agent(step, agent_name=step.agent_name,
                                  a2a_agent_id=effective_agent_id(run_, step.agent_name,
                                                                  step.a2a_agent_id or DEFAULT_AGENT_ID),
-                                 model=model, version=step.version, extra_env=step.env_vars or None)
+                                 model=model, version=step.version, extra_env=step.env_vars or None,
+                                 mcp_servers={env.env_id: env.mcp_url for env in envs})
     client = a2a_client(run_, agent)
     rows = await deliver(step, agent, client, _config_request(run_, step, envs, agent))
     if not await takes_config(client, "model"):

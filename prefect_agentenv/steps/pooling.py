@@ -58,12 +58,15 @@ async def pooled_env(step: StepModel, env_id: str, spec: LaunchSpec) -> Instance
 
 
 async def pooled_agent(step: StepModel, *, agent_name: str, a2a_agent_id: str, spec: LaunchSpec,
-                       env: dict[str, str], per_run_model: bool) -> tuple[Instance, Sandbox] | None:
+                       env: dict[str, str], per_run_model: bool,
+                       mcp_servers: dict[str, str]) -> tuple[Instance, Sandbox] | None:
     """An agent instance from the pool, its sandbox emptied, or None.
 
     ``env`` is what the process is started with besides its sandbox (model endpoint, …); the
-    step's own fields and the run's overrides are part of the key too, so an agent is only
-    handed to task runs that configure it the same way (config set by one run cannot leak).
+    step's own fields, the run's overrides and the MCP servers it is to be given (name: URL, the
+    env instances of this task run) are part of the key too, so an agent is only handed to task
+    runs that configure it the same way (config set by one run cannot leak, and an agent already
+    holds exactly the env servers it is given again).
     """
     from prefect_agentenv.runtime.launchers import launcher_for
     from prefect_agentenv.runtime.pool import Warm, WarmPool, active_pool
@@ -72,7 +75,8 @@ async def pooled_agent(step: StepModel, *, agent_name: str, a2a_agent_id: str, s
     if pool is None or spec.kind == "url" or per_run_model:
         return None
     run = current_run()
-    fingerprint = {"step": step.model_dump(mode="json", exclude=_NOT_CONFIG), "overrides": run.overrides.as_pairs(), "env": env}
+    fingerprint = {"step": step.model_dump(mode="json", exclude=_NOT_CONFIG), "overrides": run.overrides.as_pairs(),
+                   "env": env, "mcp_servers": mcp_servers}
     key = WarmPool.key("agent", f"{a2a_agent_id}/{agent_name}", spec, {"x": json.dumps(fingerprint, sort_keys=True,
                                                                                          default=str)})
 
