@@ -35,15 +35,16 @@ STEPS: list[dict[str, Any]] = [
 ]
 
 
-def pooled_reports(tmp_path: Path, name: str, *, epochs: int, concurrency: int) -> tuple[Path, Path]:
-    bench = tmp_path / f"{name}.yaml"
+async def run_pooled(tmp_path: Path, name: str, *, epochs: int, concurrency: int) -> list[dict[str, Any]]:
+    """Run the pooled benchmark of ``epochs`` task runs; every one must pass. Their reports, by epoch."""
+    bench, reports_dir = tmp_path / f"{name}.yaml", tmp_path / f"{name}-reports"
     bench.write_text(yaml.safe_dump({"name": name, "slug": name, "epochs": epochs, "concurrency": concurrency,
                                      "pool": True, "tasks": [{"id": "note", "steps": STEPS}]}))
-    return bench, tmp_path / f"{name}-reports"
-
-
-def read_reports(reports_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(p.read_text()) for p in sorted(reports_dir.glob("*-epoch*.json"))]
+    state = await benchmark(path=str(bench), report_dir=str(reports_dir), return_state=True)
+    assert state.is_completed(), state.message
+    reports = [json.loads(p.read_text()) for p in sorted(reports_dir.glob("*-epoch*.json"))]
+    assert [r["outcome"] for r in reports] == ["PASSED"] * epochs, [r["error"] for r in reports]
+    return reports
 
 
 @pytest.fixture
@@ -56,13 +57,8 @@ def notes_seed(agentenv_home: Path, tmp_path: Path) -> None:
 
 @pytest.mark.usefixtures("notes_seed")
 async def test_one_sdk_agent_and_one_sdk_env_serve_every_task_run_one_at_a_time(tmp_path: Path) -> None:
-    bench, reports_dir = pooled_reports(tmp_path, "pooled-sdk-peers", epochs=3, concurrency=1)
+    reports = await run_pooled(tmp_path, "pooled-sdk-peers", epochs=3, concurrency=1)
 
-    state = await benchmark(path=str(bench), report_dir=str(reports_dir), return_state=True)
-
-    assert state.is_completed(), state.message
-    reports = read_reports(reports_dir)
-    assert [r["outcome"] for r in reports] == ["PASSED"] * 3, [r["error"] for r in reports]
     # One process of each served the three task runs; each run saw the seed alone (reset in between).
     for kind, name in (("deployed_envs", "notes-sdk"), ("deployed_agents", "caller")):
         assert len({r["context"][kind][name]["instance_id"] for r in reports}) == 1, kind
@@ -73,13 +69,8 @@ async def test_one_sdk_agent_and_one_sdk_env_serve_every_task_run_one_at_a_time(
 
 @pytest.mark.usefixtures("notes_seed")
 async def test_pooled_sdk_agents_stay_with_their_env_instances_when_task_runs_overlap(tmp_path: Path) -> None:
-    bench, reports_dir = pooled_reports(tmp_path, "pooled-sdk-peers-overlapping", epochs=4, concurrency=2)
+    reports = await run_pooled(tmp_path, "pooled-sdk-peers-overlapping", epochs=4, concurrency=2)
 
-    state = await benchmark(path=str(bench), report_dir=str(reports_dir), return_state=True)
-
-    assert state.is_completed(), state.message
-    reports = read_reports(reports_dir)
-    assert [r["outcome"] for r in reports] == ["PASSED"] * 4, [r["error"] for r in reports]
     # An agent instance is only ever given the one env instance it was first given.
     env_of: dict[str, str] = {}
     for report in reports:

@@ -175,14 +175,19 @@ async def parent_of_three() -> list[State]:
         return [await starter.run(child, f"child {n}", n=n, label="started") for n in (1, 2, 3)]
 
 
+async def run_logging_requests(parent: Any, caplog: pytest.LogCaptureFixture) -> tuple[State, list[str]]:
+    """Run the ``parent`` flow to completion; its state and every request it made (httpx's log lines)."""
+    with caplog.at_level(logging.INFO, logger="httpx"):
+        state: State = await parent(return_state=True)
+    assert state.is_completed(), state.message
+    return state, [r.getMessage() for r in caplog.records if r.name == "httpx"]
+
+
 @pytest.mark.usefixtures("prefect_harness")
 async def test_started_subflows_ask_for_their_flow_once_and_are_never_renamed(
         caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.INFO, logger="httpx"):
-        state = await parent_of_three(return_state=True)
-    assert state.is_completed(), state.message
+    state, requests = await run_logging_requests(parent_of_three, caplog)
     assert [await s.aresult() for s in await state.aresult()] == ["started-1", "started-2", "started-3"]
-    requests = [r.getMessage() for r in caplog.records if r.name == "httpx"]
     async with get_client() as client:
         runs = await client.read_flow_runs(flow_run_filter=FlowRunFilter(
             parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[state.state_details.flow_run_id])))
@@ -207,12 +212,9 @@ async def parent_of_four_at_once() -> list[State]:
 @pytest.mark.usefixtures("prefect_harness")
 async def test_subflows_started_together_make_their_two_writes_one_subflow_at_a_time(
         caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.INFO, logger="httpx"):
-        state = await parent_of_four_at_once(return_state=True)
-    assert state.is_completed(), state.message
+    state, requests = await run_logging_requests(parent_of_four_at_once, caplog)
     assert sorted([await s.aresult() for s in await state.aresult()]) == [f"plain-{n}" for n in range(4)]
-    writes = [m.group(1) for r in caplog.records if r.name == "httpx"
-              if (m := re.search(r"POST \S+/api/(task_runs|flow_runs)/ ", r.getMessage()))]
+    writes = [m.group(1) for message in requests if (m := re.search(r"POST \S+/api/(task_runs|flow_runs)/ ", message))]
     # The parent's own flow run first, then each subflow's parent task run directly followed by its flow run.
     assert writes == ["flow_runs", *["task_runs", "flow_runs"] * 4]
 
