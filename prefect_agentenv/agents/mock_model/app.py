@@ -82,17 +82,11 @@ def build_app(state: MockModelState | None = None) -> Starlette:
                                "has_authorization": "authorization" in request.headers, "body": body})
         state.in_flight += 1
         try:
-            if state.script:
-                reply = state.script.popleft()
-                if reply.delay_seconds:
-                    await asyncio.sleep(reply.delay_seconds)
-                if reply.error is not None:
-                    return _error(reply.error.status, reply.error.message)
-                answer = scripted_answer(reply, body)
-            else:
-                answer = default_answer(body)
+            answer = await _answer(state, body)
         finally:
             state.in_flight -= 1
+        if isinstance(answer, JSONResponse):
+            return answer
         state.completions += 1
         return JSONResponse(_completion(body, answer, state.completions))
 
@@ -123,6 +117,18 @@ def build_app(state: MockModelState | None = None) -> Starlette:
         Route("/mock/requests", requests_log, methods=["GET"]),
         Route("/mock/reset", reset, methods=["POST"]),
     ])
+
+
+async def _answer(state: MockModelState, body: JsonObject) -> MockAnswer | JSONResponse:
+    """The next scripted reply (after its delay; an error reply as the error response), else the default answer."""
+    if not state.script:
+        return default_answer(body)
+    reply = state.script.popleft()
+    if reply.delay_seconds:
+        await asyncio.sleep(reply.delay_seconds)
+    if reply.error is not None:
+        return _error(reply.error.status, reply.error.message)
+    return scripted_answer(reply, body)
 
 
 def _completion(body: JsonObject, answer: MockAnswer, number: int) -> JsonObject:
