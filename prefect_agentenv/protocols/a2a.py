@@ -272,6 +272,23 @@ class A2AClient:
         self.http = http if http is not None else httpx.AsyncClient(timeout=request_timeout, verify=ssl_context())
         self._card: A2ACard | None = None
         self._wire: _Wire | None = None
+        self._unfinished: set[str] = set()
+        self._unanswered = 0
+
+    @property
+    def may_be_working(self) -> bool:
+        """The agent may still be working on a prompt this client sent: a task last seen neither
+        over nor waiting for input, or a send whose answer never came (cut by a timeout or a
+        cancelled run). A warm pool does not hand such an agent to the next task run."""
+        return bool(self._unfinished) or self._unanswered > 0
+
+    def _saw(self, reply: AgentReply) -> AgentReply:
+        if reply.task_id is not None:
+            if reply.done:
+                self._unfinished.discard(reply.task_id)
+            else:
+                self._unfinished.add(reply.task_id)
+        return reply
 
     async def __aenter__(self) -> A2AClient:
         return self
@@ -302,17 +319,20 @@ class A2AClient:
     async def start(self, text: str, *, context_id: str | None = None, task_id: str | None = None) -> AgentReply:
         """Send a prompt without waiting for the work; the task as first seen (or the reply)."""
         wire = await self._connect()
-        return reply_from_result(await wire.send(text, context_id, task_id), wire.version)
+        self._unanswered += 1  # left counted if the send fails or is cut: the agent may have started
+        reply = reply_from_result(await wire.send(text, context_id, task_id), wire.version)
+        self._unanswered -= 1
+        return self._saw(reply)
 
     async def get_task(self, task_id: str) -> AgentReply:
         """The task as it is now."""
         wire = await self._connect()
-        return reply_from_result(await wire.get(task_id), wire.version)
+        return self._saw(reply_from_result(await wire.get(task_id), wire.version))
 
     async def cancel_task(self, task_id: str, *, timeout: float | None = None) -> AgentReply:
         """Ask the agent to cancel a task; the task as the agent then reports it."""
         wire = await self._connect()
-        return reply_from_result(await wire.cancel(task_id, timeout or self.request_timeout), wire.version)
+        return self._saw(reply_from_result(await wire.cancel(task_id, timeout or self.request_timeout), wire.version))
 
     async def send(self, text: str, *, context_id: str | None = None, task_id: str | None = None,
                    timeout_seconds: float = 1800.0, poll_interval_seconds: float = 0.5,

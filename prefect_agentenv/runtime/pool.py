@@ -17,6 +17,8 @@ the instances it started and hands an idle one to the next task run that deploys
   then (a scripted delay) is stopped instead. So an agent started with a mock model's address
   is pooled along with it: the next task run that takes the same mock model takes the agent
   too;
+* an agent that may still be working on a prompt of the task run that ended (the prompt timed
+  out, or the run was cancelled while it waited) is stopped, not handed back;
 * an instance that stopped answering is replaced, not handed out;
 * the blocks an env or agent id resolves to (and the model endpoint) are looked up once per
   benchmark run, pooled or not (:func:`~prefect_agentenv.runtime.run.lookups_of`): a block edited
@@ -119,6 +121,10 @@ class WarmPool:
         """Hand an instance back after its task run; the next one resets it before use."""
         if warm in self._all:
             self._idle.setdefault(key, []).append(warm)
+
+    async def discard(self, warm: Warm) -> None:
+        """Stop an instance instead of taking it back (an agent that may still be working)."""
+        await self._stop(warm)
 
     async def acquire_model(self, start: Callable[[], Awaitable[SharedModel]]) -> SharedModel:
         """An idle model server of the pool, else a new one from ``start``; the task run holds it alone."""

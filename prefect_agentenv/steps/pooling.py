@@ -8,6 +8,7 @@ instance instead (no pool, a live URL, an agent whose model lives only as long a
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -20,6 +21,8 @@ from prefect_agentenv.steps.services import http_client
 if TYPE_CHECKING:  # the runtime loads on use: `validate` imports step modules and stays light
     from prefect_agentenv.runtime.launch import Instance, LaunchSpec
     from prefect_agentenv.runtime.pool import Warm, WarmPool
+
+logger = logging.getLogger("prefect_agentenv.runtime.pool")
 
 _NOT_CONFIG = {"id", "depends_on", "fail_task_on_error", "retry_config", "version"}
 _T = TypeVar("_T")
@@ -105,8 +108,17 @@ async def _acquire(pool: WarmPool, key: str, start: Any, step: StepModel, run: R
 
 def _give_back_at_teardown(run: RunResources, pool: WarmPool, key: str, warm: Warm, step: StepModel, *,
                            kind: str, key_name: str) -> None:
+    label = f"{kind} {key_name} ({warm.instance.instance_id})"
+
     async def give_back() -> None:
+        client = run.services.a2a_clients.get(warm.instance.instance_id) if kind == "agent" else None
+        if client is not None and client.may_be_working:
+            # Its work on this run's prompt would reach the next task run (its files, its tool calls).
+            logger.info("%s may still be working on a prompt of the task run that ended: stopped, not pooled",
+                        label)
+            entry.label = f"{label} stopped, not pooled: it may still be working on a prompt"
+            await pool.discard(warm)
+            return
         pool.release(key, warm)
 
-    run.teardown.add(f"{kind} {key_name} ({warm.instance.instance_id}) back to the pool", give_back,
-                     owner_step=step.id, kind=kind, key=key_name)
+    entry = run.teardown.add(f"{label} back to the pool", give_back, owner_step=step.id, kind=kind, key=key_name)

@@ -4,6 +4,7 @@ from one task run to the next (real email env and scripted agent on loopback).""
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -140,3 +141,36 @@ async def test_an_agent_on_the_mock_model_is_pooled_with_it(tmp_path: Path) -> N
     for report in (first, second):
         models = [t for t in report["teardown"] if t["kind"] == "model"]
         assert len(models) == 1 and models[0]["ok"] and models[0]["label"].endswith("back to the pool")
+
+
+async def test_an_agent_still_working_when_its_task_run_ends_is_stopped_not_pooled(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The first task run is cut by its timeout while its agent works on a prompt; that agent must
+    not serve the next task run (its late tool calls and files would land there)."""
+    deploy = [
+        {"id": "email", "type": "deploy_env", "env_id": "email", "depends_on": []},
+        {"id": "assistant", "type": "deploy_agent", "a2a_agent_id": "scripted", "agent_name": "assistant",
+         "env_ids": ["email"], "agent_config": {"plan": {"reply": "Done at last.", "sleep_seconds": 120}},
+         "depends_on": ["email"]},
+    ]
+    check = {"id": "sent", "type": "env_state_verifier", "env_id": "email", "verifier_id": "sent",
+             "depends_on": ["assistant"],
+             "assertions": [{"assert": "record_count", "id": "none", "resource": "sent", "equals": 0}]}
+    busy = [*deploy, {"id": "ask", "type": "prompt_agent", "agent_name": "assistant", "prompt_id": "ask",
+                      "prompt": "Take your time.", "depends_on": ["assistant"]}]
+    bench = tmp_path / "bench.yaml"
+    bench.write_text(yaml.safe_dump({"name": "Pool", "slug": "pool-still-working", "concurrency": 1, "pool": True,
+                                     "tasks": [{"id": "busy", "steps": busy, "timeout_seconds": 12},
+                                               {"id": "after", "steps": [*deploy, check]}]}))
+    reports_dir = tmp_path / "reports"
+
+    with caplog.at_level(logging.INFO, logger="prefect_agentenv.runtime.pool"):
+        state = await benchmark(path=str(bench), report_dir=str(reports_dir), return_state=True)
+
+    assert state.is_completed(), state.message
+    stopped = [r.getMessage() for r in caplog.records if "stopped, not pooled" in r.getMessage()]
+    assert len(stopped) == 1 and stopped[0].startswith("agent assistant ("), stopped
+    busy_agent = stopped[0].split("(")[1].split(")")[0]
+    after = json.loads(next(reports_dir.glob("after*-epoch*.json")).read_text())
+    assert after["outcome"] == "PASSED", after["error"]
+    assert after["context"]["deployed_agents"]["assistant"]["instance_id"] != busy_agent  # a fresh agent

@@ -8,6 +8,7 @@ exercised end to end in ``tests/conformance/``."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -90,6 +91,27 @@ async def test_a_1_0_task_past_its_timeout_is_cancelled_quickly(agents: dict[str
     assert isinstance(caught.value, AgentTimeoutError) and isinstance(caught.value, TimeoutError)
     assert caught.value.reply.is_timeout and caught.value.reply.state == "canceled"
     assert (await client.get_task(caught.value.reply.task_id or "")).state == "canceled"
+
+
+async def test_the_client_knows_whether_the_agent_may_still_be_working_on_its_prompts(
+        agents: dict[str, Server], http: httpx.AsyncClient):
+    client = A2AClient(agents["scripted"].base_url, http=http)
+    assert not client.may_be_working
+    await client.send('PLAN: {"reply": "quick"}', timeout_seconds=10, poll_interval_seconds=0.05)
+    assert not client.may_be_working  # completed
+
+    cut = asyncio.ensure_future(client.send('PLAN: {"sleep_seconds": 30}', timeout_seconds=60,
+                                            poll_interval_seconds=0.05))
+    await asyncio.sleep(1.0)
+    cut.cancel()  # the run stops while the prompt is polled: nobody asks the agent to stop
+    with pytest.raises(asyncio.CancelledError):
+        await cut
+    assert client.may_be_working
+
+    timed_out = A2AClient(agents["scripted"].base_url, http=http)
+    with pytest.raises(PromptTimeoutError):  # a timeout cancels its task: that one is over
+        await timed_out.send('PLAN: {"sleep_seconds": 30}', timeout_seconds=0.5, poll_interval_seconds=0.05)
+    assert not timed_out.may_be_working  # the agent reported the task canceled
 
 
 # A2A 0.3
