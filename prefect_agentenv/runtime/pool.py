@@ -17,8 +17,9 @@ the instances it started and hands an idle one to the next task run that deploys
   then (a scripted delay) is stopped instead. So an agent started with a mock model's address
   is pooled along with it: the next task run that takes the same mock model takes the agent
   too;
-* an agent that may still be working on a prompt of the task run that ended (the prompt timed
-  out, or the run was cancelled while it waited) is stopped, not handed back;
+* an agent that may still be working on a prompt of the task run that ended (the run was cut
+  or cancelled while a prompt ran, or the agent never confirmed the cancel of a timed-out one)
+  is stopped, not handed back;
 * an instance that stopped answering is replaced, not handed out;
 * the blocks an env or agent id resolves to (and the model endpoint) are looked up once per
   benchmark run, pooled or not (:func:`~prefect_agentenv.runtime.run.lookups_of`): a block edited
