@@ -35,11 +35,11 @@ TARGETS: list[tuple[str, str, str]] = [
     ("prefect_agentenv.cli", "_run_flow", "run command: flow call"),  # older trees
     ("prefect_agentenv.cli_run", "_run", "run command: flow call"),
     ("prefect_agentenv.flows.agent_task", "run_task_document", "flow body"),  # older trees
-    ("prefect_agentenv.flows.task_runner", "run_task_document", "flow body"),
+    ("prefect_agentenv.flows.engine.task_runner", "run_task_document", "flow body"),
     ("prefect_agentenv.flows.agent_task", "_execute_as_prefect_task", "step: prefect task"),  # older trees
     ("prefect_agentenv.flows.agent_task", "_run_step", "step: body"),  # older trees
-    ("prefect_agentenv.flows.step_tasks", "execute_as_prefect_task", "step: prefect task"),
-    ("prefect_agentenv.flows.step_tasks", "run_step", "step: body"),
+    ("prefect_agentenv.flows.engine.step_tasks", "execute_as_prefect_task", "step: prefect task"),
+    ("prefect_agentenv.flows.engine.step_tasks", "run_step", "step: body"),
     ("prefect.concurrency._asyncio", "aacquire_concurrency_slots_with_lease", "Prefect: tag concurrency lease"),
     ("prefect_agentenv.runtime.resolve", "resolve_env", "resolve env (block lookup)"),  # older trees
     ("prefect_agentenv.runtime.resolve", "resolve_agent", "resolve agent (block lookup)"),  # older trees
@@ -47,25 +47,25 @@ TARGETS: list[tuple[str, str, str]] = [
     ("prefect_agentenv.resolution.servers", "resolve_env", "resolve env (block lookup)"),
     ("prefect_agentenv.resolution.servers", "resolve_agent", "resolve agent (block lookup)"),
     ("prefect_agentenv.resolution.models", "resolve_model_endpoint", "model endpoint (block lookup)"),
-    ("prefect_agentenv.steps.agent_support", "_start_mock_model", "mock model start"),
+    ("prefect_agentenv.steps.support.agents", "_start_mock_model", "mock model start"),
     ("prefect_agentenv.runtime.process", "_spawn", "launch (fork/exec)"),
     ("prefect_agentenv.runtime.launch", "wait_until_ready", "ready (polling)"),
     ("prefect_agentenv.steps.deploy_env", "_mcp_url", "env card"),
     ("prefect_agentenv.runtime.sandbox", "create_sandbox", "sandbox folder"),
-    ("prefect_agentenv.steps.agent_support", "configure_agent", "agent config (extensions)"),
+    ("prefect_agentenv.steps.support.agents", "configure_agent", "agent config (extensions)"),
     ("prefect_agentenv.protocols.env", "EnvClient.data_reset", "data plane: reset"),
     ("prefect_agentenv.protocols.env", "EnvClient.data_add", "data plane: add"),
     ("prefect_agentenv.protocols.env", "EnvClient.export_state", "data plane: get"),
-    ("prefect_agentenv.steps.services", "artifact_store", "artifact store open"),
+    ("prefect_agentenv.steps.support.services", "artifact_store", "artifact store open"),
     ("prefect_agentenv.protocols.a2a", "A2AClient.send", "prompt (A2A send + wait)"),
     ("prefect_agentenv.steps.prompt_agent", "_store_trajectory", "trajectory fetch + store"),
     ("prefect_agentenv.steps.prompt_agent", "_store_turns", "turns store"),
     ("prefect_agentenv.runtime.teardown", "TeardownRegistry.stop_all", "teardown"),
-    ("prefect_agentenv.flows.report", "build_report", "report: build"),
-    ("prefect_agentenv.flows.report", "write_report", "report: write"),
+    ("prefect_agentenv.flows.reports.report", "build_report", "report: build"),
+    ("prefect_agentenv.flows.reports.report", "write_report", "report: write"),
     ("prefect_agentenv.flows.agent_task", "_upload_report", "report: upload to store"),  # older trees
-    ("prefect_agentenv.flows.task_runner", "_upload_report", "report: upload to store"),
-    ("prefect_agentenv.flows.report", "publish_artifacts", "Prefect artifacts"),
+    ("prefect_agentenv.flows.engine.task_runner", "_upload_report", "report: upload to store"),
+    ("prefect_agentenv.flows.reports.report", "publish_artifacts", "Prefect artifacts"),
 ]
 
 

@@ -50,8 +50,8 @@ _LAZY = {
     "load_agent_config": "prefect_agentenv.api",
     "make_agent": "prefect_agentenv.api",
     "agent_task": "prefect_agentenv.flows.agent_task",
-    "run_task_document": "prefect_agentenv.flows.task_runner",
-    "TaskReport": "prefect_agentenv.flows.report",
+    "run_task_document": "prefect_agentenv.flows.engine.task_runner",
+    "TaskReport": "prefect_agentenv.flows.reports.report",
     "Transcript": "prefect_agentenv.transcript",
 }
 

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from prefect_agentenv.flows.benchmark import benchmark, progress_listener
-from prefect_agentenv.flows.benchmark_result import BenchmarkRunResult
+from prefect_agentenv.flows.reports.benchmark_result import BenchmarkRunResult
 from prefect_agentenv.grading.benchmark_stats.results import TaskResult
 from prefect_agentenv.jsontypes import JsonObject
 

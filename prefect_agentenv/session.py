@@ -33,8 +33,8 @@ from prefect_agentenv.runtime.run import RunResources, bind_run, unbind_run
 from prefect_agentenv.runtime.teardown import TeardownRegistry
 from prefect_agentenv.settings import get_settings
 from prefect_agentenv.steps import deploy_agent, deploy_env, load_artifact, prompt_agent
-from prefect_agentenv.steps.agent_support import a2a_client
-from prefect_agentenv.steps.services import env_client
+from prefect_agentenv.steps.support.agents import a2a_client
+from prefect_agentenv.steps.support.services import env_client
 
 
 @dataclass

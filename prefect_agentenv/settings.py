@@ -28,7 +28,7 @@ class AgentEnvSettings(PrefectBaseSettings):
     """Tags of each step's task run: ``auto`` the step type and the run's tags that have a Prefect
     concurrency limit (so a tag limit still caps a step type), ``true`` all of them, ``false``
     none. Every tag costs an API request per task run, which a busy SQLite-backed server can
-    stall for seconds (see ``flows/task_tags.py`` and benchmarks/)."""
+    stall for seconds (see ``flows/adapters/task_tags.py`` and benchmarks/)."""
     retry_delay_seconds: float = Field(default=1.0, ge=0)
     """Wait before each retry of a step whose retry_config retries only itself (Prefect task retries)."""
     concurrency_lease_seconds: float = Field(default=6 * 3600, ge=60, le=86400)

@@ -46,8 +46,8 @@ _RUNTIME_ONLY = ("httpx", "httpx2", "a2a", "rich", "anyio",
                  "prefect_agentenv.resolution.servers", "prefect_agentenv.resolution.block_lookup",
                  "prefect_agentenv.runtime.pool",
                  "prefect_agentenv.runtime.docker", "prefect_agentenv.grading.judging",
-                 "prefect_agentenv.steps.agent_configuration", "prefect_agentenv.steps.pooling",
-                 "prefect_agentenv.steps.concurrency_slots")
+                 "prefect_agentenv.steps.support.agent_configuration", "prefect_agentenv.steps.support.pooling",
+                 "prefect_agentenv.steps.support.concurrency_slots")
 
 _VALIDATE_PROBE = """
 import json, sys

@@ -19,8 +19,8 @@ from prefect_agentenv.api.config import ScoringConfig, TaskData
 from prefect_agentenv.context import PromptResponse, RunContext, Verification
 from prefect_agentenv.documents.loading import resolve_env_vars
 from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError
-from prefect_agentenv.flows import scoring_placement as placement
-from prefect_agentenv.flows.report import redact
+from prefect_agentenv.flows.engine import scoring_placement as placement
+from prefect_agentenv.flows.reports.report import redact
 from prefect_agentenv.grading.outcome import task_score
 from prefect_agentenv.grading.verification import read_all
 from prefect_agentenv.runtime.run import RunResources, bind_run, unbind_run

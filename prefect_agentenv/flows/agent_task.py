@@ -11,12 +11,12 @@ from prefect.states import Cancelled, Completed, Failed, State
 
 from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.exceptions import TaskDocumentError
-from prefect_agentenv.flows.cancellation import watch_cancellation
-from prefect_agentenv.flows.json_flow import json_parameter_flow
-from prefect_agentenv.flows.run_tags import add_flow_run_tags
-from prefect_agentenv.flows.step_log import send_package_logs_to_prefect
-from prefect_agentenv.flows.task_parameter import TaskParameter, resolve_task_parameter
-from prefect_agentenv.flows.task_runner import current_flow_run_id, is_top_level_run, report_key, run_task_document
+from prefect_agentenv.flows.adapters.cancellation import watch_cancellation
+from prefect_agentenv.flows.adapters.json_flow import json_parameter_flow
+from prefect_agentenv.flows.adapters.run_tags import add_flow_run_tags
+from prefect_agentenv.flows.adapters.step_log import send_package_logs_to_prefect
+from prefect_agentenv.flows.adapters.task_parameter import TaskParameter, resolve_task_parameter
+from prefect_agentenv.flows.engine.task_runner import current_flow_run_id, is_top_level_run, report_key, run_task_document
 from prefect_agentenv.runtime.stop import StopRequest
 
 __all__ = ["agent_task", "report_key", "run_task_document", "subflow_run_name"]

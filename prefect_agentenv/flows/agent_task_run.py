@@ -19,9 +19,9 @@ from prefect.context import TaskRunContext
 from prefect.states import Completed, Failed, State
 
 from prefect_agentenv.documents.models import TaskDocument
-from prefect_agentenv.flows.task_runner import run_task_document
-from prefect_agentenv.flows.report import TaskReport
-from prefect_agentenv.flows.step_log import send_package_logs_to_prefect
+from prefect_agentenv.flows.engine.task_runner import run_task_document
+from prefect_agentenv.flows.reports.report import TaskReport
+from prefect_agentenv.flows.adapters.step_log import send_package_logs_to_prefect
 
 
 @dataclass

@@ -44,18 +44,18 @@ from prefect_agentenv.documents.compile import ExpandedTask
 from prefect_agentenv.documents.loading import ParseError, read_document
 from prefect_agentenv.exceptions import AgentEnvError, ArtifactError, ConfigurationError, TaskDocumentError
 from prefect_agentenv.documents.models import TaskDocument
-from prefect_agentenv.flows.task_runner import report_key
+from prefect_agentenv.flows.engine.task_runner import report_key
 from prefect_agentenv.flows.agent_task_run import Handoff, agent_task_run, handoff
-from prefect_agentenv.flows.benchmark_result import BenchmarkRunResult
-from prefect_agentenv.flows.events import finished_events, task_result_event
-from prefect_agentenv.flows.fleet import cancel_flow_run, wait_for_flow_run
-from prefect_agentenv.flows.json_flow import json_parameter_flow
-from prefect_agentenv.flows.links import run_url
-from prefect_agentenv.flows.subflow_start import SubflowStarter, subflow_starter
-from prefect_agentenv.flows.task_tags import benchmark_task_run_tags, only_tags
-from prefect_agentenv.flows.report import TaskReport, artifact_key, verification_rows
-from prefect_agentenv.flows.results import ResultsStore, crashed_result, read_results, result_from_report, task_key
-from prefect_agentenv.flows.view_data import benchmark_report_files, publish_benchmark_report
+from prefect_agentenv.flows.reports.benchmark_result import BenchmarkRunResult
+from prefect_agentenv.flows.adapters.events import finished_events, task_result_event
+from prefect_agentenv.flows.adapters.fleet import cancel_flow_run, wait_for_flow_run
+from prefect_agentenv.flows.adapters.json_flow import json_parameter_flow
+from prefect_agentenv.flows.reports.links import run_url
+from prefect_agentenv.flows.adapters.subflow_start import SubflowStarter, subflow_starter
+from prefect_agentenv.flows.adapters.task_tags import benchmark_task_run_tags, only_tags
+from prefect_agentenv.flows.reports.report import TaskReport, artifact_key, verification_rows
+from prefect_agentenv.flows.reports.results import ResultsStore, crashed_result, read_results, result_from_report, task_key
+from prefect_agentenv.flows.reports.view_data import benchmark_report_files, publish_benchmark_report
 from prefect_agentenv.viewer import write_files
 from prefect_agentenv.grading.benchmark_stats import (
     BenchmarkSummary,

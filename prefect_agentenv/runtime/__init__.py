@@ -1,1 +1,13 @@
-"""runtime."""
+"""Launching and stopping what a run starts, and the resources of one running task.
+
+* ``run`` — a running task's resources, reached from steps through ``current_run()``.
+* ``launch`` / ``launchers`` — the launcher interface and the launchers of one run;
+  ``process``, ``docker`` and ``url`` are the three kinds; ``supervisor`` stops a process tree
+  when its parent dies.
+* ``teardown`` / ``stop`` / ``sweep`` — stopping what a run started: on every ending, from
+  outside, and what a killed run left behind.
+* ``sandbox`` — per-agent work folders and the host view of their paths.
+* ``pool`` — warm pools of envs and agents across a benchmark's task runs.
+* ``command`` / ``script_runner`` — short-lived commands and run_code scripts, bounded.
+* ``ports`` / ``paths`` / ``overrides`` — free loopback ports, output-path checks, run overrides.
+"""

@@ -72,7 +72,7 @@ class RunServices:
     """The clients and registries a run's steps share, each made on first use.
 
     The clients are made (and registered for teardown) by the accessors in
-    ``prefect_agentenv.steps.services``; the registries are filled by the steps that deploy.
+    ``prefect_agentenv.steps.support.services``; the registries are filled by the steps that deploy.
     """
 
     http: httpx.AsyncClient | None = None

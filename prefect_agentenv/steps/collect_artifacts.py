@@ -17,8 +17,8 @@ from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.runtime.sandbox import Sandbox
 from prefect_agentenv.steps.base import AgentRef, NameKind, SandboxRef, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
-from prefect_agentenv.steps.sandbox_support import sandbox_target
-from prefect_agentenv.steps.services import artifact_store, as_step_error
+from prefect_agentenv.steps.support.sandboxes import sandbox_target
+from prefect_agentenv.steps.support.services import artifact_store, as_step_error
 
 
 class CollectArtifactsStep(StepModel):

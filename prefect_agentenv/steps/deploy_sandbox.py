@@ -14,7 +14,7 @@ from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.runtime.sandbox import create_sandbox
 from prefect_agentenv.steps.base import Provides, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
-from prefect_agentenv.steps.sandbox_support import register_sandbox
+from prefect_agentenv.steps.support.sandboxes import register_sandbox
 
 
 class DeploySandboxStep(StepModel):

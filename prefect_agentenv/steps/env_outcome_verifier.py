@@ -20,7 +20,7 @@ from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.runtime.sweep import RUN_MARKER
 from prefect_agentenv.steps.base import EnvRef, PromptRef, VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
-from prefect_agentenv.steps.services import artifact_store, as_step_error, deployed_env
+from prefect_agentenv.steps.support.services import artifact_store, as_step_error, deployed_env
 
 
 class EnvOutcomeVerifierStep(VerifierStep):

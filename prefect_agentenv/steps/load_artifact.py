@@ -16,8 +16,8 @@ from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.steps.base import AgentRef, CollectRef, EnvRef, SandboxRef, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
-from prefect_agentenv.steps.sandbox_support import sandbox_target
-from prefect_agentenv.steps.services import artifact_store, as_step_error, env_client
+from prefect_agentenv.steps.support.sandboxes import sandbox_target
+from prefect_agentenv.steps.support.services import artifact_store, as_step_error, env_client
 
 if TYPE_CHECKING:  # the runtime loads on use: `validate` imports step modules and stays light
     from prefect_agentenv.protocols.env import FilePart, Part

@@ -16,10 +16,10 @@ from prefect_agentenv.grading.aggregate import Aggregator
 from prefect_agentenv.grading.verification import Verification, prompt_error, scored, skip_reason, skipped
 from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.runtime.run import RunResources, current_run
-from prefect_agentenv.steps.agent_support import a2a_client, deployed_agent, model_for, start_agent
+from prefect_agentenv.steps.support.agents import a2a_client, deployed_agent, model_for, start_agent
 from prefect_agentenv.steps.base import AgentRef, PromptRef, VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
-from prefect_agentenv.steps.services import artifact_store, http_client, read_record
+from prefect_agentenv.steps.support.services import artifact_store, http_client, read_record
 
 if TYPE_CHECKING:  # the runtime loads on use: `validate` imports step modules and stays light
     from prefect_agentenv.grading.judging import Ask

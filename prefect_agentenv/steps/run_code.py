@@ -20,8 +20,8 @@ from prefect_agentenv.runtime import script_runner
 from prefect_agentenv.runtime.run import current_run, safe_segment
 from prefect_agentenv.steps.base import DEFAULT_AGENT_NAME, AgentRef, EnvRef, SandboxRef, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
-from prefect_agentenv.steps.sandbox_support import sandbox_target
-from prefect_agentenv.steps.services import artifact_store, as_step_error, deployed_env
+from prefect_agentenv.steps.support.sandboxes import sandbox_target
+from prefect_agentenv.steps.support.services import artifact_store, as_step_error, deployed_env
 
 RUN_FOLDER = "/tmp/agentenv_run_code"
 """Sandbox folder each run_code step stages its script in (``<RUN_FOLDER>/<step id>``)."""

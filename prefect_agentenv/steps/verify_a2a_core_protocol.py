@@ -11,7 +11,7 @@ from prefect_agentenv.exceptions import NotInContextError
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.steps.base import AgentRef, Provides, VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
-from prefect_agentenv.steps.services import http_client, peer_read_timeout
+from prefect_agentenv.steps.support.services import http_client, peer_read_timeout
 from prefect_agentenv.steps.verify_env_card import probe_verification
 
 

@@ -20,7 +20,7 @@ from prefect_agentenv.runtime.sandbox import Sandbox
 from prefect_agentenv.runtime.sweep import RUN_MARKER
 from prefect_agentenv.steps.base import AgentRef, SandboxRef, VerifierStep, listed_field
 from prefect_agentenv.steps.registry import StepDefinition
-from prefect_agentenv.steps.sandbox_support import sandbox_target
+from prefect_agentenv.steps.support.sandboxes import sandbox_target
 
 CheckKind = Literal["file_exists", "dir_exists", "file_contains", "file_matches", "command_succeeds"]
 

@@ -1,7 +1,7 @@
 """What the HTML report shows: a typed view of a benchmark run (or of one task run).
 
 The viewer renders these and reads nothing else; gathering them from the artifact store is
-:mod:`prefect_agentenv.flows.view_data`, so the rendering stays pure and testable.
+:mod:`prefect_agentenv.flows.reports.view_data`, so the rendering stays pure and testable.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ import pytest
 from steps.helpers import run_doc, states
 
 from prefect_agentenv.artifacts import get_artifact_store
-from prefect_agentenv.flows.report import TaskReport
+from prefect_agentenv.flows.reports.report import TaskReport
 
 pytestmark = pytest.mark.usefixtures("genuine_peers")
 

@@ -109,7 +109,7 @@ async def test_an_env_that_dies_mid_run_fails_the_run_and_is_named_with_its_exit
 async def test_an_errored_verifier_scores_zero_on_its_axes_in_every_per_axis_aggregate(
         store_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from prefect_agentenv.envs.catalog import REFERENCE_ENVS
-    from prefect_agentenv.flows.results import result_from_report
+    from prefect_agentenv.flows.reports.results import result_from_report
     from prefect_agentenv.grading.benchmark_stats import RunKey, TaskResult, summarize
 
     from .envs import FAULT_ENVS

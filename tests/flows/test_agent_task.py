@@ -12,7 +12,7 @@ from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
 from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
 
 from prefect_agentenv.documents import validate_data
-from prefect_agentenv.steps import concurrency_slots
+from prefect_agentenv.steps.support import concurrency_slots
 from prefect_agentenv.flows.agent_task import agent_task
 from prefect_agentenv.settings import get_settings
 

@@ -19,7 +19,7 @@ from prefect_reads import settled_task_runs
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.flows.agent_task import agent_task
 from prefect_agentenv.flows.benchmark import benchmark
-from prefect_agentenv.flows.results import read_results
+from prefect_agentenv.flows.reports.results import read_results
 
 pytestmark = pytest.mark.usefixtures("prefect_harness", "agentenv_home")
 

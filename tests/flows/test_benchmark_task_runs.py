@@ -19,9 +19,9 @@ from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.documents.benchmark_validation import validate_benchmark_data
 from prefect_agentenv.flows.benchmark import benchmark
-from prefect_agentenv.flows.report import TaskReport
-from prefect_agentenv.flows.results import read_results
-from prefect_agentenv.steps import concurrency_slots
+from prefect_agentenv.flows.reports.report import TaskReport
+from prefect_agentenv.flows.reports.results import read_results
+from prefect_agentenv.steps.support import concurrency_slots
 
 pytestmark = pytest.mark.usefixtures("prefect_harness", "agentenv_home")
 

@@ -16,7 +16,7 @@ import yaml
 from golden_reports import check, steady
 
 from prefect_agentenv.flows.benchmark import benchmark
-from prefect_agentenv.flows.benchmark_result import BenchmarkRunResult
+from prefect_agentenv.flows.reports.benchmark_result import BenchmarkRunResult
 
 
 def _bench(tmp_path: Path, beta: float) -> Path:

@@ -8,8 +8,8 @@ import warnings
 from datetime import datetime, timezone
 
 from prefect_agentenv.context import FailedStep, RunContext, StepRecord, Verification
-from prefect_agentenv.flows.report import TaskReport, build_report, verification_rows
-from prefect_agentenv.flows.scheduler import ScheduleResult
+from prefect_agentenv.flows.reports.report import TaskReport, build_report, verification_rows
+from prefect_agentenv.flows.engine.scheduler import ScheduleResult
 from prefect_agentenv.grading.verification import scored
 from prefect_agentenv.runtime.teardown import TeardownRecord
 

@@ -20,8 +20,8 @@ from prefect_agentenv.artifacts import (
     LocalArtifactBackend,
     UnsafeKeyError,
 )
-from prefect_agentenv.flows.report import TaskReport
-from prefect_agentenv.flows.results import (
+from prefect_agentenv.flows.reports.report import TaskReport
+from prefect_agentenv.flows.reports.results import (
     ResultsStore,
     canonical_json,
     crashed_result,

@@ -21,7 +21,7 @@ from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlo
 from prefect.settings import PREFECT_API_URL, temporary_settings
 from prefect.states import State
 
-from prefect_agentenv.flows.subflow_start import LockedDatabaseRetry, _direct_http, subflow_starter
+from prefect_agentenv.flows.adapters.subflow_start import LockedDatabaseRetry, _direct_http, subflow_starter
 
 
 class _Busy(ThreadingHTTPServer):
@@ -222,7 +222,7 @@ async def test_subflows_started_together_make_their_two_writes_one_subflow_at_a_
 @pytest.mark.usefixtures("prefect_harness", "agentenv_home")
 async def test_without_the_starter_a_benchmark_runs_its_subflows_the_ordinary_way(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from prefect_agentenv.flows import subflow_start
+    from prefect_agentenv.flows.adapters import subflow_start
     from prefect_agentenv.flows.benchmark import benchmark
 
     monkeypatch.setattr(subflow_start, "_direct_http", lambda url: False)  # as over HTTPS or through a proxy

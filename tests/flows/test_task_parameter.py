@@ -10,7 +10,7 @@ from pydantic import TypeAdapter
 
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.exceptions import TaskDocumentError
-from prefect_agentenv.flows.task_parameter import TaskParameter, resolve_task_parameter
+from prefect_agentenv.flows.adapters.task_parameter import TaskParameter, resolve_task_parameter
 
 pytestmark = pytest.mark.usefixtures("agentenv_home")
 

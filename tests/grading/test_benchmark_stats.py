@@ -22,8 +22,8 @@ from prefect_agentenv.grading.benchmark_stats import (
     wilson_interval,
 )
 from prefect_agentenv.grading.outcome import Outcome
-from prefect_agentenv.flows.report import TaskReport
-from prefect_agentenv.flows.results import result_from_report
+from prefect_agentenv.flows.reports.report import TaskReport
+from prefect_agentenv.flows.reports.results import result_from_report
 
 SCORES = {Outcome.PASSED: 1.0, Outcome.FAILED: 0.0, Outcome.TIMED_OUT: 0.0, Outcome.UNSCORED: None}
 

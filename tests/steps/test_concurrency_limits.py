@@ -15,7 +15,7 @@ from prefect_agentenv.blocks import AgentEnvironment
 from prefect_agentenv.documents import validate_data
 from prefect_agentenv.envs.catalog import REFERENCE_ENVS
 from prefect_agentenv.flows.agent_task import agent_task
-from prefect_agentenv.steps import concurrency_slots
+from prefect_agentenv.steps.support import concurrency_slots
 
 pytestmark = pytest.mark.usefixtures("prefect_harness", "agentenv_home")
 

@@ -14,9 +14,9 @@ from prefect_agentenv.documents import validate_data
 from prefect_agentenv.runtime.run import RunResources, bind_run, unbind_run
 from prefect_agentenv.runtime.sweep import _marked_processes
 from prefect_agentenv.jsontypes import JsonValue
-from prefect_agentenv.steps import agent_support
+from prefect_agentenv.steps.support import agents
 from prefect_agentenv.steps.base import StepModel
-from prefect_agentenv.steps.lookahead import start_lookahead, stop_lookahead
+from prefect_agentenv.steps.support.lookahead import start_lookahead, stop_lookahead
 
 
 def _steps(*agent_ids: str) -> list[StepModel]:
@@ -45,13 +45,13 @@ async def run(tmp_path: Path) -> AsyncIterator[RunResources]:
 def starts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every start of a mock model, by the task id of its run."""
     made: list[str] = []
-    real = agent_support._start_mock_model
+    real = agents._start_mock_model
 
     async def counted(run: RunResources) -> str:
         made.append(run.task_id)
         return await real(run)
 
-    monkeypatch.setattr(agent_support, "_start_mock_model", counted)
+    monkeypatch.setattr(agents, "_start_mock_model", counted)
     return made
 
 
@@ -63,7 +63,7 @@ async def test_an_agent_that_calls_a_model_finds_the_mock_model_started_by_the_l
     url = run.services.mock_model_url
     assert url is not None and starts == ["t"]
     # The step asks the way start_agent does: the same server, no second start.
-    endpoint = await agent_support.model_for(run, "agent", None)
+    endpoint = await agents.model_for(run, "agent", None)
     assert (endpoint.base_url, endpoint.is_mock) == (url, True)
     assert starts == ["t"]
     labels = [entry.label for entry in run.teardown.pending()]
@@ -102,7 +102,7 @@ async def test_a_run_ending_while_the_mock_model_starts_leaves_nothing_serving(r
 async def test_a_mock_model_start_cancelled_before_it_ran_is_forgotten(run: RunResources) -> None:
     """A stop landing between the start's creation and its first step (a busy loop) must not leave
     the cancelled start as the run's: the next step that needs the model would meet it."""
-    waiter = asyncio.ensure_future(agent_support.ensure_mock_model(run))
+    waiter = asyncio.ensure_future(agents.ensure_mock_model(run))
     await asyncio.sleep(0)  # the waiter creates the start; the start has not run yet
     start = run.services.mock_model_start
     assert start is not None and not start.done()
@@ -110,7 +110,7 @@ async def test_a_mock_model_start_cancelled_before_it_ran_is_forgotten(run: RunR
     with pytest.raises(asyncio.CancelledError):
         await waiter
     assert start.cancelled() and run.services.mock_model_start is None
-    url = await agent_support.ensure_mock_model(run)  # the next one starts it again
+    url = await agents.ensure_mock_model(run)  # the next one starts it again
     assert await _accepts(url)
 
 
@@ -131,7 +131,7 @@ async def test_the_one_agent_is_launched_beside_the_envs_and_taken_by_its_step(r
     await asyncio.wait_for(lookahead, 30)
     launched, started = run.services.early_agents["agent-0"]
     early_instance, _ = await asyncio.wait_for(started, 60)
-    agent, sandbox = await agent_support.start_agent(steps[1], agent_name="a0", a2a_agent_id="scripted")
+    agent, sandbox = await agents.start_agent(steps[1], agent_name="a0", a2a_agent_id="scripted")
     assert agent.instance_id == early_instance.instance_id and run.services.early_agents == {}
     assert [e.kind for e in run.teardown.pending() if e.kind == "agent"] == ["agent"]  # launched once
     assert (await run.services.http.get(agent.a2a_url + "/.well-known/agent-card.json")).status_code == 200  # type: ignore[union-attr]

@@ -17,7 +17,7 @@ from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRun
 from golden_reports import check, steady
 from real_run import PLAN, SECRET, RealRun
 
-from prefect_agentenv.flows.report import TaskReport
+from prefect_agentenv.flows.reports.report import TaskReport
 
 
 @pytest.fixture(scope="module")

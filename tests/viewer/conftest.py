@@ -10,7 +10,7 @@ import yaml
 
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.flows.benchmark import benchmark
-from prefect_agentenv.flows.results import ResultsStore
+from prefect_agentenv.flows.reports.results import ResultsStore
 from prefect_agentenv.grading.benchmark_stats import TaskResult, summarize
 from prefect_agentenv.grading.outcome import Outcome
 from prefect_agentenv.settings import get_settings

@@ -1,7 +1,7 @@
 """Benchmark results and their statistics: summaries, confidence intervals, pass@k, comparisons.
 
 Everything here is pure: it takes :class:`TaskResult` rows (one per task run of a benchmark)
-and returns models and markdown. Storing the rows is :mod:`prefect_agentenv.flows.results`.
+and returns models and markdown. Storing the rows is :mod:`prefect_agentenv.flows.reports.results`.
 One module per concern: ``results`` (the rows, run keys, the denominator policy, axis scores),
 ``intervals`` (pass@k, pass^k, Student t and Wilson intervals), ``summary`` (a run's summary),
 ``compare`` (a run against the previous one) and ``markdown`` (the summary artifact).

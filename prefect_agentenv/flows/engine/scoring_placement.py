@@ -22,8 +22,8 @@ from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.documents.scoring import ScoringConfig, runtime_step
 from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError
 from prefect_agentenv.grading.verification import read_all
-from prefect_agentenv.flows.report import redact
-from prefect_agentenv.flows.scheduler import DagScheduler, Execute, ScheduleResult
+from prefect_agentenv.flows.reports.report import redact
+from prefect_agentenv.flows.engine.scheduler import DagScheduler, Execute, ScheduleResult
 from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.protocols.env import DataPart
 from prefect_agentenv.runtime.run import RunResources, bind_run, unbind_run
@@ -31,9 +31,9 @@ from prefect_agentenv.runtime.sandbox import create_sandbox
 from prefect_agentenv.runtime.teardown import TeardownRegistry
 from prefect_agentenv.settings import get_settings
 from prefect_agentenv.steps import deploy_env
-from prefect_agentenv.steps.agent_support import sandbox_of
+from prefect_agentenv.steps.support.agents import sandbox_of
 from prefect_agentenv.steps.base import StepModel
-from prefect_agentenv.steps.services import env_client
+from prefect_agentenv.steps.support.services import env_client
 
 logger = logging.getLogger("prefect_agentenv.scoring")
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from prefect_agentenv.runtime.run import RunResources
-from prefect_agentenv.steps.agent_support import MODEL_ROLE_OF, effective_agent_id, launch_early, model_for
+from prefect_agentenv.steps.support.agents import MODEL_ROLE_OF, effective_agent_id, launch_early, model_for
 from prefect_agentenv.steps.base import StepModel
 from prefect_agentenv.steps.deploy_agent import DEFAULT_AGENT_ID, DeployAgentStep
 
@@ -79,7 +79,7 @@ async def _warm_models(run: RunResources, agents: list[tuple[str, str | None]]) 
     """Several agents: only the mock model is started early (an agent's model may come from the
     one deployed before it)."""
     from prefect_agentenv.resolution.servers import resolve_agent
-    from prefect_agentenv.steps.pooling import resolve_once
+    from prefect_agentenv.steps.support.pooling import resolve_once
 
     for agent_id, model in dict.fromkeys(agents):
         resolved = await resolve_once(("agent", agent_id), functools.partial(resolve_agent, agent_id))

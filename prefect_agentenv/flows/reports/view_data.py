@@ -20,8 +20,8 @@ from statistics import fmean
 from prefect.settings import PREFECT_UI_URL
 
 from prefect_agentenv.artifacts import ArtifactBackend, ArtifactError
-from prefect_agentenv.flows.report import TaskReport
-from prefect_agentenv.flows.results import RunEntry, list_runs, read_results, result_from_report, run_folder
+from prefect_agentenv.flows.reports.report import TaskReport
+from prefect_agentenv.flows.reports.results import RunEntry, list_runs, read_results, result_from_report, run_folder
 from prefect_agentenv.grading.benchmark_stats import (
     RunKey,
     TaskResult,

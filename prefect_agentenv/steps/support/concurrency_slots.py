@@ -11,7 +11,7 @@ with SIGKILL cannot keep its slots forever.
 
 A slot is only asked for when a limit of that name exists: the names of the API's global
 concurrency limits are read once and reused for :data:`LIMITS_TTL_SECONDS` (the same listing tells
-``flows/task_tags.py`` which tags to put on task runs). Asking for a slot is a write on the API's
+``flows/adapters/task_tags.py`` which tags to put on task runs). Asking for a slot is a write on the API's
 database; on a busy SQLite-backed server it was answered 503 and cost a 2 s client back-off before
 deploys that no limit governs. A limit created while a process runs applies to its deploys that
 start up to :data:`LIMITS_TTL_SECONDS` later.

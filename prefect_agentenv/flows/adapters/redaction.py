@@ -11,7 +11,7 @@ import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from prefect_agentenv.flows.report import redact
+from prefect_agentenv.flows.reports.report import redact
 
 _active: list[set[str]] = []
 """The (growing) secret sets of the runs in progress in this process."""

@@ -16,7 +16,7 @@ from prefect_agentenv.exceptions import DeployError
 from prefect_agentenv.runtime.run import RunResources, current_run, lookups_of, shared_lookup
 from prefect_agentenv.runtime.sandbox import Sandbox, create_sandbox
 from prefect_agentenv.steps.base import StepModel
-from prefect_agentenv.steps.services import http_client
+from prefect_agentenv.steps.support.services import http_client
 
 if TYPE_CHECKING:  # the runtime loads on use: `validate` imports step modules and stays light
     from prefect_agentenv.runtime.launch import Instance, LaunchSpec

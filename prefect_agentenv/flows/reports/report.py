@@ -23,8 +23,8 @@ from pydantic import (
 
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.context import RunContext, StepRecord
-from prefect_agentenv.flows.links import file_links_markdown
-from prefect_agentenv.flows.scheduler import ScheduleResult
+from prefect_agentenv.flows.reports.links import file_links_markdown
+from prefect_agentenv.flows.engine.scheduler import ScheduleResult
 from prefect_agentenv.grading.outcome import Outcome, SkipPolicy, task_outcome
 from prefect_agentenv.jsontypes import JsonObject, JsonValue
 from prefect_agentenv.redaction import MASK, Redactor

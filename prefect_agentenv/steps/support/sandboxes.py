@@ -11,7 +11,7 @@ from prefect_agentenv.context import DeployedSandbox, RunContext
 from prefect_agentenv.exceptions import NotInContextError, StepError
 from prefect_agentenv.runtime.run import RunResources, current_run
 from prefect_agentenv.runtime.sandbox import Sandbox
-from prefect_agentenv.steps.agent_support import deployed_agent, sandbox_of
+from prefect_agentenv.steps.support.agents import deployed_agent, sandbox_of
 from prefect_agentenv.steps.base import StepModel
 
 def deployed_sandbox(ctx: RunContext, sandbox_name: str, step: StepModel) -> DeployedSandbox:

@@ -18,7 +18,7 @@ from prefect_agentenv.exceptions import DeployError, NotInContextError, StepErro
 from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.runtime.run import RunResources, current_run
 from prefect_agentenv.steps.base import StepModel
-from prefect_agentenv.steps.services import http_client, launchers, peer_read_timeout
+from prefect_agentenv.steps.support.services import http_client, launchers, peer_read_timeout
 
 if TYPE_CHECKING:  # the runtime (A2A client, launchers, models, pools) loads on use: `validate` stays light
     from prefect_agentenv.protocols.a2a import A2AClient
@@ -65,7 +65,7 @@ async def model_for(run: RunResources, role: str, model: str | None = None, *,
     """The model endpoint for a role; starts the run's mock model when nothing is configured
     (unless ``start_mock`` is False: the caller only needs the model's name)."""
     from prefect_agentenv.resolution.models import resolve_model_endpoint
-    from prefect_agentenv.steps.pooling import resolve_once
+    from prefect_agentenv.steps.support.pooling import resolve_once
 
     resolved = await resolve_once(("model", role, model or ""), lambda: resolve_model_endpoint(role, model=model))
     if resolved.is_mock and (run.services.mock_model_url is not None or start_mock):
@@ -131,7 +131,7 @@ async def start_agent(step: StepModel, *, agent_name: str, a2a_agent_id: str, ro
     An agent the run's lookahead launched for this step with the same spec and env is taken as it is.
     ``mcp_servers`` (name: URL) are the env servers it is about to be given: a pooled agent is
     handed only to a task run that gives it the same ones, since an agent cannot forget one."""
-    from prefect_agentenv.steps.pooling import pooled_agent
+    from prefect_agentenv.steps.support.pooling import pooled_agent
 
     run = current_run()
     launch = await _agent_launch(run, step, a2a_agent_id=a2a_agent_id, role=role, model=model, extra_env=extra_env)
@@ -172,7 +172,7 @@ class _Launch:
 async def _agent_launch(run: RunResources, step: StepModel, *, a2a_agent_id: str, role: str, model: str | None,
                         extra_env: dict[str, str] | None) -> _Launch:
     from prefect_agentenv.resolution.servers import resolve_agent
-    from prefect_agentenv.steps.pooling import resolve_once
+    from prefect_agentenv.steps.support.pooling import resolve_once
 
     resolved = await resolve_once(("agent", a2a_agent_id), lambda: resolve_agent(a2a_agent_id))
     run.redact.update(resolved.spec.secret_values().values())  # the agent may echo its env in an error
@@ -187,7 +187,7 @@ async def _agent_launch(run: RunResources, step: StepModel, *, a2a_agent_id: str
 
 async def launch_early(step: StepModel, *, agent_name: str, a2a_agent_id: str, model: str | None,
                        extra_env: dict[str, str] | None) -> None:
-    """Launch the agent of ``step`` now, as its step will (see :mod:`prefect_agentenv.steps.lookahead`);
+    """Launch the agent of ``step`` now, as its step will (see :mod:`prefect_agentenv.steps.support.lookahead`);
     the step takes it if it would launch it the same way. Not with a warm pool or a live URL."""
     from prefect_agentenv.runtime.pool import active_pool
 
@@ -203,7 +203,7 @@ async def _start_own(step: StepModel, run: RunResources, spec: LaunchSpec, agent
                      env: dict[str, str]) -> tuple[Instance, Sandbox]:
     """Start the agent for this run alone, in a new sandbox; both go at the run's teardown."""
     from prefect_agentenv.runtime.sandbox import create_sandbox
-    from prefect_agentenv.steps.concurrency_slots import hold_slot
+    from prefect_agentenv.steps.support.concurrency_slots import hold_slot
 
     sandbox = create_sandbox(run.workdir, agent_name)
     if not run.keep:
@@ -242,10 +242,10 @@ async def configure_agent(step: StepModel, agent: DeployedAgent, *, envs: list[D
     """Give the agent envs, skills and config (all taken as asked for by the document).
 
     What the card cannot take is not sent and does not fail the step (see
-    :mod:`prefect_agentenv.steps.agent_configuration`); its report paths are returned. Steps that
-    record rows in the report call :func:`~prefect_agentenv.steps.agent_configuration.deliver`.
+    :mod:`prefect_agentenv.steps.support.agent_configuration`); its report paths are returned. Steps that
+    record rows in the report call :func:`~prefect_agentenv.steps.support.agent_configuration.deliver`.
     """
-    from prefect_agentenv.steps.agent_configuration import ConfigRequest, deliver
+    from prefect_agentenv.steps.support.agent_configuration import ConfigRequest, deliver
 
     request = ConfigRequest(envs=envs, skills=skills, explicit={k: (k, v) for k, v in config.items()})
     rows = await deliver(step, agent, a2a_client(current_run(), agent), request)

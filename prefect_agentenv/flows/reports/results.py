@@ -40,7 +40,7 @@ from prefect_agentenv.artifacts import (
 from prefect_agentenv.artifacts.keys import UnsafeKeyError, check_segment
 from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.context import CollectedFiles
-from prefect_agentenv.flows.report import TaskReport
+from prefect_agentenv.flows.reports.report import TaskReport
 from prefect_agentenv.grading.benchmark_stats import (
     BenchmarkSummary,
     Headline,

@@ -26,25 +26,25 @@ from prefect_agentenv.documents.loading import env_var_names, fill_placeholders
 from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.documents.scoring import ScoringConfig, split_for_isolation, with_scoring_env
 from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError
-from prefect_agentenv.flows import api_health
-from prefect_agentenv.flows.redaction import redacting_logs
-from prefect_agentenv.flows.report import (
+from prefect_agentenv.flows.adapters import api_health
+from prefect_agentenv.flows.adapters.redaction import redacting_logs
+from prefect_agentenv.flows.reports.report import (
     ScoringSummary,
     TaskReport,
     build_report,
     publish_artifacts,
     write_report,
 )
-from prefect_agentenv.flows.scoring_placement import IsolatedScoring
-from prefect_agentenv.flows.step_tasks import PrefectSteps, execute_as_prefect_task, run_step, steps_graph
-from prefect_agentenv.flows.scheduler import DagScheduler, Execute, ScheduleResult
+from prefect_agentenv.flows.engine.scoring_placement import IsolatedScoring
+from prefect_agentenv.flows.engine.step_tasks import PrefectSteps, execute_as_prefect_task, run_step, steps_graph
+from prefect_agentenv.flows.engine.scheduler import DagScheduler, Execute, ScheduleResult
 from prefect_agentenv.redaction import MIN_SECRET_LENGTH, Redactor
 from prefect_agentenv.runtime.overrides import RunOverrides
 from prefect_agentenv.runtime.run import RunResources, bind_run, unbind_run
 from prefect_agentenv.runtime.stop import StopRequest, stop_on_signals
 from prefect_agentenv.runtime.sweep import write_owner
 from prefect_agentenv.runtime.teardown import TeardownRecord, TeardownRegistry
-from prefect_agentenv.steps.lookahead import start_lookahead, stop_lookahead
+from prefect_agentenv.steps.support.lookahead import start_lookahead, stop_lookahead
 from prefect_agentenv.settings import get_settings
 from prefect_agentenv.transcript import StepFields, Transcript, build_transcript
 

@@ -27,10 +27,10 @@ from prefect_agentenv.documents.graph import resolve_dependencies
 from prefect_agentenv.documents.loading import resolve_env_vars
 from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError, StepError
-from prefect_agentenv.flows.report import redact
-from prefect_agentenv.flows.scheduler import mark_retries_exhausted
-from prefect_agentenv.flows.step_log import describe_step
-from prefect_agentenv.flows.task_tags import only_tags, step_task_tags
+from prefect_agentenv.flows.reports.report import redact
+from prefect_agentenv.flows.engine.scheduler import mark_retries_exhausted
+from prefect_agentenv.flows.adapters.step_log import describe_step
+from prefect_agentenv.flows.adapters.task_tags import only_tags, step_task_tags
 from prefect_agentenv.runtime.run import RunResources, current_run
 from prefect_agentenv.settings import get_settings
 from prefect_agentenv.steps.base import StepModel

@@ -1,0 +1,11 @@
+"""What several step types share; none of these modules is a step type.
+
+* ``services`` — the run's shared clients (HTTP client, launchers, artifact store) on first use.
+* ``agents`` — deploying and reaching agents in their sandboxes.
+* ``agent_configuration`` — giving an agent envs, skills and config through its card's extensions.
+* ``sandboxes`` — reaching a sandbox by agent name or sandbox name.
+* ``pooling`` — deploys served from a benchmark's warm pool.
+* ``lookahead`` — what a run starts before its steps ask (its agent, its mock model).
+* ``concurrency_slots`` — global concurrency limits per env and agent id.
+* ``review_input`` — the review step's resume form.
+"""
