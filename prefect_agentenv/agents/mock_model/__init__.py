@@ -49,9 +49,9 @@ Tokens are counted as one per four characters. When the request sets ``max_token
 """
 
 from prefect_agentenv.agents.mock_model.app import MockModelState, build_app, main, mock_model_command
+from prefect_agentenv.agents.mock_model.conversation import MOCK_MODEL_NAME
 from prefect_agentenv.agents.mock_model.rules import (
     MOCK_JUDGE_JUSTIFICATION,
-    MOCK_MODEL_NAME,
     USER_SIMULATOR_ANSWER,
     USER_SIMULATOR_MARKER,
     default_answer,

@@ -1,4 +1,4 @@
-"""The mock model's HTTP server: an OpenAI-compatible API plus ``/mock/*`` control routes."""
+"""The mock model's HTTP server: chat completions, Responses and Anthropic Messages, plus ``/mock/*`` control routes."""
 
 from __future__ import annotations
 
@@ -8,38 +8,47 @@ import json
 import logging
 import sys
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TypedDict
 
 import uvicorn
 from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from prefect_agentenv.jsontypes import JsonObject
+from prefect_agentenv.agents.mock_model.chat import CHAT
+from prefect_agentenv.agents.mock_model.conversation import MOCK_MODEL_NAME, Conversation, MockAnswer
+from prefect_agentenv.agents.mock_model.messages import MESSAGES, count_tokens
+from prefect_agentenv.agents.mock_model.responses import RESPONSES
 from prefect_agentenv.agents.mock_model.rules import (
-    MOCK_MODEL_NAME,
-    MockAnswer,
+    ScriptedError,
     ScriptedReply,
     default_answer,
     parse_script,
     scripted_answer,
-    usage_for,
 )
+from prefect_agentenv.agents.mock_model.wire import Exchange, ServerEvent, WireApi, WireError
+from prefect_agentenv.jsontypes import JsonObject
 
 logger = logging.getLogger(__name__)
 
 MODULE = "prefect_agentenv.agents.mock_model"
 GRACEFUL_SHUTDOWN_SECONDS = 2
 """A scripted delay may hold a request open; stopping the server must not wait for it."""
+RULE_HEADER = "x-mock-rule"
+"""Every answer names the rule (or ``script``) that produced it in this response header."""
+_MODEL_CARD: JsonObject = {"id": MOCK_MODEL_NAME, "object": "model", "created": 0, "owned_by": "prefect-agentenv",
+                           "type": "model", "display_name": MOCK_MODEL_NAME, "created_at": "1970-01-01T00:00:00Z"}
+"""The one model, described for OpenAI clients and Anthropic ones alike."""
 
 
 class LoggedRequest(TypedDict):
-    """One entry of ``/mock/requests``: the route, whether a key was sent (never the key), the body."""
+    """One entry of ``/mock/requests``: the route, the API, whether a key was sent (never the key), the body."""
 
     path: str
+    api: str
     has_authorization: bool
     body: JsonObject
 
@@ -68,27 +77,20 @@ def build_app(state: MockModelState | None = None) -> Starlette:
         return JSONResponse({"status": "ok", "model": MOCK_MODEL_NAME})
 
     async def models(request: Request) -> JSONResponse:
-        return JSONResponse({"object": "list", "data": [
-            {"id": MOCK_MODEL_NAME, "object": "model", "created": 0, "owned_by": "prefect-agentenv"}]})
+        return JSONResponse({"object": "list", "data": [_MODEL_CARD], "has_more": False,
+                             "first_id": MOCK_MODEL_NAME, "last_id": MOCK_MODEL_NAME})
 
-    async def chat_completions(request: Request) -> JSONResponse:
+    async def model(request: Request) -> JSONResponse:
+        return JSONResponse(_MODEL_CARD)
+
+    async def tokens(request: Request) -> JSONResponse:
+        body = await _body(request, MESSAGES)
+        if isinstance(body, JSONResponse):
+            return body
         try:
-            body = json.loads(await request.body())
-        except ValueError:
-            return _error(400, "the request body is not JSON")
-        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-            return _error(400, "the request needs a 'messages' list")
-        state.requests.append({"path": request.url.path,
-                               "has_authorization": "authorization" in request.headers, "body": body})
-        state.in_flight += 1
-        try:
-            answer = await _answer(state, body)
-        finally:
-            state.in_flight -= 1
-        if isinstance(answer, JSONResponse):
-            return answer
-        state.completions += 1
-        return JSONResponse(_completion(body, answer, state.completions))
+            return JSONResponse(count_tokens(body))
+        except WireError as exc:
+            return _error(MESSAGES, exc.status, str(exc))
 
     async def script(request: Request) -> JSONResponse:
         try:
@@ -110,46 +112,87 @@ def build_app(state: MockModelState | None = None) -> Starlette:
 
     return Starlette(routes=[
         Route("/health", health, methods=["GET"]),
-        Route("/v1/models", models, methods=["GET"]),
-        Route("/v1/chat/completions", chat_completions, methods=["POST"]),
-        Route("/chat/completions", chat_completions, methods=["POST"]),
         Route("/mock/script", script, methods=["POST"]),
         Route("/mock/requests", requests_log, methods=["GET"]),
         Route("/mock/reset", reset, methods=["POST"]),
+        *_api_routes("/models", models, "GET"),
+        *_api_routes("/models/{model_id}", model, "GET"),
+        *_api_routes("/messages/count_tokens", tokens, "POST"),
+        *(route for api, path in ((CHAT, "/chat/completions"), (RESPONSES, "/responses"), (MESSAGES, "/messages"))
+          for route in _api_routes(path, _completions(state, api), "POST")),
     ])
 
 
-async def _answer(state: MockModelState, body: JsonObject) -> MockAnswer | JSONResponse:
-    """The next scripted reply (after its delay; an error reply as the error response), else the default answer."""
+def _api_routes(path: str, endpoint: Callable[[Request], Awaitable[Response]], method: str) -> list[Route]:
+    """``path`` bare and under any base path (``/v1``, ``/openai/v1``, ...): each client picks its own."""
+    return [Route(path, endpoint, methods=[method]), Route("/{prefix:path}" + path, endpoint, methods=[method])]
+
+
+def _completions(state: MockModelState, api: WireApi) -> Callable[[Request], Awaitable[Response]]:
+    """The endpoint of one API: read the request, log it, answer (script first), write it whole or streamed."""
+
+    async def endpoint(request: Request) -> Response:
+        body = await _body(request, api)
+        if isinstance(body, JSONResponse):
+            return body
+        try:
+            conversation = api.read(body)
+        except WireError as exc:
+            return _error(api, exc.status, str(exc))
+        authorized = "authorization" in request.headers or "x-api-key" in request.headers
+        state.requests.append({"path": request.url.path, "api": api.name, "has_authorization": authorized,
+                               "body": body})
+        state.in_flight += 1
+        try:
+            answer = await _answer(state, conversation)
+        finally:
+            state.in_flight -= 1
+        if isinstance(answer, ScriptedError):
+            return _error(api, answer.status, answer.message)
+        state.completions += 1
+        return _render(api, Exchange(body=body, conversation=conversation, answer=answer, number=state.completions))
+
+    return endpoint
+
+
+async def _body(request: Request, api: WireApi) -> JsonObject | JSONResponse:
+    try:
+        body = json.loads(await request.body())
+    except ValueError:
+        return _error(api, 400, "the request body is not JSON")
+    return body if isinstance(body, dict) else _error(api, 400, "the request body must be a JSON object")
+
+
+async def _answer(state: MockModelState, conversation: Conversation) -> MockAnswer | ScriptedError:
+    """The next scripted reply (after its delay; an error reply as the error), else the default answer."""
     if not state.script:
-        return default_answer(body)
+        return default_answer(conversation)
     reply = state.script.popleft()
     if reply.delay_seconds:
         await asyncio.sleep(reply.delay_seconds)
-    if reply.error is not None:
-        return _error(reply.error.status, reply.error.message)
-    return scripted_answer(reply, body)
+    return reply.error if reply.error is not None else scripted_answer(reply, conversation)
 
 
-def _completion(body: JsonObject, answer: MockAnswer, number: int) -> JsonObject:
-    message: JsonObject = {"role": "assistant", "content": answer.content}
-    if answer.tool_calls:
-        message["tool_calls"] = [{"id": call.id, "type": "function",
-                                  "function": {"name": call.name, "arguments": call.arguments_text()}}
-                                 for call in answer.tool_calls]
-    return {
-        "id": f"mockcmpl-{number}",
-        "object": "chat.completion",
-        "created": 0,
-        "model": MOCK_MODEL_NAME,
-        "system_fingerprint": f"mock:{answer.rule}",
-        "choices": [{"index": 0, "message": message, "finish_reason": answer.finish_reason}],
-        "usage": dict(usage_for(body, answer)),
-    }
+def _render(api: WireApi, exchange: Exchange) -> Response:
+    """The answer whole, or as a server-sent event stream when the request asked for one."""
+    headers = {RULE_HEADER: exchange.answer.rule}
+    try:
+        if exchange.body.get("stream") is True:
+            stream = api.events(exchange)
+            return StreamingResponse(_sent(stream), media_type="text/event-stream",
+                                     headers={**headers, "cache-control": "no-cache"})
+        return JSONResponse(api.reply(exchange), headers=headers)
+    except WireError as exc:
+        return _error(api, exc.status, str(exc))
 
 
-def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": {"message": message, "type": "mock_error", "code": status}}, status_code=status)
+async def _sent(events: list[ServerEvent]) -> AsyncIterator[bytes]:
+    for event in events:
+        yield event.encode()
+
+
+def _error(api: WireApi, status: int, message: str) -> JSONResponse:
+    return JSONResponse(api.error_body(status, message), status_code=status)
 
 
 def mock_model_command(python: str = sys.executable) -> list[str]:
@@ -160,7 +203,7 @@ def mock_model_command(python: str = sys.executable) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> None:
     """``python -m prefect_agentenv.agents.mock_model --host 127.0.0.1 --port 8400``."""
     parser = argparse.ArgumentParser(prog=f"python -m {MODULE}",
-                                     description="Serve the deterministic mock model (OpenAI-compatible).")
+                                     description="Serve the deterministic mock model (OpenAI- and Anthropic-compatible).")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8400, help="port to bind (default: 8400)")
     parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
