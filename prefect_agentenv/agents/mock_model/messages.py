@@ -1,6 +1,7 @@
 """The Anthropic Messages API (``POST /v1/messages``, Claude Code adds ``?beta=true``): read, answer, stream.
 
-``system`` (a string or text blocks) is a system turn; a user message's ``tool_result`` blocks
+``system`` (a string or text blocks) is a system turn, and so is a ``system`` message among the
+``messages`` (Claude Code sends some); a user message's ``tool_result`` blocks
 are tool results (text beside them, such as a reminder, is not read as a new prompt); an
 assistant's ``tool_use`` blocks are its calls. Tools with an ``input_schema`` are offered, and
 so is Anthropic's own ``bash_*`` tool (``{command}``); other server tools are skipped.
@@ -59,6 +60,8 @@ def _turns(message: JsonObject) -> list[Turn]:
                           arguments=arguments if isinstance(arguments := block.get("input"), dict) else "")
                  for block in blocks if block.get("type") == "tool_use"]
         return [Turn(role="assistant", text=text, calls=calls)]
+    if role == "system":
+        return [Turn(role="system", text=text)]
     if role != "user":
         return []
     results = [Turn(role="tool", text=_joined(block.get("content")), call_id=str(block.get("tool_use_id", "")))

@@ -100,10 +100,13 @@ def shell_arguments(tool: OfferedTool, command: str) -> JsonObject | str:
 def command_output(text: str) -> str:
     """What a command printed, from a shell tool's result as a harness words it.
 
-    A JSON object's ``output`` (or ``stdout``); the text after an ``Output:`` line (Codex);
-    without trailing ``[Status sentence.]`` lines (OpenHands); trimmed.
+    The text after the last ``Output:`` line (Codex's header); of a JSON object, its ``output``
+    (or ``stdout``: Codex's ``exec_command`` result as code mode returns it); without trailing
+    ``[Status sentence.]`` lines (OpenHands); trimmed.
     """
-    text = text.strip()
+    lines = text.strip().splitlines()
+    marks = [i for i, line in enumerate(lines) if line.strip() == "Output:"]
+    text = "\n".join(lines[marks[-1] + 1:] if marks else lines).strip()
     try:
         parsed = json.loads(text)
     except ValueError:
@@ -111,9 +114,6 @@ def command_output(text: str) -> str:
     if isinstance(parsed, dict):
         text = next((value for key in _OUTPUT_KEYS if isinstance(value := parsed.get(key), str)), text)
     lines = text.strip().splitlines()
-    marks = [i for i, line in enumerate(lines) if line.strip() == "Output:"]
-    if marks:
-        lines = lines[marks[-1] + 1:]
     while lines and (not lines[-1].strip() or _STATUS_LINE.match(lines[-1].strip())):
         lines.pop()
     return "\n".join(lines).strip()
