@@ -3,5 +3,6 @@
 ``scripted``, ``llm``, ``judge`` and ``user_sim`` are A2A servers built on ``server`` (the A2A
 scaffolding with the AgentEnv extensions), ``state`` (an agent's MCP servers, config, skills and
 trajectories) and ``steering``; ``catalog`` maps agent ids to them when no block names one.
-``mock_model`` is the labelled OpenAI-compatible stand-in for a real model.
+``mock_model`` is the labelled stand-in for a real model (chat completions, Responses, Anthropic
+Messages).
 """

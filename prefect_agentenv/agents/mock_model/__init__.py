@@ -1,29 +1,34 @@
-"""The built-in mock model: an OpenAI-compatible server whose answers are fixed and labelled.
+"""The built-in mock model: a server that speaks the model wires agents use, with fixed, labelled answers.
 
 It stands in for a real model when none is configured (so a task runs out of the box, and
-its report says the mock answered) and in tests. Serve it with
-``python -m prefect_agentenv.agents.mock_model --host 127.0.0.1 --port 8400`` and point a
-client at ``http://127.0.0.1:8400/v1``. docs/mock-model.md has the same description with
-examples.
+its report says the mock answered), in tests, and behind coding-agent harnesses. Serve it with
+``python -m prefect_agentenv.agents.mock_model --host 127.0.0.1 --port 8400`` and point an
+OpenAI client at ``http://127.0.0.1:8400/v1``, an Anthropic client at the root.
+docs/mock-model.md has the same description in full, with examples.
 
-Routes:
+Routes (each API route also bare and under any base path: ``/v1``, ``/openai/v1``, ...):
 
-* ``POST /v1/chat/completions`` (also ``/chat/completions``) — a chat completion. Every
-  response says ``"model": "mock"`` whatever model was asked for, ``created`` is 0, and
-  ``system_fingerprint`` is ``mock:<rule>`` naming the rule that answered.
-* ``GET /v1/models`` — one model, ``mock``. ``GET /health`` — ``{"status": "ok"}``.
+* ``POST /v1/chat/completions``, ``POST /v1/responses``, ``POST /v1/messages`` — a chat
+  completion, a Responses API response, an Anthropic message; whole, or streamed as that API's
+  server-sent events when the request says ``"stream": true`` (modules ``chat``, ``responses``,
+  ``messages``). Every answer says ``"model": "mock"`` whatever model was asked for, and the
+  header ``x-mock-rule`` names the rule that answered (a chat completion also says
+  ``system_fingerprint: "mock:<rule>"``).
+* ``POST /v1/messages/count_tokens``; ``GET /v1/models`` (and ``/v1/models/{id}``) — one model,
+  ``mock``. ``GET /health`` — ``{"status": "ok"}``.
 * ``POST /mock/script {"replies": [...]}`` — queue replies, returned in order, one per
-  completion request, before any rule applies. A reply is a string (the assistant's text) or
-  ``{"content", "tool_calls": [{"name", "arguments": {...} | "json", "id"?}],
+  completion request on any API, before any rule applies. A reply is a string (the assistant's
+  text) or ``{"content", "tool_calls": [{"name", "arguments": {...} | "text", "id"?}],
   "finish_reason"?, "usage"?, "delay_seconds"?, "error": {"status", "message"}?}``.
   ``finish_reason`` defaults to ``tool_calls`` when there are calls, else ``stop``; give
-  ``"length"`` to simulate a truncated response. ``error`` answers with that HTTP status and an
-  OpenAI-style error body; ``delay_seconds`` waits before answering.
-* ``GET /mock/requests`` — ``{"requests": [{"path", "has_authorization", "body"}], "queued"}``:
-  every completion request received, in order (the bearer token itself is never kept).
+  ``"length"`` to simulate a truncated response. ``error`` answers with that HTTP status and the
+  API's error body; ``delay_seconds`` waits before answering.
+* ``GET /mock/requests`` — ``{"requests": [{"path", "api", "has_authorization", "body"}],
+  "queued"}``: every completion request received, in order (the key itself is never kept).
 * ``POST /mock/reset`` — empty the queue and the request log.
 
-Without a script, the first rule that matches answers:
+Each API reads its request into one conversation (``conversation``), which the script and the
+rules (``rules``) answer. Without a script, the first rule that matches answers:
 
 1. **Judge** — a system message (or the last user message) holds the judge's criteria block
    (``<<<CRITERIA agentenv-judge/v1>>>`` … ``<<<END CRITERIA>>>``, written by
@@ -37,15 +42,21 @@ Without a script, the first rule that matches answers:
    message is returned as a tool call (one per completion, in order; a tool exposed as
    ``<server>__tool_name`` matches too). A line naming a tool that is not offered, or with
    arguments that are not a JSON object, gets a text reply saying so.
-4. **Echo** — ``mock reply: received "<last user message, 200 chars>"`` followed by
+4. **Shell** — a shell tool is offered (``bash``, ``terminal``, ``exec_command``, Claude Code's
+   ``Bash``, Codex's code-mode ``exec``, ...) and the last user message asks to run a backticked
+   command: the tool is called with it, in the shape the tool takes; once its result is back,
+   the answer is the command's output (``shell``).
+5. **Echo** — ``mock reply: received "<last user message, 200 chars>"`` followed by
    ``; tool results: <tool> -> <result, 160 chars>; …`` for the tool results since that message.
 
 The judge and user-simulator rules come before CALL because their prompts quote untrusted
-text that may contain CALL lines.
+text that may contain CALL lines or commands.
 
-Tokens are counted as one per four characters. When the request sets ``max_tokens`` (or
-``max_completion_tokens``) and a rule's text is longer, the text is cut to that many tokens and
-``finish_reason`` is ``length``. Tool calls are never cut.
+Tokens are counted as one per four characters, the input over every message, tool call, tool
+result and offered tool definition, and reported on every API in its own names. When the
+request caps the answer (``max_tokens``, ``max_completion_tokens``, ``max_output_tokens``) and
+a rule's text is longer, the text is cut to that many tokens and the answer finishes as
+truncated. Tool calls are never cut.
 """
 
 from prefect_agentenv.agents.mock_model.app import MockModelState, build_app, main, mock_model_command

@@ -41,7 +41,7 @@ class InProcessMockModel:
         self._server, self._serving = server, serving
         self._state = state
         self.base_url = base_url
-        """``http://127.0.0.1:<port>``; the OpenAI-compatible API is under ``/v1``."""
+        """``http://127.0.0.1:<port>``: an Anthropic client's base URL; an OpenAI client's is under ``/v1``."""
 
     @property
     def busy(self) -> bool:
