@@ -36,7 +36,7 @@ boundary with ``raise ... from``, so steps never catch foreign types.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     # Names for annotations only: context.py imports this module, and problems.py is plain data.
@@ -83,8 +83,21 @@ class ConfigurationError(AgentEnvError):
     """A registry entry, block or setting is missing or inconsistent."""
 
 
+class NamedStep(Protocol):
+    """What an error needs of the step it names: its id and type (every step model has both)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def type(self) -> str: ...
+
+
 class StepError(AgentEnvError):
     """A step failed.
+
+    ``StepError(message, step=step)`` names the step; ``step_id=`` / ``step_type=`` name one
+    without a model at hand (and win over ``step`` when both are given).
 
     Attributes:
         step_id: the id of the failing step, when known.
@@ -93,11 +106,11 @@ class StepError(AgentEnvError):
             PromptResponse); kept in the run's context when the failure is tolerated or fatal.
     """
 
-    def __init__(self, message: str, *, step_id: str | None = None, step_type: str | None = None,
-                 context: RunContext | None = None) -> None:
+    def __init__(self, message: str, *, step: NamedStep | None = None, step_id: str | None = None,
+                 step_type: str | None = None, context: RunContext | None = None) -> None:
         super().__init__(message)
-        self.step_id = step_id
-        self.step_type = step_type
+        self.step_id = step_id if step_id is not None or step is None else step.id
+        self.step_type = step_type if step_type is not None or step is None else step.type
         self.context = context
 
 

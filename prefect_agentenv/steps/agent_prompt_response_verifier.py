@@ -88,7 +88,7 @@ async def run(step: AgentPromptResponseVerifierStep, ctx: RunContext) -> RunCont
     response = ctx.prompt_responses.get(step.prompt_id)
     if response is None:
         raise NotInContextError(f"Prompt '{step.prompt_id}' not found in context.prompt_responses",
-                                step_id=step.id, step_type=step.type)
+                                step=step)
     ctx.metadata.verifications[step.verifier_id] = verify_response(step, response)
     return ctx
 

@@ -30,7 +30,7 @@ async def run(step: AggregateVerifiersStep, ctx: RunContext) -> RunContext:
     missing = [v for v in step.verifier_ids if v not in verifications]
     if missing:
         raise NotInContextError(f"Verifier(s) {', '.join(missing)} not found in context.metadata.verifications",
-                                step_id=step.id, step_type=step.type)
+                                step=step)
     read = {vid: Verification.read(verifications[vid]) for vid in step.verifier_ids}
     used = [v for v in step.verifier_ids if not read[v].skipped]
     rows = [{**row, "id": f"{vid}.{row.get('id')}", "verifier_id": vid} for vid in used for row in read[vid].results]

@@ -57,7 +57,7 @@ async def run(step: CollectArtifactsStep, ctx: RunContext) -> RunContext:
     files, missing = _select(step, sandbox)
     if step.artifact_paths and not files:
         raise StepError(f"none of the named files could be read under {step.base_path}: {', '.join(missing)}",
-                        step_id=step.id, step_type=step.type)
+                        step=step)
     record = CollectedFiles(artifacts={}, file_artifact_universe=None, missing=missing)
     if files:
         universe_id = step.artifact_id or _safe(f"{run_.task_id}-{step.id}")
@@ -65,7 +65,7 @@ async def run(step: CollectArtifactsStep, ctx: RunContext) -> RunContext:
             # Checked before any file is published: a bad id must leave nothing half-stored.
             check_id(universe_id)
         except UnsafeKeyError as exc:
-            raise StepError(f"artifact_id: {exc}", step_id=step.id, step_type=step.type) from None
+            raise StepError(f"artifact_id: {exc}", step=step) from None
         try:
             urls, universe = await asyncio.to_thread(_publish, await artifact_store(run_), universe_id, files)
         except AgentEnvError as exc:
@@ -80,7 +80,7 @@ def _select(step: CollectArtifactsStep, sandbox: Sandbox) -> tuple[dict[str, Pat
     try:
         base = sandbox.path(step.base_path)
     except (AgentEnvError, ValueError) as exc:
-        raise StepError(f"base_path {step.base_path!r}: {exc}", step_id=step.id, step_type=step.type) from None
+        raise StepError(f"base_path {step.base_path!r}: {exc}", step=step) from None
     if step.artifact_paths is None:
         names = sandbox.list_files(step.base_path) if base.is_dir() else []
         return {n: base / n for n in names}, []
@@ -90,7 +90,7 @@ def _select(step: CollectArtifactsStep, sandbox: Sandbox) -> tuple[dict[str, Pat
         try:
             host = sandbox.path(f"{step.base_path.rstrip('/')}/{rel}")
         except (AgentEnvError, ValueError) as exc:
-            raise StepError(f"artifact path {rel!r}: {exc}", step_id=step.id, step_type=step.type) from None
+            raise StepError(f"artifact path {rel!r}: {exc}", step=step) from None
         if host.is_file() and not host.is_symlink():
             found[rel] = host
         else:

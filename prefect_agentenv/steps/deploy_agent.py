@@ -85,8 +85,7 @@ async def run(step: DeployAgentStep, ctx: RunContext) -> RunContext:
     from prefect_agentenv.steps.support.agent_configuration import deliver, record, takes_config
 
     if step.agent_name in ctx.deployed_agents:
-        raise StepError(f"Agent with name '{step.agent_name}' is already deployed", step_id=step.id,
-                        step_type=step.type)
+        raise StepError(f"Agent with name '{step.agent_name}' is already deployed", step=step)
     envs = [deployed_env(ctx, env_id, step) for env_id in step.env_ids]
     run_ = current_run()
     model = step.model or run_.overrides.model or ctx.metadata.default_agent_model
@@ -131,9 +130,9 @@ def _config_override(run_: RunResources, step: DeployAgentStep) -> JsonObject:
     try:
         value = json.loads(raw)
     except ValueError as exc:
-        raise StepError(f"the agent_config override is not JSON: {exc}", step_id=step.id, step_type=step.type) from None
+        raise StepError(f"the agent_config override is not JSON: {exc}", step=step) from None
     if not isinstance(value, dict):
-        raise StepError("the agent_config override must be a JSON object", step_id=step.id, step_type=step.type)
+        raise StepError("the agent_config override must be a JSON object", step=step)
     return value
 
 

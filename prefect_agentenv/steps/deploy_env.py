@@ -41,7 +41,7 @@ async def run(step: DeployEnvStep, ctx: RunContext) -> RunContext:
     from prefect_agentenv.steps.support.pooling import resolve_once
 
     if step.env_id in ctx.deployed_envs:
-        raise StepError(f"Env '{step.env_id}' is already deployed", step_id=step.id, step_type=step.type)
+        raise StepError(f"Env '{step.env_id}' is already deployed", step=step)
     resolved = await resolve_once(("env", step.env_id), lambda: resolve_env(step.env_id))
     spec = resolved.spec
     if step.startup_timeout_seconds:

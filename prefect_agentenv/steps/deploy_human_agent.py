@@ -35,12 +35,11 @@ class DeployHumanAgentStep(StepModel):
 async def run(step: DeployHumanAgentStep, ctx: RunContext) -> RunContext:
     """Record the person as a deployed agent (no sandbox) and in metadata.human_agents."""
     if step.agent_name in ctx.deployed_agents:
-        raise StepError(f"Agent with name '{step.agent_name}' is already deployed", step_id=step.id,
-                        step_type=step.type)
+        raise StepError(f"Agent with name '{step.agent_name}' is already deployed", step=step)
     url = step.a2a_url or current_run().overrides.human_a2a_url
     if not url:
         raise StepError(f"no A2A endpoint for the person '{step.agent_name}': set a2a_url, or run with "
-                        f"--override {HUMAN_URL_OVERRIDE}=URL", step_id=step.id, step_type=step.type)
+                        f"--override {HUMAN_URL_OVERRIDE}=URL", step=step)
     ctx.deployed_agents[step.agent_name] = DeployedAgent(
         agent_name=step.agent_name, a2a_url=url, instance_id=f"human-{step.agent_name}-{uuid.uuid4().hex[:8]}")
     ctx.metadata.human_agents.append(HumanAgent(step_id=step.id, agent_name=step.agent_name, a2a_url=url))

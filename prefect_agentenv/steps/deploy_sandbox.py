@@ -51,7 +51,7 @@ class DeploySandboxStep(StepModel):
 async def run(step: DeploySandboxStep, ctx: RunContext) -> RunContext:
     """Create the folder (with the standard sandbox folders), register its removal, record it."""
     if step.sandbox_name in ctx.deployed_sandboxes:
-        raise StepError(f"Sandbox '{step.sandbox_name}' is already deployed", step_id=step.id, step_type=step.type)
+        raise StepError(f"Sandbox '{step.sandbox_name}' is already deployed", step=step)
     run_ = current_run()
     sandbox = create_sandbox(run_.workdir, step.sandbox_name)
     if not run_.keep:

@@ -63,10 +63,9 @@ async def run(step: EnvOutcomeVerifierStep, ctx: RunContext) -> RunContext:
     try:
         rows = [normalize_row(r, i) for i, r in enumerate(raw_rows)]
     except ValueError as exc:
-        raise StepError(f"verify script {step.script_artifact_id}: {exc}", step_id=step.id, step_type=step.type) from None
+        raise StepError(f"verify script {step.script_artifact_id}: {exc}", step=step) from None
     if not rows:
-        raise StepError(f"verify script {step.script_artifact_id} returned no rows", step_id=step.id,
-                        step_type=step.type)
+        raise StepError(f"verify script {step.script_artifact_id} returned no rows", step=step)
     verifications[step.verifier_id] = scored(rows, aggregator=step.score_aggregator, weight=step.weight,
                                              fmt="outcome", env_id=step.env_id)
     return ctx
@@ -80,7 +79,7 @@ async def _fetch_script(step: EnvOutcomeVerifierStep, folder: Path) -> Path:
         if meta.kind != "file" or len(py) != 1:
             raise StepError(f"artifact '{meta.id}@{meta.version}' must be a file artifact holding one .py file "
                             f"(it holds: {', '.join(f.name for f in meta.files) or 'nothing'})",
-                            step_id=step.id, step_type=step.type)
+                            step=step)
         data = await asyncio.to_thread(store.read_file, meta, py[0])
     except StepError:
         raise
@@ -108,11 +107,10 @@ async def _run_script(step: EnvOutcomeVerifierStep, script: Path, mcp_url: str, 
         done = await run_bounded(argv, cwd=folder, env=env, timeout=step.timeout_seconds)
     except OSError as exc:
         raise StepError(f"cannot start the verify script's interpreter {argv[0]!r} (verify_python): {exc}",
-                        step_id=step.id, step_type=step.type) from None
+                        step=step) from None
     if done.timed_out:
         raise AgentTimeoutError(f"verify script {step.script_artifact_id} did not finish within "
-                                f"{step.timeout_seconds:g}s and was stopped", step_id=step.id,
-                                step_type=step.type)
+                                f"{step.timeout_seconds:g}s and was stopped", step=step)
     (folder / "stderr.txt").write_bytes(done.stderr)
     return _rows_from(step, done.returncode, done.stdout.decode(errors="replace"),
                       done.stderr.decode(errors="replace"))
@@ -136,15 +134,15 @@ def _rows_from(step: EnvOutcomeVerifierStep, code: int | None, out: str, err: st
     if code != 0 or line is None:
         last = "\n".join(err.strip().splitlines()[-8:]) or "(no output)"
         raise StepError(f"verify script {step.script_artifact_id} failed (exit {code}):\n{last}",
-                        step_id=step.id, step_type=step.type)
+                        step=step)
     try:
         rows = json.loads(line[len(outcome_script.MARKER):])
     except ValueError as exc:
         raise StepError(f"verify script {step.script_artifact_id}: its result line is not valid JSON ({exc})",
-                        step_id=step.id, step_type=step.type) from None
+                        step=step) from None
     if not isinstance(rows, list):
         raise StepError(f"verify script {step.script_artifact_id} must return a list of rows, got "
-                        f"{type(rows).__name__}", step_id=step.id, step_type=step.type)
+                        f"{type(rows).__name__}", step=step)
     return rows
 
 

@@ -110,14 +110,13 @@ async def load_into_sandbox(step: LoadArtifactStep, ctx: RunContext) -> None:
     try:
         dest = sandbox.path(step.destination_path)
     except (AgentEnvError, ValueError) as exc:
-        raise StepError(f"destination_path {step.destination_path!r}: {exc}", step_id=step.id,
-                        step_type=step.type) from None
+        raise StepError(f"destination_path {step.destination_path!r}: {exc}", step=step) from None
     store = await artifact_store(run_)
     try:
         meta = await asyncio.to_thread(store.get_metadata, artifact_id, version)
         if meta.kind == "environment":
             raise StepError(f"artifact '{meta.id}@{meta.version}' is an environment artifact: load it into an env "
-                            "with env_id", step_id=step.id, step_type=step.type)
+                            "with env_id", step=step)
         dest.mkdir(parents=True, exist_ok=True)
         written = await asyncio.to_thread(store.download, meta, dest)
     except StepError:
@@ -138,11 +137,11 @@ def _source(step: LoadArtifactStep, ctx: RunContext) -> tuple[str, str]:
     collected = ctx.metadata.collected_artifacts.get(step.artifact_from_step_id or "")
     if collected is None:
         raise StepError(f"step '{step.artifact_from_step_id}' has not collected anything visible to this step",
-                        step_id=step.id, step_type=step.type)
+                        step=step)
     universe = collected.file_artifact_universe
     if not universe:
         raise StepError(f"step '{step.artifact_from_step_id}' collected no files, so there is nothing to load",
-                        step_id=step.id, step_type=step.type)
+                        step=step)
     return universe.id, universe.version
 
 
@@ -166,7 +165,7 @@ async def load_into_env(step: LoadArtifactStep, ctx: RunContext, env_id: str) ->
             await client.data_reset()
         await client.data_add(parts)
     except DatasetError as exc:
-        raise StepError(f"artifact '{step.artifact_id}': {exc}", step_id=step.id, step_type=step.type) from None
+        raise StepError(f"artifact '{step.artifact_id}': {exc}", step=step) from None
     except AgentEnvError as exc:
         if isinstance(exc, StepError):
             raise
@@ -178,11 +177,11 @@ def _check_environment(step: LoadArtifactStep, meta: ArtifactMetadata, env_id: s
         raise StepError(
             f"artifact '{meta.id}@{meta.version}' is a {meta.kind} artifact; an env loads environment artifacts "
             f"(publish one with: prefect-agentenv artifact put {meta.id} FILE --environment {env_name})",
-            step_id=step.id, step_type=step.type)
+            step=step)
     if meta.environment_name not in (env_name, env_id):
         raise StepError(
             f"artifact '{meta.id}@{meta.version}' is for environment '{meta.environment_name}', "
-            f"but env '{env_id}' is '{env_name}'", step_id=step.id, step_type=step.type)
+            f"but env '{env_id}' is '{env_name}'", step=step)
 
 
 async def _file_part(store: object, meta: ArtifactMetadata, name: str) -> FilePart:

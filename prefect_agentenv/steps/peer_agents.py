@@ -64,8 +64,7 @@ async def run(step: PeerAgentsStep, ctx: RunContext) -> RunContext:
             ext = await AgentEnvExtensions.of(a2a_client(run_, source))
             await ext.set_peer_agents(peers)
         except ProtocolError as exc:
-            raise StepError(f"giving agent '{source.agent_name}' its peers: {exc}", step_id=step.id,
-                            step_type=step.type) from exc
+            raise StepError(f"giving agent '{source.agent_name}' its peers: {exc}", step=step) from exc
         ctx.metadata.agent_peerings.append(
             AgentPeering(source_agent_name=source.agent_name, peer_agent_names=list(peering.peer_agent_names)))
     return ctx

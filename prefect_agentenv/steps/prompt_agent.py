@@ -146,7 +146,7 @@ async def run(step: PromptAgentStep, ctx: RunContext) -> RunContext:
     )
     ctx.prompt_responses[step.prompt_id] = response
     if error:
-        raise StepError(f"agent '{agent.agent_name}' failed: {error}", step_id=step.id, step_type=step.type,
+        raise StepError(f"agent '{agent.agent_name}' failed: {error}", step=step,
                         context=ctx)
     return ctx
 
@@ -198,7 +198,7 @@ async def _ask_user(step: PromptAgentStep, user: DeployedAgent | None, agent_tex
                                    poll_interval_seconds=step.poll_interval_seconds)
     except AgentEnvError as exc:
         raise StepError(f"the user ({step.user_agent_name or step.user_a2a_url}) did not answer: {exc}",
-                        step_id=step.id, step_type=step.type) from exc
+                        step=step) from exc
     _user_contexts(run_)[step.id] = answer.context_id
     message, done = _parse_user(answer.text, answer.data) if user else (answer.text, not answer.text.strip())
     turns.append({"turn": turn, "role": "user", "message": message, "done": done})

@@ -66,8 +66,7 @@ async def run(step: RegisterAgentTriggersStep, ctx: RunContext) -> RunContext:
         ext = await AgentEnvExtensions.of(a2a_client(current_run(), agent))
         answer = await ext.register_triggers(step.triggers)
     except ProtocolError as exc:
-        raise StepError(f"registering triggers with agent '{step.agent_name}': {exc}", step_id=step.id,
-                        step_type=step.type) from exc
+        raise StepError(f"registering triggers with agent '{step.agent_name}': {exc}", step=step) from exc
     answered = answer.get("added")
     added: list[JsonValue] = answered if isinstance(answered, list) else [t["id"] for t in step.triggers]
     ctx.metadata.agent_trigger_registrations.append(

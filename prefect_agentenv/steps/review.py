@@ -43,7 +43,7 @@ async def run(step: ReviewStep, ctx: RunContext) -> RunContext:
     flow_run = FlowRunContext.get()
     if flow_run is None or flow_run.flow_run is None:
         raise StepError("a review pauses a Prefect flow run, and this run has none: run the task with "
-                        "`prefect-agentenv run` or a deployment", step_id=step.id, step_type=step.type)
+                        "`prefect-agentenv run` or a deployment", step=step)
     label = step.label or step.id
     logger.warning("review '%s' is waiting: resume flow run %s in the Prefect UI (approve or reject, with a note)",
                    label, flow_run.flow_run.id)
@@ -52,16 +52,15 @@ async def run(step: ReviewStep, ctx: RunContext) -> RunContext:
                                         poll_interval=int(max(1, step.poll_interval_seconds)), key=f"review-{step.id}")
     except FlowPauseTimeout:
         raise AgentTimeoutError(f"review '{label}' got no answer within {step.timeout_seconds:g}s",
-                                step_id=step.id, step_type=step.type) from None
+                                step=step) from None
     except RuntimeError as exc:  # Prefect refused the pause (for example a run that cannot be paused)
-        raise StepError(f"review '{label}' could not pause the flow run: {exc}", step_id=step.id,
-                        step_type=step.type) from None
+        raise StepError(f"review '{label}' could not pause the flow run: {exc}", step=step) from None
     record = Review(label=label, approved=decision.approve, note=decision.note)
     reviews = ctx.metadata.reviews
     reviews[step.id] = record
     if not decision.approve:
         raise StepError(f"review '{label}' was rejected" + (f": {decision.note}" if decision.note else ""),
-                        step_id=step.id, step_type=step.type, context=ctx)
+                        step=step, context=ctx)
     return ctx
 
 

@@ -97,7 +97,7 @@ async def run(step: RubricsVerifierStep, ctx: RunContext) -> RunContext:
     response = ctx.prompt_responses.get(step.prompt_id)
     if response is None:
         raise NotInContextError(f"Prompt '{step.prompt_id}' not found in context.prompt_responses",
-                                step_id=step.id, step_type=step.type)
+                                step=step)
     verifications = ctx.metadata.verifications
     reason = skip_reason(response, skip_on_truncated=step.skip_on_truncated, skip_on_timeout=step.skip_on_timeout)
     if reason:
@@ -132,9 +132,9 @@ async def _grade(step: RubricsVerifierStep, ctx: RunContext, response: PromptRes
             format=step.output_format, results=[], score=None, weight=step.weight,
             error=str(exc), raw_outputs=getattr(exc, "raw_outputs", []), judge=judge.describe())
         raise StepError(f"the judge's output could not be read after {step.judge_retries} corrective "
-                        f"retries: {exc}", step_id=step.id, step_type=step.type, context=ctx) from exc
+                        f"retries: {exc}", step=step, context=ctx) from exc
     except AgentEnvError as exc:
-        raise StepError(f"judging failed: {exc}", step_id=step.id, step_type=step.type) from exc
+        raise StepError(f"judging failed: {exc}", step=step) from exc
     finally:
         await judge.close()
     rows = [{**row, **({"axis": c.axis} if c.axis else {})} for row, c in zip(result.rows, step.criteria)]

@@ -96,7 +96,7 @@ def _target(step: RunCodeStep, ctx: RunContext) -> tuple[Path, Path, dict[str, s
     try:
         folder = sandbox.path(f"{RUN_FOLDER}/{safe_segment(step.id)}")
     except (AgentEnvError, ValueError) as exc:
-        raise StepError(f"staging folder for step id {step.id!r}: {exc}", step_id=step.id, step_type=step.type) from None
+        raise StepError(f"staging folder for step id {step.id!r}: {exc}", step=step) from None
     return folder, sandbox.root, {**sandbox.env(), **extra_env}, {"sandbox_root": str(sandbox.root)}
 
 
@@ -120,14 +120,14 @@ def _entry(step: RunCodeStep, py: list[str], names: list[str]) -> str:
     if step.script_file is not None:
         if step.script_file not in py:
             raise StepError(f"script_file '{step.script_file}' is not in '{step.script_artifact_id}' "
-                            f"(its .py files: {', '.join(py) or 'none'})", step_id=step.id, step_type=step.type)
+                            f"(its .py files: {', '.join(py) or 'none'})", step=step)
         return step.script_file
     if len(py) == 1:
         return py[0]
     if "run.py" in py:
         return "run.py"
     raise StepError(f"artifact '{step.script_artifact_id}' holds {', '.join(names) or 'nothing'}: name the entry "
-                    "with script_file", step_id=step.id, step_type=step.type)
+                    "with script_file", step=step)
 
 
 async def _execute(step: RunCodeStep, folder: Path, entry: str, cwd: Path, env: dict[str, str]) -> Any:
@@ -143,12 +143,12 @@ async def _execute(step: RunCodeStep, folder: Path, entry: str, cwd: Path, env: 
         if isinstance(exc, asyncio.CancelledError):
             raise
         raise AgentTimeoutError(f"script {step.script_artifact_id} did not finish within {step.timeout_seconds:g}s "
-                                "and was stopped", step_id=step.id, step_type=step.type) from None
+                                "and was stopped", step=step) from None
     output = folder / "output.json"
     if proc.returncode != 0 or not output.is_file():
         tail = "\n".join(err.decode(errors="replace").strip().splitlines()[-8:]) or "(no output)"
         raise StepError(f"script {step.script_artifact_id} failed (exit {proc.returncode}):\n{tail}",
-                        step_id=step.id, step_type=step.type)
+                        step=step)
     return json.loads(output.read_text(encoding="utf-8"))
 
 

@@ -54,8 +54,7 @@ async def run(step: RunContainerUnitTestsVerifierStep, ctx: RunContext) -> RunCo
 
     if not await DockerLauncher.available():
         raise StepError(f"{step.type} runs tests in a docker container, and no docker daemon answers here "
-                        "(`docker info` failed): run it where docker is available", step_id=step.id,
-                        step_type=step.type)
+                        "(`docker info` failed): run it where docker is available", step=step)
     code, out, err = await _run_tests(step)
     files = {path: await _read(step, path) for path in _paths(step)}
     row, passed = _row(step, code, files)
@@ -64,7 +63,7 @@ async def run(step: RunContainerUnitTestsVerifierStep, ctx: RunContext) -> RunCo
         stdout_tail=out[-_TAIL:], stderr_tail=err[-_TAIL:], extracted_files=files)
     if not passed and step.reward_path is None:
         raise StepError(f"tests in container '{step.container_name}' exited {code}: {err.strip()[-300:]}",
-                        step_id=step.id, step_type=step.type, context=ctx)
+                        step=step, context=ctx)
     return ctx
 
 

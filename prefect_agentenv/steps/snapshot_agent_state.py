@@ -48,7 +48,7 @@ async def run(step: SnapshotAgentStateStep, ctx: RunContext) -> RunContext:
     agent = deployed_agent(ctx, step.agent_name, step)
     if step.prompt_id not in ctx.prompt_responses:
         raise NotInContextError(f"Prompt '{step.prompt_id}' not found in context.prompt_responses",
-                                step_id=step.id, step_type=step.type)
+                                step=step)
     folder = run_.step_folder("snapshots", step.id)
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
@@ -81,8 +81,7 @@ async def _records(run_: RunResources, step: SnapshotAgentStateStep, ctx: RunCon
             (folder / name).write_bytes(data)
             found[name] = folder / name
     if not found:
-        raise StepError(f"prompt '{step.prompt_id}' left no conversation record to snapshot", step_id=step.id,
-                        step_type=step.type)
+        raise StepError(f"prompt '{step.prompt_id}' left no conversation record to snapshot", step=step)
     return found
 
 
@@ -99,7 +98,7 @@ def _workspace(run_: RunResources, step: SnapshotAgentStateStep, agent: Any, fol
     try:
         base = sandbox.path(step.workspace_path or "")
     except (AgentEnvError, ValueError) as exc:
-        raise StepError(f"workspace_path {step.workspace_path!r}: {exc}", step_id=step.id, step_type=step.type) from None
+        raise StepError(f"workspace_path {step.workspace_path!r}: {exc}", step=step) from None
     names = sandbox.list_files(step.workspace_path or "") if base.is_dir() else []
     found: dict[str, Path] = {}
     for rel in names:

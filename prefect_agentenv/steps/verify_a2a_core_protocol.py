@@ -60,7 +60,7 @@ def _agent(step: VerifyA2ACoreProtocolStep, ctx: RunContext) -> DeployedAgent:
         name = step.agent_name or f"deployed from '{step.a2a_agent_id}'"
         raise NotInContextError(f"Agent with name '{name}' not found in context.deployed_agents"
                                 if step.agent_name else f"No agent {name} in context.deployed_agents",
-                                step_id=step.id, step_type=step.type)
+                                step=step)
     return found[0]
 
 

@@ -158,7 +158,7 @@ async def execute_as_prefect_task(step: StepModel, inputs: list[RunContext]) -> 
     result = await state.aresult(raise_on_failure=False)
     if not state.is_completed():
         error = result if isinstance(result, BaseException) else StepError(
-            state.message or f"step ended in state {state.type.value}", step_id=step.id, step_type=step.type)
+            state.message or f"step ended in state {state.type.value}", step=step)
         mark_retries_exhausted(error, own_retries)  # Prefect's task retries ran: the scheduler must not retry again
         raise error
     if not isinstance(result, RunContext):

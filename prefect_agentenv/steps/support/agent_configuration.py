@@ -79,8 +79,7 @@ async def deliver(step: StepModel, agent: DeployedAgent, client: A2AClient,
         await _give_skills(ext, request.skills, lacks)
         await _give_config(ext, request, lacks)
     except (ProtocolError, AgentTimeoutError) as exc:  # a silent extension endpoint times out
-        raise StepError(f"configuring agent '{agent.agent_name}': {exc}", step_id=step.id,
-                        step_type=step.type) from exc
+        raise StepError(f"configuring agent '{agent.agent_name}': {exc}", step=step) from exc
     if rows:
         logger.warning("agent %s cannot take %s (not sent; the run goes on): %s", agent.agent_name,
                        ", ".join(r.field for r in rows), "; ".join(sorted({f"{r.extension}: {r.reason}" for r in rows})))
@@ -108,8 +107,7 @@ async def _extensions(step: StepModel, agent: DeployedAgent, client: A2AClient) 
     try:
         return await AgentEnvExtensions.of(client)
     except (ProtocolError, AgentTimeoutError) as exc:
-        raise StepError(f"reading the card of agent '{agent.agent_name}': {exc}", step_id=step.id,
-                        step_type=step.type) from exc
+        raise StepError(f"reading the card of agent '{agent.agent_name}': {exc}", step=step) from exc
 
 
 async def _give_envs(ext: AgentEnvExtensions, envs: list[DeployedEnv], lacks: Lacks) -> None:

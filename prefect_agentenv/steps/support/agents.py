@@ -38,7 +38,7 @@ def deployed_agent(ctx: RunContext, agent_name: str, step: StepModel) -> Deploye
     agent = ctx.deployed_agents.get(agent_name)
     if agent is None:
         raise NotInContextError(f"Agent with name '{agent_name}' not found in context.deployed_agents",
-                                step_id=step.id, step_type=step.type)
+                                step=step)
     return agent
 
 

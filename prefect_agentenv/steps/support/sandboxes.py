@@ -19,7 +19,7 @@ def deployed_sandbox(ctx: RunContext, sandbox_name: str, step: StepModel) -> Dep
     found = ctx.deployed_sandboxes.get(sandbox_name)
     if found is None:
         raise NotInContextError(f"Sandbox '{sandbox_name}' not found in context.deployed_sandboxes "
-                                f"(deployed: {sorted(ctx.deployed_sandboxes)})", step_id=step.id, step_type=step.type)
+                                f"(deployed: {sorted(ctx.deployed_sandboxes)})", step=step)
     return found
 
 
@@ -42,10 +42,9 @@ def sandbox_target(ctx: RunContext, step: StepModel, *, agent_name: str | None,
         deployed = deployed_sandbox(ctx, sandbox_name, step)
         sandboxes = run.services.sandboxes
         if deployed.instance_id not in sandboxes:
-            raise StepError(f"sandbox '{sandbox_name}' has no folder in this run", step_id=step.id,
-                            step_type=step.type)
+            raise StepError(f"sandbox '{sandbox_name}' has no folder in this run", step=step)
         return sandboxes[deployed.instance_id], sandbox_env(run, deployed.instance_id), f"sandbox '{sandbox_name}'"
     if agent_name is None:
-        raise StepError("name a sandbox: agent_name or sandbox_name", step_id=step.id, step_type=step.type)
+        raise StepError("name a sandbox: agent_name or sandbox_name", step=step)
     agent = deployed_agent(ctx, agent_name, step)
     return sandbox_of(run, agent), {}, f"agent '{agent_name}'"

@@ -76,8 +76,7 @@ def deployed_env(ctx: RunContext, env_id: str, step: StepModel) -> DeployedEnv:
     """The env an ancestor deployed under ``env_id``."""
     env = ctx.deployed_envs.get(env_id)
     if env is None:
-        raise NotInContextError(f"Env '{env_id}' not found in context.deployed_envs", step_id=step.id,
-                                step_type=step.type)
+        raise NotInContextError(f"Env '{env_id}' not found in context.deployed_envs", step=step)
     return env
 
 
@@ -96,7 +95,7 @@ def env_client(ctx: RunContext, env_id: str, step: StepModel) -> EnvClient:
 
 def as_step_error(exc: AgentEnvError, step: StepModel, doing: str) -> StepError:
     """Wrap a protocol/store error so the report names the step and what it was doing."""
-    return StepError(f"{doing}: {exc}", step_id=step.id, step_type=step.type)
+    return StepError(f"{doing}: {exc}", step=step)
 
 
 async def read_record(run: RunResources, url: str) -> bytes | None:
