@@ -10,7 +10,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.context import PromptResponse, RunContext
 from prefect_agentenv.exceptions import NotInContextError
-from prefect_agentenv.grading.aggregate import Aggregator
 from prefect_agentenv.grading.verification import Verification, prompt_error, scored, skip_reason, skipped
 from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.steps.base import PromptRef, VerifierStep, listed_field
@@ -25,6 +24,7 @@ class RegexCheck(BaseModel):
     pattern: str
     """Python regular expression searched for in the reply."""
     flags: list[Literal["IGNORECASE", "MULTILINE", "DOTALL"]] = Field(default_factory=list)
+    """Python ``re`` flags of the pattern."""
 
 
 class AgentPromptResponseVerifierStep(VerifierStep):
@@ -38,7 +38,7 @@ class AgentPromptResponseVerifierStep(VerifierStep):
     case_sensitive: bool = False
     """Whether response_contains compares case."""
     response_regex_present: list[RegexCheck] = Field(default_factory=list)
-    score_aggregator: Aggregator = "all_pass"
+    """Regular expressions that must match somewhere in the reply."""
 
     reference_fields = {"criteria": "AgentEnv's criteria list (response_contains needles, response_regex_present "
                                     "patterns), read as response_contains and response_regex_present."}

@@ -8,7 +8,6 @@ from pydantic import Field
 
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import NotInContextError
-from prefect_agentenv.grading.aggregate import Aggregator
 from prefect_agentenv.grading.verification import Verification, scored, skipped
 from prefect_agentenv.steps.base import VerifierRef, VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
@@ -21,7 +20,7 @@ class AggregateVerifiersStep(VerifierStep):
     rows_from_output = True
     verifier_ids: list[VerifierRef] = Field(min_length=1)
     """Verifiers (run by ancestors) whose rows are combined."""
-    score_aggregator: Aggregator = "weighted_average"
+    default_aggregator = "weighted_average"
 
 
 async def run(step: AggregateVerifiersStep, ctx: RunContext) -> RunContext:

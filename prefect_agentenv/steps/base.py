@@ -20,9 +20,11 @@ from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field, GetJsonSchemaHandler, PrivateAttr, model_validator
+from pydantic.fields import FieldInfo
 from pydantic.json_schema import JsonSchemaValue
 
 from prefect_agentenv.attribute_docs import attribute_docstrings
+from prefect_agentenv.context import Aggregator
 from prefect_agentenv.jsontypes import JsonObject, JsonValue
 
 MAX_ID_LENGTH = 128
@@ -284,9 +286,27 @@ class VerifierStep(StepModel):
     scoring_env: dict[str, str] = Field(default_factory=dict)
     """Env vars for scoring only (the verify script, the sandbox probes, a judge agent deployed for the
     step); ${VAR} and ${VAR:-default} are resolved when the step starts and never reach a report."""
+    score_aggregator: Aggregator = "all_pass"
+    """How the rows fold into the verifier's score: all_pass, any_pass or weighted_average
+    (docs/scoring.md); the default depends on the step type."""
 
+    default_aggregator: ClassVar[Aggregator] = "all_pass"
+    """The ``score_aggregator`` of a step of this type whose document names none (set it on a subclass)."""
     rows_from_output: ClassVar[bool] = False
     """True when the verifier's rows (and so their axes) come from what it runs, not from the document."""
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        """Give ``score_aggregator`` this type's ``default_aggregator``, so the JSON Schema (and the
+        Run form) shows each type's own default while the field is declared once, here."""
+        super().__pydantic_init_subclass__(**kwargs)
+        if "score_aggregator" in cls.__dict__.get("__annotations__", {}):
+            return  # the subclass declares the field itself
+        if cls.model_fields["score_aggregator"].default == cls.default_aggregator:
+            return
+        cls.model_fields["score_aggregator"] = FieldInfo.from_annotated_attribute(Aggregator, cls.default_aggregator)
+        if cls.__pydantic_complete__:  # built already (a model without defer_build): build it again
+            cls.model_rebuild(force=True)
 
     def declared_axes(self) -> dict[str, float] | None:
         """The axes the document gives this verifier's rows, with the weight of each (``|weight|``

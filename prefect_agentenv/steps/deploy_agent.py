@@ -33,6 +33,7 @@ class Skill(BaseModel):
     name: str
     """Skill name."""
     description: str | None = None
+    """What the skill is for, as the agent lists it."""
     content: str | None = Field(default=None, validation_alias=AliasChoices("content", "skill_md"))
     """The skill's instructions (for example a SKILL.md body); AgentEnv calls it skill_md."""
 
@@ -48,12 +49,15 @@ class DeployAgentStep(StepModel):
     env_ids: list[EnvRef] = Field(default_factory=list)
     """Deployed envs whose MCP endpoints are given to the agent."""
     system_prompt: str | None = None
+    """System prompt given to the agent through its agent-config extension; the agent's own when omitted."""
     model: str | None = None
     """Model the agent should use; the run's default agent model when omitted."""
     skills: list[Skill] = Field(default_factory=list)
+    """Skills registered with the agent through its skill-config extension."""
     agent_config: JsonObject = Field(default_factory=dict)
     """Extra agent-config fields, filtered to what the agent's card supports (the rest is reported)."""
     startup_timeout_seconds: float | None = Field(default=None, gt=0)
+    """How long the agent may take to answer its card; the agent's registered value when omitted."""
     env_vars: dict[str, str] = Field(default_factory=dict)
     """Environment variables of the agent's process."""
 

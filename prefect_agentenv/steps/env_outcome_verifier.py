@@ -14,7 +14,6 @@ from pydantic import Field
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import AgentEnvError, AgentTimeoutError, StepError
 from prefect_agentenv.grading import outcome_script
-from prefect_agentenv.grading.aggregate import Aggregator
 from prefect_agentenv.grading.verification import normalize_row, prompt_error, scored, skip_reason, skipped
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.runtime.sweep import RUN_MARKER
@@ -36,7 +35,6 @@ class EnvOutcomeVerifierStep(VerifierStep):
     """Optional PromptResponse passed to the script as ``run``."""
     timeout_seconds: float = Field(default=120, gt=0)
     """The script's process is killed after this long."""
-    score_aggregator: Aggregator = "all_pass"
 
     reference_aliases = {"file_artifact_id": "script_artifact_id", "file_artifact_version": "version"}
 

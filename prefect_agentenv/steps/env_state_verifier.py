@@ -8,7 +8,6 @@ from pydantic import Field
 
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import ProtocolError
-from prefect_agentenv.grading.aggregate import Aggregator
 from prefect_agentenv.grading.assertions import StateAssertion, evaluate
 from prefect_agentenv.grading.verification import scored
 from prefect_agentenv.steps.base import EnvRef, VerifierStep
@@ -23,7 +22,8 @@ class EnvStateVerifierStep(VerifierStep):
     env_id: EnvRef
     """The deployed env whose state is exported and checked."""
     assertions: list[StateAssertion] = Field(min_length=1)
-    score_aggregator: Aggregator = "weighted_average"
+    """Typed checks of the exported state (state_match, record_count, file_present, …); one row each."""
+    default_aggregator = "weighted_average"
 
 
 async def run(step: EnvStateVerifierStep, ctx: RunContext) -> RunContext:

@@ -58,6 +58,7 @@ class PromptAgentStep(StepModel):
     poll_interval_seconds: float = Field(default=0.5, gt=0)
     """The longest pause between two polls of the agent's task (polling starts at 20 ms and backs off to it)."""
     model: str | None = None
+    """Model the agent should use for this prompt, sent through its agent-config extension."""
     max_turns: int | None = Field(default=None, ge=1)
     """Cap on the agent's model turns, sent through its agent-config extension."""
     max_turn_tokens: int | None = Field(default=None, ge=1)

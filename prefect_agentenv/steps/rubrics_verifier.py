@@ -12,7 +12,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.context import DeployedAgent, PromptResponse, RunContext
 from prefect_agentenv.exceptions import AgentEnvError, JudgeOutputError, NotInContextError, StepError
-from prefect_agentenv.grading.aggregate import Aggregator
 from prefect_agentenv.grading.verification import Verification, prompt_error, scored, skip_reason, skipped
 from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.runtime.run import RunResources, current_run
@@ -49,6 +48,7 @@ class RubricsVerifierStep(VerifierStep):
     prompt_id: PromptRef
     """The PromptResponse to grade."""
     criteria: list[Criterion] = Field(min_length=1)
+    """What the judge grades, one row each."""
     agent_name: AgentRef | None = None
     """A deployed agent to judge with; when omitted a judge agent is deployed for this step."""
     judge_agent_id: str = "judge"
@@ -56,8 +56,9 @@ class RubricsVerifierStep(VerifierStep):
     judge_mode: Literal["agent", "model"] = "agent"
     """'model' calls the judge model directly, without an agent (faster, cannot open files)."""
     judge_model: str | None = None
+    """Model of the judge (agent or direct call); the run's judge model when omitted."""
     output_format: Literal["rubric_binary", "rubric_partial"] = "rubric_binary"
-    score_aggregator: Aggregator = "all_pass"
+    """rubric_binary: each criterion passes or fails; rubric_partial: the judge gives a score from 0 to 1."""
     use_trajectory: bool = True
     """Show the judge the agent's trajectory as well as its reply."""
     trajectory_filter: list[str] | None = None
@@ -67,6 +68,7 @@ class RubricsVerifierStep(VerifierStep):
     context_facts_for_judge: list[str] | str | None = None
     """Facts the judge may rely on (for example the seeded data)."""
     judge_timeout_seconds: float = Field(default=600, gt=0)
+    """Bound on each answer of the judge (a corrective retry gets its own)."""
     judge_retries: int = Field(default=3, ge=0, le=10)
     """Corrective retries when the judge's output cannot be parsed."""
 

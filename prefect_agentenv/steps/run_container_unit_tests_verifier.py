@@ -59,7 +59,7 @@ async def run(step: RunContainerUnitTestsVerifierStep, ctx: RunContext) -> RunCo
     files = {path: await _read(step, path) for path in _paths(step)}
     row, passed = _row(step, code, files)
     ctx.metadata.verifications[step.verifier_id] = scored(
-        [row.model_dump()], aggregator="all_pass", weight=step.weight, fmt="container_tests", exit_code=code,
+        [row.model_dump()], aggregator=step.score_aggregator, weight=step.weight, fmt="container_tests", exit_code=code,
         stdout_tail=out[-_TAIL:], stderr_tail=err[-_TAIL:], extracted_files=files)
     if not passed and step.reward_path is None:
         raise StepError(f"tests in container '{step.container_name}' exited {code}: {err.strip()[-300:]}",

@@ -51,7 +51,7 @@ def probe_verification(report: ProbeReport, step: VerifierStep) -> Verification:
              "score": 0.0 if row.status == "failed" else 1.0,
              "weight": 1.0 if row.status in ("ok", "failed") else 0.0,
              "status": row.status, "justification": row.detail} for row in report.rows]
-    return scored(rows, aggregator="all_pass", weight=step.weight, fmt="probe", url=report.url, card=report.card)
+    return scored(rows, aggregator=step.score_aggregator, weight=step.weight, fmt="probe", url=report.url, card=report.card)
 
 
 definition = StepDefinition(VerifyEnvCardStep, run)

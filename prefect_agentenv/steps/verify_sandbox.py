@@ -12,7 +12,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import AgentEnvError
-from prefect_agentenv.grading.aggregate import Aggregator
 from prefect_agentenv.grading.verification import scored
 from prefect_agentenv.jsontypes import JsonObject, JsonValue
 from prefect_agentenv.runtime.run import current_run
@@ -35,7 +34,9 @@ class SandboxCheck(BaseModel):
     model_config = ConfigDict(extra="forbid", json_schema_extra=attribute_docstrings)
 
     id: str = Field(min_length=1)
+    """Id of the check's row in the verification (unique within the step)."""
     kind: CheckKind
+    """What is probed: file_exists, dir_exists, file_contains, file_matches or command_succeeds."""
     path: str | None = None
     """Sandbox path; a relative one is under the step's base_dir (the sandbox root when unset)."""
     paths: list[str] = Field(default_factory=list)
@@ -47,7 +48,9 @@ class SandboxCheck(BaseModel):
     command: list[str] | str | None = None
     """argv run in the sandbox by command_succeeds; a string is run with ``bash -c``."""
     timeout_seconds: float = Field(default=60, gt=0)
+    """For command_succeeds: the command is stopped after this long and the check fails."""
     weight: float = 1.0
+    """Weight of the row; a negative weight is a penalty (docs/scoring.md)."""
     description: str | None = None
     """What the check means (AgentEnv's ``criterion`` text)."""
 
@@ -82,7 +85,7 @@ class VerifySandboxStep(VerifierStep):
     base_dir: str | None = None
     """Sandbox folder relative paths are under and commands run in (the sandbox root when unset)."""
     checks: list[SandboxCheck] = Field(min_length=1)
-    score_aggregator: Aggregator = "all_pass"
+    """The probes (files, contents, commands); one row each."""
 
     reference_fields = {"criteria": "AgentEnv's probe criteria, read as checks.",
                         "shell_timeout_seconds": "AgentEnv's per-probe timeout, read as each check's timeout_seconds."}
