@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from prefect_agentenv.api.config import ScoringConfig, TaskData
 from prefect_agentenv.context import PromptResponse, RunContext, Verification
 from prefect_agentenv.documents.loading import resolve_env_vars
+from prefect_agentenv.documents.validation import resolved_value_errors
 from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError
 from prefect_agentenv.flows.engine import scoring_placement as placement
 from prefect_agentenv.flows.reports.report import redact
@@ -172,6 +173,9 @@ async def _run_verifiers(steps: list[StepModel], ctx: RunContext,
             resolved = type(step).model_validate(resolve_env_vars(step.model_dump(by_alias=True), used=redact))
         except KeyError as exc:
             raise ConfigurationError(f"verifier '{step.id}': environment variable {exc.args[0]} is not set") from None
+        except ValidationError as exc:
+            raise ConfigurationError(f"verifier '{step.id}' with its ${{VAR}}s resolved: "
+                                     f"{resolved_value_errors(exc)}") from None
         try:
             ctx = await definition.run(resolved, ctx)
         except AgentEnvError as exc:

@@ -19,7 +19,7 @@ from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.documents.problems import Problem, json_path
 from prefect_agentenv.exceptions import TaskDocumentError
 from prefect_agentenv.jsontypes import JsonObject
-from prefect_agentenv.steps.base import NameKind, StepModel
+from prefect_agentenv.steps.base import FieldError, NameKind, StepModel
 from prefect_agentenv.steps.registry import all_steps, unknown_type_message
 
 _KIND_WORDS = {
@@ -169,8 +169,15 @@ def _validate_step(raw: Any, path: str) -> tuple[StepModel | None, list[Problem]
     return step, _duplicate_item_ids(step, path)
 
 
+def resolved_value_errors(exc: ValidationError) -> str:
+    """What a step's fields refuse once its ``${VAR}``s are resolved (checked as written at validation)."""
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'the step'}: {str(e['msg']).removeprefix('Value error, ')}"
+                     for e in exc.errors())
+
+
 def _from_pydantic(err: Any, path: str, step_id: str | None, model: type[BaseModel]) -> Problem:
-    raw_loc = tuple(err["loc"])
+    error = (err.get("ctx") or {}).get("error")
+    raw_loc = tuple(err["loc"]) + (error.loc if isinstance(error, FieldError) else ())
     loc, _ = _walk_loc(model, raw_loc)
     where = json_path(path, loc)
     if err["type"] == "extra_forbidden":
@@ -183,7 +190,8 @@ def _from_pydantic(err: Any, path: str, step_id: str | None, model: type[BaseMod
         return Problem(f"missing required field '{loc[-1]}'", path=where, step_id=step_id,
                        hint=f"add '{loc[-1]}' to the step")
     message = str(err["msg"]).removeprefix("Value error, ")
-    return Problem(message, path=where, step_id=step_id, hint=_hint_for(err))
+    fix = error.hint if isinstance(error, FieldError) and error.hint else _hint_for(err)
+    return Problem(message, path=where, step_id=step_id, hint=fix)
 
 
 def _hint_for(err: Any) -> str | None:

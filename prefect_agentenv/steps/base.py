@@ -15,9 +15,10 @@ fields (sizes and lifetimes of AgentEnv's hosted sandboxes) are accepted with a 
 from __future__ import annotations
 
 import builtins
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, cast
 
 from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field, GetJsonSchemaHandler, PrivateAttr, model_validator
 from pydantic.fields import FieldInfo
@@ -45,6 +46,42 @@ def _check_identifier(value: str) -> str:
 Identifier = Annotated[str, AfterValidator(_check_identifier),
                        Field(min_length=1, max_length=MAX_ID_LENGTH, pattern=r"^[^\x00-\x1f\x7f]+$")]
 """A printable id of at most ``MAX_ID_LENGTH`` characters (no control characters, no NUL)."""
+
+
+class FieldError(ValueError):
+    """A field's value is wrong, said where and how to fix it.
+
+    Raised in a step model's validator (or its ``reference_forms``), it is reported at ``loc``
+    below the value being validated (the step, for a model validator) with ``hint``; a plain
+    ``ValueError`` is reported at that value itself.
+    """
+
+    def __init__(self, message: str, *, loc: tuple[str | int, ...] = (), hint: str | None = None) -> None:
+        super().__init__(message)
+        self.loc = loc
+        self.hint = hint
+
+
+def check_sandbox_path(value: str) -> str:
+    """A sandbox path as a document writes it: without ``..`` (a run refuses one that leaves the sandbox).
+
+    Checked as written; a ``${VAR}`` in it is resolved when the step starts, and the run checks
+    the result again.
+
+    Raises:
+        FieldError: the path has a ``..`` segment or a NUL byte.
+    """
+    if "\0" in value:
+        raise FieldError(f"sandbox path {value!r} contains a NUL byte")
+    if ".." in value.split("/"):
+        raise FieldError(f"sandbox path {value!r} has a '..' segment",
+                         hint="name the place directly: an absolute sandbox path such as /app/data/x.csv, "
+                              "or a path below the step's base folder")
+    return value
+
+
+SandboxPath = Annotated[str, AfterValidator(check_sandbox_path)]
+"""A path in an agent's or a deploy_sandbox sandbox (``/app/...``), without ``..``."""
 
 NameKind = Literal["env", "agent", "prompt", "verifier", "collect", "sandbox"]
 
@@ -270,6 +307,14 @@ def _markers(annotation: Any, metadata: list[Any]) -> list[Any]:
     return found
 
 
+def _verifier_weight(value: float) -> float:
+    if value < 0:
+        raise FieldError(f"a verifier's weight in the task score cannot be negative (got {value:g})",
+                         hint="a penalty is a negative weight on one of its criteria or checks; "
+                              "weight 0 records the verifier without counting it")
+    return value
+
+
 class VerifierStep(StepModel):
     """Fields shared by the steps that write metadata.verifications."""
 
@@ -277,8 +322,9 @@ class VerifierStep(StepModel):
 
     verifier_id: Annotated[Identifier, Provides("verifier")]
     """Key of this verifier's results in metadata.verifications."""
-    weight: float = 1.0
-    """Weight of this verifier in the task score."""
+    weight: Annotated[float, AfterValidator(_verifier_weight)] = Field(default=1.0, allow_inf_nan=False,
+                                                                      json_schema_extra={"minimum": 0})
+    """Weight of this verifier in the task score (0 or more; 0 records it without counting it)."""
     skip_on_truncated: bool = False
     """Do not score when the graded reply was truncated (turn or token cap)."""
     skip_on_timeout: bool = False
@@ -304,7 +350,8 @@ class VerifierStep(StepModel):
             return  # the subclass declares the field itself
         if cls.model_fields["score_aggregator"].default == cls.default_aggregator:
             return
-        cls.model_fields["score_aggregator"] = FieldInfo.from_annotated_attribute(Aggregator, cls.default_aggregator)
+        cls.model_fields["score_aggregator"] = FieldInfo.from_annotated_attribute(cast(Any, Aggregator),
+                                                                          cls.default_aggregator)
         if cls.__pydantic_complete__:  # built already (a model without defer_build): build it again
             cls.model_rebuild(force=True)
 
@@ -314,12 +361,37 @@ class VerifierStep(StepModel):
         if self.rows_from_output:
             return None
         axes: dict[str, float] = {}
-        for value in self.__dict__.values():
-            for item in value if isinstance(value, list) else ():
-                axis, weight = getattr(item, "axis", None), getattr(item, "weight", 1.0)
-                if isinstance(axis, str) and axis and isinstance(weight, int | float) and weight:
-                    axes[axis] = axes.get(axis, 0.0) + abs(float(weight))
+        for item, _, weight in self._document_rows():
+            axis = getattr(item, "axis", None)
+            if isinstance(axis, str) and axis and weight:
+                axes[axis] = axes.get(axis, 0.0) + abs(weight)
         return axes
+
+    def _document_rows(self) -> Iterator[tuple[object, tuple[str | int, ...], float]]:
+        """Each item of the document that becomes a row (a criterion, a check, an assertion), with
+        where it is and its weight (1 when it has none)."""
+        for name, value in self.__dict__.items():
+            if name in StepModel.model_fields:  # depends_on is a list of models too, and no rows
+                continue
+            for i, item in enumerate(value if isinstance(value, list) else ()):
+                if isinstance(item, BaseModel):
+                    weight = getattr(item, "weight", 1.0)
+                    if isinstance(weight, int | float) and not isinstance(weight, bool):
+                        yield item, (name, i), float(weight)
+
+    @model_validator(mode="after")
+    def _rows_can_score(self) -> VerifierStep:
+        """Row weights are numbers, and an any_pass verifier has a row that can pass."""
+        rows = list(self._document_rows())
+        for _, loc, weight in rows:
+            if not math.isfinite(weight):
+                raise FieldError(f"weight must be a finite number (got {weight})", loc=(*loc, "weight"))
+        if self.score_aggregator == "any_pass" and rows and all(w <= 0 for _, _, w in rows) and \
+                any(w < 0 for _, _, w in rows):
+            raise FieldError("with score_aggregator any_pass and only penalties (negative weights), this verifier "
+                             "can never score above 0", loc=("score_aggregator",),
+                             hint="give a criterion a positive weight, or use all_pass or weighted_average")
+        return self
 
     @classmethod
     def reference_forms(cls, data: JsonObject, notices: list[str]) -> JsonObject:

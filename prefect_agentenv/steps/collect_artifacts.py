@@ -5,20 +5,32 @@ from __future__ import annotations
 import asyncio
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import model_validator
+from pydantic import AfterValidator, model_validator
 
 from prefect_agentenv.artifacts import ArtifactBackend
-from prefect_agentenv.artifacts.keys import UnsafeKeyError, check_id
+from prefect_agentenv.artifacts.keys import UnsafeKeyError, check_id, check_path
 from prefect_agentenv.context import ArtifactRef, CollectedFiles, RunContext
 from prefect_agentenv.exceptions import AgentEnvError, StepError
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.runtime.sandbox import Sandbox
-from prefect_agentenv.steps.base import AgentRef, NameKind, SandboxRef, StepModel
+from prefect_agentenv.steps.base import AgentRef, FieldError, NameKind, SandboxPath, SandboxRef, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.support.sandboxes import sandbox_target
 from prefect_agentenv.steps.support.services import artifact_store, as_step_error
+
+
+def _under_base_path(value: str) -> str:
+    """A file below base_path, written as the relative path it is stored under."""
+    if ".." in value.split("/"):
+        raise FieldError(f"artifact path {value!r} has a '..' segment: artifact paths stay under base_path",
+                         hint="set base_path to a folder that holds every file to collect, and name them below it")
+    try:
+        check_path(value, "artifact path")
+    except UnsafeKeyError as exc:
+        raise FieldError(str(exc).split(":")[0], hint="write a path relative to base_path, such as 'reports/q3.png'") from None
+    return value
 
 
 class CollectArtifactsStep(StepModel):
@@ -29,10 +41,10 @@ class CollectArtifactsStep(StepModel):
     """The deployed agent whose sandbox is read."""
     sandbox_name: SandboxRef | None = None
     """Or a sandbox a deploy_sandbox step made."""
-    base_path: str = "/app/artifact"
+    base_path: SandboxPath = "/app/artifact"
     """Folder in the sandbox to collect from."""
-    artifact_paths: list[str] | None = None
-    """Files relative to base_path; every file under it when omitted."""
+    artifact_paths: list[Annotated[str, AfterValidator(_under_base_path)]] | None = None
+    """Files relative to base_path (each also names its stored file); every file under it when omitted."""
     artifact_id: str | None = None
     """Id of the universe to publish; ``<task id>-<step id>`` when omitted."""
 

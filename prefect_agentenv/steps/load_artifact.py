@@ -14,7 +14,7 @@ from prefect_agentenv.context import ArtifactRef, LoadedFiles, RunContext
 from prefect_agentenv.exceptions import AgentEnvError, StepError
 from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.runtime.run import current_run
-from prefect_agentenv.steps.base import AgentRef, CollectRef, EnvRef, SandboxRef, StepModel
+from prefect_agentenv.steps.base import AgentRef, CollectRef, EnvRef, SandboxPath, SandboxRef, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.support.sandboxes import sandbox_target
 from prefect_agentenv.steps.support.services import artifact_store, as_step_error, env_client
@@ -39,7 +39,7 @@ class LoadArtifactStep(StepModel):
     """Load the universe a collect_artifacts step made (instead of artifact_id)."""
     collected_artifacts_step_id: CollectRef | None = None
     """Older name of artifact_from_step_id."""
-    destination_path: str = "/tmp/file_artifacts"
+    destination_path: SandboxPath = "/tmp/file_artifacts"
     """Folder in the sandbox the files are copied to."""
     reset: bool = True
     """data/reset the env before data/add; false adds to what is already loaded."""

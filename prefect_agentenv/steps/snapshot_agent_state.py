@@ -15,7 +15,7 @@ from prefect_agentenv.context import AgentSnapshot, RunContext
 from prefect_agentenv.exceptions import AgentEnvError, NotInContextError, StepError
 from prefect_agentenv.runtime.run import RunResources, current_run
 from prefect_agentenv.steps.support.agents import deployed_agent, sandbox_of
-from prefect_agentenv.steps.base import DEFAULT_AGENT_NAME, AgentRef, PromptRef, StepModel
+from prefect_agentenv.steps.base import DEFAULT_AGENT_NAME, AgentRef, PromptRef, SandboxPath, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.support.services import artifact_store, as_step_error, read_record
 
@@ -36,7 +36,7 @@ class SnapshotAgentStateStep(StepModel):
     """The prompt whose conversation is kept."""
     agent_name: AgentRef = DEFAULT_AGENT_NAME
     """The agent (AgentEnv's default-agent when omitted)."""
-    workspace_path: str | None = None
+    workspace_path: SandboxPath | None = None
     """Also keep the files under this sandbox folder (for example /app/artifact)."""
 
     accepted_but_ignored = ("env_id", "universe_artifact_id", "timeout_seconds")

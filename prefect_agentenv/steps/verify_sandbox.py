@@ -17,7 +17,15 @@ from prefect_agentenv.jsontypes import JsonObject, JsonValue
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.runtime.sandbox import Sandbox
 from prefect_agentenv.runtime.sweep import RUN_MARKER
-from prefect_agentenv.steps.base import AgentRef, SandboxRef, VerifierStep, listed_field
+from prefect_agentenv.steps.base import (
+    AgentRef,
+    FieldError,
+    SandboxPath,
+    SandboxRef,
+    VerifierStep,
+    check_sandbox_path,
+    listed_field,
+)
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.support.sandboxes import sandbox_target
 
@@ -37,9 +45,9 @@ class SandboxCheck(BaseModel):
     """Id of the check's row in the verification (unique within the step)."""
     kind: CheckKind
     """What is probed: file_exists, dir_exists, file_contains, file_matches or command_succeeds."""
-    path: str | None = None
+    path: SandboxPath | None = None
     """Sandbox path; a relative one is under the step's base_dir (the sandbox root when unset)."""
-    paths: list[str] = Field(default_factory=list)
+    paths: list[SandboxPath] = Field(default_factory=list)
     """For file_exists and dir_exists: every one of these must exist (besides path)."""
     text: str | None = None
     """Text file_contains looks for."""
@@ -82,7 +90,7 @@ class VerifySandboxStep(VerifierStep):
     """The deployed agent whose sandbox is probed."""
     sandbox_name: SandboxRef | None = None
     """Or a sandbox a deploy_sandbox step made."""
-    base_dir: str | None = None
+    base_dir: SandboxPath | None = None
     """Sandbox folder relative paths are under and commands run in (the sandbox root when unset)."""
     checks: list[SandboxCheck] = Field(min_length=1)
     """The probes (files, contents, commands); one row each."""
@@ -135,6 +143,7 @@ def _check_from_criterion(item: JsonValue, index: int, timeout: JsonValue) -> Js
     if timeout is not None:
         check["timeout_seconds"] = timeout
     paths = item.get("paths") or []
+    _check_criterion_paths(paths, index)
     if kind in ("file_exists", "dir_exists"):
         check["paths"] = paths
     elif kind == "file_matches":
@@ -143,6 +152,16 @@ def _check_from_criterion(item: JsonValue, index: int, timeout: JsonValue) -> Js
     else:
         check["command"] = item.get("bash_cmd")
     return check
+
+
+def _check_criterion_paths(paths: JsonValue, index: int) -> None:
+    """A probe criterion's paths, checked where the document wrote them (``criteria[i].paths[j]``)."""
+    for j, path in enumerate(paths if isinstance(paths, list) else []):
+        if isinstance(path, str):
+            try:
+                check_sandbox_path(path)
+            except FieldError as exc:
+                raise FieldError(str(exc), loc=("criteria", index, "paths", j), hint=exc.hint) from None
 
 
 async def run(step: VerifySandboxStep, ctx: RunContext) -> RunContext:

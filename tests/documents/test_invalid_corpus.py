@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 import yaml
+from typer.testing import CliRunner
 
+from prefect_agentenv.cli import app
 from prefect_agentenv.documents import Problem, validate_file
 
 CORPUS = Path(__file__).parent / "invalid"
@@ -98,3 +100,15 @@ def test_a_file_that_cannot_be_read_is_a_problem_not_an_exception(tmp_path: Path
     [problem] = result.problems
     assert problem.path == "$"
     assert "cannot read the file" in problem.message
+
+
+@pytest.mark.parametrize("name", [
+    "collect-artifact-path-climbs-out.json", "verify-sandbox-probe-path-climbs-out.json",
+    "verify-sandbox-criteria-probe-path-climbs-out.yaml", "negative-verifier-weight.json",
+])
+def test_validate_refuses_what_a_run_would_only_fail_on_later_with_the_step_and_the_json_path(name: str) -> None:
+    result = CliRunner().invoke(app, ["validate", str(CORPUS / name)])
+
+    assert result.exit_code == 2, result.output
+    for entry in MANIFEST[name]:
+        assert f"step '{entry['step_id']}' at {entry['path']}: " in result.output, result.output

@@ -108,13 +108,20 @@ async def test_named_files_none_of_which_exist_fail_the_collect_step() -> None:
     assert report.status == "failed" and "none of the named files could be read" in (report.error or "")
 
 
-async def test_a_path_that_escapes_the_sandbox_is_refused() -> None:
+async def test_a_path_that_leaves_the_sandbox_once_its_variable_is_resolved_fails_the_step(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Written as is, such a path is refused by `validate` (tests/documents/invalid); a ${VAR} is
+    # only known when the step starts.
+    monkeypatch.setenv("COLLECT_FROM", "../../../../etc/passwd")
     report = await run_doc([
         *email_and_agent({"reply": "ok"}), prompt(),
         {"id": "collect", "type": "collect_artifacts", "agent_name": "assistant",
-         "artifact_paths": ["../../../../etc/passwd"], "depends_on": ["reply"]},
+         "artifact_paths": ["${COLLECT_FROM}"], "depends_on": ["reply"]},
     ])
-    assert report.status == "failed" and "leaves the sandbox" in (report.error or "")
+    assert report.status == "failed", report.error
+    assert "with its ${VAR}s resolved: artifact_paths.0: artifact path" in (report.error or "")
+    assert "has a '..' segment" in (report.error or "")
+    assert report.steps[-1].id == "collect" and report.steps[-1].error_type == "StepError"
 
 
 async def test_a_failing_agent_leaves_its_prompt_response_and_fails_the_step() -> None:

@@ -21,11 +21,13 @@ from prefect.client.schemas.objects import RunInput, TaskRun, TaskRunResult
 from prefect.context import TaskRunContext
 from prefect.states import Cancelled, Failed, State
 from prefect.task_engine import run_task_async
+from pydantic import ValidationError
 
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.documents.graph import resolve_dependencies
 from prefect_agentenv.documents.loading import resolve_env_vars
 from prefect_agentenv.documents.models import TaskDocument
+from prefect_agentenv.documents.validation import resolved_value_errors
 from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError, StepError
 from prefect_agentenv.flows.reports.report import redact
 from prefect_agentenv.flows.engine.scheduler import mark_retries_exhausted
@@ -51,6 +53,8 @@ async def run_step(step: StepModel, inputs: list[RunContext]) -> RunContext:
             f"step '{step.id}': environment variable {exc.args[0]} is not set (write ${{{exc.args[0]}:-default}} "
             "to give a default)"
         ) from None
+    except ValidationError as exc:
+        raise StepError(f"with its ${{VAR}}s resolved: {resolved_value_errors(exc)}", step=step) from None
     return await definition.run(resolved, ctx)
 
 
