@@ -1,13 +1,51 @@
 """prefect-agentenv: run agent-evaluation tasks (envs over MCP, agents over A2A, judges) as Prefect flows.
 
 The public API. Every member loads on first use: the reference env and agent servers live in
-this package too, and must not pay for importing Prefect when they start.
+this package too, and must not pay for importing Prefect when they start. Type checkers read the
+same names from the ``TYPE_CHECKING`` imports (tests/test_public_api.py keeps them, ``_LAZY`` and
+``__all__`` in step). A step type of your own takes what it needs from :mod:`prefect_agentenv.plugin`.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what checkers and editors see; at run time each name loads on first use
+    from prefect_agentenv.api import (
+        Agent,
+        AgentConfig,
+        Interaction,
+        NetworkPolicy,
+        Receipt,
+        RetryConfig,
+        ScoringConfig,
+        Segment,
+        Task,
+        TaskData,
+        Trace,
+        load_agent_config,
+        make_agent,
+    )
+    from prefect_agentenv.blocks import A2AAgent, AgentEnvironment, ArtifactStore, ModelEndpoint
+    from prefect_agentenv.context import DeployedAgent, DeployedEnv, PromptResponse, RunContext
+    from prefect_agentenv.documents import Problem, TaskDocument, load_task, validate_data, validate_file
+    from prefect_agentenv.exceptions import (
+        AgentEnvError,
+        AgentTimeoutError,
+        ConfigurationError,
+        DeployError,
+        ProtocolError,
+        StepError,
+        TaskDocumentError,
+    )
+    from prefect_agentenv.flows.agent_task import agent_task
+    from prefect_agentenv.flows.engine.task_runner import run_task_document
+    from prefect_agentenv.flows.reports.report import TaskReport
+    from prefect_agentenv.session import AgentSession
+    from prefect_agentenv.steps.base import StepModel
+    from prefect_agentenv.steps.registry import StepDefinition, register
+    from prefect_agentenv.transcript import Transcript
 
 __version__ = "0.1.0"
 

@@ -33,7 +33,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("blocks",),
     # Resolution of env, agent and model ids to blocks or reference servers.
     ("resolution",),
-    ("documents", "steps"),
+    # ``plugin`` gathers for step authors what the step modules use (steps, runtime, grading, context).
+    ("documents", "steps", "plugin"),
     ("flows", "session", "tasks"),
     ("api", "deployments"),
     ("cli", "cli_run", "cli_progress", "commands", "demo", "__init__"),

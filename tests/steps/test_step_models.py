@@ -79,7 +79,7 @@ def test_a_document_that_names_no_aggregator_gets_the_types_default(written: dic
     ])
     assert result.ok, result.problems
     assert result.document is not None
-    assert [getattr(s, "score_aggregator") for s in result.document.steps[1:]] == [
+    assert [s.score_aggregator for s in result.document.steps[1:]] == [
         "weighted_average", "weighted_average", "all_pass"]
 
 
@@ -89,7 +89,7 @@ def test_a_document_may_choose_another_aggregator() -> None:
         {"id": "card", "type": "verify_env_card", "env_id": "records", "score_aggregator": "any_pass"},
     ])
     assert result.ok and result.document is not None
-    assert getattr(result.document.steps[1], "score_aggregator") == "any_pass"
+    assert result.document.steps[1].score_aggregator == "any_pass"
 
 
 class _EagerVerifier(VerifierStep):
