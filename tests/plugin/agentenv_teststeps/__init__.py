@@ -1,7 +1,9 @@
-"""Step types used only by the engine tests, registered as a plugin through entry points.
+"""Step types used only by the tests, registered as a plugin through entry points.
 
-Every step writes a ``trail`` entry into ``metadata`` (an extra key) with its start and end
-times, so tests can check what a step saw and when it ran.
+The engine's test steps are here: every one writes a ``trail`` entry into ``metadata`` (an
+extra key) with its start and end times, so tests can check what a step saw and when it ran.
+:mod:`agentenv_teststeps.reply_words` is the worked plugin of docs/step-types.md. Like any
+plugin, the package takes all it needs from ``prefect_agentenv.plugin``.
 """
 
 from __future__ import annotations
@@ -10,20 +12,18 @@ import asyncio
 import sys
 import time
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from prefect_agentenv.context import RunContext
-from prefect_agentenv.runtime.run import current_run
-from prefect_agentenv.steps.base import StepModel
-from prefect_agentenv.steps.registry import StepDefinition
+from prefect_agentenv.plugin import RunContext, StepDefinition, StepModel, Verification, current_run
 
 _attempts: dict[tuple[str, str], int] = {}
 
 
-def _trail(ctx: RunContext) -> dict:
+def _trail(ctx: RunContext) -> dict[str, Any]:
     extra = ctx.metadata.model_extra
     assert extra is not None
-    return extra.setdefault("trail", {})
+    trail: dict[str, Any] = extra.setdefault("trail", {})
+    return trail
 
 
 def _mark(ctx: RunContext, step_id: str, started: float, **info: object) -> RunContext:
@@ -43,6 +43,7 @@ class SleepStep(StepModel):
 
     type: Literal["test_sleep"] = "test_sleep"
     seconds: float = 0.1
+    """How long to sleep."""
 
 
 class FailStep(StepModel):
@@ -50,8 +51,11 @@ class FailStep(StepModel):
 
     type: Literal["test_fail"] = "test_fail"
     message: str = "planned failure"
+    """The error each failing attempt raises (its attempt number appended)."""
     fail_times: int | None = None
+    """How many attempts fail before one succeeds; every attempt when omitted."""
     seconds: float = 0.0
+    """How long each attempt takes before it fails or succeeds."""
 
 
 class RecordStep(StepModel):
@@ -107,15 +111,18 @@ class ScoreStep(StepModel):
 
     type: Literal["test_score"] = "test_score"
     verifier_id: str = "score"
+    """Key of the verification in metadata.verifications."""
     score: float = 1.0
+    """The score written (1.0 passes)."""
 
 
 async def run_score(step: ScoreStep, ctx: RunContext) -> RunContext:
     passed = step.score >= 1.0
-    ctx.metadata.verifications[step.verifier_id] = {
-        "results": [{"id": "fixed", "result": "pass" if passed else "fail", "score": step.score, "weight": 1.0,
-                     "axis": "correctness"}],
-        "score": step.score, "weight": 1.0}
+    # A record as a script or an older plugin writes it, read the liberal way (its key order kept).
+    record = {"results": [{"id": "fixed", "result": "pass" if passed else "fail", "score": step.score,
+                           "weight": 1.0, "axis": "correctness"}],
+              "score": step.score, "weight": 1.0}
+    ctx.metadata.verifications[step.verifier_id] = Verification.read(record)
     return _mark(ctx, step.id, time.time())
 
 
