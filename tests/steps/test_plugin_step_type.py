@@ -6,14 +6,19 @@ from __future__ import annotations
 
 import ast
 import importlib.metadata
+import re
+import sys
+import textwrap
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import agentenv_teststeps
 import pytest
 from agentenv_teststeps import reply_words
 
-from prefect_agentenv.context import RunContext
+import prefect_agentenv.plugin as plugin
+from prefect_agentenv.context import PromptResponse, RunContext
 from prefect_agentenv.documents import validate_data
 from prefect_agentenv.exceptions import NotInContextError
 from prefect_agentenv.steps.registry import ENTRY_POINT_GROUP, all_steps
@@ -21,6 +26,7 @@ from prefect_agentenv.steps.registry import ENTRY_POINT_GROUP, all_steps
 from .helpers import run_doc
 
 PLUGIN = Path(agentenv_teststeps.__file__).parent
+DOC = Path(__file__).resolve().parents[2] / "docs" / "step-types.md"
 REPLY = "I replied to Dana: I corrected the September total in the Q3 numbers and signed the email."
 
 
@@ -125,3 +131,35 @@ async def test_a_reply_no_ancestor_left_fails_the_step_with_its_id_and_type() ->
     with pytest.raises(NotInContextError, match="Prompt 'reply' not found") as caught:
         await reply_words.run(step, RunContext())
     assert (caught.value.step_id, caught.value.step_type) == ("words", "test_reply_words")
+
+
+def code_blocks(text: str, language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", text, re.S)
+
+
+def test_the_worked_plugin_in_the_docs_is_the_test_plugins_own_code() -> None:
+    doc = DOC.read_text()
+    python = code_blocks(doc, "python")
+    sources = "\n".join(path.read_text() for path in sorted(PLUGIN.glob("*.py")))
+
+    assert python[0] == (PLUGIN / "reply_words.py").read_text(), "docs/step-types.md shows another reply_words.py"
+    for block in python[1:]:
+        assert block in sources, f"not in the test plugin:\n{block}"
+    pyproject = (PLUGIN.parent / "pyproject.toml").read_text()
+    for block in code_blocks(doc, "toml"):
+        assert all(line in pyproject for line in block.splitlines()), block
+
+
+async def test_the_example_in_the_toolkits_docstring_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = (plugin.__doc__ or "").splitlines()
+    start = next(i for i, line in enumerate(lines) if line.endswith("::")) + 1
+    end = next(i for i in range(start + 1, len(lines)) if lines[i] and not lines[i].startswith(" "))
+    module = ModuleType("toolkit_example")  # a module of its own, as a plugin's step module is
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    exec(textwrap.dedent("\n".join(lines[start:end])), module.__dict__)  # noqa: S102 - the documented example itself
+    namespace = module.__dict__
+    step = namespace["ShortReplyStep"].model_validate({"id": "short", "type": "short_reply", "prompt_id": "reply"})
+    ctx = RunContext(prompt_responses={"reply": PromptResponse(prompt_id="reply", prompt="Hi", response="Hello.")})
+
+    ctx = await namespace["definition"].run(step, ctx)
+    assert ctx.metadata.verifications["short"].score == 1.0
