@@ -1,5 +1,6 @@
 """Kept for plugins written against this path: the run's shared clients live in
-:mod:`prefect_agentenv.steps.support.services` now."""
+:mod:`prefect_agentenv.steps.support.services` now, and a plugin takes them (with everything else
+a step type needs) from :mod:`prefect_agentenv.plugin`."""
 
 from prefect_agentenv.steps.support.services import (
     artifact_store,
