@@ -62,8 +62,11 @@ bench: install
 
 .PHONY: typecheck lint
 
+# The test plugin is checked as a plugin author's checker would check it (--strict), importing
+# only prefect_agentenv.plugin: the toolkit's types must carry a plugin through.
 typecheck: install-test
 	$(BIN)/python -m mypy
+	MYPYPATH=tests/plugin $(BIN)/python -m mypy --strict --follow-imports=silent -p agentenv_teststeps
 
 lint: install-test
 	$(BIN)/python -m ruff check prefect_agentenv tests benchmarks examples
