@@ -228,7 +228,8 @@ def bench(
     epochs: Annotated[int | None, typer.Option(help="Override the document's epochs.", min=1)] = None,
     concurrency: Annotated[int | None, typer.Option(help="Override the document's concurrency.", min=1)] = None,
 ) -> None:
-    """Run a benchmark with live progress; exit 0 when it ran (whatever the scores), 1 when it failed, 2 invalid."""
+    """Run a benchmark with live progress; exit 0 when it ran (whatever the scores), 1 when it failed, 2 invalid,
+    5 when more task runs failed for infrastructure than its infrastructure.max_error_rate allows."""
     from prefect_agentenv.documents.benchmark_validation import validate_benchmark_file
 
     overrides = _overrides(override)

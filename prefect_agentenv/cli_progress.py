@@ -17,6 +17,9 @@ from prefect_agentenv.flows.reports.benchmark_result import BenchmarkRunResult
 from prefect_agentenv.grading.benchmark_stats.results import TaskResult
 from prefect_agentenv.jsontypes import JsonObject
 
+INFRASTRUCTURE_EXIT_CODE = 5
+"""``bench`` exits 5 when more task runs failed for infrastructure than ``infrastructure.max_error_rate`` allows."""
+
 _STYLE = {"PASSED": "green", "BELOW_ONE": "yellow", "FAILED": "red", "TIMED_OUT": "red", "UNSCORED": "dim"}
 
 
@@ -59,12 +62,19 @@ class _Board:
             table.add_column(column)
         for r in self.rows:
             score = "-" if r.score is None else f"{r.score:.2f}"
-            table.add_row(r.task_id, str(r.seed_index), str(r.epoch), Text(r.outcome.value, style=_STYLE.get(r.outcome.value, "")),
+            table.add_row(r.task_id, str(r.seed_index), str(r.epoch), Text(_outcome(r), style=_STYLE.get(r.outcome.value, "")),
                           score, f"{r.duration_s or 0:.1f}", (r.error or "")[:60])
         parts: list[Any] = [head, table]
         if self.summary:
             parts.append(Text(self.summary.headline + "\n", style="bold"))
         return Group(*parts)
+
+
+def _outcome(result: TaskResult) -> str:
+    """The outcome, marked when it failed for infrastructure or took more than one attempt."""
+    notes = ["infrastructure"] if result.infrastructure_failed else []
+    notes += [f"{result.attempts} attempts"] if result.attempts > 1 else []
+    return result.outcome.value + (f" ({', '.join(notes)})" if notes else "")
 
 
 def run_benchmark_with_progress(path: Path, *, run_id: str | None, overrides: dict[str, str], epochs: int | None,
@@ -105,4 +115,7 @@ def run_benchmark_with_progress(path: Path, *, run_id: str | None, overrides: di
     if report_dir:
         console.print(f"summary: {report_dir / 'summary.md'}")
     console.print(f"resume or rerun missing tasks with: prefect-agentenv bench {path} --resume {result.run_id}")
+    if result.infrastructure_error:
+        console.print(f"[red]the benchmark failed:[/red] {result.infrastructure_error}")
+        return INFRASTRUCTURE_EXIT_CODE
     return 0 if state.is_completed() else 1

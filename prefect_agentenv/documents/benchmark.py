@@ -29,6 +29,7 @@ from pydantic import (
 
 from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.documents.criteria import TaskCriterion
+from prefect_agentenv.documents.infrastructure import InfrastructurePolicy
 from prefect_agentenv.documents.loading import NAME_PATTERN
 from prefect_agentenv.documents.scoring import ScoringConfig, fold_skip_policy
 from prefect_agentenv.jsontypes import JsonObject
@@ -394,6 +395,9 @@ class BenchmarkHeader(_Strict):
     Runs here only (a fleet's task runs are flow runs of the deployment)."""
     tags: TagFilter = Field(default_factory=TagFilter)
     """Tag filter selecting the tasks that run."""
+    infrastructure: InfrastructurePolicy = Field(default_factory=InfrastructurePolicy)
+    """Task runs that failed for infrastructure (not the agent's failure): retries, back-off, whether
+    they count in the mean, and the share of them that fails the benchmark."""
     env: TaskEnv | None = None
     """The env of every Verial-style task that names none (Verial's playground)."""
     envs: list[TaskEnv] | None = Field(default=None, min_length=1)

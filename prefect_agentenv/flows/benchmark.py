@@ -24,13 +24,7 @@ from typing import Annotated, Literal
 from uuid import UUID
 
 from prefect import get_run_logger, tags
-from prefect.artifacts import (
-    acreate_link_artifact,
-    acreate_markdown_artifact,
-    acreate_progress_artifact,
-    acreate_table_artifact,
-    aupdate_progress_artifact,
-)
+from prefect.artifacts import aupdate_progress_artifact
 from prefect.context import FlowRunContext
 from prefect.deployments import arun_deployment
 from prefect.states import Completed, Failed, State
@@ -42,7 +36,7 @@ from prefect_agentenv.documents.benchmark import Benchmark
 from prefect_agentenv.documents.benchmark_validation import validate_benchmark_data, validate_benchmark_file
 from prefect_agentenv.documents.compile import ExpandedTask
 from prefect_agentenv.documents.loading import ParseError, read_document
-from prefect_agentenv.exceptions import AgentEnvError, ArtifactError, ConfigurationError, TaskDocumentError
+from prefect_agentenv.exceptions import ArtifactError, ConfigurationError, TaskDocumentError
 from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.flows.engine.task_runner import report_key
 from prefect_agentenv.flows.agent_task_run import Handoff, agent_task_run, handoff
@@ -50,15 +44,29 @@ from prefect_agentenv.flows.reports.benchmark_result import BenchmarkRunResult
 from prefect_agentenv.flows.adapters.events import finished_events, task_result_event
 from prefect_agentenv.flows.adapters.fleet import cancel_flow_run, wait_for_flow_run
 from prefect_agentenv.flows.adapters.json_flow import json_parameter_flow
-from prefect_agentenv.flows.reports.links import run_url
 from prefect_agentenv.flows.adapters.subflow_start import SubflowStarter, subflow_starter
 from prefect_agentenv.flows.adapters.task_tags import benchmark_task_run_tags, only_tags
-from prefect_agentenv.flows.reports.report import TaskReport, artifact_key, verification_rows
+from prefect_agentenv.flows.reports.benchmark_artifacts import (
+    headline_text,
+    progress_artifact,
+    publish_benchmark_artifacts,
+    publish_html_report,
+    render_html_report,
+    write_html_report,
+)
+from prefect_agentenv.flows.reports.failures import (
+    classify_report,
+    dispatch_failure,
+    infrastructure_verdict,
+    no_report_failure,
+    retry_delay,
+    should_retry,
+    timeout_failure,
+)
+from prefect_agentenv.flows.reports.report import TaskReport, verification_rows
 from prefect_agentenv.flows.reports.results import ResultsStore, crashed_result, read_results, result_from_report, task_key
-from prefect_agentenv.flows.reports.view_data import benchmark_report_files, publish_benchmark_report
-from prefect_agentenv.viewer import write_files
 from prefect_agentenv.grading.benchmark_stats import (
-    BenchmarkSummary,
+    RetriedAttempt,
     RunKey,
     TaskResult,
     compare,
@@ -163,6 +171,10 @@ async def benchmark(
     result = await runner.run()
     get_run_logger().info("benchmark %s run %s: %s", bench.slug, runner.run_id, result.headline)
     data = result.model_dump(mode="json")  # the flow run's result stays plain JSON for the API and the UI
+    if result.infrastructure_error:  # the mean would mostly measure the setup: say so, loudly
+        get_run_logger().error("benchmark %s run %s failed: %s", bench.slug, runner.run_id,
+                               result.infrastructure_error)
+        return Failed(message=result.infrastructure_error, data=data)
     if result.regressions:
         return Completed(message=f"{result.headline} — {len(result.regressions)} regression(s)", data=data)
     if result.counts.get("total", 0) == 0:
@@ -188,6 +200,7 @@ class _Runner:
         self.bench, self.tasks = bench, {t.task_id: t for t in tasks}
         self.run_id = run_id or time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
         self.overrides = {**bench.defaults.overrides, **overrides}
+        self.policy = bench.infrastructure
         self.epochs, self.concurrency, self.dispatch, self.deployment = epochs, concurrency, dispatch, deployment
         self.report_dir = report_dir
         self.store: ArtifactBackend = get_artifact_store()
@@ -207,30 +220,55 @@ class _Runner:
         pending = await asyncio.to_thread(self.results.pending, keys)
         await asyncio.to_thread(self.results.record_started)
         _emit("start", {"run_id": self.run_id, "slug": self.bench.slug, "total": len(keys), "pending": len(pending)})
-        self.progress_id = await _progress(self.bench.slug, len(keys) - len(pending), len(keys))
+        self.progress_id = await progress_artifact(self.bench.slug, len(keys) - len(pending), len(keys))
         self.done = len(keys) - len(pending)
         gate = asyncio.Semaphore(self.concurrency)
-
-        async def one(key: RunKey) -> None:
-            # The bookkeeping below ends before the gate lets the next task run start: its progress
-            # PATCH racing the next subflow's POST /task_runs/ made a SQLite server answer 503, and
-            # the client waited ~2 s before retrying (benchmarks/README.md, round 2). Written in the
-            # background instead, it made the next subflow's own requests wait so (round 10).
-            async with gate:
-                result = await self._run_one(key)
-                await self.results.append_async(result)
-                task_result_event(self.bench.slug, self.run_id, result)
-                self.done += 1
-                _emit("result", result.model_dump(mode="json"))
-                if self.progress_id is not None:
-                    try:
-                        await aupdate_progress_artifact(self.progress_id, progress=100.0 * self.done / max(1, len(keys)))
-                    except Exception as exc:  # the progress bar is a view; a failed update must not stop the rest
-                        logger.warning("could not update the progress artifact: %s", exc)
-
         async with self._shared():
-            await asyncio.gather(*(one(k) for k in pending))
+            await asyncio.gather(*(self._run_key(k, gate, len(keys)) for k in pending))
         return await self._finish()
+
+    async def _run_key(self, key: RunKey, gate: asyncio.Semaphore, total: int) -> None:
+        """Attempt one run key until it passes, fails for the agent, or has no retry left; record it.
+
+        Retried here, not with Prefect's flow or task retries: the decision needs the report's
+        classification, which a flow's retries cannot consult (they have no retry condition and
+        retry the same flow run, in the same run folder); a failure may come before Prefect has a
+        run to retry (a 503 creating it); a fleet's flow runs belong to their deployment. Each
+        attempt is a new subflow run, task run or flow run, so its envs and agents are fresh.
+        The back-off is Prefect's (``exponential_backoff``, with its jitter); a waiting retry
+        holds no concurrency slot.
+        """
+        retried: list[RetriedAttempt] = []
+        while True:
+            async with gate:
+                result, report = await self._attempt(key)
+                if not should_retry(result.failure, len(retried), self.policy):
+                    # The bookkeeping ends before the gate lets the next task run start: its progress
+                    # PATCH racing the next subflow's POST /task_runs/ made a SQLite server answer 503,
+                    # and the client waited ~2 s before retrying (benchmarks/README.md, round 2).
+                    await self._record(self._final(key, result, report, retried), total)
+                    return
+            assert result.failure is not None
+            retried.append(RetriedAttempt(failure=result.failure, flow_run_id=result.flow_run_id,
+                                          task_run_id=result.task_run_id, report_url=result.report_url,
+                                          started_at=result.started_at, duration_s=result.duration_s))
+            delay = retry_delay(self.policy, len(retried))
+            logger.warning("task %s failed for infrastructure (%s: %s); attempt %s of %s in %.1fs", key.label(),
+                           result.failure.reason, result.failure.message, len(retried) + 1, self.policy.retries + 1,
+                           delay)
+            await asyncio.sleep(delay)
+
+    async def _record(self, result: TaskResult, total: int) -> None:
+        """Append a run key's result, announce it, move the progress bar."""
+        await self.results.append_async(result)
+        task_result_event(self.bench.slug, self.run_id, result)
+        self.done += 1
+        _emit("result", result.model_dump(mode="json"))
+        if self.progress_id is not None:
+            try:
+                await aupdate_progress_artifact(self.progress_id, progress=100.0 * self.done / max(1, total))
+            except Exception as exc:  # the progress bar is a view; a failed update must not stop the rest
+                logger.warning("could not update the progress artifact: %s", exc)
 
     @contextlib.asynccontextmanager
     async def _shared(self) -> AsyncIterator[None]:
@@ -275,7 +313,8 @@ class _Runner:
             logger.info("warm pool: %s instance(s) served the benchmark's task runs", pool.size)
             await asyncio.shield(pool.close())
 
-    async def _run_one(self, key: RunKey) -> TaskResult:
+    async def _attempt(self, key: RunKey) -> tuple[TaskResult, TaskReport | None]:
+        """One attempt of a run key, as a new run; its result carries its classified failure."""
         task = await asyncio.to_thread(self._frozen, self.tasks[key.task_id], task_key(key.task_id, key.seed_index))
         snapshot = await asyncio.to_thread(self.results.snapshot_task, task_key(key.task_id, key.seed_index),
                                            task.document.model_dump(mode="json", by_alias=True))
@@ -284,28 +323,42 @@ class _Runner:
             async with asyncio.timeout(task.timeout_seconds):
                 report, ran = await self._dispatch(task, key)
         except TimeoutError:
+            error = f"the task did not finish within {task.timeout_seconds:g}s"
             return TaskResult(task_id=key.task_id, seed_index=key.seed_index, seed=dict(task.seed_row or {}),
                               epoch=key.epoch, tags=task.tags, status="failed", outcome=Outcome.TIMED_OUT, score=0.0,
                               duration_s=round(time.monotonic() - t0, 3), snapshot=snapshot, started_at=started,
-                              error=f"the task did not finish within {task.timeout_seconds:g}s")
-        except Exception as exc:  # one failed API call (after Prefect's own retries) costs this run only
+                              error=error, failure=timeout_failure(error)), None
+        except Exception as exc:  # one failed API call (after Prefect's own retries) costs this attempt only
             logger.warning("task %s (epoch %s) could not run: %s", key.task_id, key.epoch, exc)
             return crashed_result(key, f"the task could not run: {type(exc).__name__}: {exc}", started_at=started,
-                                  duration_s=round(time.monotonic() - t0, 3), seed=task.seed_row, tags=task.tags,
-                                  snapshot=snapshot)
+                                  duration_s=round(time.monotonic() - t0, 3), failure=dispatch_failure(exc),
+                                  seed=task.seed_row, tags=task.tags, snapshot=snapshot), None
         if report is None:
-            return crashed_result(key, f"the task's {ran.kind} ended without a report", flow_run_id=ran.flow_run_id,
-                                  task_run_id=ran.task_run_id, started_at=started,
-                                  duration_s=round(time.monotonic() - t0, 3), seed=task.seed_row, tags=task.tags,
-                                  snapshot=snapshot)
+            error = f"the task's {ran.kind} ended without a report"
+            return crashed_result(key, error, flow_run_id=ran.flow_run_id, task_run_id=ran.task_run_id,
+                                  started_at=started, duration_s=round(time.monotonic() - t0, 3),
+                                  failure=no_report_failure(error), seed=task.seed_row, tags=task.tags,
+                                  snapshot=snapshot), None
         url = self.store.object_url(report_key(ran.task_run_id or report.flow_run_id or ran.flow_run_id or ""))
-        self.verification_rows += [{"task": key.task_id, "epoch": key.epoch, **row} for row in verification_rows(report)]
-        if self.report_dir:
-            self.report_dir.mkdir(parents=True, exist_ok=True)
-            name = f"{task_key(key.task_id, key.seed_index)}-epoch{key.epoch}.json"
-            (self.report_dir / name).write_text(report.model_dump_json(indent=2))
         return result_from_report(report, key, report_url=url, skip_policy=task.document.skip_policy,
-                                  seed=task.seed_row, tags=task.tags, snapshot=snapshot, task_run_id=ran.task_run_id)
+                                  task_run_id=ran.task_run_id, failure=classify_report(report, task.document),
+                                  seed=task.seed_row, tags=task.tags, snapshot=snapshot), report
+
+    def _final(self, key: RunKey, result: TaskResult, report: TaskReport | None,
+               retried: list[RetriedAttempt]) -> TaskResult:
+        """The run key's result: its last attempt, the attempts before it, whether the policy
+        excludes it; its report kept in the verifications table and the report folder."""
+        if report is not None:
+            self.verification_rows += [{"task": key.task_id, "epoch": key.epoch, **row}
+                                       for row in verification_rows(report)]
+            if self.report_dir:
+                self.report_dir.mkdir(parents=True, exist_ok=True)
+                name = f"{task_key(key.task_id, key.seed_index)}-epoch{key.epoch}.json"
+                (self.report_dir / name).write_text(report.model_dump_json(indent=2))
+        failure = result.failure
+        if failure is not None and failure.infrastructure and self.policy.exclude_from_mean:
+            failure = failure.model_copy(update={"excluded": True})
+        return result.model_copy(update={"failure": failure, "attempts": len(retried) + 1, "retried": retried})
 
     def _frozen(self, task: ExpandedTask, key: str) -> ExpandedTask:
         """A resumed run runs the task as it was frozen when the run first started it, so reruns are
@@ -396,15 +449,19 @@ class _Runner:
             comparison = compare(results, before, current_run_id=self.run_id,
                                  previous_run_id=previous.run_id)
         await asyncio.to_thread(self.results.record_finished, summary)
-        markdown = summary_markdown(summary, comparison, results, title=f"{self.bench.name} — run {self.run_id}")
-        report_files = await self._report_files(headline_text(summary))
-        html_url = await self._publish_html(report_files)
+        verdict = infrastructure_verdict(summary.failures, summary.counts.total, self.policy)
+        markdown = summary_markdown(summary, comparison, results, title=f"{self.bench.name} — run {self.run_id}",
+                                    alert=verdict and f"The benchmark failed: {verdict}")
+        title = f"{self.bench.name} — run {self.run_id}"
+        report_files = await render_html_report(self.store, self.bench.slug, self.run_id, title=title,
+                                                headline=headline_text(summary))
+        html_url = await publish_html_report(self.store, self.bench.slug, self.run_id, report_files)
         if html_url:
             opens = self.store.browser_url(html_url) or html_url  # presigned when the store is S3
             markdown += f"\n\n**HTML report** (charts, trend, a transcript per task run): [{html_url}]({opens})\n"
         try:
-            await _publish(self.store, self.bench.slug, markdown, results, self.verification_rows,
-                           self.store.browser_url(html_url) or html_url if html_url else None)
+            await publish_benchmark_artifacts(self.store, self.bench.slug, markdown, results, self.verification_rows,
+                                              self.store.browser_url(html_url) or html_url if html_url else None)
         except Exception as exc:  # artifacts are a view of results already stored; never lose the summary
             logger.warning("could not publish the benchmark's Prefect artifacts: %s", exc)
         finished_events(self.bench.slug, self.run_id, summary, comparison)
@@ -413,86 +470,13 @@ class _Runner:
             counts={**summary.counts.model_dump(mode="json"), "total": summary.counts.total},
             regressions=comparison.regressions if comparison else [],
             regressed_tasks=[c.task_id for c in comparison.of_kind("regressed")] if comparison else [],
-            results_url=self.results.results_url, report_url=html_url, markdown=markdown)
+            results_url=self.results.results_url, report_url=html_url, markdown=markdown,
+            infrastructure_error=verdict)
         out = result.model_dump(mode="json")
         if self.report_dir:
-            await asyncio.to_thread(self._write_html, report_files, self.report_dir / "html")
+            await asyncio.to_thread(write_html_report, report_files, self.report_dir / "html")
             (self.report_dir / "summary.md").write_text(markdown)
             (self.report_dir / "summary.json").write_text(json.dumps(out, indent=2, default=str))
         _emit("summary", out)
         self.store.close()
         return result
-
-    async def _report_files(self, headline: str) -> dict[str, str | bytes] | None:
-        """The run's HTML report, rendered once for the store and the report folder; a failure is
-        logged, never fatal."""
-        try:
-            return await asyncio.to_thread(benchmark_report_files, self.store, self.bench.slug, self.run_id,
-                                           title=f"{self.bench.name} — run {self.run_id}", headline=headline)
-        except (AgentEnvError, OSError, ValueError) as exc:
-            logger.warning("could not render the HTML report of run %s: %s", self.run_id, exc)
-            return None
-
-    def _write_html(self, files: dict[str, str | bytes] | None, folder: Path) -> None:
-        if files is None:
-            return
-        try:
-            write_files(files, folder)
-        except OSError as exc:
-            logger.warning("could not write the HTML report to %s: %s", folder, exc)
-
-    async def _publish_html(self, files: dict[str, str | bytes] | None) -> str | None:
-        """The HTML report in the run's folder of the store; a failure is logged, never fatal."""
-        if files is None:
-            return None
-        try:
-            return await asyncio.to_thread(publish_benchmark_report, self.store, self.bench.slug, self.run_id,
-                                           files=files)
-        except (AgentEnvError, OSError, ValueError) as exc:
-            logger.warning("could not publish the HTML report of run %s: %s", self.run_id, exc)
-            return None
-
-
-def headline_text(summary: BenchmarkSummary) -> str:
-    """One line: mean score, pass rate, how many passed, errored and went unscored."""
-    h = summary.headline
-    mean = "-" if h.mean_score is None else f"{h.mean_score:.3f}"
-    rate = "-" if h.pass_rate is None else f"{h.pass_rate:.0%}"
-    return (f"mean score {mean}, pass rate {rate} ({h.passed}/{h.denominator} passed; "
-            f"{h.errored} errored, {h.unscored} unscored)")
-
-
-async def _progress(slug: str, done: int, total: int) -> UUID | None:
-    if FlowRunContext.get() is None:
-        return None
-    try:
-        return await acreate_progress_artifact(progress=100.0 * done / max(1, total), key=artifact_key(
-            "bench", slug, "progress"), description=f"Benchmark {slug}: share of task runs done")
-    except Exception as exc:  # the progress bar is a view; the benchmark goes on without it
-        logger.warning("could not create the progress artifact: %s", exc)
-        return None
-
-
-async def _publish(store: ArtifactBackend, slug: str, markdown: str, results: list[TaskResult],
-                   rows: list[JsonObject], html_url: str | None = None) -> None:
-    if FlowRunContext.get() is None:
-        return
-    key = artifact_key("bench", slug)
-    links = [f"- [{r.task_id} · epoch {r.epoch}]({url}): {r.outcome.value}" for r in results
-             if (url := run_url(r.flow_run_id, r.task_run_id))]
-    if links:
-        markdown += "\n\n## Task runs\n\n" + "\n".join(links)
-    await acreate_markdown_artifact(markdown=markdown, key=f"{key}-summary"[:100], description=f"Benchmark {slug}")
-    await acreate_table_artifact(
-        table=[{"task": r.task_id, "seed": r.seed_index, "epoch": r.epoch, "outcome": r.outcome.value,
-                "score": r.score, "duration_s": r.duration_s, "flow_run": run_url(r.flow_run_id, r.task_run_id),
-                "report": store.browser_url(r.report_url or "") or run_url(r.flow_run_id, r.task_run_id) or r.report_url,
-                "error": (r.error or "")[:200]}
-               for r in results],
-        key=f"{key}-tasks"[:100], description=f"Task runs of benchmark {slug}")
-    if rows:
-        await acreate_table_artifact(table=rows, key=f"{key}-verifications"[:100],
-                                     description=f"Every verification row of benchmark {slug}")
-    if html_url:
-        await acreate_link_artifact(link=html_url, link_text="HTML report: charts, trend, transcripts",
-                                    key=f"{key}-report"[:100], description=f"Benchmark {slug}: the HTML report")

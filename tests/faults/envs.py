@@ -29,6 +29,8 @@ class FaultEnv(ReferenceServer):
 
 FAULT_ENVS = {
     "dying": FaultEnv("dying", "1.0.0", "fault", "exits with code 7 after half a second", args=("--die-after", "0.5")),
+    "exiting": FaultEnv("exiting", "1.0.0", "fault", "exits with code 3 at once, before it listens",
+                        args=("--exit-code", "3")),
     "plain": FaultEnv("plain", "1.0.0", "fault", "serves its card only: every data-plane call fails"),
     "silent-data": FaultEnv("silent-data", "1.0.0", "fault", "serves its card; its data plane and MCP never answer",
                             args=("--silent-posts",)),

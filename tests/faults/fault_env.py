@@ -1,7 +1,8 @@
 """A small peer server for the fault suite, run as a script: ``fault_env.py --host H --port P [...]``.
 
 It serves the env card (no tools, no data plane) and, with ``--die-after``, exits with code 7
-after that many seconds, as an env that crashes mid-run does. With ``--child`` it also starts a
+after that many seconds, as an env that crashes mid-run does; with ``--exit-code N`` it exits at
+once with that code, before it listens, as an env that cannot start does. With ``--child`` it also starts a
 sleeping helper process of its own (a grandchild of the run), which must die with the run.
 ``--silent`` answers nothing at all; with ``--silent-posts`` every POST (the env's data plane
 and MCP endpoint, an agent's A2A endpoint and extensions) is read and never answered: the
@@ -73,7 +74,11 @@ def main() -> None:
     parser.add_argument("--silent-posts", action="store_true")
     parser.add_argument("--agent", action="store_true")
     parser.add_argument("--silent", action="store_true", help="answer nothing at all")
+    parser.add_argument("--exit-code", type=int, help="exit at once with this code, before listening")
     args = parser.parse_args()
+    if args.exit_code is not None:
+        print(f"fault env: cannot start (exit code {args.exit_code})", file=sys.stderr, flush=True)
+        sys.exit(args.exit_code)
     _Handler.silent_posts = args.silent_posts or args.silent
     if args.silent_posts:  # a data plane that would answer, if it answered
         capabilities: dict[str, object] = {"tools": [], "extensions": [],

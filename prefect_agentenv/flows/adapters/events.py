@@ -1,7 +1,8 @@
 """Prefect events of a benchmark run, so automations can act on results and regressions.
 
-* ``prefect-agentenv.benchmark.task-result`` — every task run's result (outcome, score, epoch);
-* ``prefect-agentenv.benchmark.finished`` — the run's headline (mean score, pass rate, counts);
+* ``prefect-agentenv.benchmark.task-result`` — every task run's result (outcome, score, epoch, its
+  failure's cause and attempts);
+* ``prefect-agentenv.benchmark.finished`` — the run's headline (mean score, pass rate, counts, failures);
 * ``prefect-agentenv.benchmark.regressed`` — the run regressed against the previous one of its slug:
   ``score``, ``previous_score``, ``slug``, the run ids and every flagged regression.
 
@@ -39,14 +40,16 @@ def task_result_event(slug: str, run_id: str, result: TaskResult) -> None:
     emit_event(event=f"{PREFIX}.task-result", resource=_resource(slug), related=_related(), payload={
         "slug": slug, "run_id": run_id, "task_id": result.task_id, "seed_index": result.seed_index,
         "epoch": result.epoch, "outcome": result.outcome.value, "score": result.score,
-        "flow_run_id": result.flow_run_id, "task_run_id": result.task_run_id})
+        "flow_run_id": result.flow_run_id, "task_run_id": result.task_run_id,
+        "failure": result.failure.model_dump(mode="json") if result.failure else None, "attempts": result.attempts})
 
 
 def finished_events(slug: str, run_id: str, summary: BenchmarkSummary, comparison: Comparison | None) -> None:
     """The run's result, and a regression event when the comparison flagged any."""
     headline = summary.headline
     payload: JsonObject = {"slug": slug, "run_id": run_id, "score": headline.mean_score,
-                               "pass_rate": headline.pass_rate, "counts": summary.counts.model_dump(mode="json")}
+                               "pass_rate": headline.pass_rate, "counts": summary.counts.model_dump(mode="json"),
+                               "failures": summary.failures.model_dump(mode="json")}
     emit_event(event=f"{PREFIX}.finished", resource=_resource(slug), related=_related(), payload=payload)
     if comparison is None or not comparison.has_regressions:
         return

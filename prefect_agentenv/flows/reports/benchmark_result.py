@@ -30,3 +30,6 @@ class BenchmarkRunResult(BaseModel):
     """The HTML report, when it could be written."""
     markdown: str
     """The summary artifact's text."""
+    infrastructure_error: str | None = None
+    """Why the benchmark failed although every task run ran: more of its task runs failed for
+    infrastructure than ``infrastructure.max_error_rate`` allows (``bench`` exits 5)."""

@@ -43,6 +43,7 @@ from prefect_agentenv.context import CollectedFiles
 from prefect_agentenv.flows.reports.report import TaskReport
 from prefect_agentenv.grading.benchmark_stats import (
     BenchmarkSummary,
+    FailureCause,
     Headline,
     RunKey,
     TaskResult,
@@ -114,8 +115,9 @@ def now_iso() -> str:
 def result_from_report(report: TaskReport, key: RunKey, *, seed: Mapping[str, str] | None = None,
                        tags: Sequence[str] = (), report_url: str | None = None,
                        snapshot: TaskSnapshot | None = None, finished_at: str | None = None,
-                       skip_policy: SkipPolicy = "zero", task_run_id: str | None = None) -> TaskResult:
-    """The benchmark result of a task run, from its report.
+                       skip_policy: SkipPolicy = "zero", task_run_id: str | None = None,
+                       failure: FailureCause | None = None) -> TaskResult:
+    """The benchmark result of a task run, from its report (``failure``: its classified cause).
 
     Axis scores come from the verification rows (:func:`axis_scores`, skipped verifiers counting
     as the task's ``skip_policy`` says) and the collected files
@@ -130,23 +132,24 @@ def result_from_report(report: TaskReport, key: RunKey, *, seed: Mapping[str, st
         axis_scores=axis_scores(metadata.verifications, skip_policy),
         axes_unknown_errors=axes_unknown_errors(metadata.verifications),
         files=collected_files(metadata.collected_artifacts),
-        started_at=report.started_at, finished_at=finished_at or now_iso(),
+        started_at=report.started_at, finished_at=finished_at or now_iso(), failure=failure,
     )
 
 
 def crashed_result(key: RunKey, error: str, *, seed: Mapping[str, str] | None = None, tags: Sequence[str] = (),
                    flow_run_id: str | None = None, task_run_id: str | None = None,
                    snapshot: TaskSnapshot | None = None,
-                   started_at: str | None = None, duration_s: float = 0.0) -> TaskResult:
+                   started_at: str | None = None, duration_s: float = 0.0,
+                   failure: FailureCause | None = None) -> TaskResult:
     """The result of a task run that ended without a report (its flow run crashed or was cancelled).
 
-    It counts as FAILED with score 0 in the denominator, and a resume runs it again.
+    It counts as FAILED with score 0 in the denominator (unless the infrastructure policy excludes
+    it), and a resume runs it again.
     """
     return TaskResult(task_id=key.task_id, seed_index=key.seed_index, seed=dict(seed or {}), epoch=key.epoch,
                       tags=list(tags), status="crashed", outcome=Outcome.FAILED, score=0.0, duration_s=duration_s,
                       error=error, flow_run_id=flow_run_id, task_run_id=task_run_id, snapshot=snapshot,
-                      started_at=started_at,
-                      finished_at=now_iso())
+                      started_at=started_at, finished_at=now_iso(), failure=failure)
 
 
 def collected_files(collected: Mapping[str, CollectedFiles]) -> dict[str, str]:
@@ -164,14 +167,15 @@ def pending_keys(all_keys: Iterable[RunKey], existing_results: Iterable[TaskResu
     """The run keys a resumed benchmark still has to run, in the order of ``all_keys``.
 
     A key is pending when it has no result yet, or when its last result errored (FAILED,
-    TIMED_OUT, or status ``crashed``): those say nothing about the agent's ability, so they are
-    retried. Completed runs — PASSED, BELOW_ONE and UNSCORED — are kept as they are.
+    TIMED_OUT, or status ``crashed``) or failed for infrastructure (a completed run whose
+    verifier errored): those say little about the agent's ability, so they are run again.
+    Other completed runs — PASSED, BELOW_ONE and UNSCORED — are kept as they are.
     """
     latest = {result.run_key: result for result in latest_per_run_key(existing_results)}
     pending: list[RunKey] = []
     for key in dict.fromkeys(RunKey(*key) for key in all_keys):
         result = latest.get(key)
-        if result is None or result.errored:
+        if result is None or result.rerun_on_resume:
             pending.append(key)
     return pending
 

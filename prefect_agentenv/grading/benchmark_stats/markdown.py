@@ -1,4 +1,4 @@
-"""The benchmark's markdown artifact: headline with intervals, counts, breakdowns, comparison, tasks."""
+"""The benchmark's markdown artifact: headline with intervals, counts, failures, breakdowns, comparison, tasks."""
 
 from __future__ import annotations
 
@@ -13,16 +13,19 @@ if TYPE_CHECKING:
 
 
 def summary_markdown(summary: BenchmarkSummary, comparison: Comparison | None = None,
-                     results: Sequence[TaskResult] = (), *, title: str = "Benchmark") -> str:
-    """The benchmark's markdown artifact: headline with intervals, counts, breakdowns, tasks.
+                     results: Sequence[TaskResult] = (), *, title: str = "Benchmark",
+                     alert: str | None = None) -> str:
+    """The benchmark's markdown artifact: headline with intervals, counts, failures, breakdowns, tasks.
 
     Args:
         summary: from :func:`summarize`.
         comparison: from :func:`compare`, when there is a previous run.
         results: the run's results, for the per-task table (the last result of each run key).
         title: the heading (the benchmark's name).
+        alert: a sentence shown first, in bold (why the benchmark failed).
     """
-    lines = [f"# {title}", ""] + _headline_lines(summary) + [""] + _count_lines(summary)
+    lines = [f"# {title}", ""] + ([f"**{alert}**", ""] if alert else [])
+    lines += _headline_lines(summary) + [""] + _count_lines(summary) + _failure_lines(summary)
     if summary.by_tag:
         lines += ["", "## By tag", "", "| tag | n | mean score | pass rate | unscored |", "|---|---|---|---|---|"]
         lines += [f"| {_cell(tag)} | {b.n} | {_num(b.mean)} | {percentage(b.pass_rate)} | {b.unscored} |"
@@ -94,17 +97,45 @@ def _count_lines(summary: BenchmarkSummary) -> list[str]:
         f"| FAILED (errored, scored 0) | {c.failed} |",
         f"| TIMED_OUT (errored, scored 0) | {c.timed_out} |",
         f"| UNSCORED (not counted) | {c.unscored} |",
+        *([f"| of FAILED, infrastructure failures excluded (not counted) | {c.excluded} |"] if c.excluded else []),
         f"| **denominator** | **{c.denominator}** of {c.total} |",
         "",
         f"*{summary.denominator_policy}*",
     ]
 
 
+def _failure_lines(summary: BenchmarkSummary) -> list[str]:
+    """Infrastructure failures and retries, when there were any (agent failures are the outcomes)."""
+    f = summary.failures
+    if not (f.infrastructure or f.retried):
+        return []
+    lines = ["", "## Infrastructure failures", "",
+             f"{f.infrastructure} task run(s) failed for infrastructure after their retries "
+             f"({percentage(f.infrastructure_rate)} of {summary.counts.total}); {f.retried} were retried, "
+             f"{f.recovered} of them recovered. "
+             + ("They are left out of the mean and the pass rate." if summary.counts.excluded
+                else "They count as FAILED, scored 0."), ""]
+    if f.infrastructure_reasons:
+        lines += ["| reason | runs |", "|---|---|"]
+        lines += [f"| {_cell(reason)} | {n} |" for reason, n in f.infrastructure_reasons.items()]
+    return lines
+
+
+def _outcome_cell(run: TaskResult) -> str:
+    """The outcome, with the infrastructure failure or the retries behind it when there are any."""
+    notes = [run.failure.label()] if run.failure and (run.failure.infrastructure or run.errored) else []
+    if run.failure and run.failure.excluded:
+        notes.append("excluded")
+    if run.attempts > 1:
+        notes.append(f"{run.attempts} attempts")
+    return run.outcome.value + (f" ({_cell(', '.join(notes))})" if notes else "")
+
+
 def _task_table(runs: Sequence[TaskResult]) -> list[str]:
     lines = ["| task | seed | epoch | score | outcome | duration (s) | links |", "|---|---|---|---|---|---|---|"]
     for run in sorted(runs, key=lambda r: r.run_key):
         seed = _cell(", ".join(f"{k}={v}" for k, v in run.seed.items())) or str(run.seed_index)
-        lines.append(f"| {_cell(run.task_id)} | {seed} | {run.epoch} | {_num(run.score)} | {run.outcome.value} | "
+        lines.append(f"| {_cell(run.task_id)} | {seed} | {run.epoch} | {_num(run.score)} | {_outcome_cell(run)} | "
                      f"{run.duration_s:.1f} | {_links(run)} |")
     return lines
 

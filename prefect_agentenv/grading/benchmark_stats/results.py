@@ -5,6 +5,12 @@
 (a crash or a timeout must not make a run look better); ``UNSCORED`` runs are counted
 separately and left out of both, since there was nothing to grade.
 
+**Failures** (docs/scoring.md, "Agent or infrastructure"): a run that did not pass carries a
+:class:`FailureCause`, ``agent`` (a wrong answer, an agent error, a timeout) or ``infrastructure``
+(a deploy, a Prefect API call, a verifier, a run that never reached its prompt). An
+infrastructure failure left out of the mean by the benchmark's policy is ``excluded``: it is
+counted apart, never as 0 and never as a score.
+
 **Run keys.** A benchmark runs each task with each seed for each epoch; ``(task_id,
 seed_index, epoch)`` identifies one run. A resumed benchmark may hold several results for one
 key (the errored attempt, then the rerun): the last one wins everywhere in this package.
@@ -31,6 +37,11 @@ DENOMINATOR_POLICY = (
     "PASSED, BELOW_ONE, FAILED and TIMED_OUT runs count in the mean score and the pass rate "
     "(FAILED and TIMED_OUT score 0); UNSCORED runs are reported separately and left out of both."
 )
+EXCLUSION_POLICY = (
+    " Infrastructure failures still failed after their retries are left out of both as well"
+    " (infrastructure.exclude_from_mean) and counted as excluded."
+)
+"""Added to the policy's sentence in a summary where the benchmark's policy excluded some runs."""
 
 
 class StatsModel(BaseModel):
@@ -55,6 +66,58 @@ TaskKey = tuple[str, int]
 
 RunStatus = Literal["completed", "failed", "crashed"]
 """``completed`` / ``failed`` as in the task report; ``crashed``: the flow run ended without one."""
+
+FailureKind = Literal["agent", "infrastructure"]
+"""Whose failure a run's is: the agent's (it answered wrongly, failed or ran out of time) or the
+setup's (the run never gave the agent a fair attempt)."""
+
+
+class FailureCause(StatsModel):
+    """Why a task run did not pass, as the benchmark classified it from what failed.
+
+    ``reason`` is one of the documented reasons (docs/scoring.md); it is read as text, so a result
+    written by a later version with a reason this one does not know still loads.
+    """
+
+    kind: FailureKind
+    reason: str
+    """``below_one``, ``agent_error``, ``prompt_timeout``, ``timed_out``, ``step_failed``,
+    ``instance_exited`` (agent); ``deploy_failed``, ``setup_failed``, ``instance_exited``,
+    ``verifier_failed``, ``prefect_api``, ``no_report``, ``runner_error``, ``stopped``,
+    ``not_started``, ``configuration`` (infrastructure)."""
+    retryable: bool = False
+    """Whether a retry could end otherwise: infrastructure failures but those that fail the same
+    way every time (a run refused before it started, a configuration error, a Prefect 4xx)."""
+    step_id: str | None = None
+    """The step that failed, when one did."""
+    step_type: str | None = None
+    error_type: str | None = None
+    """The class name of the error that failed it (``DeployError``, ``PrefectHTTPStatusError``…)."""
+    message: str | None = None
+    """The first line of the error."""
+    excluded: bool = False
+    """Left out of the mean score and the pass rate: an infrastructure failure still failed after
+    its retries, under ``infrastructure.exclude_from_mean``."""
+
+    @property
+    def infrastructure(self) -> bool:
+        return self.kind == "infrastructure"
+
+    def label(self) -> str:
+        """``infrastructure: deploy_failed`` — how tables and logs name it."""
+        return f"{self.kind}: {self.reason}"
+
+
+class RetriedAttempt(StatsModel):
+    """An attempt of a task run that failed for infrastructure and was run again."""
+
+    failure: FailureCause
+    flow_run_id: str | None = None
+    task_run_id: str | None = None
+    report_url: str | None = None
+    """That attempt's report, when it wrote one."""
+    started_at: str | None = None
+    duration_s: float = 0.0
 
 
 class TaskSnapshot(StatsModel):
@@ -103,6 +166,13 @@ class TaskResult(StatsModel):
     """Files collected from the agent's sandbox: name → object URL."""
     started_at: str | None = None
     finished_at: str | None = None
+    failure: FailureCause | None = None
+    """Why the run did not pass (``None`` when it passed or was UNSCORED, and in results written
+    before runs were classified)."""
+    attempts: int = Field(default=1, ge=1)
+    """How many times the run was attempted: 1, plus one per infrastructure retry."""
+    retried: list[RetriedAttempt] = Field(default_factory=list)
+    """The attempts before the last one, each with the infrastructure failure that retried it."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -115,13 +185,30 @@ class TaskResult(StatsModel):
 
     @property
     def counted(self) -> bool:
-        """Whether the run counts in the mean score and the pass rate (not UNSCORED)."""
-        return self.outcome in DENOMINATOR_OUTCOMES
+        """Whether the run counts in the mean score and the pass rate (not UNSCORED, not an
+        infrastructure failure the policy excluded)."""
+        return self.outcome in DENOMINATOR_OUTCOMES and not self.excluded
+
+    @property
+    def excluded(self) -> bool:
+        """An infrastructure failure left out of the mean and the pass rate by the policy."""
+        return self.failure is not None and self.failure.excluded
+
+    @property
+    def infrastructure_failed(self) -> bool:
+        """Whether the run (its last attempt) failed for infrastructure."""
+        return self.failure is not None and self.failure.infrastructure
 
     @property
     def errored(self) -> bool:
         """Whether the run did not finish normally (FAILED, TIMED_OUT, or no report at all)."""
         return self.outcome in ERRORED_OUTCOMES or self.status == "crashed"
+
+    @property
+    def rerun_on_resume(self) -> bool:
+        """Whether a resumed benchmark runs it again: it errored, or failed for infrastructure
+        (a verifier that errored leaves a completed run below one)."""
+        return self.errored or self.infrastructure_failed
 
     @property
     def passed(self) -> bool:

@@ -24,6 +24,7 @@ from prefect_agentenv.grading.benchmark_stats.intervals import (
 )
 from prefect_agentenv.grading.benchmark_stats.results import (
     DENOMINATOR_POLICY,
+    EXCLUSION_POLICY,
     RunKey,
     StatsModel,
     TaskKey,
@@ -40,6 +41,9 @@ class OutcomeCounts(StatsModel):
     unscored: int = 0
     failed: int = 0
     timed_out: int = 0
+    excluded: int = 0
+    """FAILED runs left out of the denominator (also counted in ``failed``): infrastructure
+    failures still failed after their retries, under ``infrastructure.exclude_from_mean``."""
 
     @property
     def total(self) -> int:
@@ -47,8 +51,9 @@ class OutcomeCounts(StatsModel):
 
     @property
     def denominator(self) -> int:
-        """Runs counted in the mean score and the pass rate: every outcome but UNSCORED."""
-        return self.total - self.unscored
+        """Runs counted in the mean score and the pass rate: every outcome but UNSCORED, less the
+        excluded infrastructure failures."""
+        return self.total - self.unscored - self.excluded
 
     @property
     def errored(self) -> int:
@@ -76,6 +81,25 @@ class Breakdown(StatsModel):
     unscored: int = 0
 
 
+class FailureSummary(StatsModel):
+    """Whose failures the runs that did not pass were (docs/scoring.md, "Agent or infrastructure")."""
+
+    agent: int = 0
+    """Runs that did not pass for the agent: a wrong answer, an agent error, a timeout."""
+    infrastructure: int = 0
+    """Runs whose last attempt failed for infrastructure (after its retries)."""
+    infrastructure_rate: float | None = None
+    """``infrastructure`` / every run; what ``infrastructure.max_error_rate`` is checked against."""
+    retried: int = 0
+    """Runs attempted more than once because an attempt failed for infrastructure."""
+    recovered: int = 0
+    """Retried runs whose last attempt did not fail for infrastructure."""
+    agent_reasons: dict[str, int] = Field(default_factory=dict)
+    """Reason → how many runs it ended, for the agent's failures (``below_one``, ``agent_error``…)."""
+    infrastructure_reasons: dict[str, int] = Field(default_factory=dict)
+    """Reason → how many runs it ended, for infrastructure failures (``deploy_failed``…)."""
+
+
 class Headline(StatsModel):
     """The few numbers a runs index keeps of each run, for listing and comparing."""
 
@@ -86,6 +110,8 @@ class Headline(StatsModel):
     errored: int
     mean_score: float | None = None
     pass_rate: float | None = None
+    infrastructure_failed: int = 0
+    """Runs that failed for infrastructure after their retries."""
 
 
 class BenchmarkSummary(StatsModel):
@@ -115,12 +141,14 @@ class BenchmarkSummary(StatsModel):
     pass_k_tasks: int = 0
     """Tasks in the pass@k average: those with at least k counted runs."""
     denominator_policy: str = DENOMINATOR_POLICY
+    failures: FailureSummary = Field(default_factory=FailureSummary)
+    """Agent and infrastructure failures, retries and the infrastructure failure rate."""
 
     @property
     def headline(self) -> Headline:
         return Headline(total=self.counts.total, denominator=self.counts.denominator, passed=self.counts.passed,
                         unscored=self.counts.unscored, errored=self.counts.errored, mean_score=self.mean_score,
-                        pass_rate=self.pass_rate)
+                        pass_rate=self.pass_rate, infrastructure_failed=self.failures.infrastructure)
 
 
 def latest_per_run_key(results: Iterable[TaskResult]) -> list[TaskResult]:
@@ -158,6 +186,7 @@ def summarize(results: Iterable[TaskResult], *, k: int | None = None,
     counts = OutcomeCounts()
     for run in runs:
         counts.add(run.outcome)
+        counts.excluded += run.excluded
     scores = [run.counted_score for run in runs if run.counted]
     epochs = len({run.epoch for run in runs})
     k_used = k if k is not None else (epochs or None)
@@ -176,6 +205,27 @@ def summarize(results: Iterable[TaskResult], *, k: int | None = None,
         pass_at_k=pass_k[0] if pass_k else None,
         pass_hat_k=pass_k[1] if pass_k else None,
         pass_k_tasks=pass_k[2] if pass_k else 0,
+        denominator_policy=DENOMINATOR_POLICY + (EXCLUSION_POLICY if counts.excluded else ""),
+        failures=failure_summary(runs),
+    )
+
+
+def failure_summary(runs: Sequence[TaskResult]) -> FailureSummary:
+    """Agent and infrastructure failures of the runs (one per run key), their reasons and retries."""
+    reasons: dict[str, dict[str, int]] = {"agent": defaultdict(int), "infrastructure": defaultdict(int)}
+    for run in runs:
+        if run.failure is not None:
+            reasons[run.failure.kind][run.failure.reason] += 1
+    infrastructure = sum(reasons["infrastructure"].values())
+    retried = [run for run in runs if run.attempts > 1]
+    return FailureSummary(
+        agent=sum(reasons["agent"].values()),
+        infrastructure=infrastructure,
+        infrastructure_rate=infrastructure / len(runs) if runs else None,
+        retried=len(retried),
+        recovered=sum(not run.infrastructure_failed for run in retried),
+        agent_reasons=dict(sorted(reasons["agent"].items())),
+        infrastructure_reasons=dict(sorted(reasons["infrastructure"].items())),
     )
 
 
@@ -201,7 +251,7 @@ def breakdown(runs: Sequence[TaskResult]) -> Breakdown:
         n=len(counted),
         mean=fmean(run.counted_score for run in counted) if counted else None,
         pass_rate=sum(run.passed for run in counted) / len(counted) if counted else None,
-        unscored=len(runs) - len(counted),
+        unscored=sum(run.outcome is Outcome.UNSCORED for run in runs),
     )
 
 
@@ -223,7 +273,7 @@ def axis_values(runs: Iterable[TaskResult]) -> dict[str, list[float]]:
     """Per axis, the score of every counted run, errored runs counting 0.
 
     An errored run rarely reaches its verifiers, so it counts 0 on every axis that any run of
-    the same ``task_id`` scored: a crash must not lift an axis mean by leaving the average. So
+    the same ``task_id`` scored (unless the infrastructure policy excluded it): a crash must not lift an axis mean by leaving the average. So
     does a run with an errored verifier whose axes are unknown (``axes_unknown_errors``), on the
     task's axes it did not score.
     """
@@ -233,6 +283,8 @@ def axis_values(runs: Iterable[TaskResult]) -> dict[str, list[float]]:
         task_axes[run.task_id].update(run.axis_scores)
     values: dict[str, list[float]] = defaultdict(list)
     for run in runs:
+        if run.excluded:  # left out of every mean by the infrastructure policy
+            continue
         if run.errored:
             for axis in task_axes[run.task_id]:
                 values[axis].append(0.0)

@@ -1,0 +1,117 @@
+"""A benchmark run's Prefect artifacts (progress bar, summary, tables, report link), its HTML
+report and its headline. Each is a view of results already stored: a failure is logged, never fatal."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from uuid import UUID
+
+from prefect.artifacts import (
+    acreate_link_artifact,
+    acreate_markdown_artifact,
+    acreate_progress_artifact,
+    acreate_table_artifact,
+)
+from prefect.context import FlowRunContext
+
+from prefect_agentenv.artifacts import ArtifactBackend
+from prefect_agentenv.exceptions import AgentEnvError
+from prefect_agentenv.flows.reports.links import run_url
+from prefect_agentenv.flows.reports.report import artifact_key
+from prefect_agentenv.flows.reports.view_data import benchmark_report_files, publish_benchmark_report
+from prefect_agentenv.grading.benchmark_stats import BenchmarkSummary, TaskResult
+from prefect_agentenv.jsontypes import JsonObject
+from prefect_agentenv.viewer import write_files
+
+logger = logging.getLogger("prefect_agentenv.benchmark")
+
+
+def headline_text(summary: BenchmarkSummary) -> str:
+    """One line: mean score, pass rate, how many passed, errored and went unscored, and how many
+    failed for infrastructure (when any did)."""
+    h = summary.headline
+    mean = "-" if h.mean_score is None else f"{h.mean_score:.3f}"
+    rate = "-" if h.pass_rate is None else f"{h.pass_rate:.0%}"
+    infrastructure = ""
+    if h.infrastructure_failed:
+        excluded = summary.counts.excluded
+        infrastructure = f"; {h.infrastructure_failed} failed for infrastructure" + (
+            f", {excluded} excluded" if excluded else "")
+    return (f"mean score {mean}, pass rate {rate} ({h.passed}/{h.denominator} passed; "
+            f"{h.errored} errored, {h.unscored} unscored{infrastructure})")
+
+
+async def progress_artifact(slug: str, done: int, total: int) -> UUID | None:
+    """The run's progress bar, when it runs in a flow run (a failure is logged, never fatal)."""
+    if FlowRunContext.get() is None:
+        return None
+    try:
+        return await acreate_progress_artifact(progress=100.0 * done / max(1, total), key=artifact_key(
+            "bench", slug, "progress"), description=f"Benchmark {slug}: share of task runs done")
+    except Exception as exc:  # the progress bar is a view; the benchmark goes on without it
+        logger.warning("could not create the progress artifact: %s", exc)
+        return None
+
+
+async def publish_benchmark_artifacts(store: ArtifactBackend, slug: str, markdown: str, results: list[TaskResult],
+                                      rows: list[JsonObject], html_url: str | None = None) -> None:
+    """The summary, the table of task runs, the verification rows and the report link."""
+    if FlowRunContext.get() is None:
+        return
+    key = artifact_key("bench", slug)
+    links = [f"- [{r.task_id} · epoch {r.epoch}]({url}): {r.outcome.value}" for r in results
+             if (url := run_url(r.flow_run_id, r.task_run_id))]
+    if links:
+        markdown += "\n\n## Task runs\n\n" + "\n".join(links)
+    await acreate_markdown_artifact(markdown=markdown, key=f"{key}-summary"[:100], description=f"Benchmark {slug}")
+    await acreate_table_artifact(table=[_task_row(store, r) for r in results], key=f"{key}-tasks"[:100],
+                                 description=f"Task runs of benchmark {slug}")
+    if rows:
+        await acreate_table_artifact(table=rows, key=f"{key}-verifications"[:100],
+                                     description=f"Every verification row of benchmark {slug}")
+    if html_url:
+        await acreate_link_artifact(link=html_url, link_text="HTML report: charts, trend, transcripts",
+                                    key=f"{key}-report"[:100], description=f"Benchmark {slug}: the HTML report")
+
+
+def _task_row(store: ArtifactBackend, r: TaskResult) -> JsonObject:
+    """A row of the task runs table, with whose failure it was and how many attempts it took."""
+    return {"task": r.task_id, "seed": r.seed_index, "epoch": r.epoch, "outcome": r.outcome.value,
+            "score": r.score, "failure": r.failure.label() if r.failure else None, "attempts": r.attempts,
+            "duration_s": r.duration_s, "flow_run": run_url(r.flow_run_id, r.task_run_id),
+            "report": store.browser_url(r.report_url or "") or run_url(r.flow_run_id, r.task_run_id) or r.report_url,
+            "error": (r.error or "")[:200]}
+
+
+async def render_html_report(store: ArtifactBackend, slug: str, run_id: str, *, title: str,
+                             headline: str) -> dict[str, str | bytes] | None:
+    """The run's HTML report, rendered once for the store and the report folder."""
+    try:
+        return await asyncio.to_thread(benchmark_report_files, store, slug, run_id, title=title, headline=headline)
+    except (AgentEnvError, OSError, ValueError) as exc:
+        logger.warning("could not render the HTML report of run %s: %s", run_id, exc)
+        return None
+
+
+def write_html_report(files: dict[str, str | bytes] | None, folder: Path) -> None:
+    """The rendered HTML report into a folder on this machine."""
+    if files is None:
+        return
+    try:
+        write_files(files, folder)
+    except OSError as exc:
+        logger.warning("could not write the HTML report to %s: %s", folder, exc)
+
+
+async def publish_html_report(store: ArtifactBackend, slug: str, run_id: str,
+                              files: dict[str, str | bytes] | None) -> str | None:
+    """The HTML report in the run's folder of the store; its URL."""
+    if files is None:
+        return None
+    try:
+        return await asyncio.to_thread(publish_benchmark_report, store, slug, run_id, files=files)
+    except (AgentEnvError, OSError, ValueError) as exc:
+        logger.warning("could not publish the HTML report of run %s: %s", run_id, exc)
+        return None
