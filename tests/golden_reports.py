@@ -36,8 +36,10 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\b([A-Za-z][\w.]*)-[0-9a-f]{8,12}\b"), r"\1-<id>"),
     (re.compile(r"(/tmp|/var/folders)/[^\s\"'`)\]]*"), "<tmp>"),
     (re.compile(r"\b\d+(\.\d+)?\s?(s|ms)\b"), "<duration>"),
-    # The duration column of the summary's task table (after the outcome column).
-    (re.compile(r"(\| (PASSED|BELOW_ONE|FAILED|TIMED_OUT|UNSCORED) \| )\d+(\.\d+)? \|"), r"\1<duration> |"),
+    # The duration column of the summary's task table (after the outcome column and its notes).
+    (re.compile(r"(\| (PASSED|BELOW_ONE|FAILED|TIMED_OUT|UNSCORED)"
+                r"( \((agent: |infrastructure: |\d+ attempts)[^|]*\))? \| )\d+(\.\d+)? \|"),
+     r"\1<duration> |"),
 ]
 
 

@@ -1,5 +1,6 @@
-"""A benchmark never aborts on a failed Prefect API call: the task run is recorded errored and
-the rest go on (here every dispatch is refused by a real API: the deployment does not exist)."""
+"""A benchmark never aborts on a failed Prefect API call: the task run is recorded errored, as an
+infrastructure failure, and the rest go on (here every dispatch is refused by a real API: the
+deployment does not exist, so no retry is attempted)."""
 
 from __future__ import annotations
 
@@ -29,3 +30,7 @@ async def test_a_refused_dispatch_is_recorded_errored_and_the_benchmark_finishes
     assert sorted(r.task_id for r in results) == ["a", "b"]
     assert all(r.status == "crashed" and r.outcome.value == "FAILED" and r.score == 0.0 for r in results)
     assert all("could not run" in (r.error or "") for r in results)
+    # The API refused (no such deployment): an infrastructure failure that a retry would repeat.
+    assert all(r.failure and (r.failure.kind, r.failure.reason, r.failure.retryable) ==
+               ("infrastructure", "prefect_api", False) for r in results)
+    assert all(r.attempts == 1 and r.failure and r.failure.error_type == "ObjectNotFound" for r in results)

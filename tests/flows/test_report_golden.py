@@ -25,6 +25,7 @@ def _bench(tmp_path: Path, beta: float) -> Path:
 
     path = tmp_path / "bench.yaml"
     path.write_text(yaml.safe_dump({"name": "Golden bench", "slug": "golden-bench", "epochs": 1, "concurrency": 1,
+                                    "infrastructure": {"backoff_seconds": 0},  # gamma fails before any prompt
                                     "tasks": [task("alpha", {"id": "grade", "type": "test_score", "score": 1.0}),
                                               task("beta", {"id": "grade", "type": "test_score", "score": beta}),
                                               task("gamma", {"id": "boom", "type": "test_fail"})]}))

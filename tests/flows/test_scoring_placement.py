@@ -95,6 +95,8 @@ async def test_a_benchmark_scores_in_isolation_by_default_and_a_task_overrides_i
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAIL_FIRST", "1")
     bench = {"name": "Placement", "slug": "placement",
+             # Off: a verifier's failure is an infrastructure failure, which would run the shared task again.
+             "infrastructure": {"retries": 0},
              "defaults": {"scoring": {"mode": "isolated", "retries": {"max_retries": 1}}},
              "tasks": [{"id": "inherits", "steps": steps(tmp_path / "inherits")},
                        {"id": "shared", "steps": steps(tmp_path / "shared"), "scoring": {"mode": "shared"}}]}
