@@ -88,6 +88,18 @@ def test_the_example_benchmark_is_valid_and_names_four_tasks() -> None:
     assert len(benchmark.tasks) == 4
 
 
+def test_a_benchmark_retries_infrastructure_failures_twice_and_counts_them_unless_told_otherwise() -> None:
+    policy = load_benchmark(BENCHMARK).infrastructure
+    assert (policy.retries, policy.backoff_seconds, policy.exclude_from_mean, policy.max_error_rate) == (
+        2, 5.0, False, None)
+    written = {"retries": 0, "exclude_from_mean": True, "max_error_rate": 0.1}
+    checked = validate_benchmark_data({"name": "B", "slug": "b", "infrastructure": written,
+                                       "tasks": [{"id": "a", "steps": [{"id": "e", "type": "deploy_env",
+                                                                        "env_id": "email"}]}]}, ".")
+    assert not checked.problems and checked.benchmark is not None
+    assert checked.benchmark.infrastructure.model_dump() == {**written, "backoff_seconds": 5.0}
+
+
 def test_the_example_expands_each_task_and_crosses_only_the_seeded_one_with_the_seed_rows() -> None:
     tasks = expand_tasks(load_benchmark(BENCHMARK), EXAMPLES)
 

@@ -68,6 +68,13 @@ CASES: dict[str, Case] = {
     "defaults-typo": Case(bench({"id": "a", "steps": [DEPLOY]}, defaults={"judge": "m", "timeout_seconds": 0}),
                           [("$.defaults.judge", "unknown field 'judge'"),
                            ("$.defaults.timeout_seconds", "greater than 0")]),
+    "infrastructure-policy-out-of-range": Case(
+        bench({"id": "a", "steps": [DEPLOY]}, infrastructure={"retries": -1, "backoff_seconds": -2,
+                                                                "max_error_rate": 1.5, "exclude_from_men": True}),
+        [("$.infrastructure.retries", "greater than or equal to 0"),
+         ("$.infrastructure.backoff_seconds", "greater than or equal to 0"),
+         ("$.infrastructure.max_error_rate", "less than or equal to 1"),
+         ("$.infrastructure.exclude_from_men", "unknown field 'exclude_from_men'")]),
     # --- step-document tasks ---
     "task-without-a-source": Case(bench({"id": "a", "tags": ["x"]}), [("$.tasks[0]", "a task needs path or steps")]),
     "task-not-an-object": Case(bench("a.json"), [("$.tasks[0]", "a task must be an object")]),

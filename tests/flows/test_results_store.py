@@ -32,7 +32,7 @@ from prefect_agentenv.flows.reports.results import (
     result_from_report,
     task_key,
 )
-from prefect_agentenv.grading.benchmark_stats import RunKey, TaskResult, summarize
+from prefect_agentenv.grading.benchmark_stats import FailureCause, RunKey, TaskResult, summarize
 from prefect_agentenv.grading.outcome import Outcome
 
 SLUG = "prior-auth"
@@ -225,6 +225,14 @@ def test_resume_reruns_missing_and_errored_keys_and_keeps_completed_ones() -> No
 
     assert pending_keys(keys, existing) == [RunKey("failed"), RunKey("timed-out"), RunKey("crashed"),
                                             RunKey("missing"), RunKey("passed", epoch=1)]
+
+
+def test_resume_reruns_a_completed_run_that_failed_for_infrastructure_but_not_one_the_agent_failed() -> None:
+    verifier = FailureCause(kind="infrastructure", reason="verifier_failed", retryable=True, step_id="judge")
+    wrong = FailureCause(kind="agent", reason="below_one")
+    existing = [result("judged").model_copy(update={"outcome": Outcome.BELOW_ONE, "score": 0.5, "failure": verifier}),
+                result("wrong", "BELOW_ONE").model_copy(update={"failure": wrong})]
+    assert pending_keys([RunKey("judged"), RunKey("wrong")], existing) == [RunKey("judged")]
 
 
 def test_a_key_whose_rerun_completed_is_no_longer_pending() -> None:

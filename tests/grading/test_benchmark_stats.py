@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 
 from prefect_agentenv.grading.benchmark_stats import (
+    FailureCause,
+    RetriedAttempt,
     RunKey,
     TaskResult,
     axis_scores,
@@ -160,6 +162,56 @@ def test_only_unscored_runs_give_no_mean_and_no_pass_rate() -> None:
     summary = summarize([run("a", "UNSCORED"), run("b", "UNSCORED")])
     assert summary.mean_score is None and summary.pass_rate is None and summary.mean_score_ci is None
     assert summary.counts.unscored == 2
+
+
+def _infra(excluded: bool = False) -> FailureCause:
+    return FailureCause(kind="infrastructure", reason="deploy_failed", retryable=True, step_id="env",
+                        error_type="DeployError", message="'crm' exited before it was ready: exit code 3",
+                        excluded=excluded)
+
+
+def test_infrastructure_failures_count_as_zero_by_default_and_are_counted_apart() -> None:
+    wrong = FailureCause(kind="agent", reason="below_one")
+    results = [run("a", "PASSED", attempts=2, retried=[RetriedAttempt(failure=_infra())]),
+               run("b", "BELOW_ONE", 0.5, failure=wrong), run("c", "FAILED", status="crashed", failure=_infra()),
+               run("d", "UNSCORED")]
+
+    summary = summarize(results)
+    assert summary.mean_score == pytest.approx(0.5) and summary.counts.denominator == 3
+    assert summary.counts.excluded == 0 and summary.headline.infrastructure_failed == 1
+    f = summary.failures
+    assert (f.agent, f.infrastructure, f.retried, f.recovered) == (1, 1, 1, 1)
+    assert f.infrastructure_rate == pytest.approx(1 / 4)
+    assert (f.agent_reasons, f.infrastructure_reasons) == ({"below_one": 1}, {"deploy_failed": 1})
+
+
+def test_excluded_infrastructure_failures_leave_the_mean_pass_rate_pass_at_k_tags_and_axes() -> None:
+    results = [run("a", "PASSED", tags=["x"], axis_scores={"correctness": 1.0}),
+               run("a", "FAILED", epoch=1, tags=["x"], failure=_infra(excluded=True)),
+               run("b", "BELOW_ONE", 0.5, tags=["x"], axis_scores={"correctness": 0.5})]
+
+    summary = summarize(results)
+    assert (summary.counts.failed, summary.counts.excluded, summary.counts.denominator) == (1, 1, 2)
+    assert summary.mean_score == pytest.approx(0.75) and summary.pass_rate == pytest.approx(0.5)
+    assert summary.by_tag["x"].n == 2 and summary.by_tag["x"].unscored == 0
+    assert summary.by_axis["correctness"].n == 2 and summary.by_axis["correctness"].mean == pytest.approx(0.75)
+    assert summary.pass_k_tasks == 0  # task a has one counted run of its two epochs: not enough for k=2
+    at_1 = summarize(results, k=1)
+    assert (at_1.pass_k_tasks, at_1.pass_at_k) == (2, pytest.approx(0.5))  # a: 1 of 1 passed, b: 0 of 1
+    assert "left out of both as well" in summary.denominator_policy
+    markdown = summary_markdown(summary, results=results, alert="The benchmark failed: too many")
+    assert markdown.startswith("# Benchmark\n\n**The benchmark failed: too many**\n")
+    assert "| of FAILED, infrastructure failures excluded (not counted) | 1 |" in markdown
+    assert "FAILED (infrastructure: deploy_failed, excluded)" in markdown
+    assert "They are left out of the mean and the pass rate." in markdown
+
+
+def test_a_result_written_before_runs_were_classified_still_loads_and_counts_as_before() -> None:
+    line = ('{"task_id": "a", "seed_index": 0, "epoch": 0, "status": "crashed", "outcome": "FAILED", "score": 0.0,'
+            ' "error": "the task could not run", "run_key": ["a", 0, 0]}')
+    old = TaskResult.model_validate_json(line)
+    assert (old.failure, old.attempts, old.retried, old.counted, old.rerun_on_resume) == (None, 1, [], True, True)
+    assert summarize([old]).failures.infrastructure == 0
 
 
 def test_the_last_result_of_a_run_key_wins_after_a_resume() -> None:
