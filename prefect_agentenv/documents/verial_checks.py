@@ -62,7 +62,30 @@ def check_task(task: VerialTask, path: str) -> tuple[list[Problem], list[Problem
     problems += scenario_problems
     for j, c in enumerate(task.criteria):
         problems += _check_criterion(task, c, env_ids, f"{path}.criteria[{j}]")
+    problems += _penalties_alone(task, path)
     return problems, warnings
+
+
+def _penalties_alone(task: VerialTask, path: str) -> list[Problem]:
+    """Criteria of one verifier (an env's state, or the rubric) that are all penalties: the verifier
+    weighs its criteria's positive weights, 0 here, so the penalties would never touch the score."""
+    groups: dict[str, list[int]] = {}
+    for j, c in enumerate(task.criteria):
+        if isinstance(c.assertion, StateCheck):
+            groups.setdefault(f"the state of env '{c.assertion.env_id or '(the task env)'}'", []).append(j)
+        elif isinstance(c.assertion, RubricCheck):
+            groups.setdefault("the rubric", []).append(j)
+    problems: list[Problem] = []
+    for what, rows in groups.items():
+        weights = [task.criteria[j].weight for j in rows]
+        if any(w < 0 for w in weights) and not any(w > 0 for w in weights):
+            first = next(j for j in rows if task.criteria[j].weight < 0)
+            problems.append(Problem(
+                f"this penalty would never count: no criterion on {what} has a positive weight, and a "
+                "penalty only subtracts from those", path=f"{path}.criteria[{first}].weight",
+                hint="add a criterion of positive weight of the same kind, or give this one a positive "
+                     "weight and reverse what it expects"))
+    return problems
 
 
 def _duplicates(names: Sequence[str | None], where: Callable[[int], str],

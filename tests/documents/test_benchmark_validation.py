@@ -164,6 +164,12 @@ CASES: dict[str, Case] = {
     "verial-response-check-without-weight": Case(
         bench(verial(criteria=[criterion({"assert": "response_contains", "needles": ["REQ"]}, weight=0)])),
         [("$.tasks[0].criteria[0].weight", "a response check needs a weight above 0")]),
+    "verial-penalties-alone-on-an-env": Case(
+        bench(verial(criteria=[criterion(STATE, weight=-1), criterion({"assert": "rubric", "criterion": "x"})])),
+        [("$.tasks[0].criteria[0].weight", "this penalty would never count: no criterion on the state of env")]),
+    "verial-penalties-alone-on-the-rubric": Case(
+        bench(verial(criteria=[criterion(STATE), criterion({"assert": "rubric", "criterion": "x"}, weight=-2)])),
+        [("$.tasks[0].criteria[1].weight", "no criterion on the rubric has a positive weight")]),
     "verial-two-agents": Case(
         bench(verial(env={"env_id": "records", "a2a_agent_id": "llm"}, agent={"a2a_agent_id": "scripted"})),
         [("$.tasks[0].env.a2a_agent_id", "a2a_agent_id 'llm' conflicts with 'scripted'")]),
