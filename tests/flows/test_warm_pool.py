@@ -160,7 +160,7 @@ async def test_an_agent_still_working_when_its_task_run_ends_is_stopped_not_pool
                       "prompt": "Take your time.", "depends_on": ["assistant"]}]
     bench = tmp_path / "bench.yaml"
     bench.write_text(yaml.safe_dump({"name": "Pool", "slug": "pool-still-working", "concurrency": 1, "pool": True,
-                                     "tasks": [{"id": "busy", "steps": busy, "timeout_seconds": 12},
+                                     "tasks": [{"id": "busy", "steps": busy, "timeout_seconds": 20},
                                                {"id": "after", "steps": [*deploy, check]}]}))
     reports_dir = tmp_path / "reports"
 
