@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 import typer
 from typer.core import TyperGroup
 
+from prefect_agentenv.commands.publish import publish_command
 from prefect_agentenv.commands.review import review_command
 from prefect_agentenv.commands.rollout import rollout_command
 from prefect_agentenv.commands.view import view_command
@@ -221,7 +222,9 @@ def _check_writable(path: Path, option: str) -> None:
 
 @app.command()
 def bench(
-    bench_file: Annotated[Path, typer.Argument(help="Benchmark document (YAML or JSON).")],
+    bench_file: Annotated[str, typer.Argument(
+        metavar="BENCHMARK", help="Benchmark document (YAML or JSON), or a published version SLUG@VERSION "
+                                  "(SLUG@latest: the newest), which runs as published whatever the files say.")],
     report_dir: Annotated[Path | None, typer.Option(help="Write each task's report and the summary here.")] = None,
     resume: Annotated[str | None, typer.Option(help="Resume this run id: only missing or errored tasks run.")] = None,
     override: Annotated[list[str], typer.Option(help="KEY=VALUE run override for every task (repeatable).")] = [],  # noqa: B006
@@ -235,12 +238,16 @@ def bench(
     overrides = _overrides(override)
     if report_dir is not None:
         _check_writable(report_dir / "summary.json", "--report-dir")
-    checked = validate_benchmark_file(bench_file)
-    if checked.problems:
-        typer.echo(f"{bench_file}: {len(checked.problems)} problem(s)", err=True)
-        for p in checked.problems:
-            typer.echo(f"  - {p.render()}", err=True)
-        raise typer.Exit(2)
+    published = _published_ref(bench_file)
+    if published is not None:
+        _check_published(*published)
+    else:
+        checked = validate_benchmark_file(bench_file)
+        if checked.problems:
+            typer.echo(f"{bench_file}: {len(checked.problems)} problem(s)", err=True)
+            for p in checked.problems:
+                typer.echo(f"  - {p.render()}", err=True)
+            raise typer.Exit(2)
     set_prefect_defaults()
     from prefect_agentenv.cli_progress import run_benchmark_with_progress
     from prefect_agentenv.runtime.sweep import sweep_dead_runs
@@ -252,10 +259,34 @@ def bench(
     raise typer.Exit(code)
 
 
+def _published_ref(text: str) -> tuple[str, str] | None:
+    """``(slug, version)`` when ``text`` names a published version (``SLUG@VERSION``) and no file."""
+    from prefect_agentenv.documents.published import parse_published_ref
+
+    ref = parse_published_ref(text)
+    return ref if ref is not None and not Path(text).exists() else None
+
+
+def _check_published(slug: str, version: str) -> None:
+    """Refuse a published version that cannot be read (exit 2, with the versions there are)."""
+    set_prefect_defaults()  # an S3 store's block is loaded through the Prefect API
+    from prefect_agentenv.artifacts import get_artifact_store
+    from prefect_agentenv.documents.published_store import read_published
+    from prefect_agentenv.exceptions import AgentEnvError
+
+    try:
+        with get_artifact_store() as store:
+            read_published(store, slug, version)
+    except AgentEnvError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
 @app.command(name="serve")
 def serve_command(
-    benchmark_file: Annotated[Path, typer.Option("--benchmark", help="Benchmark the nightly deployment runs.")] = Path(
-        "examples/benchmark.yaml"),
+    benchmark_file: Annotated[str, typer.Option(
+        "--benchmark", help="Benchmark the nightly deployment runs: a file, or a published version SLUG@VERSION.")
+    ] = "examples/benchmark.yaml",
     cron: Annotated[str, typer.Option(help="Schedule of the nightly deployment (cron).")] = "0 2 * * *",
     no_schedule: Annotated[bool, typer.Option(help="Serve the nightly deployment without its schedule.")] = False,
     limit: Annotated[int | None, typer.Option(help="At most this many runs at once.")] = None,
@@ -265,7 +296,10 @@ def serve_command(
     # Imported here so other commands do not pay for Prefect's runner.
     from prefect_agentenv.deployments import serve_all
 
-    if not benchmark_file.exists():
+    published = _published_ref(benchmark_file)
+    if published is not None:
+        _check_published(*published)
+    elif not Path(benchmark_file).exists():
         typer.echo(f"error: {benchmark_file} does not exist", err=True)
         raise typer.Exit(2)
     serve_all(benchmark_file, cron=None if no_schedule else cron, limit=limit)
@@ -285,6 +319,7 @@ def upgrade_blocks_command() -> None:
     typer.echo(f"{len(upgraded)} block(s) upgraded" if upgraded else "every block is up to date")
 
 
+app.command(name="publish")(publish_command)
 app.command(name="view")(view_command)
 app.command(name="rollout")(rollout_command)
 app.command(name="review")(review_command)

@@ -77,9 +77,11 @@ def _outcome(result: TaskResult) -> str:
     return result.outcome.value + (f" ({', '.join(notes)})" if notes else "")
 
 
-def run_benchmark_with_progress(path: Path, *, run_id: str | None, overrides: dict[str, str], epochs: int | None,
+def run_benchmark_with_progress(path: Path | str, *, run_id: str | None, overrides: dict[str, str], epochs: int | None,
                                 concurrency: int | None, report_dir: Path | None) -> int:
-    """Run the benchmark flow in this process, drawing progress; the exit code for the CLI."""
+    """Run the benchmark flow in this process, drawing progress; the exit code for the CLI.
+
+    ``path`` is a benchmark file or a published version ``SLUG@VERSION``."""
     board = _Board()
     console = Console()
     token = progress_listener.set(board.on_event)

@@ -9,7 +9,8 @@ check before a value is used as anything narrower.
 
 from __future__ import annotations
 
-from typing import TypeAlias
+import json
+from typing import Any, TypeAlias
 
 from pydantic import JsonValue
 
@@ -19,4 +20,16 @@ JsonObject: TypeAlias = dict[str, JsonValue]
 JsonArray: TypeAlias = list[JsonValue]
 """A JSON array."""
 
-__all__ = ["JsonArray", "JsonObject", "JsonValue"]
+
+
+def canonical_json(document: Any) -> bytes:
+    """The one byte form of a JSON document that its hash is taken over.
+
+    Sorted keys, no insignificant whitespace, UTF-8 (not ``\\u`` escapes): the same document
+    always gives the same bytes whatever the order it was built in.
+    """
+    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False).encode()
+
+
+__all__ = ["JsonArray", "JsonObject", "JsonValue", "canonical_json"]

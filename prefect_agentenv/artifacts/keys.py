@@ -9,6 +9,7 @@ Layout under the store's prefix::
     artifacts/<id>/<version>/claim.json        written first, if absent: reserves the version
     artifacts/<id>/<version>/files/<name>      the artifact's files
     artifacts/<id>/<version>/meta.json         written last: the version is published
+    benchmarks/<slug>/<version>.json           a published benchmark version, written once
     runs/<key>                                 run records (trajectories, turns, reports)
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 from prefect_agentenv.exceptions import ArtifactError
 
 ARTIFACTS_AREA = "artifacts"
+BENCHMARKS_AREA = "benchmarks"
 RUNS_AREA = "runs"
 LATEST = "latest"
 """The version name that resolves to the newest published version."""
@@ -130,6 +132,16 @@ def meta_key(artifact_id: str, version: str) -> str:
 
 def file_key(artifact_id: str, version: str, name: str) -> str:
     return f"{version_folder(artifact_id, version)}/files/{check_path(name)}"
+
+
+def benchmark_folder(slug: str) -> str:
+    """Folder of a benchmark's published versions."""
+    return f"{BENCHMARKS_AREA}/{check_id(slug, 'benchmark slug')}"
+
+
+def published_benchmark_key(slug: str, version: str) -> str:
+    """Key of one published version of a benchmark (``latest`` is a reference, never stored)."""
+    return f"{benchmark_folder(slug)}/{check_version(version)}.json"
 
 
 def record_key(key: str) -> str:

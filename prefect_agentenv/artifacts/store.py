@@ -363,6 +363,38 @@ class ArtifactBackend(ABC):
             raise ArtifactIntegrityError(
                 f"{self._url(key)} is not a valid artifact record: {_first_error(exc)}") from exc
 
+    # -- published benchmarks -----------------------------------------------------------------
+
+    def put_published_benchmark(self, slug: str, version: str, data: bytes) -> bool:
+        """Store one published version of a benchmark, unless the version exists.
+
+        The write is create-exclusive (a hard link locally, ``If-None-Match: *`` on S3), so of two
+        writers of one version exactly one wins and nothing ever replaces a stored version.
+
+        Returns:
+            True when this call stored it; False when the version was already stored (with
+            whatever content: read it to compare).
+        """
+        return self._put(keys.published_benchmark_key(slug, version), data, if_absent=True)
+
+    def get_published_benchmark(self, slug: str, version: str) -> bytes:
+        """The stored bytes of one published version of a benchmark.
+
+        Raises:
+            ArtifactNotFoundError: the version is not published (the message lists those that are).
+        """
+        try:
+            return self._get(keys.published_benchmark_key(slug, version))
+        except ArtifactNotFoundError:
+            known = ", ".join(self.list_published_benchmark(slug)) or "none"
+            raise ArtifactNotFoundError(f"benchmark {slug}@{version} is not published in {self.location} "
+                                        f"(published versions: {known})") from None
+
+    def list_published_benchmark(self, slug: str) -> list[str]:
+        """The published versions of a benchmark, as stored (unordered: the records carry their dates)."""
+        names = self._list(keys.benchmark_folder(slug))
+        return [n.removesuffix(".json") for n in names if n.endswith(".json") and not n.startswith(TMP_PREFIX)]
+
     # -- run records --------------------------------------------------------------------------
 
     def put_object(self, key: str, data: bytes | str) -> str:

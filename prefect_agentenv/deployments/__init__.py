@@ -17,6 +17,7 @@ from prefect.schedules import Cron
 
 from prefect_agentenv.flows.agent_task import agent_task
 from prefect_agentenv.flows.benchmark import benchmark
+from prefect_agentenv.flows.benchmark_source import published_ref_of
 
 NIGHTLY_CRON = "0 2 * * *"
 """02:00 every night (UTC unless the schedule says otherwise)."""
@@ -38,7 +39,7 @@ Example `task` (the Run form's task field takes the document, a list of steps, a
 From the command line: `prefect deployment run agent-task/agent-task --param task=reply-task@3`.
 """
 
-NIGHTLY_DESCRIPTION = """Run the benchmark at `{path}` every night; **Run** triggers it any time, **Retry** resumes it.
+NIGHTLY_DESCRIPTION = """Run the benchmark {path} every night; **Run** triggers it any time, **Retry** resumes it.
 
 Examples: `{{"dispatch": "deployment"}}` runs every task on the work pool;
 `{{"overrides": {{"a2a_agent_id": "llm", "model": "gpt-4.1"}}, "epochs": 3}}` tries another agent three times;
@@ -48,17 +49,26 @@ Examples: `{{"dispatch": "deployment"}}` runs every task on the work pool;
 
 def build_deployments(benchmark_path: str | Path = "examples/benchmark.yaml", *, cron: str | None = NIGHTLY_CRON,
                       timezone: str = "UTC") -> list[RunnerDeployment]:
-    """The ``agent-task`` deployment and the ``nightly`` benchmark deployment (scheduled unless cron is None)."""
-    path = str(Path(benchmark_path).resolve())
+    """The ``agent-task`` deployment and the ``nightly`` benchmark deployment (scheduled unless cron is None).
+
+    ``benchmark_path`` is a benchmark file, or a published version ``SLUG@VERSION`` (the nightly
+    then runs that frozen copy, as ``prefect-agentenv publish`` stored it).
+    """
+    text = str(benchmark_path)
+    if published_ref_of(text) is not None:
+        parameters, shown = {"benchmark": text}, f"`{text}` (a published version)"
+    else:
+        path = str(Path(benchmark_path).resolve())
+        parameters, shown = {"path": path}, f"at `{path}`"
     return [
         _built(agent_task.to_deployment(
             name="agent-task", tags=["agentenv"], entrypoint_type=EntrypointType.MODULE_PATH,
             description=AGENT_TASK_DESCRIPTION)),
         _built(benchmark.to_deployment(
-            name="nightly", tags=["agentenv", "benchmark"], parameters={"path": path},
+            name="nightly", tags=["agentenv", "benchmark"], parameters=parameters,
             entrypoint_type=EntrypointType.MODULE_PATH,
             schedules=[Cron(cron, timezone=timezone)] if cron else None,
-            description=NIGHTLY_DESCRIPTION.format(path=path))),
+            description=NIGHTLY_DESCRIPTION.format(path=shown))),
     ]
 
 

@@ -33,11 +33,11 @@ from pydantic import Field
 
 from prefect_agentenv.artifacts import ArtifactBackend, ArtifactNotFoundError, get_artifact_store
 from prefect_agentenv.documents.benchmark import Benchmark
-from prefect_agentenv.documents.benchmark_validation import validate_benchmark_data, validate_benchmark_file
 from prefect_agentenv.documents.compile import ExpandedTask
-from prefect_agentenv.documents.loading import ParseError, read_document
+from prefect_agentenv.documents.published import task_ref
 from prefect_agentenv.exceptions import ArtifactError, ConfigurationError, TaskDocumentError
 from prefect_agentenv.documents.models import TaskDocument
+from prefect_agentenv.flows.benchmark_source import BenchmarkSource, load_source, slug_of, source_markdown
 from prefect_agentenv.flows.engine.task_runner import report_key
 from prefect_agentenv.flows.agent_task_run import Handoff, agent_task_run, handoff
 from prefect_agentenv.flows.reports.benchmark_result import BenchmarkRunResult
@@ -94,25 +94,9 @@ def _emit(event: str, payload: JsonObject) -> None:
         listener(event, payload)
 
 
-def load(benchmark: Benchmark | None, path: str | None) -> tuple[Benchmark, list[ExpandedTask]]:
-    """The benchmark and its expanded tasks, from a parameter or a file; every problem listed at once."""
-    if path:
-        result = validate_benchmark_file(path)
-    elif benchmark is not None:
-        result = validate_benchmark_data(benchmark.model_dump(mode="json", by_alias=True, exclude_none=True), ".")
-    else:
-        raise TaskDocumentError([], "give a benchmark document or the path of one")
-    if result.problems or result.benchmark is None:
-        raise TaskDocumentError(result.problems, path or "benchmark")
-    return result.benchmark, result.tasks
-
-
 def _flow_run_name() -> str:
     params = FlowRunContext.get().flow_run.parameters if FlowRunContext.get() else {}  # type: ignore[union-attr]
-    bench = params.get("benchmark") or {}
-    slug = bench.get("slug") if isinstance(bench, dict) else getattr(bench, "slug", None)
-    if not slug and params.get("path"):
-        slug = _slug_of(Path(str(params["path"])))
+    slug = slug_of(params.get("path")) or slug_of(params.get("benchmark"))
     name = slug or Path(str(params.get("path") or "benchmark")).stem
     agent = (params.get("overrides") or {}).get("a2a_agent_id")
     return f"{name}" + (f" · {agent}" if agent else "")
@@ -123,19 +107,10 @@ def _current_flow_run_id() -> str | None:
     return str(ctx.flow_run.id) if ctx and ctx.flow_run else None
 
 
-def _slug_of(path: Path) -> str | None:
-    """The slug a benchmark file declares (for the run's name only; errors are reported by the run)."""
-    try:
-        data = read_document(path)
-    except (OSError, ParseError, UnicodeDecodeError):
-        return None
-    return data.get("slug") if isinstance(data, dict) else None
-
-
 @json_parameter_flow(name="benchmark", flow_run_name=_flow_run_name, persist_result=False, log_prints=True)
 async def benchmark(
     path: str | None = None,
-    benchmark: Benchmark | None = None,
+    benchmark: Benchmark | str | None = None,
     run_id: str | None = None,
     overrides: dict[str, str] | None = None,
     epochs: Annotated[int | None, Field(ge=1)] = None,
@@ -148,7 +123,9 @@ async def benchmark(
 
     Args:
         path: The benchmark document (YAML or JSON) on the worker's disk; task paths in it are relative to it.
-        benchmark: The benchmark document itself, instead of a path.
+            A published version (`SLUG@VERSION`, `SLUG@latest`) runs exactly as `prefect-agentenv publish` froze it.
+        benchmark: The benchmark document itself, a published version `SLUG@VERSION`, or a path (as `path`,
+            which wins when both are given).
         run_id: Resume this run: only its missing or errored task runs run again. Empty: the flow run's id.
         overrides: Overrides for every task, e.g. `{"a2a_agent_id": "llm", "model": "gpt-4.1"}`.
         epochs: How many times each task runs (overrides the document's `epochs`).
@@ -159,15 +136,17 @@ async def benchmark(
         report_dir: Also write each task's report and the summary into this folder on the worker.
     """
     try:
-        bench, tasks = load(benchmark, path)
+        source = await asyncio.to_thread(load_source, benchmark, path)
+        bench = source.header
         RunOverrides.parse({**bench.defaults.overrides, **(overrides or {})})  # refused before any task runs
-    except (TaskDocumentError, ConfigurationError) as exc:  # a user mistake: the message says what, no traceback
+        # The flow run's id by default: the UI's Retry reruns the same flow run, so it resumes this benchmark run.
+        runner = _Runner(source, run_id=run_id or _current_flow_run_id(), overrides=overrides or {},
+                         epochs=epochs or bench.epochs, concurrency=concurrency or bench.concurrency, dispatch=dispatch,
+                         deployment=deployment, report_dir=Path(report_dir) if report_dir else None)
+        await asyncio.to_thread(runner.results.check_source, source.ref)
+    except (TaskDocumentError, ConfigurationError, ArtifactError) as exc:  # a user mistake: no traceback
         get_run_logger().error("%s", exc)
         return Failed(message=str(exc))
-    # The flow run's id by default: the UI's Retry reruns the same flow run, so it resumes this benchmark run.
-    runner = _Runner(bench, tasks, run_id=run_id or _current_flow_run_id(), overrides=overrides or {}, epochs=epochs or bench.epochs,
-                     concurrency=concurrency or bench.concurrency, dispatch=dispatch, deployment=deployment,
-                     report_dir=Path(report_dir) if report_dir else None)
     result = await runner.run()
     get_run_logger().info("benchmark %s run %s: %s", bench.slug, runner.run_id, result.headline)
     data = result.model_dump(mode="json")  # the flow run's result stays plain JSON for the API and the UI
@@ -194,17 +173,16 @@ class _Ran:
 class _Runner:
     """One benchmark run: schedules task runs, records results, publishes the summary."""
 
-    def __init__(self, bench: Benchmark, tasks: list[ExpandedTask], *, run_id: str | None,
-                 overrides: dict[str, str], epochs: int, concurrency: int, dispatch: str, deployment: str,
-                 report_dir: Path | None) -> None:
-        self.bench, self.tasks = bench, {t.task_id: t for t in tasks}
+    def __init__(self, source: BenchmarkSource, *, run_id: str | None, overrides: dict[str, str], epochs: int,
+                 concurrency: int, dispatch: str, deployment: str, report_dir: Path | None) -> None:
+        self.source, self.bench, self.tasks = source, source.header, {t.task_id: t for t in source.tasks}
         self.run_id = run_id or time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
-        self.overrides = {**bench.defaults.overrides, **overrides}
-        self.policy = bench.infrastructure
+        self.overrides = {**self.bench.defaults.overrides, **overrides}
+        self.policy = self.bench.infrastructure
         self.epochs, self.concurrency, self.dispatch, self.deployment = epochs, concurrency, dispatch, deployment
         self.report_dir = report_dir
         self.store: ArtifactBackend = get_artifact_store()
-        self.results = ResultsStore(self.store, bench.slug, self.run_id)
+        self.results = ResultsStore(self.store, self.bench.slug, self.run_id)
         self.done = 0
         self.progress_id: UUID | None = None
         self.starter: SubflowStarter | None = None
@@ -218,7 +196,7 @@ class _Runner:
     async def run(self) -> BenchmarkRunResult:
         keys = self.keys()
         pending = await asyncio.to_thread(self.results.pending, keys)
-        await asyncio.to_thread(self.results.record_started)
+        await asyncio.to_thread(self.results.record_started, published=self.source.ref)
         _emit("start", {"run_id": self.run_id, "slug": self.bench.slug, "total": len(keys), "pending": len(pending)})
         self.progress_id = await progress_artifact(self.bench.slug, len(keys) - len(pending), len(keys))
         self.done = len(keys) - len(pending)
@@ -260,6 +238,7 @@ class _Runner:
 
     async def _record(self, result: TaskResult, total: int) -> None:
         """Append a run key's result, announce it, move the progress bar."""
+        result = result.model_copy(update={"published": self.source.ref})
         await self.results.append_async(result)
         task_result_event(self.bench.slug, self.run_id, result)
         self.done += 1
@@ -317,7 +296,7 @@ class _Runner:
         """One attempt of a run key, as a new run; its result carries its classified failure."""
         task = await asyncio.to_thread(self._frozen, self.tasks[key.task_id], task_key(key.task_id, key.seed_index))
         snapshot = await asyncio.to_thread(self.results.snapshot_task, task_key(key.task_id, key.seed_index),
-                                           task.document.model_dump(mode="json", by_alias=True))
+                                           self.source.document_json(task))
         started, t0 = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), time.monotonic()
         try:
             async with asyncio.timeout(task.timeout_seconds):
@@ -418,9 +397,11 @@ class _Runner:
         """Start the task as a flow run of the agent-task deployment and wait for it; when this wait is
         cut short (the task's timeout, a cancelled benchmark) the flow run is cancelled too, so its worker
         tears its envs and agents down instead of running on unobserved."""
+        # A published task goes by its name: the worker reads the frozen copy from the shared store.
+        given = task_ref(self.source.ref, task.task_id) if self.source.ref else self.source.document_json(task)
         flow_run = await arun_deployment(
-            self.deployment, parameters={"task": task.document.model_dump(mode="json", by_alias=True),
-                                         "overrides": self.overrides, "step_task_runs": self.bench.step_task_runs},
+            self.deployment, parameters={"task": given, "overrides": self.overrides,
+                                         "step_task_runs": self.bench.step_task_runs},
             flow_run_name=name, tags=run_tags, timeout=0, as_subflow=True,
             client=self.starter.client if self.starter else None)
         try:
@@ -450,9 +431,10 @@ class _Runner:
                                  previous_run_id=previous.run_id)
         await asyncio.to_thread(self.results.record_finished, summary)
         verdict = infrastructure_verdict(summary.failures, summary.counts.total, self.policy)
-        markdown = summary_markdown(summary, comparison, results, title=f"{self.bench.name} — run {self.run_id}",
-                                    alert=verdict and f"The benchmark failed: {verdict}")
         title = f"{self.bench.name} — run {self.run_id}"
+        markdown = summary_markdown(summary, comparison, results, title=title,
+                                    alert=verdict and f"The benchmark failed: {verdict}")
+        markdown += source_markdown(self.source.ref, previous)
         report_files = await render_html_report(self.store, self.bench.slug, self.run_id, title=title,
                                                 headline=headline_text(summary))
         html_url = await publish_html_report(self.store, self.bench.slug, self.run_id, report_files)
@@ -466,7 +448,8 @@ class _Runner:
             logger.warning("could not publish the benchmark's Prefect artifacts: %s", exc)
         finished_events(self.bench.slug, self.run_id, summary, comparison)
         result = BenchmarkRunResult(
-            run_id=self.run_id, slug=self.bench.slug, headline=headline_text(summary), summary=summary,
+            run_id=self.run_id, slug=self.bench.slug, published=self.source.ref, headline=headline_text(summary),
+            summary=summary,
             counts={**summary.counts.model_dump(mode="json"), "total": summary.counts.total},
             regressions=comparison.regressions if comparison else [],
             regressed_tasks=[c.task_id for c in comparison.of_kind("regressed")] if comparison else [],

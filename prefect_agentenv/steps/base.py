@@ -161,6 +161,12 @@ class StepModel(_Strict):
     """AgentEnv fields that stand in for a required field in another form (``{"criteria": "checks"}``)."""
     schema_optional: ClassVar[tuple[str, ...]] = ()
     """Required fields that :meth:`reference_forms` fills when omitted (the schema does not require them)."""
+    artifact_field: ClassVar[str | None] = None
+    """The field naming a stored artifact the step reads at ``version`` (the latest when omitted);
+    publishing a benchmark pins that version."""
+    produces_artifact_field: ClassVar[str | None] = None
+    """The field naming an artifact the step publishes a new version of; a benchmark's loads of it
+    stay unpinned when published (the run itself makes the version they read)."""
 
     _ignored_present: list[str] = PrivateAttr(default_factory=list)
     _notices: list[str] = PrivateAttr(default_factory=list)

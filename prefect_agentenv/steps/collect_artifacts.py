@@ -48,6 +48,7 @@ class CollectArtifactsStep(StepModel):
     artifact_id: str | None = None
     """Id of the universe to publish; ``<task id>-<step id>`` when omitted."""
 
+    produces_artifact_field = "artifact_id"
     accepted_but_ignored = ("env_id", "container_name", "artifacts_key", "manifest_step_id", "exclude_basenames",
                             "universe_id_suffix")
 

@@ -37,6 +37,7 @@ class EnvOutcomeVerifierStep(VerifierStep):
     """The script's process is killed after this long."""
 
     reference_aliases = {"file_artifact_id": "script_artifact_id", "file_artifact_version": "version"}
+    artifact_field = "script_artifact_id"
 
 
 async def run(step: EnvOutcomeVerifierStep, ctx: RunContext) -> RunContext:

@@ -49,6 +49,7 @@ class LoadArtifactStep(StepModel):
 
     accepted_but_ignored = ("env_step_id", "container_name", "snapshot_after_load")
     reference_aliases = {"artifact_version": "version"}
+    artifact_field = "artifact_id"
 
     reference_fields = {"artifacts": "AgentEnv's [{id, version}] with one entry, read as artifact_id and version."}
 

@@ -39,6 +39,7 @@ class SnapshotAgentStateStep(StepModel):
     workspace_path: SandboxPath | None = None
     """Also keep the files under this sandbox folder (for example /app/artifact)."""
 
+    produces_artifact_field = "artifact_id"
     accepted_but_ignored = ("env_id", "universe_artifact_id", "timeout_seconds")
 
 

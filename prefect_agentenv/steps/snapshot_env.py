@@ -24,6 +24,7 @@ class SnapshotEnvStep(StepModel):
     artifact_id: str | None = None
     """Artifact to publish a version of; ``<task id>-<env id>-snapshot`` when omitted."""
 
+    produces_artifact_field = "artifact_id"
     accepted_but_ignored = ("env_instance_id", "env_step_id", "gateway_url", "original_universe_artifact_id",
                             "export_timeout_seconds", "include_env_trajectory", "include_env_changes")
     reference_aliases = {"snapshot_id": "artifact_id"}

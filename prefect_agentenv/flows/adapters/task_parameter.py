@@ -2,9 +2,11 @@
 
 From the UI's Run form, ``prefect deployment run --param``/``--params`` or ``run_deployment``,
 a task arrives as the document (``{id, steps}``), as a bare list of steps, or as a string: the
-path of a task document on the worker, or the id (``ID`` or ``ID@VERSION``) of a file artifact
-in the artifact store that holds one. All become a validated :class:`TaskDocument`, or a
-:class:`TaskDocumentError` listing every problem.
+path of a task document on the worker, the id (``ID`` or ``ID@VERSION``) of a file artifact
+in the artifact store that holds one, or a task of a published benchmark version
+(``SLUG@VERSION/TASK_ID``, how a fleet's benchmark hands its workers a published task: each
+reads the frozen copy from the shared store). All become a validated :class:`TaskDocument`, or
+a :class:`TaskDocumentError` listing every problem.
 """
 
 from __future__ import annotations
@@ -19,13 +21,16 @@ from prefect_agentenv.artifacts.models import ArtifactRef
 from prefect_agentenv.documents.loading import ParseError, parse_text
 from prefect_agentenv.documents.models import AnyStep, TaskDocument
 from prefect_agentenv.documents.problems import Problem
+from prefect_agentenv.documents.published import parse_published_task_ref
+from prefect_agentenv.documents.published_store import read_published
 from prefect_agentenv.documents.validation import validate_data, validate_file
 from prefect_agentenv.exceptions import ArtifactError, TaskDocumentError
 
 TaskParameter = Annotated[
     Union[TaskDocument, list[AnyStep], str],  # noqa: UP007 - the UI renders each branch as a choice
     Field(description="The task document ({id, steps}), a list of steps, or the path of a document on the "
-                      "worker / the id of a file artifact holding one."),
+                      "worker / the id of a file artifact holding one / a published benchmark's task as "
+                      "SLUG@VERSION/TASK_ID."),
 ]
 
 
@@ -45,7 +50,22 @@ def resolve_task_parameter(task: TaskDocument | list[AnyStep] | str) -> TaskDocu
     if Path(text).is_file():
         return validate_file(text).raise_for_problems(text)
     with get_artifact_store() as store:
+        published = parse_published_task_ref(text)
+        if published is not None:
+            return _from_published(store, *published)
         return _from_artifact(store, text)
+
+
+def _from_published(store: ArtifactBackend, slug: str, version: str, task_id: str) -> TaskDocument:
+    """A task of a published benchmark version, as it was frozen (checked against its hashes)."""
+    try:
+        task = read_published(store, slug, version).task(task_id)
+    except (ArtifactError, KeyError) as exc:
+        reason = f"it has no task {task_id!r}" if isinstance(exc, KeyError) else str(exc)
+        raise TaskDocumentError([Problem(f"cannot read task {task_id!r} of published benchmark {slug}@{version}: "
+                                         f"{reason}", hint="every worker must use the artifact store the "
+                                                           "benchmark was published to")], "task") from None
+    return validate_data(task.document, default_id=task_id).raise_for_problems(f"{slug}@{version}/{task_id}")
 
 
 def _from_artifact(store: ArtifactBackend, text: str) -> TaskDocument:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from prefect_agentenv.attribute_docs import attribute_docstrings
-from prefect_agentenv.grading.benchmark_stats import BenchmarkSummary
+from prefect_agentenv.grading.benchmark_stats import BenchmarkSummary, PublishedVersion
 
 
 class BenchmarkRunResult(BaseModel):
@@ -16,6 +16,8 @@ class BenchmarkRunResult(BaseModel):
     run_id: str
     """Resume or compare this run by this id."""
     slug: str
+    published: PublishedVersion | None = None
+    """The published benchmark version that ran (``SLUG@VERSION`` and its hash); ``None`` for files."""
     headline: str
     """One line: mean score, pass rate, how many passed and errored."""
     summary: BenchmarkSummary

@@ -45,6 +45,7 @@ from prefect_agentenv.grading.benchmark_stats import (
     BenchmarkSummary,
     FailureCause,
     Headline,
+    PublishedVersion,
     RunKey,
     TaskResult,
     TaskSnapshot,
@@ -53,6 +54,7 @@ from prefect_agentenv.grading.benchmark_stats import (
     latest_per_run_key,
 )
 from prefect_agentenv.grading.outcome import Outcome, SkipPolicy
+from prefect_agentenv.jsontypes import canonical_json as canonical_json  # named here too: snapshots hash it
 
 BENCHMARKS_FOLDER = "benchmarks"
 RUNS_INDEX = "runs.json"
@@ -93,16 +95,6 @@ def task_key(task_id: str, seed_index: int = 0) -> str:
     if stem != task_id or len(stem) > _MAX_TASK_KEY_STEM:
         stem = f"{stem[:_MAX_TASK_KEY_STEM]}-{hashlib.sha256(task_id.encode()).hexdigest()[:8]}"
     return f"{stem}.seed{seed_index}"
-
-
-def canonical_json(document: Any) -> bytes:
-    """The one byte form of a JSON document that its hash is taken over.
-
-    Sorted keys, no insignificant whitespace, UTF-8 (not ``\\u`` escapes): the same document
-    always gives the same bytes whatever the order it was built in.
-    """
-    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False).encode()
 
 
 def now_iso() -> str:
@@ -195,6 +187,8 @@ class RunEntry(BaseModel):
     """Set once every task has a result; unfinished runs are never a "previous run"."""
     headline: Headline | None = None
     """The summary's headline numbers, when finished."""
+    published: PublishedVersion | None = None
+    """The published benchmark version the run ran; ``None`` for a run of the files as they were."""
 
 
 class RunsIndex(BaseModel):
@@ -290,6 +284,10 @@ def _order(run: RunEntry) -> tuple[datetime, str]:
 
 def _ordered(runs: Iterable[RunEntry]) -> list[RunEntry]:
     return sorted(runs, key=_order)
+
+
+def _source_text(published: PublishedVersion | None) -> str:
+    return f"{published} (sha256 {published.hash[:12]}…)" if published else "the benchmark files"
 
 
 # -- one run ------------------------------------------------------------------------------------
@@ -400,10 +398,27 @@ class ResultsStore:
 
     # -- index ----------------------------------------------------------------------------------
 
-    def record_started(self, started_at: str | None = None) -> RunEntry:
+    def check_source(self, published: PublishedVersion | None) -> None:
+        """Refuse to resume this run from another source than it started from.
+
+        Every task run of one run comes from the same place (one published version, or the files),
+        so its results and its summary say one thing about what ran.
+
+        Raises:
+            ArtifactConflictError: the run exists and started from another published version, or
+                from the files when ``published`` is a version (or the other way round).
+        """
+        entry = self._own_entry()
+        if entry is None or entry.published == published:
+            return
+        raise ArtifactConflictError(
+            f"run {self.run_id} of benchmark {self.slug} started from {_source_text(entry.published)}, not "
+            f"{_source_text(published)}: resume it from the same source, or start a new run")
+
+    def record_started(self, started_at: str | None = None, *, published: PublishedVersion | None = None) -> RunEntry:
         """Enter the run in the index (or keep its entry when resuming); returns the entry."""
         existing = self._own_entry()
-        entry = existing or RunEntry(run_id=self.run_id, started_at=started_at or now_iso())
+        entry = existing or RunEntry(run_id=self.run_id, started_at=started_at or now_iso(), published=published)
         if existing is not None and existing.finished_at is not None:
             entry = existing.model_copy(update={"finished_at": None, "headline": None})  # resumed: open again
         return self._save_entry(entry)

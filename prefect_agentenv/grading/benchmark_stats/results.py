@@ -129,6 +129,18 @@ class TaskSnapshot(StatsModel):
     """Object URL of the stored snapshot."""
 
 
+class PublishedVersion(StatsModel):
+    """The published benchmark version a run ran (``prefect-agentenv publish``), and its content hash."""
+
+    slug: str
+    version: str
+    hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """Hex sha256 over everything the version froze: tasks, seed rows, settings, pinned artifacts."""
+
+    def __str__(self) -> str:
+        return f"{self.slug}@{self.version}"
+
+
 class TaskResult(StatsModel):
     """One task run of a benchmark, as appended to the run's ``results.jsonl``.
 
@@ -157,6 +169,8 @@ class TaskResult(StatsModel):
     """The Prefect task run the task run was, when its benchmark records them as tasks (its page
     then shows it; ``flow_run_id`` is the benchmark's flow run)."""
     snapshot: TaskSnapshot | None = None
+    published: PublishedVersion | None = None
+    """The published benchmark version the task run came from; ``None`` for a run of files as they are."""
     axis_scores: dict[str, float] = Field(default_factory=dict)
     """Score per axis (``correctness``, ``safety``…): see :func:`axis_scores`."""
     axes_unknown_errors: list[str] = Field(default_factory=list)
