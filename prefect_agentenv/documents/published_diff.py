@@ -16,6 +16,8 @@ from prefect_agentenv.documents.published import PublishedBenchmark, PublishedTa
 
 _SHORT = 40
 """Longest value shown in a line; longer ones are cut."""
+_MISSING = object()
+"""A member one side does not write: the default (documents are stored without their defaults)."""
 _TASK_FIELDS = ("tags", "timeout_seconds", "weight", "seed_row", "criteria", "source")
 """Members of a published task besides its document that change how it runs or is scored."""
 
@@ -70,10 +72,9 @@ def _task_changes(before: PublishedTask, after: PublishedTask) -> list[str]:
     changes += [f"step {step_id} added" for step_id in new_steps if step_id not in old_steps]
     if list(old_steps) != list(new_steps) and set(old_steps) == set(new_steps):
         changes.append("steps reordered")
-    rest = [name for name in {*before.document, *after.document} - {"steps"}
-            if before.document.get(name) != after.document.get(name)]
-    changes += [f"document: {line}" for line in _changed({k: before.document.get(k) for k in rest},
-                                                          {k: after.document.get(k) for k in rest})]
+    rest = {k: v for k, v in before.document.items() if k != "steps"}
+    changes += [f"document: {line}" for line in _changed(rest, {k: v for k, v in after.document.items()
+                                                                 if k != "steps"})]
     return changes or ["the document changed"]
 
 
@@ -100,13 +101,15 @@ def _changed(before: Any, after: Any, prefix: str = "", depth: int = 2) -> list[
     if depth > 0 and isinstance(before, dict) and isinstance(after, dict):
         out: list[str] = []
         for key in [*before, *(k for k in after if k not in before)]:
-            out += _changed(before.get(key), after.get(key), f"{prefix}{key}.", depth - 1)
+            out += _changed(before.get(key, _MISSING), after.get(key, _MISSING), f"{prefix}{key}.", depth - 1)
         return out
     return [f"{prefix.rstrip('.') or 'value'} {_short(before)} → {_short(after)}"]
 
 
 def _short(value: Any) -> str:
+    if value is _MISSING:
+        return "default"
     if value is None:
-        return "none"
+        return "null"
     text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
     return text if len(text) <= _SHORT else text[:_SHORT - 1] + "…"

@@ -1,6 +1,7 @@
 """prefect.yaml on a process work pool, as docs/deployments.md walks through it: the pool, `prefect
 deploy --all` from a folder with no checkout (flows load by module), a real `prefect worker`, and
-`prefect deployment run` of both deployments; the benchmark dispatches its tasks to the pool."""
+`prefect deployment run` of both deployments; the benchmark dispatches its tasks to the pool, and a
+published benchmark's task runs on the worker read the frozen copy from the shared store."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import asyncio
 import json
 import re
 import shutil
+import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from uuid import UUID
 
 import pytest
@@ -18,6 +21,12 @@ from deployment_helpers import BIN, REPO, prefect_cli
 from prefect.client.orchestration import PrefectClient
 from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
 from servers import LOOPBACK, PORT, Server
+
+from prefect_agentenv.artifacts import LocalArtifactBackend
+from prefect_agentenv.documents.published_store import read_published
+from prefect_agentenv.flows.engine.task_runner import report_key
+from prefect_agentenv.flows.reports.report import TaskReport
+from prefect_agentenv.flows.reports.results import read_results
 
 STUCK_TIMEOUT = 15
 """Long enough for the worker to start the child flow run, short enough to keep the test cheap."""
@@ -56,7 +65,7 @@ def test_prefect_deploy_registers_both_deployments_by_module_with_the_nightly_cr
         assert task_dep.entrypoint == "prefect_agentenv.flows.agent_task.agent_task"
         assert nightly.entrypoint == "prefect_agentenv.flows.benchmark.benchmark"
         assert not task_dep.pull_steps and task_dep.work_pool_name == "agentenv"
-        assert nightly.parameters["path"] == deployed["PREFECT_AGENTENV_BENCHMARK"]
+        assert nightly.parameters["benchmark"] == deployed["PREFECT_AGENTENV_BENCHMARK"]
         (schedule,) = nightly.schedules
         assert schedule.active and schedule.schedule.cron == "0 2 * * *"  # type: ignore[union-attr]
         assert "task" in task_dep.parameter_openapi_schema["required"]
@@ -107,3 +116,40 @@ def test_the_nightly_benchmark_dispatches_to_the_pool_and_a_timed_out_task_run_i
     # Crashed on the way) is the stop path's business, not the dispatcher's.
     states = asyncio.run(history())
     assert "Cancelling" in states or states[-1] == "Cancelled", states
+
+
+def test_a_published_benchmark_runs_on_the_pool_from_the_frozen_copy_the_worker_reads(
+        deployed: dict[str, str], tmp_path: Path) -> None:
+    def write(score: float) -> None:
+        (tmp_path / "graded.json").write_text(json.dumps({"id": "graded", "steps": [
+            {"id": "work", "type": "test_noop", "depends_on": []},
+            {"id": "grade", "type": "test_score", "score": score}]}))
+
+    write(1.0)
+    bench = tmp_path / "bench.yaml"
+    bench.write_text(yaml.safe_dump({"name": "Fleet frozen", "slug": "fleet-frozen", "version": 1,
+                                     "tasks": [{"id": "graded", "path": "graded.json"}]}))
+    published = subprocess.run([str(BIN / "prefect-agentenv"), "publish", str(bench)], env=deployed,
+                               capture_output=True, text=True, timeout=120)
+    assert published.returncode == 0, published.stdout + published.stderr
+    write(0.0)  # edited after publishing: fleet-frozen@1 must not see it
+    run = prefect_cli(deployed, "deployment", "run", "benchmark/nightly", "--param", "benchmark=fleet-frozen@1",
+                      "--param", "dispatch=deployment", "--watch", "--watch-timeout", "240")
+    assert run.returncode == 0, run.stdout + run.stderr
+    bench_run_id = re.search(r"UUID: ([0-9a-f-]{36})", run.stdout).group(1)  # type: ignore[union-attr]
+
+    async def children() -> list:  # type: ignore[type-arg]
+        async with PrefectClient(deployed["PREFECT_API_URL"]) as client:
+            return await client.read_flow_runs(flow_run_filter=FlowRunFilter(
+                parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[UUID(bench_run_id)])))
+
+    (child,) = asyncio.run(children())
+    assert child.parameters["task"] == "fleet-frozen@1/graded"  # the worker reads the task from the store
+    assert child.state and child.state.is_completed(), child.state
+    with LocalArtifactBackend(Path(deployed["PREFECT_AGENTENV_HOME"]) / "store") as store:
+        record = read_published(store, "fleet-frozen", "1")
+        (result,) = read_results(store, "fleet-frozen", bench_run_id)
+        report = TaskReport.model_validate_json(store.get_object(report_key(str(child.id))))
+    assert result.score == 1.0 and report.score == 1.0  # the published document ran, not the edited file
+    assert result.snapshot and result.snapshot.sha256 == record.task("graded").sha256
+    assert result.published == record.ref and result.flow_run_id == str(child.id)

@@ -132,6 +132,8 @@ class TaskSnapshot(StatsModel):
 class PublishedVersion(StatsModel):
     """The published benchmark version a run ran (``prefect-agentenv publish``), and its content hash."""
 
+    model_config = ConfigDict(frozen=True, json_schema_extra=attribute_docstrings)  # a value: compared, hashed
+
     slug: str
     version: str
     hash: str = Field(pattern=r"^[0-9a-f]{64}$")
