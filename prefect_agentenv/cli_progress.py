@@ -30,6 +30,8 @@ class _Start(BaseModel):
     slug: str
     total: int
     pending: int
+    published: str | None = None
+    """``SLUG@VERSION`` when the run is of a published version."""
 
 
 class _Board:
@@ -48,7 +50,8 @@ class _Board:
     def on_event(self, event: str, payload: JsonObject) -> None:
         if event == "start":
             start = _Start.model_validate(payload)
-            self.total, self.pending, self.run_id, self.slug = start.total, start.pending, start.run_id, start.slug
+            self.total, self.pending, self.run_id = start.total, start.pending, start.run_id
+            self.slug = start.published or start.slug
         elif event == "result":
             self.rows.append(TaskResult.model_validate(payload))
         elif event == "summary":

@@ -85,7 +85,7 @@ def _publish(store: ArtifactBackend, record: PublishedBenchmark, target: str) ->
         typer.echo(f"  task {task.task_id}  sha256:{task.sha256}")
     for pin in stored.artifacts:
         typer.echo(f"  artifact {pin.id}@{pin.version}  ({pin.kind}; written as {pin.written})")
-    typer.echo(f"run it with: prefect-agentenv bench {ref}   (the files of {target} are no longer read)")
+    typer.echo(f"run it with: prefect-agentenv bench {ref}   (it runs this frozen copy, not the files)")
 
 
 def _check(store: ArtifactBackend, record: PublishedBenchmark, target: str) -> int:

@@ -37,7 +37,7 @@ from prefect_agentenv.documents.compile import ExpandedTask
 from prefect_agentenv.documents.published import task_ref
 from prefect_agentenv.exceptions import ArtifactError, ConfigurationError, TaskDocumentError
 from prefect_agentenv.documents.models import TaskDocument
-from prefect_agentenv.flows.benchmark_source import BenchmarkSource, load_source, slug_of, source_markdown
+from prefect_agentenv.flows.benchmark_source import BenchmarkSource, load_source, slug_of, with_source
 from prefect_agentenv.flows.engine.task_runner import report_key
 from prefect_agentenv.flows.agent_task_run import Handoff, agent_task_run, handoff
 from prefect_agentenv.flows.reports.benchmark_result import BenchmarkRunResult
@@ -197,7 +197,8 @@ class _Runner:
         keys = self.keys()
         pending = await asyncio.to_thread(self.results.pending, keys)
         await asyncio.to_thread(self.results.record_started, published=self.source.ref)
-        _emit("start", {"run_id": self.run_id, "slug": self.bench.slug, "total": len(keys), "pending": len(pending)})
+        _emit("start", {"run_id": self.run_id, "slug": self.bench.slug, "total": len(keys), "pending": len(pending),
+                        "published": str(self.source.ref) if self.source.ref else None})
         self.progress_id = await progress_artifact(self.bench.slug, len(keys) - len(pending), len(keys))
         self.done = len(keys) - len(pending)
         gate = asyncio.Semaphore(self.concurrency)
@@ -434,7 +435,7 @@ class _Runner:
         title = f"{self.bench.name} — run {self.run_id}"
         markdown = summary_markdown(summary, comparison, results, title=title,
                                     alert=verdict and f"The benchmark failed: {verdict}")
-        markdown += source_markdown(self.source.ref, previous)
+        markdown = with_source(markdown, self.source.ref, previous)
         report_files = await render_html_report(self.store, self.bench.slug, self.run_id, title=title,
                                                 headline=headline_text(summary))
         html_url = await publish_html_report(self.store, self.bench.slug, self.run_id, report_files)

@@ -117,9 +117,9 @@ def slug_of(value: JsonValue | Benchmark) -> str | None:
     return slug if isinstance(slug, str) else None
 
 
-def source_markdown(current: PublishedVersion | None, previous: RunEntry | None) -> str:
-    """The summary's lines on what ran: the published version and hash, and whether the run it is
-    compared with ran the same one (a comparison across versions compares different tasks)."""
+def with_source(markdown: str, current: PublishedVersion | None, previous: RunEntry | None) -> str:
+    """The summary with what ran under its title: the published version and hash, and whether the
+    run it is compared with ran the same one (a comparison across versions compares other tasks)."""
     lines = []
     if current is not None:
         lines.append(f"**Published version** `{current}` (sha256 `{current.hash[:12]}…`): the tasks as "
@@ -127,4 +127,7 @@ def source_markdown(current: PublishedVersion | None, previous: RunEntry | None)
     if previous is not None and previous.published != current:
         before = f"`{previous.published}`" if previous.published else "the benchmark's files as they were then"
         lines.append(f"The run compared with ({previous.run_id}) ran {before}: its tasks may differ from these.")
-    return "".join(f"\n\n{line}" for line in lines)
+    if not lines:
+        return markdown
+    title, _, body = markdown.partition("\n\n")
+    return "\n\n".join([title, *lines, body])

@@ -62,7 +62,8 @@ async def test_a_published_version_runs_its_frozen_tasks_after_the_files_changed
     assert results["graded"].snapshot and results["graded"].snapshot.sha256 == published.task("graded").sha256
     assert {r.published for r in results.values()} == {published.ref}
     assert out["published"] == {"slug": "frozen-bench", "version": "1", "hash": published.hash}
-    assert f"**Published version** `frozen-bench@1` (sha256 `{published.hash[:12]}…`)" in out["markdown"]
+    assert out["markdown"].split("\n\n")[1].startswith(  # under the title
+        f"**Published version** `frozen-bench@1` (sha256 `{published.hash[:12]}…`)")
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["published"]["hash"] == published.hash
 
     _, files = await run(path=str(path))  # the files as they are now: the edit runs, nothing is published
@@ -136,7 +137,8 @@ def test_the_bench_command_runs_a_published_version(tmp_path: Path, agentenv_hom
     proc = subprocess.run([sys.executable, "-m", "prefect_agentenv.cli", "bench", "frozen-bench@1", "--report-dir",
                            str(tmp_path / "out")], env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "mean score 0.750" in proc.stdout and "prefect-agentenv bench frozen-bench@1 --resume" in proc.stdout
+    assert "benchmark frozen-bench@1  run" in proc.stdout and "mean score 0.750" in proc.stdout
+    assert "prefect-agentenv bench frozen-bench@1 --resume" in proc.stdout
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["published"] == {"slug": "frozen-bench", "version": "1", "hash": published.hash}
 
