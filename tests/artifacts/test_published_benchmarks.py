@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import pytest
+import yaml
 
 from prefect_agentenv.artifacts import ArtifactBackend, ArtifactNotFoundError, UnsafeKeyError
+from prefect_agentenv.documents.published import PublishedBenchmark, freeze_benchmark
+from prefect_agentenv.documents.published_store import PublishConflictError, publish, read_published
 
 
 def test_a_published_version_is_stored_once_and_a_second_writer_cannot_replace_it(store: ArtifactBackend) -> None:
@@ -51,3 +55,23 @@ def test_slugs_and_versions_that_would_leave_the_store_are_refused(store: Artifa
                                                                    version: str) -> None:
     with pytest.raises(UnsafeKeyError):
         store.put_published_benchmark(slug, version, b"{}")
+
+
+def test_a_frozen_benchmark_is_published_read_back_and_guarded_on_each_store(store: ArtifactBackend,
+                                                                              tmp_path: Path) -> None:
+    store.publish_environment("inbox", "email", "inbox.json", b'{"emails": []}')
+
+    def frozen(score: float) -> PublishedBenchmark:
+        path = tmp_path / "bench.yaml"
+        path.write_text(yaml.safe_dump({"name": "Stored", "slug": "stored", "tasks": [{"id": "t", "steps": [
+            {"id": "email", "type": "deploy_env", "env_id": "email", "depends_on": []},
+            {"id": "inbox", "type": "load_artifact", "env_id": "email", "artifact_id": "inbox"},
+            {"id": "grade", "type": "test_score", "score": score}]}]}))
+        return freeze_benchmark(path, store).record
+
+    first = publish(store, frozen(1.0))
+    assert first.stored and read_published(store, "stored", "1") == first.record
+    assert read_published(store, "stored", "latest").task("t").document["steps"][1]["version"] == "1"
+    with pytest.raises(PublishConflictError, match="tasks that differ: t"):
+        publish(store, frozen(0.5))
+    assert read_published(store, "stored", "1").hash == first.record.hash
