@@ -13,8 +13,10 @@ async with AgentSession(envs={"email": "inbox"}, agent="scripted",
     state = await session.env_state("email")                  # what the env exports
 ```
 
-Everything runs on this machine without Prefect (the same step code as a flow run), and every
-process the session started is stopped when the ``async with`` block ends.
+Everything runs on this machine without Prefect, the way a flow run runs its steps: the session
+opens its run through the engine's run scope and runs each step (the deploys, each prompt)
+through ``execute_step``; every process the session started is stopped when the ``async with``
+block ends.
 """
 
 from __future__ import annotations
@@ -27,12 +29,13 @@ from types import TracebackType
 from typing import Any
 
 from prefect_agentenv.context import PromptResponse, RunContext
+from prefect_agentenv.exceptions import StepError
+from prefect_agentenv.flows.engine.execute import execute_step
+from prefect_agentenv.flows.engine.run_scope import open_run
 from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.protocols.a2a import AgentReply
-from prefect_agentenv.runtime.run import RunResources, bind_run, unbind_run
-from prefect_agentenv.runtime.teardown import TeardownRegistry
-from prefect_agentenv.settings import get_settings
 from prefect_agentenv.steps import deploy_agent, deploy_env, load_artifact, prompt_agent
+from prefect_agentenv.steps.base import StepModel
 from prefect_agentenv.steps.support.agents import a2a_client
 from prefect_agentenv.steps.support.services import env_client
 
@@ -83,18 +86,13 @@ class AgentSession:
         self.envs = dict(envs) if isinstance(envs, Mapping) else {e: None for e in envs}
         self.agent_id, self.agent_name = agent, agent_name
         self.agent_config = dict(agent_config or {})
-        settings = get_settings()
-        run_id = f"session-{uuid.uuid4().hex[:12]}"
-        self.run = RunResources(run_id=run_id, task_id="session", workdir=(settings.runs_dir / run_id).resolve(),
-                                teardown=TeardownRegistry(per_entry_timeout=settings.step_teardown_timeout_seconds),
-                                keep=keep)
+        self._scope = open_run("session", run_id=f"session-{uuid.uuid4().hex[:12]}", keep=keep)
+        self.run = self._scope.run
         self.ctx = RunContext()
-        self._token: Any = None
         self._prompts = 0
 
     async def __aenter__(self) -> AgentSession:
-        self.run.workdir.mkdir(parents=True, exist_ok=True)
-        self._token = bind_run(self.run)
+        await self._scope.__aenter__()
         try:
             await self._deploy()
         except BaseException:
@@ -107,21 +105,20 @@ class AgentSession:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Stop everything the session started."""
-        await self.run.teardown.stop_all(get_settings().teardown_timeout_seconds)
-        if self._token is not None:
-            unbind_run(self._token)
-            self._token = None
+        """Stop everything the session started (a no-op once done)."""
+        await self._scope.close()
+
+    async def _run(self, step: StepModel) -> None:
+        """Run one step on the session's context, as a task document's step runs."""
+        self.ctx = await execute_step(step, [self.ctx])
 
     async def _deploy(self) -> None:
         for env_id, artifact in self.envs.items():
-            self.ctx = await deploy_env.run(deploy_env.DeployEnvStep(id=f"env-{env_id}", env_id=env_id), self.ctx)
+            await self._run(deploy_env.DeployEnvStep(id=f"env-{env_id}", env_id=env_id))
             if artifact:
-                load = load_artifact.LoadArtifactStep(id=f"load-{env_id}", env_id=env_id, artifact_id=artifact)
-                self.ctx = await load_artifact.run(load, self.ctx)
-        agent = deploy_agent.DeployAgentStep(id="agent", a2a_agent_id=self.agent_id, agent_name=self.agent_name,
-                                             env_ids=list(self.envs), agent_config=self.agent_config)
-        self.ctx = await deploy_agent.run(agent, self.ctx)
+                await self._run(load_artifact.LoadArtifactStep(id=f"load-{env_id}", env_id=env_id, artifact_id=artifact))
+        await self._run(deploy_agent.DeployAgentStep(id="agent", a2a_agent_id=self.agent_id, agent_name=self.agent_name,
+                                                     env_ids=list(self.envs), agent_config=self.agent_config))
 
     async def prompt(self, text: str, *, timeout_seconds: float = 600, **options: Any) -> PromptResponse:
         """One prompt, as a prompt_agent step would send it; returns its PromptResponse.
@@ -133,8 +130,8 @@ class AgentSession:
         step = prompt_agent.PromptAgentStep(id=prompt_id, agent_name=self.agent_name, prompt_id=prompt_id,
                                             prompt=text, timeout_seconds=timeout_seconds, **options)
         try:
-            self.ctx = await prompt_agent.run(step, self.ctx)
-        except prompt_agent.StepError as exc:
+            await self._run(step)
+        except StepError as exc:
             if exc.context is not None:
                 self.ctx = exc.context
             else:

@@ -16,15 +16,19 @@ added, exactly as the step does inside a task document::
                                          criteria=[{"id": "polite", "criterion": "The reply is polite."}])
         return ctx.metadata.verifications["tone"].score
 
-``agentenv_run`` holds what the steps start (envs, agents, sandboxes, the mock model) and stops all
-of it when the block exits, however it exits. Fields are validated like a document's
-(``id`` defaults to the step type); a bad field raises a ``TaskDocumentError`` naming it. Step
-types from plugins are reached with :func:`step_task`.
+``agentenv_run`` opens a run (the same run scope a flow run of a task document opens): it holds
+what the steps start (envs, agents, sandboxes, the mock model) and stops all of it when the block
+exits, however it exits. Each task runs its step through the engine's ``execute_step``, as a task
+document's step runs: ``${VAR}`` placeholders are filled from the environment, a ``retry_config``
+retrying the step itself is honoured, and a failure under ``fail_task_on_error: false`` is
+recorded in the context it returns (``metadata.failed_steps``; for a verifier, an errored
+verification scoring 0) instead of raised. Fields are validated like a document's (``id``
+defaults to the step type); a bad field raises a ``TaskDocumentError`` naming it. Step types
+from plugins are reached with :func:`step_task`.
 """
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -36,10 +40,10 @@ from pydantic import ValidationError
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.documents.problems import Problem
 from prefect_agentenv.exceptions import TaskDocumentError
+from prefect_agentenv.flows.engine.execute import execute_step
+from prefect_agentenv.flows.engine.run_scope import open_run
 from prefect_agentenv.runtime.overrides import RunOverrides
-from prefect_agentenv.runtime.run import RunResources, bind_run, unbind_run
-from prefect_agentenv.runtime.teardown import TeardownRegistry
-from prefect_agentenv.settings import get_settings
+from prefect_agentenv.steps.base import StepModel
 from prefect_agentenv.steps.registry import get_step
 
 __all__ = [
@@ -62,37 +66,32 @@ async def agentenv_run(task_id: str = "flow", *, keep: bool = False,
         keep: Keep agent sandboxes after the run.
         overrides: Per-run overrides, as for a task document (``a2a_agent_id``, ``judge_model``, …).
     """
-    settings = get_settings()
-    run_id = uuid.uuid4().hex
-    run = RunResources(run_id=run_id, task_id=task_id, workdir=(settings.runs_dir / run_id).resolve(),
-                       teardown=TeardownRegistry(per_entry_timeout=settings.step_teardown_timeout_seconds),
-                       keep=keep, overrides=RunOverrides.parse(overrides))
-    run.workdir.mkdir(parents=True, exist_ok=True)
-    token = bind_run(run)
-    try:
+    async with open_run(task_id, keep=keep, overrides=RunOverrides.parse(overrides)):
         yield RunContext()
-    finally:
-        try:
-            await run.teardown.stop_all(settings.teardown_timeout_seconds)
-        finally:
-            unbind_run(token)
 
 
 def step_task(step_type: str) -> Task[..., Any]:
     """A Prefect task running one step of ``step_type`` (any registered type, plugins included)."""
 
     async def run_step(ctx: RunContext | None = None, **fields: Any) -> RunContext:
-        definition = get_step(step_type)
-        data = {"id": step_type, **fields, "type": step_type}
-        try:
-            step = definition.model.model_validate(data)
-        except ValidationError as exc:
-            raise TaskDocumentError([Problem(f"{'.'.join(str(p) for p in e['loc']) or step_type}: {e['msg']}",
-                                             step_id=str(data["id"])) for e in exc.errors()], step_type) from None
-        return await definition.run(step, (ctx or RunContext()).model_copy(deep=True))
+        return await execute_step(_step_of(step_type, fields), [ctx or RunContext()])
 
     run_step.__doc__ = f"Run a ``{step_type}`` step on ``ctx``; the keyword arguments are its fields."
     return task(name=step_type, cache_policy=NO_CACHE, persist_result=False)(run_step)
+
+
+def _step_of(step_type: str, fields: dict[str, Any]) -> StepModel:
+    """The step the task's keyword arguments describe, validated as a document's step would be.
+
+    Raises:
+        TaskDocumentError: a field is wrong; each problem names it.
+    """
+    data = {"id": step_type, **fields, "type": step_type}
+    try:
+        return get_step(step_type).model.model_validate(data)
+    except ValidationError as exc:
+        raise TaskDocumentError([Problem(f"{'.'.join(str(p) for p in e['loc']) or step_type}: {e['msg']}",
+                                         step_id=str(data["id"])) for e in exc.errors()], step_type) from None
 
 
 deploy_env = step_task("deploy_env")

@@ -117,9 +117,10 @@ class Agent:
             submission = await capture(session.run, session.ctx, AGENT_NAME, response, scoring)
             scored = await score(session.run, session.ctx, interaction.task.data, scoring, submission, AGENT_NAME)
         except AgentEnvError as exc:
-            logger.warning("scoring failed: %s", redact(str(exc), session.run.redact))
-            trace.info["error"] = f"scoring failed: {exc}"
-            scored = Scored(ScoringInfo(mode=scoring.mode), reward=0.0)
+            scored = Scored(ScoringInfo(mode=scoring.mode), reward=0.0, error=str(exc))
+        if scored.error is not None:
+            logger.warning("scoring failed: %s", redact(scored.error, session.run.redact))
+            trace.info["error"] = f"scoring failed: {scored.error}"
         trace.verifications = {vid: v.record() for vid, v in scored.verifications.items()}
         trace.rewards, trace.reward = scored.rewards, scored.reward
         trace.info["scoring"] = scored.info.model_dump(mode="json", exclude_unset=True)

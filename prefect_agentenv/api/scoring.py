@@ -4,12 +4,16 @@
 the submission — each env's exported state, the sandbox's files and the agent's replies — and
 restores it into fresh env instances and a fresh sandbox in a scoring run of its own; that run
 is torn down after scoring, and rebuilt from the same submission when an attempt fails (up to
-``retries.max_retries`` more times). The verifier steps are the ones a task document runs.
+``retries.max_retries`` more times). The verifier steps are the ones a task document runs, and
+they run the way a flow run runs them: through the engine's DAG scheduler and ``execute_step``
+(placeholders, retries, an errored verifier's record), isolated attempts through the flow's
+:class:`~prefect_agentenv.flows.engine.scoring_placement.IsolatedScoring`. A rollout's verifier
+is tolerated by default (``fail_task_on_error: false``): one that errs scores 0 with its error,
+and the other verifiers still run.
 """
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -18,18 +22,15 @@ from pydantic import BaseModel, ValidationError
 from prefect_agentenv.api.config import ScoringConfig, TaskData
 from prefect_agentenv.context import PromptResponse, RunContext, Verification
 from prefect_agentenv.documents.loading import resolve_env_vars
-from prefect_agentenv.documents.validation import resolved_value_errors
-from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError
+from prefect_agentenv.exceptions import ConfigurationError
 from prefect_agentenv.flows.engine import scoring_placement as placement
-from prefect_agentenv.flows.reports.report import redact
+from prefect_agentenv.flows.engine.execute import run_body, unset_env_vars
+from prefect_agentenv.flows.engine.scheduler import DagScheduler
 from prefect_agentenv.grading.outcome import task_score
 from prefect_agentenv.grading.verification import read_all
-from prefect_agentenv.runtime.run import RunResources, bind_run, unbind_run
-from prefect_agentenv.settings import get_settings
+from prefect_agentenv.runtime.run import RunResources
 from prefect_agentenv.steps.base import StepModel
 from prefect_agentenv.steps.registry import get_step
-
-logger = logging.getLogger("prefect_agentenv.api")
 
 PROMPT_ID = "prompt"
 """The prompt id the rollout's replies are stored under, for the verifiers that read them."""
@@ -64,6 +65,9 @@ class Scored:
     info: ScoringInfo
     verifications: dict[str, Verification] = field(default_factory=dict)
     reward: float | None = None
+    error: str | None = None
+    """Why scoring failed (a verifier with ``fail_task_on_error: true`` failed, or the submission
+    could not be restored): the reward is then 0, as a failed flow run scores."""
 
     @property
     def rewards(self) -> dict[str, float | None]:
@@ -73,10 +77,13 @@ class Scored:
 def verifier_steps(task: TaskData, agent_name: str, scoring_env: dict[str, str] | None = None) -> list[StepModel]:
     """The task's verifier steps, with the fields a rollout implies filled in: ``prompt_id``, the
     graded agent's name (not for a rubric, whose ``agent_name`` names a judge, nor for a step
-    given a ``sandbox_name``), the env when there is one, and ids.
+    given a ``sandbox_name``), the env when there is one, ids, and ``fail_task_on_error: false``
+    (a verifier that errs scores 0 and the others still run).
 
     Raises:
-        ConfigurationError: a verifier is not a valid step (its index and the problem are named).
+        ConfigurationError: a verifier is not a valid step, or it shares its id with an earlier
+            one or depends on a step that is not an earlier verifier (its index and the problem
+            are named).
     """
     steps: list[StepModel] = []
     env_ids = list(task.envs)
@@ -89,6 +96,7 @@ def verifier_steps(task: TaskData, agent_name: str, scoring_env: dict[str, str] 
         fields = model.model_fields
         data.setdefault("verifier_id", data.get("id") or f"{data['type']}-{i + 1}")
         data.setdefault("id", data["verifier_id"])
+        data.setdefault("fail_task_on_error", False)
         if "prompt_id" in fields:
             data.setdefault("prompt_id", PROMPT_ID)
         if "agent_name" in fields and data["type"] not in NAMES_A_JUDGE and not data.get("sandbox_name"):
@@ -100,11 +108,25 @@ def verifier_steps(task: TaskData, agent_name: str, scoring_env: dict[str, str] 
             if own is None or isinstance(own, dict):  # anything else is left for validation to name
                 data["scoring_env"] = {**scoring_env, **(own or {})}
         try:
-            steps.append(model.model_validate(data))
+            step = model.model_validate(data)
         except ValidationError as exc:
             raise ConfigurationError(f"verifiers[{i}] ({data['type']} '{data['id']}'): " + "; ".join(
                 f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from None
+        _check_wiring(i, step, steps)
+        steps.append(step)
     return steps
+
+
+def _check_wiring(index: int, step: StepModel, earlier: list[StepModel]) -> None:
+    """The verifiers run as a DAG: ids unique, and ``depends_on`` naming earlier verifiers only."""
+    ids = {s.id for s in earlier}
+    if step.id in ids:
+        raise ConfigurationError(f"verifiers[{index}] ({step.type} '{step.id}'): id '{step.id}' is used by an "
+                                 "earlier verifier: give each its own id (or verifier_id)")
+    unknown = [d for d in step.dependency_ids() or [] if d not in ids]
+    if unknown:
+        raise ConfigurationError(f"verifiers[{index}] ({step.type} '{step.id}'): depends_on names "
+                                 f"{', '.join(repr(d) for d in unknown)}, not an earlier verifier of the task")
 
 
 def skip_reason(scoring: ScoringConfig, *, is_truncated: bool, is_timeout: bool) -> str | None:
@@ -146,70 +168,32 @@ def _graded(ctx: RunContext, agent_name: str) -> RunContext:
 
 async def score(session_run: RunResources, ctx: RunContext, task: TaskData, scoring: ScoringConfig,
                 submission: Submission, agent_name: str) -> Scored:
-    """Run the verifiers where the config says; the reward follows the skip policy."""
+    """Run the verifiers where the config says; the reward follows the skip policy (0 when scoring failed).
+
+    Raises:
+        ConfigurationError: a verifier's ``${VAR}`` without a default is not set (nothing was
+            deployed for scoring), or a scoring env template cannot be resolved.
+    """
     env = scoring_env(scoring, session_run.redact)
     steps = verifier_steps(task, agent_name, env)
+    unset = unset_env_vars(steps)
+    if unset:
+        raise ConfigurationError(unset)
     info = ScoringInfo(mode=scoring.mode, env=sorted(scoring.env),
                        network=scoring.network.mode if scoring.network else None)
     if scoring.mode == "shared":
         shared = ctx.model_copy(deep=True)
         shared.prompt_responses[PROMPT_ID] = submission.response
-        verifications, _ = await _run_verifiers(steps, shared, session_run.redact)
+        result = await DagScheduler(steps, run_body, initial=shared).run()
         info.attempts = 1
     else:
-        verifications, info.attempts = await _isolated(session_run, ctx, scoring, submission, steps, agent_name)
+        graded = _graded(ctx, agent_name)
+        graded.prompt_responses = {PROMPT_ID: submission.response}
+        assert submission.placed is not None
+        isolated = placement.IsolatedScoring(steps, scoring, run_body)
+        result = await isolated.score(session_run, graded, submission.placed)
+        info.attempts = isolated.attempts
+    verifications = read_all(result.context.metadata.verifications)
+    if result.fatal is not None:
+        return Scored(info, verifications, 0.0, error=f"step '{result.fatal.id}' failed: {result.fatal.error}")
     return Scored(info, verifications, task_score(verifications, scoring.skip_policy))
-
-
-async def _run_verifiers(steps: list[StepModel], ctx: RunContext,
-                         redact: set[str]) -> tuple[dict[str, Verification], list[str]]:
-    """Every verifier in order (``${VAR}``s resolved as a flow run does); one that errs scores 0
-    with its error, and the error is returned so isolated scoring can try again."""
-    errors: list[str] = []
-    for step in steps:
-        definition = get_step(step.type)
-        assert definition.run is not None
-        try:
-            resolved = type(step).model_validate(resolve_env_vars(step.model_dump(by_alias=True), used=redact))
-        except KeyError as exc:
-            raise ConfigurationError(f"verifier '{step.id}': environment variable {exc.args[0]} is not set") from None
-        except ValidationError as exc:
-            raise ConfigurationError(f"verifier '{step.id}' with its ${{VAR}}s resolved: "
-                                     f"{resolved_value_errors(exc)}") from None
-        try:
-            ctx = await definition.run(resolved, ctx)
-        except AgentEnvError as exc:
-            errors.append(f"{step.id}: {exc}")
-            verifier_id = getattr(step, "verifier_id", step.id)
-            ctx.metadata.verifications[verifier_id] = Verification.written(
-                score=0.0, results=[], error=str(exc), weight=getattr(step, "weight", 1.0))
-    verifications = read_all(ctx.metadata.verifications)
-    errors += [f"{vid}: {v.error}" for vid, v in verifications.items()
-               if v.error and not any(e.startswith(f"{vid}: ") for e in errors)]
-    return verifications, errors
-
-
-async def _isolated(session_run: RunResources, ctx: RunContext, scoring: ScoringConfig, submission: Submission,
-                    steps: list[StepModel], agent_name: str) -> tuple[dict[str, Verification], int]:
-    """Restore the submission into a fresh scoring run and score it; rebuild and retry on failure."""
-    attempts = 1 + scoring.retries.max_retries
-    verifications: dict[str, Verification] = {}
-    graded = _graded(ctx, agent_name)
-    graded.prompt_responses = {PROMPT_ID: submission.response}
-    assert submission.placed is not None
-    for attempt in range(1, attempts + 1):
-        run = placement.scoring_run(session_run, attempt)
-        token = bind_run(run)
-        try:
-            fresh = await placement.restore(run, graded, scoring, submission.placed)
-            verifications, errors = await _run_verifiers(steps, fresh, run.redact)
-        except AgentEnvError as exc:
-            errors = [f"restoring the submission: {exc}"]
-        finally:
-            await run.teardown.stop_all(get_settings().teardown_timeout_seconds)
-            unbind_run(token)
-        if not errors:
-            return verifications, attempt
-        logger.warning("isolated scoring attempt %d of %d failed: %s", attempt, attempts,
-                       redact("; ".join(errors), run.redact))
-    return verifications, attempts

@@ -11,7 +11,7 @@ import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from prefect_agentenv.flows.reports.report import redact
+from prefect_agentenv.redaction import Redactor
 
 _active: list[set[str]] = []
 """The (growing) secret sets of the runs in progress in this process."""
@@ -23,12 +23,13 @@ class _RedactingFilter(logging.Filter):
         if not secrets:
             return True
         message = record.getMessage()
-        clean = redact(message, secrets)
+        redactor = Redactor(secrets)
+        clean = redactor.text(message)
         if clean != message:
             record.msg, record.args = clean, None
         if record.exc_info and record.exc_info[1] is not None:
             text = record.exc_text or logging.Formatter().formatException(record.exc_info)
-            clean = redact(text, secrets)
+            clean = redactor.text(text)
             if clean != text:
                 # Formatters append exc_text as is; without exc_info they never re-render the traceback.
                 record.exc_text, record.exc_info = clean, None

@@ -1,28 +1,23 @@
 """The DAG scheduler: starts each step as soon as its dependencies finish.
 
-It knows nothing of Prefect: ``execute(step, inputs)`` runs one step (the flow wraps it in a
-Prefect task). The scheduler owns the failure semantics: tolerated failures, retries of a
-span of steps, and the first fatal failure cancelling everything still in flight.
+It knows nothing of Prefect: each step runs through
+:func:`~prefect_agentenv.flows.engine.execute.execute_step` with the caller's runner (the flow's
+runs each attempt in a Prefect task). ``execute_step`` owns what a step's end means (retries,
+tolerated failures, errored verifiers); the scheduler owns the graph: which outputs a step
+receives, re-running a span of steps for a retry that starts at an ancestor, and the first
+fatal failure cancelling everything still in flight.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any
 
-from prefect_agentenv.context import FailedStep, RunContext, StepRecord
+from prefect_agentenv.context import RunContext, StepRecord
 from prefect_agentenv.documents.graph import resolve_dependencies, retry_span
-from prefect_agentenv.documents.models import TaskDocument
-from prefect_agentenv.exceptions import StepError
-from prefect_agentenv.grading.verification import errored
-from prefect_agentenv.steps.base import StepModel, VerifierStep
-
-Execute = Callable[[StepModel, list[RunContext]], Awaitable[RunContext]]
-BeforeRetry = Callable[[list[str]], Awaitable[Any]]
+from prefect_agentenv.flows.engine.execute import Runner, attempt, execute_step, partial_context
+from prefect_agentenv.steps.base import StepModel
 
 
 @dataclass
@@ -38,25 +33,6 @@ class ScheduleResult:
     """Why the run was stopped from outside (``SIGINT``, ``SIGTERM``, ``cancelled``), if it was."""
 
 
-_RETRIES_EXHAUSTED = "retries_exhausted"
-
-
-def mark_retries_exhausted(error: BaseException, exhausted: bool) -> None:
-    """Say that the step's own retries already ran (as Prefect task retries), so the scheduler
-    does not retry it again. An attribute on the error: it may be any exception a step raised."""
-    setattr(error, _RETRIES_EXHAUSTED, exhausted)
-
-
-def retries_exhausted(error: BaseException) -> bool:
-    """Whether :func:`mark_retries_exhausted` said the step's retries already ran."""
-    return bool(getattr(error, _RETRIES_EXHAUSTED, False))
-
-
-def _partial_context(error: Exception) -> RunContext | None:
-    """What a failed step produced before it failed (a failed prompt still leaves its PromptResponse)."""
-    return error.context if isinstance(error, StepError) else None
-
-
 class _Fatal(Exception):
     def __init__(self, record: StepRecord) -> None:
         super().__init__(record.error)
@@ -64,14 +40,21 @@ class _Fatal(Exception):
 
 
 class DagScheduler:
-    """Runs the steps of one task document with the documented failure semantics."""
+    """Runs a set of steps wired by ``depends_on`` with the documented failure semantics.
 
-    def __init__(self, document: TaskDocument, execute: Execute, before_retry: BeforeRetry | None = None) -> None:
-        self.steps = {s.id: s for s in document.steps}
-        self.deps = resolve_dependencies(list(self.steps), [s.dependency_ids() for s in document.steps])
-        self.execute = execute
-        self.before_retry = before_retry
-        self.records = {s.id: StepRecord(id=s.id, type=s.type) for s in document.steps}
+    Args:
+        steps: the steps, in document order (a task document's, or the verifiers of a scoring).
+        runner: how each attempt of a step is carried out (see ``execute``).
+        initial: the input of the steps that depend on nothing (the restored context a scoring
+            attempt grades); none: they start from an empty context.
+    """
+
+    def __init__(self, steps: Sequence[StepModel], runner: Runner, *, initial: RunContext | None = None) -> None:
+        self.steps = {s.id: s for s in steps}
+        self.deps = resolve_dependencies(list(self.steps), [s.dependency_ids() for s in steps])
+        self.runner = runner
+        self.initial = initial
+        self.records = {s.id: StepRecord(id=s.id, type=s.type) for s in steps}
         self.outputs: dict[str, RunContext] = {}
         self.order: list[str] = []
         self._done: dict[str, asyncio.Future[RunContext]] = {}
@@ -130,18 +113,30 @@ class DagScheduler:
     async def _run_one(self, step_id: str) -> None:
         for d in self.deps[step_id]:
             await self._done[d]
-        inputs = self._inputs_of(step_id)
-        step = self.steps[step_id]
-        out = await self._attempt(step, inputs)
+        record = self.records[step_id]
+        try:
+            out = await execute_step(self.steps[step_id], self._inputs_of(step_id), runner=self.runner,
+                                     record=record, spans=self)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            partial = partial_context(exc)
+            if partial is not None:
+                # The report keeps what the step left (e.g. the failed prompt's PromptResponse).
+                self.outputs[step_id] = partial
+                self.order.append(step_id)
+            raise _Fatal(record) from exc
         self._finish(step_id, out)
 
     def _inputs_of(self, step_id: str) -> list[RunContext]:
-        """The latest outputs of a step's dependencies.
+        """The latest outputs of a step's dependencies (``initial`` for a step with none).
 
         After a retry, branches that finished earlier still carry the replaced outputs of the
         retried span; those inputs are pre-merged with the newest value winning.
         """
         deps = self.deps[step_id]
+        if not deps:
+            return [self.initial] if self.initial is not None else []
         inputs = [self.outputs[d] for d in deps]
         if self._retried and len(inputs) > 1:
             by_finish = sorted(deps, key=self.order.index)
@@ -156,96 +151,24 @@ class DagScheduler:
         if not fut.done():
             fut.set_result(out)
 
-    async def _attempt(self, step: StepModel, inputs: list[RunContext]) -> RunContext:
-        record = self.records[step.id]
-        try:
-            return await self._execute_recorded(step, inputs)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            error: Exception = exc
-        if step.retry_config and step.retry_config.max_retries > 0 and not retries_exhausted(error):
-            out = await self._retry(step, error)
-            if out is not None:
-                return out
-        partial = _partial_context(error)
-        if not step.fail_task_on_error:
-            record.state = "tolerated"
-            return self._tolerated_context(step, [partial] if partial is not None else inputs, record)
-        if partial is not None:
-            # The report keeps what the step left (e.g. the failed prompt's PromptResponse).
-            self.outputs[step.id] = partial
-            self.order.append(step.id)
-        raise _Fatal(record) from error
+    def span(self, start: str, failing: str) -> list[str]:
+        """The steps re-run when ``failing`` retries from ``start``: start, failing, and every step between."""
+        return retry_span(self.deps, start, failing)
 
-    async def _execute_recorded(self, step: StepModel, inputs: list[RunContext]) -> RunContext:
-        record = self.records[step.id]
-        record.attempts += 1
-        record.state = "running"
-        record.started_at = datetime.now(timezone.utc)
-        record.error = record.error_type = None
-        started = time.monotonic()
-        try:
-            out = await self.execute(step, inputs)
-        except asyncio.CancelledError:
-            record.state = "cancelled"
-            record.error = "cancelled because another step failed or the run was stopped"
-            record.error_type = "Cancelled"
-            raise
-        except Exception as exc:
-            record.state = "failed"
-            record.error = str(exc) or type(exc).__name__
-            record.error_type = type(exc).__name__
-            raise
-        finally:
-            record.duration_s = round(time.monotonic() - started, 4)
-        record.state = "completed"
-        return out
-
-    async def _retry(self, failing: StepModel, error: Exception) -> RunContext | None:
-        """Re-run the span from retry_from_step_id through the failing step, up to max_retries times."""
-        assert failing.retry_config is not None
-        span = retry_span(self.deps, failing.retry_config.retry_from_step_id, failing.id)
-        for _ in range(failing.retry_config.max_retries):
-            if self.before_retry:
-                await self.before_retry(span)
-            fresh: dict[str, RunContext] = {}
-            try:
-                for sid in span:
-                    ins = [fresh[d] if d in fresh else self.outputs[d] for d in self.deps[sid]]
-                    fresh[sid] = await self._execute_recorded(self.steps[sid], ins)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                continue
-            self._retried = True
-            for sid in span[:-1]:
-                self.outputs[sid] = fresh[sid]
-                self.order.remove(sid)
-                self.order.append(sid)
-            return fresh[failing.id]
-        return None
-
-    def _tolerated_context(self, step: StepModel, inputs: list[RunContext], record: StepRecord) -> RunContext:
-        ctx = RunContext.merge(inputs)
-        ctx.metadata.failed_steps.append(
-            FailedStep(
-                step_id=step.id,
-                step_type=step.type,
-                error=record.error or "",
-                error_type=record.error_type or "Exception",
-                started_at=record.started_at or datetime.now(timezone.utc),
-                duration_s=record.duration_s or 0.0,
-            )
-        )
-        if isinstance(step, VerifierStep):
-            # An errored verifier still counts, as 0: leaving it out would let a tolerated
-            # failure raise the task score (docs/scoring.md, "Errors").
-            axes = step.declared_axes()  # it scores 0 on them (per-axis scores); None: rows from a script
-            verification = errored(record.error or record.error_type or "failed", weight=step.weight,
-                                   axes=axes, step_type=step.type)
-            ctx.metadata.verifications.setdefault(step.verifier_id, verification)
-        return ctx
+    async def rerun(self, span: list[str]) -> RunContext:
+        """Run the span again, each step on the fresh outputs of the span before it; once the
+        last one succeeds the fresh outputs replace the old (a failure raises and keeps them)."""
+        fresh: dict[str, RunContext] = {}
+        for sid in span:
+            deps = self.deps[sid]
+            inputs = [fresh[d] if d in fresh else self.outputs[d] for d in deps] if deps else self._inputs_of(sid)
+            fresh[sid] = await attempt(self.steps[sid], inputs, self.runner, self.records[sid])
+        self._retried = True
+        for sid in span[:-1]:
+            self.outputs[sid] = fresh[sid]
+            self.order.remove(sid)
+            self.order.append(sid)
+        return fresh[span[-1]]
 
     def finalize_records(self) -> None:
         """Mark steps that never started as not_run."""

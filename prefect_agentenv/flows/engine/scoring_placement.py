@@ -9,30 +9,34 @@ fresh sandbox holding its files, the verifiers run there, and the scoring run is
 attempt that fails (restoring failed, or a verifier erred) is tried again with the **same**
 submission, up to ``scoring.retries.max_retries`` more times.
 
-Used by the ``agent_task`` flow (:func:`run_isolated`) and by the Python agent API.
+Used by the ``agent_task`` flow (:meth:`IsolatedScoring.run`) and by the Python agent API
+(:meth:`IsolatedScoring.score`, on the submission it captured while its session was open): both
+open each scoring run with :func:`~prefect_agentenv.flows.engine.run_scope.open_scoring_run` and
+run the verifiers through the DAG scheduler, so an attempt fails, is retried and is recorded
+the same way on both.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from prefect_agentenv.context import DeployedAgent, RunContext
-from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.documents.scoring import ScoringConfig, runtime_step
 from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError
-from prefect_agentenv.grading.verification import read_all
+from prefect_agentenv.flows.engine.execute import Runner, execute_step
+from prefect_agentenv.flows.engine.run_scope import open_scoring_run
+from prefect_agentenv.flows.engine.scheduler import DagScheduler, ScheduleResult
 from prefect_agentenv.flows.reports.report import redact
-from prefect_agentenv.flows.engine.scheduler import DagScheduler, Execute, ScheduleResult
+from prefect_agentenv.grading.verification import read_all
 from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.protocols.env import DataPart
-from prefect_agentenv.runtime.run import RunResources, bind_run, unbind_run
+from prefect_agentenv.runtime.run import RunResources
 from prefect_agentenv.runtime.sandbox import create_sandbox
-from prefect_agentenv.runtime.teardown import TeardownRegistry
-from prefect_agentenv.settings import get_settings
 from prefect_agentenv.steps import deploy_env
-from prefect_agentenv.steps.support.agents import sandbox_of
 from prefect_agentenv.steps.base import StepModel
+from prefect_agentenv.steps.support.agents import sandbox_of
 from prefect_agentenv.steps.support.services import env_client
 
 logger = logging.getLogger("prefect_agentenv.scoring")
@@ -62,23 +66,6 @@ async def capture(run: RunResources, ctx: RunContext) -> Submission:
     return submission
 
 
-def scoring_run(parent: RunResources, attempt: int) -> RunResources:
-    """A run of its own for one scoring attempt: its own teardown and folder, the parent's
-    options, and the parent's redaction set (what scoring resolves stays out of the report)."""
-    settings = get_settings()
-    run = RunResources(run_id=f"{parent.run_id}-scoring-{attempt}", task_id=parent.task_id,
-                       workdir=parent.workdir / f"scoring-{attempt}", keep=parent.keep,
-                       overrides=parent.overrides, redact=parent.redact,
-                       teardown=TeardownRegistry(per_entry_timeout=settings.step_teardown_timeout_seconds))
-    # Shared with the run it scores: the mock model and the deploy_sandbox env vars; the clients
-    # it makes and tears down itself. (The step graph Prefect draws is the flow's, shared as it is.)
-    run.services.mock_model_url = parent.services.mock_model_url
-    run.services.sandbox_env = parent.services.sandbox_env
-    run.services.sandboxes = dict(parent.services.sandboxes)  # deploy_sandbox ones, scored in place
-    run.workdir.mkdir(parents=True, exist_ok=True)
-    return run
-
-
 async def restore(run: RunResources, ctx: RunContext, scoring: ScoringConfig, submission: Submission) -> RunContext:
     """``ctx`` with fresh envs loaded with the captured states and fresh sandboxes with the files
     (everything else — replies, collected artifacts, verifications so far — carried over)."""
@@ -89,7 +76,7 @@ async def restore(run: RunResources, ctx: RunContext, scoring: ScoringConfig, su
             step = runtime_step(env_id, deployed.version, scoring)
         except ValueError as exc:
             raise ConfigurationError(f"scoring.runtime: {exc}") from None
-        fresh = await deploy_env.run(step, fresh)  # type: ignore[arg-type]
+        fresh = await execute_step(step, [fresh])
         client = env_client(fresh, env_id, step)
         await client.data_reset()
         await client.data_add([DataPart(data=submission.states.get(env_id, {}))])
@@ -109,17 +96,17 @@ def restored_agent(run: RunResources, agent: DeployedAgent, files: dict[str, byt
     return agent.model_copy(update={"instance_id": instance_id, "sandbox": str(sandbox.root)})
 
 
-# -- the agent_task flow -------------------------------------------------------------------------
+# -- the attempts ---------------------------------------------------------------------------------
 
 
 @dataclass
 class IsolatedScoring:
-    """One task's isolated scoring: the verifier document, how to run a step, and the attempts."""
+    """One task's isolated scoring: the verifier steps, how to run a step, and the attempts."""
 
-    document: TaskDocument
+    steps: Sequence[StepModel]
     """The verifier steps (see :func:`~prefect_agentenv.documents.scoring.split_for_isolation`)."""
     scoring: ScoringConfig
-    execute: Execute
+    runner: Runner
     attempts: int = 0
     _current: DagScheduler | None = None
     _stopped: str | None = None
@@ -133,57 +120,47 @@ class IsolatedScoring:
     async def run(self, parent: RunResources, rollout: ScheduleResult) -> ScheduleResult:
         """Capture the rollout's submission, score it in fresh scoring runs; the rollout's result
         with the verifiers' records and verifications of the last attempt."""
-        if not self.document.steps:
+        if not self.steps:
             return rollout
         try:
             submission = await capture(parent, rollout.context)
         except (AgentEnvError, OSError) as exc:  # the run still ends with a report saying why
-            failed = _unrestored(DagScheduler(self.document, self.execute), rollout.context,
+            failed = _unrestored(DagScheduler(self.steps, self.runner), rollout.context,
                                  f"capturing the submission failed: {exc}")
             return _combined(rollout, failed, 0)
+        return _combined(rollout, await self.score(parent, rollout.context, submission), self.attempts)
+
+    async def score(self, parent: RunResources, ctx: RunContext, submission: Submission) -> ScheduleResult:
+        """Score ``submission`` in a fresh scoring run per attempt, until one scores without an
+        error or the retries are spent; the last attempt's result (``attempts`` says how many ran)."""
         last = self.scoring.retries.max_retries + 1
         result: ScheduleResult | None = None
         for attempt in range(1, last + 1):
             if self._stopped and result is not None:
                 break
             self.attempts = attempt
-            result, error = await self._attempt(parent, rollout.context, submission, attempt)
+            result, error = await self._attempt(parent, ctx, submission, attempt)
             if error is None:
                 break
             logger.warning("isolated scoring attempt %d of %d failed: %s", attempt, last,
                            redact(error, parent.redact))
         assert result is not None
-        return _combined(rollout, result, self.attempts)
+        return result
 
     async def _attempt(self, parent: RunResources, ctx: RunContext, submission: Submission,
                        attempt: int) -> tuple[ScheduleResult, str | None]:
-        run = scoring_run(parent, attempt)
-        token = bind_run(run)
-        try:
+        async with open_scoring_run(parent, attempt) as run:
             try:
                 fresh = await restore(run, ctx, self.scoring, submission)
             except (AgentEnvError, OSError) as exc:
-                failed = _unrestored(DagScheduler(self.document, self.execute), ctx,
+                failed = _unrestored(DagScheduler(self.steps, self.runner), ctx,
                                      f"restoring the submission failed: {exc}")
                 return failed, str(exc)
-            scheduler = self._current = DagScheduler(self.document, _on(fresh, self.execute))
+            scheduler = self._current = DagScheduler(self.steps, self.runner, initial=fresh)
             if self._stopped:
                 scheduler.stop(self._stopped)
             result = await scheduler.run()
-        finally:
-            await run.teardown.stop_all(get_settings().teardown_timeout_seconds)
-            unbind_run(token)
-            if run.services.without_prefect and not parent.services.without_prefect:
-                parent.services.without_prefect = run.services.without_prefect  # the report must say so
         return result, _attempt_error(result)
-
-
-def _on(fresh: RunContext, execute: Execute) -> Execute:
-    """``execute`` with the restored context as the input of the verifiers that wait for none."""
-    async def on_fresh(step: StepModel, inputs: list[RunContext]) -> RunContext:
-        return await execute(step, inputs or [fresh])
-
-    return on_fresh
 
 
 def _attempt_error(result: ScheduleResult) -> str | None:
@@ -202,7 +179,7 @@ def _unrestored(scheduler: DagScheduler, ctx: RunContext, error: str) -> Schedul
     result = scheduler.result()
     for record in result.records.values():
         record.state, record.error, record.error_type = "failed", error, "ScoringRestoreError"
-    first = next(iter(result.records.values()))
+    first = next(iter(result.records.values()), None)
     return ScheduleResult(ctx, result.records, first, [], None)
 
 

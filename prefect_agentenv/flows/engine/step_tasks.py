@@ -1,9 +1,13 @@
 """Each step of a task document as a Prefect task run: retries, graph edges, and running on without Prefect.
 
-A step's own retries are Prefect task retries (one task run with its attempts in the UI); a step
-run again by a span retry continues its task run; the edges Prefect draws are the document's
-dependencies. When Prefect's API goes away mid-run the steps go on without task runs and the
-report says so.
+:func:`execute_as_prefect_task` is the flow's runner for
+:func:`~prefect_agentenv.flows.engine.execute.execute_step`: each attempt's body
+(:func:`~prefect_agentenv.flows.engine.execute.run_body`) runs inside a task run. A step's
+retries of itself are Prefect task retries (one task run with its attempts in the UI, and
+:class:`~prefect_agentenv.flows.engine.execute.RetriesSpent` tells ``execute_step`` they ran); a
+step run again by a span retry continues its task run; the edges Prefect draws are the
+document's dependencies. When Prefect's API goes away mid-run the steps go on without task runs
+and the report says so.
 """
 
 from __future__ import annotations
@@ -21,41 +25,20 @@ from prefect.client.schemas.objects import RunInput, TaskRun, TaskRunResult
 from prefect.context import TaskRunContext
 from prefect.states import Cancelled, Failed, State
 from prefect.task_engine import run_task_async
-from pydantic import ValidationError
 
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.documents.graph import resolve_dependencies
-from prefect_agentenv.documents.loading import resolve_env_vars
 from prefect_agentenv.documents.models import TaskDocument
-from prefect_agentenv.documents.validation import resolved_value_errors
-from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError, StepError
-from prefect_agentenv.flows.reports.report import redact
-from prefect_agentenv.flows.engine.scheduler import mark_retries_exhausted
+from prefect_agentenv.exceptions import AgentEnvError, StepError
 from prefect_agentenv.flows.adapters.step_log import describe_step
 from prefect_agentenv.flows.adapters.task_tags import only_tags, step_task_tags
+from prefect_agentenv.flows.engine.execute import RetriesSpent, run_body
+from prefect_agentenv.flows.reports.report import redact
 from prefect_agentenv.runtime.run import RunResources, current_run
 from prefect_agentenv.settings import get_settings
 from prefect_agentenv.steps.base import StepModel
-from prefect_agentenv.steps.registry import get_step
 
 logger = logging.getLogger("prefect_agentenv.flow")
-
-
-async def run_step(step: StepModel, inputs: list[RunContext]) -> RunContext:
-    """Body of every step's Prefect task: merge the inputs, resolve ${VAR}s, run the step."""
-    definition = get_step(step.type)
-    ctx = RunContext.merge(inputs)
-    run = current_run()
-    try:
-        resolved = type(step).model_validate(resolve_env_vars(step.model_dump(by_alias=True), used=run.redact))
-    except KeyError as exc:
-        raise ConfigurationError(
-            f"step '{step.id}': environment variable {exc.args[0]} is not set (write ${{{exc.args[0]}:-default}} "
-            "to give a default)"
-        ) from None
-    except ValidationError as exc:
-        raise StepError(f"with its ${{VAR}}s resolved: {resolved_value_errors(exc)}", step=step) from None
-    return await definition.run(resolved, ctx)
 
 
 async def _step_task_body(step: StepModel, inputs: list[RunContext]) -> RunContext | State:
@@ -71,7 +54,7 @@ async def _step_task_body(step: StepModel, inputs: list[RunContext]) -> RunConte
     if task_run is not None and task_run.task_run.run_count > 1:  # a Prefect retry: start clean
         await current_run().teardown.stop_owned_by({step.id})
     try:
-        out = await run_step(step, inputs)
+        out = await run_body(step, inputs)
     except asyncio.CancelledError:
         # Stopped on purpose (the run was stopped, or another step failed it): the task run ends
         # Cancelled rather than Crashed; the caller re-raises the cancellation.
@@ -123,10 +106,11 @@ steps_graph: contextvars.ContextVar[PrefectSteps | None] = contextvars.ContextVa
 
 async def execute_as_prefect_task(step: StepModel, inputs: list[RunContext]) -> RunContext:
     """Run the step as a Prefect task run (or without one once Prefect's API is gone); a failed
-    step raises its error, marked when its own retries already ran as Prefect task retries."""
+    step raises its error, wrapped in ``RetriesSpent`` when its retries of itself ran as Prefect
+    task retries."""
     run = current_run()
     if run.services.without_prefect:
-        return await run_step(step, inputs)
+        return await run_body(step, inputs)
     started = run.services.started_in_task
     started.discard(step.id)
     settings = get_settings()
@@ -163,7 +147,8 @@ async def execute_as_prefect_task(step: StepModel, inputs: list[RunContext]) -> 
     if not state.is_completed():
         error = result if isinstance(result, BaseException) else StepError(
             state.message or f"step ended in state {state.type.value}", step=step)
-        mark_retries_exhausted(error, own_retries)  # Prefect's task retries ran: the scheduler must not retry again
+        if own_retries and isinstance(error, Exception):
+            raise RetriesSpent(error)  # Prefect's task retries ran: execute_step must not retry again
         raise error
     if not isinstance(result, RunContext):
         raise TypeError(f"step '{step.id}' returned {type(result).__name__}, not a RunContext")
@@ -177,4 +162,4 @@ async def _without_prefect(run: RunResources, step: StepModel, inputs: list[RunC
         run.services.without_prefect = f"from step '{step.id}' on, steps ran without Prefect task runs ({why})"
         logger.warning("Prefect could not run step %s as a task run (%s); running the rest without Prefect",
                        step.id, why)
-    return await run_step(step, inputs)
+    return await run_body(step, inputs)

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
-import uuid
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -22,7 +20,7 @@ from prefect.context import FlowRunContext
 
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.context import RunContext
-from prefect_agentenv.documents.loading import env_var_names, fill_placeholders
+from prefect_agentenv.documents.loading import fill_placeholders
 from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.documents.scoring import ScoringConfig, split_for_isolation, with_scoring_env
 from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError
@@ -35,17 +33,17 @@ from prefect_agentenv.flows.reports.report import (
     publish_artifacts,
     write_report,
 )
+from prefect_agentenv.flows.engine.execute import Runner, run_body, unset_env_vars
+from prefect_agentenv.flows.engine.run_scope import RunScope, open_run
+from prefect_agentenv.flows.engine.scheduler import DagScheduler, ScheduleResult
 from prefect_agentenv.flows.engine.scoring_placement import IsolatedScoring
-from prefect_agentenv.flows.engine.step_tasks import PrefectSteps, execute_as_prefect_task, run_step, steps_graph
-from prefect_agentenv.flows.engine.scheduler import DagScheduler, Execute, ScheduleResult
+from prefect_agentenv.flows.engine.step_tasks import PrefectSteps, execute_as_prefect_task, steps_graph
 from prefect_agentenv.redaction import MIN_SECRET_LENGTH, Redactor
 from prefect_agentenv.runtime.overrides import RunOverrides
-from prefect_agentenv.runtime.run import RunResources, bind_run, unbind_run
+from prefect_agentenv.runtime.run import RunResources
 from prefect_agentenv.runtime.stop import StopRequest, stop_on_signals
-from prefect_agentenv.runtime.sweep import write_owner
-from prefect_agentenv.runtime.teardown import TeardownRecord, TeardownRegistry
+from prefect_agentenv.runtime.teardown import TeardownRecord
 from prefect_agentenv.steps.support.lookahead import start_lookahead, stop_lookahead
-from prefect_agentenv.settings import get_settings
 from prefect_agentenv.transcript import StepFields, Transcript, build_transcript
 
 logger = logging.getLogger("prefect_agentenv.flow")
@@ -74,18 +72,16 @@ async def run_task_document(
     """
     stop = stop or StopRequest()
     state = _prepare(document, seeds=seeds, overrides=overrides, keep=keep, run_id=run_id)
-    token = bind_run(state.run)
     graph_token = steps_graph.set(PrefectSteps(state.document) if execute_in_prefect else None)
-    _plan(state, execute_as_prefect_task if execute_in_prefect else run_step, stop)
+    _plan(state, execute_as_prefect_task if execute_in_prefect else run_body, stop)
     # Secrets resolved by any step stay out of every log line; signals stop the run in order.
     with stop_on_signals(stop) if handle_signals else nullcontext(), redacting_logs(state.run.redact):
         try:
-            await _execute(state)
+            async with state.scope:
+                await _execute(state)
         finally:
-            teardown = await asyncio.shield(state.run.teardown.stop_all(get_settings().teardown_timeout_seconds))
             steps_graph.reset(graph_token)
-            unbind_run(token)
-            report = await _report(state, teardown, in_prefect=execute_in_prefect, publish=publish,
+            report = await _report(state, state.scope.teardown, in_prefect=execute_in_prefect, publish=publish,
                                    report_path=report_path)
     return report
 
@@ -96,7 +92,8 @@ class _TaskRun:
 
     document: TaskDocument
     isolated: _Isolated | None
-    run: RunResources
+    scope: RunScope
+    """The run's resources, bound while the steps run and torn down after."""
     error: str | None
     """Why the run did not start or did not finish, for the report."""
     warnings: list[str]
@@ -107,41 +104,36 @@ class _TaskRun:
     scoring: IsolatedScoring | None = None
     result: ScheduleResult | None = None
 
+    @property
+    def run(self) -> RunResources:
+        return self.scope.run
+
 
 def _prepare(document: TaskDocument, *, seeds: dict[str, str] | None, overrides: dict[str, str] | None,
              keep: bool, run_id: str | None) -> _TaskRun:
-    """Phase 1: the document as it will run (seeds filled, scoring placed) and the run's own folder,
-    teardown and overrides; a bad override or an unset ``${VAR}`` is kept as the reason not to start."""
+    """Phase 1: the document as it will run (seeds filled, scoring placed) and the run's scope (its
+    own folder, owner record, teardown and overrides); a bad override or an unset ``${VAR}`` is kept
+    as the reason not to start."""
     if seeds:
         document = TaskDocument.model_validate(fill_placeholders(document.model_dump(mode="json"), seeds))
     document, isolated = _placed(document)
-    settings = get_settings()
-    run_id = run_id or current_flow_run_id() or uuid.uuid4().hex
     parsed, override_error = _parse_overrides(overrides)
-    run = RunResources(
-        run_id=run_id,
-        task_id=document.id,
-        workdir=(settings.runs_dir / run_id).resolve(),
-        teardown=TeardownRegistry(per_entry_timeout=settings.step_teardown_timeout_seconds),
-        keep=keep,
-        overrides=parsed,
-    )
-    run.workdir.mkdir(parents=True, exist_ok=True)
-    write_owner(run.workdir, run_id=run_id, flow_run_id=current_flow_run_id(), keep=keep)
+    flow_run_id = current_flow_run_id()
+    scope = open_run(document.id, run_id=run_id or flow_run_id, keep=keep, overrides=parsed,
+                     owner=True, flow_run_id=flow_run_id)
     warnings = [f"step '{s.id}': accepted but not acted on: {', '.join(s.ignored_fields)}"
                 for s in document.steps if s.ignored_fields]
-    return _TaskRun(document, isolated, run, override_error or _unset_env_vars(document), warnings)
+    return _TaskRun(document, isolated, scope, override_error or unset_env_vars(document.steps), warnings)
 
 
-def _plan(state: _TaskRun, execute: Execute, stop: StopRequest) -> None:
+def _plan(state: _TaskRun, runner: Runner, stop: StopRequest) -> None:
     """Phase 2: the scheduler of the steps (the rollout when scored in isolation) and the isolated
     scoring, both stopped in order by ``stop``."""
-    run, isolated = state.run, state.isolated
-    state.scheduler = DagScheduler(state.document if isolated is None else isolated.rollout, execute,
-                                   before_retry=lambda span: run.teardown.stop_owned_by(set(span)))
+    isolated = state.isolated
+    state.scheduler = DagScheduler((state.document if isolated is None else isolated.rollout).steps, runner)
     stop.on_stop(state.scheduler.stop)
     if isolated:
-        state.scoring = IsolatedScoring(isolated.verifiers, isolated.scoring, execute)
+        state.scoring = IsolatedScoring(isolated.verifiers.steps, isolated.scoring, runner)
         stop.on_stop(state.scoring.stop)
 
 
@@ -254,20 +246,6 @@ def _parse_overrides(overrides: dict[str, str] | None) -> tuple[RunOverrides, st
         return RunOverrides.parse(overrides), None
     except ConfigurationError as exc:
         return RunOverrides(), f"{exc}: nothing was deployed"
-
-
-def _unset_env_vars(document: TaskDocument) -> str | None:
-    """Why the run must not start: a ``${VAR}`` without a default that is not set (checked before
-    anything is deployed, so nothing starts only to fail later)."""
-    missing: dict[str, list[str]] = {}
-    for step in document.steps:
-        for name in sorted(env_var_names(step.model_dump(by_alias=True)) - set(os.environ)):
-            missing.setdefault(name, []).append(step.id)
-    if not missing:
-        return None
-    what = "; ".join(f"environment variable {name} is not set (step {', '.join(repr(s) for s in steps)})"
-                     for name, steps in missing.items())
-    return f"{what}: nothing was deployed (set it, or write ${{NAME:-default}} to give a default)"
 
 
 async def _keep_report(report: TaskReport, run: RunResources, report_path: Path | None, *, publish: bool) -> None:
