@@ -6,7 +6,6 @@ import asyncio
 import json
 import os
 import shutil
-import signal
 import sys
 from pathlib import Path
 from typing import Any, Literal
@@ -18,6 +17,7 @@ from prefect_agentenv.exceptions import AgentEnvError, AgentTimeoutError, StepEr
 from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.runtime import script_runner
 from prefect_agentenv.runtime.run import current_run, safe_segment
+from prefect_agentenv.runtime.sweep import RUN_MARKER
 from prefect_agentenv.steps.base import DEFAULT_AGENT_NAME, AgentRef, EnvRef, SandboxRef, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.support.sandboxes import sandbox_target
@@ -25,6 +25,8 @@ from prefect_agentenv.steps.support.services import artifact_store, as_step_erro
 
 RUN_FOLDER = "/tmp/agentenv_run_code"
 """Sandbox folder each run_code step stages its script in (``<RUN_FOLDER>/<step id>``)."""
+_KEPT_OUTPUT_BYTES = 64 * 1024
+"""What is kept of the script's output: the tail of its stderr names a failure."""
 
 
 class RunCodeStep(StepModel):
@@ -75,7 +77,7 @@ class RunCodeStep(StepModel):
 
 
 async def run(step: RunCodeStep, ctx: RunContext) -> RunContext:
-    """Stage the script and its input, run it in its own process, keep its JSON result."""
+    """Stage the script and its input, run it in its own process group, keep its JSON result."""
     folder, cwd, env, payload = _target(step, ctx)
     payload = {"args": step.args, "results": dict(ctx.metadata.script_results), **payload}
     entry = await _stage(step, folder, payload)
@@ -131,32 +133,25 @@ def _entry(step: RunCodeStep, py: list[str], names: list[str]) -> str:
 
 
 async def _execute(step: RunCodeStep, folder: Path, entry: str, cwd: Path, env: dict[str, str]) -> Any:
+    """Run the script the way verify scripts run (``run_bounded``): its own process group, which
+    dies with the run, carries the run marker and is killed after ``timeout_seconds``."""
+    # Imported on use: validating documents imports every step module, and needs no launcher.
+    from prefect_agentenv.runtime.command import run_bounded
+
     argv = [sys.executable, "-P", script_runner.__file__, str(folder), entry, step.entrypoint]
-    proc = await asyncio.create_subprocess_exec(*argv, cwd=cwd, env={**os.environ, **env},
-                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                                                start_new_session=True)
     try:
-        _, err = await asyncio.wait_for(proc.communicate(), step.timeout_seconds)
-    except (asyncio.TimeoutError, asyncio.CancelledError) as exc:
-        _kill_group(proc.pid)
-        await proc.wait()
-        if isinstance(exc, asyncio.CancelledError):
-            raise
+        done = await run_bounded(argv, cwd=cwd, env={**os.environ, **env, RUN_MARKER: current_run().run_id},
+                                 timeout=step.timeout_seconds, max_output_bytes=_KEPT_OUTPUT_BYTES)
+    except OSError as exc:
+        raise StepError(f"script {step.script_artifact_id} could not start: {exc}", step=step) from None
+    if done.timed_out:
         raise AgentTimeoutError(f"script {step.script_artifact_id} did not finish within {step.timeout_seconds:g}s "
-                                "and was stopped", step=step) from None
+                                "and was stopped", step=step)
     output = folder / "output.json"
-    if proc.returncode != 0 or not output.is_file():
-        tail = "\n".join(err.decode(errors="replace").strip().splitlines()[-8:]) or "(no output)"
-        raise StepError(f"script {step.script_artifact_id} failed (exit {proc.returncode}):\n{tail}",
-                        step=step)
+    if done.returncode != 0 or not output.is_file():
+        tail = "\n".join(done.stderr.decode(errors="replace").strip().splitlines()[-8:]) or "(no output)"
+        raise StepError(f"script {step.script_artifact_id} failed (exit {done.returncode}):\n{tail}", step=step)
     return json.loads(output.read_text(encoding="utf-8"))
-
-
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 definition = StepDefinition(RunCodeStep, run)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
-from steps.helpers import run_doc, states
+from steps.helpers import is_gone, run_doc, states
 
 from prefect_agentenv.artifacts import get_artifact_store
 
@@ -87,3 +88,45 @@ async def test_a_failing_script_fails_the_step_with_its_error_and_a_slow_one_is_
     assert "ValueError: no data for march" in failed["boom"]
     assert states(report)["slow"] == "failed"
     assert "did not finish within 1s" in (report.error or "")
+
+
+HANGS_WITH_A_HELPER = '''
+import os, subprocess, sys, time
+
+def run(input):
+    helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    with open(input["args"], "w") as out:
+        out.write(f"{helper.pid} {os.environ.get('PREFECT_AGENTENV_RUN_ID')}")
+    time.sleep(120)
+'''
+
+
+async def test_a_script_carries_the_run_marker_and_a_stopped_one_leaves_no_helper_running(
+        tmp_path: Path, agentenv_home: Path) -> None:
+    publish("hangs", {"run.py": HANGS_WITH_A_HELPER}, tmp_path)
+    seen = tmp_path / "seen.txt"
+
+    report = await run_doc([
+        {"id": "box", "type": "deploy_sandbox", "sandbox_name": "box"},
+        {"id": "hangs", "type": "run_code", "sandbox_name": "box", "script_artifact_id": "hangs",
+         "args": str(seen), "timeout_seconds": 2},
+    ], task_id="run-code-group")
+
+    assert states(report)["hangs"] == "failed" and "did not finish within 2s" in (report.error or "")
+    pid, marker = seen.read_text().split()
+    (owner,) = (agentenv_home / "runs").glob("*/owner.json")
+    assert marker == owner.parent.name  # the sweep finds what a killed run's script left
+    assert _stopped(int(pid)), "the helper the script started in its group was stopped with it"
+
+
+def _stopped(pid: int, within: float = 10.0) -> bool:
+    """Gone, or dead and waiting for init to reap it (a killed orphan is reaped by init, not by us)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            if is_gone(pid) or Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                return True
+        except OSError:
+            return True
+        time.sleep(0.1)
+    return False
