@@ -39,8 +39,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    # Names for annotations only: context.py imports this module, and problems.py is plain data.
-    from prefect_agentenv.context import RunContext
+    # Names for annotations only: the context package imports this module, and problems.py is plain data.
+    from prefect_agentenv.context import RunContext, VerificationRow
     from prefect_agentenv.problems import Problem
 
 
@@ -223,7 +223,8 @@ class JudgeOutputError(AgentEnvError):
             (empty when raised by the parser for one answer).
     """
 
-    def __init__(self, problems: list[str], *, corrective_message: str, partial_rows: list[Any] | None = None,
+    def __init__(self, problems: list[str], *, corrective_message: str,
+                 partial_rows: list[VerificationRow] | None = None,
                  raw_outputs: list[str] | None = None) -> None:
         self.problems = problems
         self.corrective_message = corrective_message

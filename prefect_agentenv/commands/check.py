@@ -19,7 +19,7 @@ from prefect_agentenv.exceptions import ConfigurationError
 from prefect_agentenv.jsontypes import JsonArray, JsonObject
 
 if TYPE_CHECKING:
-    from prefect_agentenv.context import Verification
+    from prefect_agentenv.context import Verification, VerificationRow
     from prefect_agentenv.flows.reports.report import TaskReport
 
 _CHECK_STEP = "check"
@@ -64,12 +64,17 @@ def run_check(noun: Literal["env", "agent"], name: str, *, prompt: str | None = 
 
 def _json_view(noun: str, name: str, report: TaskReport, verification: Verification | None) -> JsonObject:
     extra = (verification.model_extra or {}) if verification is not None else {}
-    rows: JsonArray = [{"check": r["id"], "status": r["status"], "detail": r.get("justification", "")}
-                       for r in (verification.results if verification is not None else [])]
+    rows: JsonArray = [{"check": r.id, "status": _status(r), "detail": r.justification if "justification" in
+                        r.model_fields_set else ""} for r in (verification.results if verification is not None else [])]
     ok = report.status == "completed" and verification is not None and verification.score == 1.0
     return {noun: name, "ok": ok, "url": extra.get("url"), "checks": rows, "card": extra.get("card"),
             "not_sent": [r.model_dump(mode="json") for r in report.context.metadata.unsupported_agent_config],
             "error": report.error, "teardown_ok": all(t.ok for t in report.teardown)}
+
+
+def _status(row: VerificationRow) -> str:
+    """A probe row's status (``ok``, ``failed``, ``declared``, …): one of its extra keys."""
+    return str((row.model_extra or {}).get("status", ""))
 
 
 def _print_table(noun: str, name: str, report: TaskReport, verification: Verification | None) -> None:
@@ -78,8 +83,7 @@ def _print_table(noun: str, name: str, report: TaskReport, verification: Verific
         typer.echo(f"{noun} {name}: could not be checked: {report.error or 'the probe did not run'}; {stopped}",
                    err=True)
         return
-    rows = [(r["id"], _MARK.get(r.get("status", ""), r.get("status", "")), r.get("justification", ""))
-            for r in verification.results]
+    rows = [(r.id, _MARK.get(_status(r), _status(r)), r.justification or "") for r in verification.results]
     width = max(len(r[0]) for r in rows) if rows else 5
     typer.echo(f"{noun} {name} at {(verification.model_extra or {}).get('url')}")
     typer.echo(f"  {'CHECK':<{width}}  {'STATUS':<8}  DETAIL")

@@ -6,41 +6,19 @@ a **negative weight marks a penalty**: the criterion describes something the age
 not do, so the row *passing* (the bad thing happened) costs points.
 
 Rows with weight 0 are informational: they are recorded but no aggregator counts them.
+
+The row model, :class:`~prefect_agentenv.context.VerificationRow`, lives with the run context
+(every layer that carries rows shares it) and is re-exported here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from prefect_agentenv.attribute_docs import attribute_docstrings
-from prefect_agentenv.context import Aggregator
+from prefect_agentenv.context import Aggregator, RowResult, VerificationRow
 
 __all__ = ["Aggregator", "RowResult", "VerificationRow", "aggregate"]
-RowResult = Literal["pass", "fail", "partial"]
-
-
-class VerificationRow(BaseModel):
-    """One graded item in ``metadata.verifications[id].results``; extra members are kept."""
-
-    model_config = ConfigDict(extra="allow", json_schema_extra=attribute_docstrings)
-
-    id: str
-    """The item's id as the task document wrote it (a criterion id, ``prompt_error``…)."""
-    result: RowResult
-    """``pass``, ``fail``, or ``partial`` for a partial score strictly between 0 and 1."""
-    score: float = Field(ge=0.0, le=1.0)
-    """1 when the item holds, 0 when it does not, in between for partial credit."""
-    weight: float = 1.0
-    """How much the item counts; negative for a penalty, 0 for information only."""
-    justification: str | None = None
-    """Why the grader decided so."""
-
-    @property
-    def passed(self) -> bool:
-        return self.result == "pass"
 
 
 def aggregate(rows: Sequence[VerificationRow | Mapping[str, Any]], aggregator: Aggregator = "all_pass") -> float:

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal, NotRequired, TypedDict
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag
 
 from prefect_agentenv.attribute_docs import attribute_docstrings
+from prefect_agentenv.context import VerificationRow
 from prefect_agentenv.jsontypes import JsonArray, JsonObject, JsonValue
 
 ASSERT_ALIASES = {
@@ -151,7 +152,8 @@ StateAssertion = Annotated[
 
 
 class AssertionRow(TypedDict):
-    """One assertion's verification row, written into the report as is (members in this order)."""
+    """One assertion's row as it is built, its members in the order the report writes them
+    (:func:`evaluate` hands it on as a :class:`~prefect_agentenv.context.VerificationRow`)."""
 
     id: str
     result: Literal["pass", "fail"]
@@ -337,7 +339,7 @@ def fax_content(state: JsonObject, a: FaxContent) -> AssertionRow:
     return _row(a.id, not missing, a.weight, why, evidence)
 
 
-def evaluate(state: JsonObject, assertion: AnyStateAssertion) -> AssertionRow:
+def evaluate(state: JsonObject, assertion: AnyStateAssertion) -> VerificationRow:
     """One row for one assertion, with its label and axis when it has them."""
     if isinstance(assertion, StateMatch):
         row = state_match(state, assertion)
@@ -353,4 +355,4 @@ def evaluate(state: JsonObject, assertion: AnyStateAssertion) -> AssertionRow:
         row["label"] = assertion.label
     if assertion.axis is not None:
         row["axis"] = assertion.axis
-    return row
+    return VerificationRow.model_validate(row)

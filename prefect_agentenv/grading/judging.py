@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from prefect_agentenv.context import VerificationRow
 from prefect_agentenv.exceptions import AgentTimeoutError, JudgeOutputError, ProtocolError
 from prefect_agentenv.grading.judge import (
     JUDGE_MARKER,
@@ -30,7 +31,6 @@ from prefect_agentenv.grading.judge import (
     build_judge_prompt,
     parse_judge_output,
 )
-from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.protocols.a2a import A2AClient
 from prefect_agentenv.protocols.a2a_reply import AgentReply
 from prefect_agentenv.protocols.openai import ChatMessage, OpenAIClient
@@ -55,7 +55,7 @@ TrajectoryInput = str | Sequence[Mapping[str, Any] | BaseModel] | None
 class JudgeResult(BaseModel):
     """A judge's readable grading and how it was obtained."""
 
-    rows: list[JsonObject]
+    rows: list[VerificationRow]
     """One row per criterion, in criterion order, under the ids the task document used:
     ``{id, result, score, weight, justification}``."""
     attempts: int
@@ -120,7 +120,7 @@ async def run_judge(
                 raise _gave_up(error, raw_outputs) from error
             messages.append(ChatMessage.user(error.corrective_message))
             continue
-        return JudgeResult(rows=[row.model_dump(mode="json") for row in rows], attempts=attempt,
+        return JudgeResult(rows=rows, attempts=attempt,
                            raw_outputs=raw_outputs, judge_ids=id_map, messages=messages)
     raise AssertionError("unreachable: the last attempt returns or raises")
 

@@ -32,7 +32,7 @@ async def run(step: AggregateVerifiersStep, ctx: RunContext) -> RunContext:
                                 step=step)
     read = {vid: Verification.read(verifications[vid]) for vid in step.verifier_ids}
     used = [v for v in step.verifier_ids if not read[v].skipped]
-    rows = [{**row, "id": f"{vid}.{row.get('id')}", "verifier_id": vid} for vid in used for row in read[vid].results]
+    rows = [{**row.model_dump(), "id": f"{vid}.{row.id}", "verifier_id": vid} for vid in used for row in read[vid].results]
     if not rows:
         verifications[step.verifier_id] = skipped("every aggregated verifier was skipped", weight=step.weight,
                                                   fmt="aggregate", verifier_ids=step.verifier_ids)

@@ -139,7 +139,7 @@ async def _grade(step: RubricsVerifierStep, ctx: RunContext, response: PromptRes
         raise StepError(f"judging failed: {exc}", step=step) from exc
     finally:
         await judge.close()
-    rows = [{**row, **({"axis": c.axis} if c.axis else {})} for row, c in zip(result.rows, step.criteria)]
+    rows = [row.model_copy(update={"axis": c.axis}) if c.axis else row for row, c in zip(result.rows, step.criteria)]
     return scored(rows, aggregator=step.score_aggregator, weight=step.weight, fmt=step.output_format,
                   judge=judge_info)
 

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from prefect_agentenv.artifacts import ArtifactBackend, ArtifactError
-from prefect_agentenv.context import EnvSnapshot, PromptResponse, RunContext, StepRecord, Verification
+from prefect_agentenv.context import EnvSnapshot, PromptResponse, RunContext, StepRecord, Verification, VerificationRow
 from prefect_agentenv.grading.verification import read_all
 from prefect_agentenv.transcript.diff import MAX_CHANGES, diff_states
 from prefect_agentenv.transcript.models import (
@@ -239,7 +239,7 @@ def _verifier(verifier_id: str, verification: Verification,
         weight=verification.weight if "weight" in given else None, aggregator=_str(verification.aggregator),
         skipped=(verification.skip_reason or "skipped") if verification.skipped else None,
         error=_str(verification.error),
-        rows=[_row(r, i) for i, r in enumerate(verification.results)],
+        rows=[_row(r) for r in verification.results],
         judge=None if judge is None else JudgeInfo(
             mode=_str(judge.get("mode")), model=_str(judge.get("model")), mock=bool(judge.get("mock")),
             agent_name=_str(judge.get("agent_name")), attempts=_int(judge.get("attempts")),
@@ -247,10 +247,11 @@ def _verifier(verifier_id: str, verification: Verification,
     )
 
 
-def _row(raw: Mapping[str, Any], index: int) -> VerifierRow:
-    return VerifierRow(id=str(raw.get("id") or f"row{index + 1}"), label=_str(raw.get("label")),
-                       axis=_str(raw.get("axis")), result=_str(raw.get("result")), score=_float(raw.get("score")),
-                       weight=_float(raw.get("weight")), justification=_str(raw.get("justification")))
+def _row(row: VerificationRow) -> VerifierRow:
+    given = row.model_fields_set
+    return VerifierRow(id=row.id, label=_str((row.model_extra or {}).get("label")), axis=row.axis,
+                       result=row.result if "result" in given else None, score=row.score if "score" in given else None,
+                       weight=row.weight if "weight" in given else None, justification=row.justification)
 
 
 # -- env changes --------------------------------------------------------------------------------

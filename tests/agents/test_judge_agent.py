@@ -98,7 +98,7 @@ async def test_run_judge_over_a2a_sends_the_corrective_message_in_the_same_conte
 
     result = await run_judge(ask, **CASE)
 
-    assert result.attempts == 2 and [r["result"] for r in result.rows] == ["pass", "pass"]
+    assert result.attempts == 2 and [r.result for r in result.rows] == ["pass", "pass"]
     assert len({reply.context_id for reply in ask.replies}) == 1
     retry = (await _model_requests(servers, http))[1]["messages"]
     assert [m["role"] for m in retry] == ["system", "user", "assistant", "user"]

@@ -386,7 +386,7 @@ def test_assertion_rows_carry_their_label_and_axis() -> None:
                                        "assertions": [{"path": "status", "expected": "submitted"}]})
 
     row = evaluate({"requests": [{"request_id": "R1", "status": "submitted"}]}, check)
-    assert (row["result"], row["label"], row["axis"]) == ("pass", "Submitted", "correctness")
+    assert (row.result, (row.model_extra or {})["label"], row.axis) == ("pass", "Submitted", "correctness")
 
 
 def test_the_cli_validates_benchmarks_and_task_documents_alike(tmp_path: Path) -> None:

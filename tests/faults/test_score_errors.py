@@ -51,7 +51,7 @@ async def test_four_errored_verifiers_and_one_pass_score_one_fifth_not_a_pass(st
     assert report.outcome is Outcome.BELOW_ONE and report.score == pytest.approx(0.2)
     for name in ("raises", "garbage", "hangs", "malformed"):
         assert verifications[name].errored is True and verifications[name].score == 0.0
-        assert verifications[name].results[0]["id"] == "verifier_error"
+        assert verifications[name].results[0].id == "verifier_error"
     assert "not valid JSON" in (verifications["malformed"].error or "")
 
 
@@ -150,7 +150,7 @@ def test_an_aggregate_that_folds_an_errored_verifier_scores_its_axes_zero() -> N
 
     judge = errored("the judge could not be reached", weight=0, axes={"tone": 1.0})
     polite = scored([{"id": "polite", "result": "pass", "score": 1.0, "axis": "tone"}], aggregator="all_pass", weight=0)
-    folded = [{**row, "id": f"{vid}.{row['id']}", "verifier_id": vid}
+    folded = [{**row.model_dump(), "id": f"{vid}.{row.id}", "verifier_id": vid}
               for vid, v in (("judge", judge), ("polite", polite)) for row in v.results]
     both = scored(folded, aggregator="weighted_average", weight=1, fmt="aggregate", verifier_ids=["judge", "polite"])
     assert axis_scores({"judge": judge, "polite": polite, "both": both}) == {"tone": 0.5}

@@ -91,6 +91,6 @@ async def test_a_silent_mcp_endpoint_and_data_plane_fail_their_probes_within_the
     started = time.monotonic()
     report = await run_doc([SILENT_DATA, {"id": "probe", "type": "verify_env_card", "env_id": "silent-data"}])
     assert time.monotonic() - started < 15  # was 40 s: the MCP probe waited 30 s, the SDK's discover 10 s
-    rows = {r["id"]: r for r in report.context.metadata.verifications["probe"].results}
+    rows = {r.id: r.model_dump() for r in report.context.metadata.verifications["probe"].results}
     assert rows["data/get"]["status"] == "failed" and "/agentenv did not answer" in rows["data/get"]["justification"]
     assert rows["mcp tools"]["status"] == "failed" and "/mcp did not answer" in rows["mcp tools"]["justification"]

@@ -38,7 +38,7 @@ def test_the_report_is_typed_masks_secrets_when_written_and_reads_back_to_the_sa
                           duration_s=1.0, teardown=teardown, warnings=[], secrets={SECRET})
     verifications = report.context.metadata.verifications
     assert verifications["state"].score == 1.0 and verifications["plugin"].score == 0.5
-    assert verifications["state"].results[0]["justification"] == "used ***"
+    assert verifications["state"].results[0].justification == "used ***"
     assert report.steps[0].state == "completed" and report.teardown[0].ok is True
     assert [r["justification"] for r in verification_rows(report)] == ["used ***", "", ""]
 

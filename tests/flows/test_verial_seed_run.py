@@ -50,7 +50,7 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, TaskReport]:
 
 
 def rows(report: TaskReport, verifier: str = "state") -> dict[str, dict[str, Any]]:
-    return {r["id"]: r for r in report.context.metadata.verifications[verifier].results}
+    return {r.id: r.model_dump() for r in report.context.metadata.verifications[verifier].results}
 
 
 def test_the_seed_task_runs_its_file_drop_then_the_agent_and_passes_the_portal_criterion(

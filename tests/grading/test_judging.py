@@ -54,9 +54,9 @@ async def test_a_clean_json_answer_is_read_in_one_attempt_under_the_documents_cr
 
     assert result.attempts == 1 and result.raw_outputs == [BOTH_PASS]
     assert result.judge_ids == {"c1": "polite", "c2": "explains"}
-    assert [(r["id"], r["result"], r["score"], r["weight"]) for r in result.rows] == [
+    assert [(r.id, r.result, r.score, r.weight) for r in result.rows] == [
         ("polite", "pass", 1.0, 1.0), ("explains", "pass", 1.0, 2.0)]
-    assert result.rows[0]["justification"] == "Signed by Sam."
+    assert result.rows[0].justification == "Signed by Sam."
     messages, attempt = judge.calls[0]
     assert attempt == 1 and [m.role for m in messages] == ["system", "user"]
 
@@ -69,7 +69,7 @@ async def test_a_fenced_answer_with_prose_around_it_is_read_without_a_retry():
     result = await run_judge(ScriptedJudge([answer]), **CASE)
 
     assert result.attempts == 1
-    assert [(r["id"], r["result"], r["score"]) for r in result.rows] == [("polite", "fail", 0.0),
+    assert [(r.id, r.result, r.score) for r in result.rows] == [("polite", "fail", 0.0),
                                                                          ("explains", "pass", 1.0)]
 
 
@@ -116,7 +116,7 @@ async def test_rubric_partial_answers_keep_their_scores_and_mark_the_in_between_
 
     result = await run_judge(judge, **CASE, output_format="rubric_partial")
 
-    assert [(r["id"], r["result"], r["score"], r["weight"]) for r in result.rows] == [
+    assert [(r.id, r.result, r.score, r.weight) for r in result.rows] == [
         ("polite", "partial", 0.5, 1.0), ("explains", "pass", 1.0, 2.0)]
     assert '"output_format": "rubric_partial"' in (judge.calls[0][0][0].content or "")
 
@@ -182,7 +182,7 @@ async def test_model_ask_corrects_a_malformed_answer_from_a_real_model_server(mo
         result: JudgeResult = await run_judge(model_ask(client, "judge-model", timeout=10.0), **CASE)
 
     assert result.attempts == 2 and result.raw_outputs == ["Both look fine to me!", BOTH_PASS]
-    assert [r["result"] for r in result.rows] == ["pass", "pass"]
+    assert [r.result for r in result.rows] == ["pass", "pass"]
     requests = (await control.get("/mock/requests")).json()["requests"]
     assert [r["body"]["model"] for r in requests] == ["judge-model", "judge-model"]
     retry = requests[1]["body"]["messages"]
@@ -197,8 +197,8 @@ async def test_model_ask_with_the_unscripted_mock_passes_every_criterion(mock_mo
         result = await run_judge(model_ask(client, "judge-model", timeout=10.0), **CASE)
 
     assert result.attempts == 1
-    assert [(r["id"], r["result"]) for r in result.rows] == [("polite", "pass"), ("explains", "pass")]
-    assert result.rows[0]["justification"].startswith("mock judge:")
+    assert [(r.id, r.result) for r in result.rows] == [("polite", "pass"), ("explains", "pass")]
+    assert (result.rows[0].justification or "").startswith("mock judge:")
 
 
 async def test_model_ask_past_its_timeout_raises_an_agent_timeout(mock_model: str, control: httpx.AsyncClient):

@@ -135,7 +135,7 @@ async def test_a_failing_agent_leaves_its_prompt_response_and_fails_the_step() -
     response = report.context.prompt_responses["reply"]
     assert "mailbox locked" in (response.error or "")
     check = report.context.metadata.verifications["check"]
-    assert check.score == 0.0 and check.results[0]["id"] == "prompt_error"
+    assert check.score == 0.0 and check.results[0].id == "prompt_error"
 
 
 async def test_an_agent_that_hangs_past_its_timeout_is_cancelled_and_marked_timed_out() -> None:

@@ -45,9 +45,9 @@ async def test_the_email_env_is_deployed_seeded_driven_snapshotted_verified_and_
     assert env.version == "1.0.0" and env.mcp_url.endswith("/mcp") and env.instance_id.startswith("email-")
     verifications = report.context.metadata.verifications
     assert verifications["delivered"].score == 1.0
-    assert [r["id"] for r in verifications["delivered"].results] == ["follow_up_delivered", "seed_kept"]
+    assert [r.id for r in verifications["delivered"].results] == ["follow_up_delivered", "seed_kept"]
     assert verifications["mailbox"].score == 1.0
-    evidence = verifications["mailbox"].results[0]["evidence"]
+    evidence = (verifications["mailbox"].results[0].model_extra or {})["evidence"]
     assert evidence["checks"][0]["expected"] == "Re: Q3 numbers" and evidence["checks"][0]["actual"] == "Re: Q3 numbers"
     assert report.outcome.value == "PASSED" and report.score == 1.0
     snap = report.context.metadata.env_snapshots["snapshot"]
@@ -91,7 +91,7 @@ async def test_the_records_env_state_is_checked_with_typed_assertions_and_eviden
     ], "records-check")
     assert report.status == "completed", report.error
     v = report.context.metadata.verifications["clinic"]
-    rows = {r["id"]: r for r in v.results}
+    rows = {r.id: r.model_dump() for r in v.results}
     assert rows["referral_received"]["result"] == "pass"
     assert rows["request_submitted"]["result"] == "fail"
     assert "no record in 'requests'" in rows["request_submitted"]["justification"]

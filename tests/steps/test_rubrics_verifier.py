@@ -70,9 +70,9 @@ async def test_the_tone_verifier_gives_one_row_per_criterion_and_an_all_pass_sco
     report = await run_doc([*dana(), tone()])
     assert report.status == "completed", report.error
     v = report.context.metadata.verifications["tone"]
-    assert [(r["id"], r["result"], r["score"], r["weight"]) for r in v.results] == [
+    assert [(r.id, r.result, r.score, r.weight) for r in v.results] == [
         ("polite", "pass", 1.0, 1.0), ("explains", "fail", 0.0, 1.0)]
-    assert v.results[0]["justification"] == "signed Sam"
+    assert v.results[0].justification == "signed Sam"
     judge = v.model_extra["judge"]
     assert v.score == 0.0 and v.format == "rubric_binary"
     assert judge["mode"] == "agent" and judge["mock"] is False and judge["trajectory"]
@@ -103,7 +103,7 @@ async def test_a_failed_prompt_scores_zero_with_a_prompt_error_row_and_no_judge_
     report = await run_doc([*dana({"fail": {"message": "mailbox locked"}}, fail_task_on_error=False),
                             tone(judge_mode="model")])
     v = report.context.metadata.verifications["tone"]
-    assert v.score == 0.0 and [r["id"] for r in v.results] == ["prompt_error"]
+    assert v.score == 0.0 and [r.id for r in v.results] == ["prompt_error"]
     assert requests_seen(scripted_model) == []
 
 

@@ -38,7 +38,7 @@ async def test_scoring_env_reaches_the_verify_script_and_never_the_report(
     assert report.status == "completed", report.error
     assert report.context.metadata.verifications["token"].score == 1.0
     assert SECRET not in report.model_dump_json()
-    assert "token=***" in report.context.metadata.verifications["token"].results[0]["justification"]
+    assert "token=***" in (report.context.metadata.verifications["token"].results[0].justification or "")
 
 
 async def test_an_unset_scoring_variable_fails_the_verifier_with_a_clear_error() -> None:

@@ -196,14 +196,17 @@ def verification_rows(report: TaskReport) -> list[JsonObject]:
     """One table row per verification result row."""
     rows: list[JsonObject] = []
     for vid, v in report.context.metadata.verifications.items():
-        for r in v.results or [{}]:
+        if not v.results:
+            rows.append({"verifier": vid, "row": None, "result": None, "score": None, "weight": None,
+                         "justification": ""})
+        for r in v.results:
             rows.append({
                 "verifier": vid,
-                "row": r.get("id"),
-                "result": r.get("result"),
-                "score": r.get("score"),
-                "weight": r.get("weight"),
-                "justification": (r.get("justification") or "")[:300],
+                "row": r.id,
+                "result": r.result,
+                "score": r.score,
+                "weight": r.weight,
+                "justification": (r.justification or "")[:300],
             })
     return rows
 

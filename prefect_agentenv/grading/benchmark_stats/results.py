@@ -18,10 +18,9 @@ key (the errored attempt, then the rerun): the last one wins everywhere in this 
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Mapping
-from typing import Any, Literal, NamedTuple, TypeGuard
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
@@ -250,7 +249,7 @@ def axis_scores(verifications: Verifications, skip_policy: SkipPolicy = "zero") 
         P = rows of the axis with w > 0,  N = rows of the axis with w < 0 (penalties)
         axis score = clamp((Σ_P w·s − Σ_N |w|·s) / Σ_P w, 0, 1)     (clamp(1 − Σ_N |w|·s) when P is empty)
 
-    Rows without a numeric ``score`` or with weight 0 are ignored; an axis with no counted row
+    Rows without an axis or with weight 0 are ignored; an axis with no counted row
     is left out. A skipped verifier counts as the task score counts it: under ``skip_policy``
     ``zero`` each of its axes (its rows', else its ``axes``) counts 0 with its weight, under
     ``exclude`` it is left out. An **errored** verifier counts 0 on every axis its document
@@ -265,16 +264,16 @@ def axis_scores(verifications: Verifications, skip_policy: SkipPolicy = "zero") 
         verifier_weight = verification.weight
         if (verification.skipped and skip_policy == "exclude") or verifier_weight <= 0:
             continue
-        for row in _skipped_rows(verification) if verification.skipped else _axis_rows(verification, read):
-            axis, score = row.get("axis"), row.get("score")
-            if not isinstance(axis, str) or not axis or not _is_number(score):
+        for axis, score, row_weight in _skipped_rows(verification) if verification.skipped else _axis_rows(
+                verification, read):
+            if not axis:
                 continue
-            weight = _number(row.get("weight"), 1.0) * verifier_weight
+            weight = row_weight * verifier_weight
             if weight > 0:
-                gains[axis] += weight * float(score)
+                gains[axis] += weight * score
                 totals[axis] += weight
             elif weight < 0:
-                losses[axis] += -weight * float(score)
+                losses[axis] += -weight * score
             else:
                 continue
             seen.add(axis)
@@ -285,33 +284,30 @@ def axis_scores(verifications: Verifications, skip_policy: SkipPolicy = "zero") 
     return scores
 
 
-def _skipped_rows(verification: Verification) -> list[Mapping[str, Any]]:
+_AxisRow = tuple[str | None, float, float]
+"""What a row counts on an axis: its axis (None: none), its score and its weight."""
+
+
+def _skipped_rows(verification: Verification) -> list[_AxisRow]:
     """A skipped verifier's axes as rows scoring 0: its rows' axes and weights, else its ``axes``."""
-    rows: list[Mapping[str, Any]] = [{**row, "score": 0.0} for row in verification.results]
-    return rows or [{"axis": axis, "score": 0.0, "weight": weight} for axis, weight in verification.declared_axes().items()]
+    rows: list[_AxisRow] = [(row.axis, 0.0, row.weight) for row in verification.results]
+    return rows or [(axis, 0.0, weight) for axis, weight in verification.declared_axes().items()]
 
 
-def _axis_rows(verification: Verification, verifications: Mapping[str, Verification]) -> list[Mapping[str, Any]]:
+def _axis_rows(verification: Verification, verifications: Mapping[str, Verification]) -> list[_AxisRow]:
     """The rows of a verification, plus a row at 0 for each axis an errored verifier declares
     (itself, or one that an ``aggregate_verifiers`` folded: its ``<id>.verifier_error`` row)."""
-    rows: list[Mapping[str, Any]] = list(verification.results)
+    rows: list[_AxisRow] = [(row.axis, row.score, row.weight) for row in verification.results]
     errored = [verification] if verification.errored else []
-    errored += [verifications[row["verifier_id"]] for row in verification.results
-                if str(row.get("id", "")).endswith(".verifier_error") and row.get("verifier_id") in verifications]
+    errored += [verifications[row.verifier_id] for row in verification.results
+                if row.id.endswith(".verifier_error") and row.verifier_id is not None
+                and row.verifier_id in verifications]
     for source in errored:
         if source.errored:
-            rows += [{"axis": axis, "score": 0.0, "weight": weight} for axis, weight in source.declared_axes().items()]
+            rows += [(axis, 0.0, weight) for axis, weight in source.declared_axes().items()]
     return rows
 
 
 def axes_unknown_errors(verifications: Verifications) -> list[str]:
     """Counted verifiers that errored without declared axes (their rows come from a script)."""
     return [vid for vid, v in read_all(verifications).items() if v.errored and v.weight > 0 and v.axes is None]
-
-
-def _is_number(value: Any) -> TypeGuard[int | float]:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _number(value: Any, default: float) -> float:
-    return float(value) if _is_number(value) else default

@@ -3,30 +3,31 @@
 A step receives the contexts returned by its direct dependencies, merges them, adds what it
 made and returns the result. A step therefore sees exactly what its ancestors produced,
 whatever the timing of the other branches.
+
+The verifiers' records and their rows are in :mod:`~prefect_agentenv.context.verifications`
+(re-exported here).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from datetime import datetime
 from functools import reduce
 from typing import Any, Literal, TypeAlias
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    PrivateAttr,
-    SerializerFunctionWrapHandler,
-    field_serializer,
-    field_validator,
-    model_serializer,
-)
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 from prefect_agentenv.attribute_docs import attribute_docstrings
+from prefect_agentenv.context.verifications import Aggregator, Axes, RowResult, Verification, VerificationRow
 from prefect_agentenv.exceptions import ContextConflictError
 from prefect_agentenv.jsontypes import JsonObject, JsonValue
+
+__all__ = [
+    "AgentPeering", "AgentSnapshot", "AgentTriggerRegistration", "Aggregator", "ArtifactRef", "Axes", "CollectedFiles",
+    "DeployedAgent", "DeployedEnv", "DeployedSandbox", "EnvSnapshot", "FailedStep", "HumanAgent", "LoadedFiles",
+    "PromptResponse", "Review", "RowResult", "RunContext", "RunMetadata", "StepRecord", "StepState", "StoppedEarly",
+    "ToolAccessChange", "ToolAccessState", "UnsupportedAgentConfig", "Verification", "VerificationRow",
+]
 
 
 class _Model(BaseModel):
@@ -143,118 +144,6 @@ class UnsupportedAgentConfig(_Model):
     """The extension that would have carried it (`urn:agentenv:agent-config/v1`, ...)."""
     reason: str
     """Why it could not be sent, e.g. "the card does not declare the extension"."""
-
-
-Aggregator: TypeAlias = Literal["all_pass", "any_pass", "weighted_average"]
-"""How a verifier folds its rows into one score (``grading.aggregate``)."""
-
-Axes: TypeAlias = dict[str, float] | list[str]
-"""A verifier's declared reporting axes: ``{axis: weight}`` or a list of axes."""
-
-
-class Verification(BaseModel):
-    """One verifier's result, ``metadata.verifications[verifier_id]`` (``grading.verification``
-    builds them). Fields are declared in the order a record prints them; extra keys (``url``,
-    ``judge``, ``env_id``, ``verifier_ids``, …) are kept after them, in their own order.
-
-    It serializes as the record it always was: the fields that were set, in declaration order,
-    then the extras as given (a field left at its default is not written). One read from a stored
-    record, or made with :meth:`written`, keeps the order its keys came in."""
-
-    model_config = ConfigDict(extra="allow", json_schema_extra=attribute_docstrings)
-
-    results: list[dict[str, Any]] = Field(default_factory=list)
-    """The graded rows (criteria, assertions, checks); empty when skipped."""
-    score: float | None = None
-    """The verifier's score in [0, 1]; ``None`` when skipped (or, as read, not a number)."""
-    weight: float = 1.0
-    """How much the verifier counts in the task score; 0 for one an aggregate folds."""
-    aggregator: Aggregator | None = None
-    """How the rows were folded into the score."""
-    skipped: bool = False
-    """Not scored, for a documented reason (the skip policy decides how it counts)."""
-    skip_reason: str | None = None
-    """Why it was skipped: ``truncated``, ``timeout``, …"""
-    errored: bool = False
-    """The verifier could not grade: it counts 0."""
-    error: str | None = None
-    """What went wrong, when it errored."""
-    format: str | None = None
-    """The verifier's kind of record: ``probe``, ``outcome``, ``aggregate``, a rubric output format…"""
-    step_type: str | None = None
-    """The step type of an errored verifier."""
-    axes: Axes | None = None
-    """The reporting axes it declares (``{axis: weight}`` or a list): a skipped or errored verifier
-    counts 0 on them."""
-
-    _order: tuple[str, ...] = PrivateAttr(default=())
-    """The order of the keys as given (:meth:`read`, :meth:`written`); empty: declaration order."""
-
-    @model_serializer(mode="wrap")
-    def _as_record(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """The stored record: the fields set, then the extras (the handler writes fields first)."""
-        data = handler(self)
-        kept = self.model_fields_set | set(self.model_extra or {})
-        keys = [k for k in self._order if k in data] + [k for k in data if k not in self._order]
-        return {key: data[key] for key in keys if key in kept}
-
-    @classmethod
-    def written(cls, **fields: Any) -> Verification:
-        """A validated verification written with its keys in the order given here (a record
-        whose order predates the declaration order, such as a judge's unreadable output)."""
-        verification = cls.model_validate(fields)
-        verification._order = tuple(fields)
-        return verification
-
-    def record(self) -> JsonObject:
-        """The record as it is written (see the class docstring), for a JSON view of its own."""
-        return self.model_dump(mode="json")
-
-    @classmethod
-    def read(cls, raw: Mapping[str, Any] | Verification) -> Verification:
-        """A stored record, read liberally (plugins and scripts write records too): a score that is
-        not a number reads ``None`` (it counts 0 unless skipped), a weight that is not a finite
-        number reads 1, rows that are not objects are dropped, axes that are neither an object nor
-        a list read ``None``. Written again, it keeps the order of the record's keys."""
-        if isinstance(raw, Verification):
-            return raw
-        score, weight = raw.get("score"), raw.get("weight")
-        extra = {k: v for k, v in raw.items() if k not in cls.model_fields}
-        read = cls.model_construct(
-            {k for k in raw if k in cls.model_fields},
-            results=[dict(r) for r in raw.get("results") or [] if isinstance(r, Mapping)],
-            score=score if _is_number(score, finite=False) else None, weight=weight if _is_number(weight) else 1.0,
-            skipped=bool(raw.get("skipped")), errored=bool(raw.get("errored")), axes=_axes(raw.get("axes")),
-            **{name: raw.get(name) for name in ("aggregator", "skip_reason", "error", "format", "step_type")}, **extra)
-        read._order = tuple(raw)
-        return read
-
-    @property
-    def counted_score(self) -> float | None:
-        """The score the task counts: ``None`` when skipped, 0 when errored or not a number."""
-        if self.skipped:
-            return None
-        if self.errored or self.score is None:
-            return 0.0
-        return min(1.0, max(0.0, float(self.score)))
-
-    def declared_axes(self) -> dict[str, float]:
-        """The ``axes``: ``{axis: |weight|}``, a list counting 1 each; empty when none."""
-        if isinstance(self.axes, dict):
-            return {axis: abs(weight) for axis, weight in self.axes.items()}
-        return dict.fromkeys(self.axes, 1.0) if self.axes is not None else {}
-
-
-def _is_number(value: object, *, finite: bool = True) -> bool:
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        return False
-    return math.isfinite(value) or not finite
-
-
-def _axes(raw: object) -> Axes | None:
-    if isinstance(raw, Mapping):
-        return {str(axis): float(w) if _is_number(w) else 1.0 for axis, w in raw.items()}
-    return [str(axis) for axis in raw] if isinstance(raw, list) else None
 
 
 class AgentPeering(_Model):
