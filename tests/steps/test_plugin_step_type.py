@@ -98,7 +98,7 @@ async def test_the_plugin_step_grades_a_real_agents_reply_in_a_task_run() -> Non
 
     assert report.status == "completed", report.error
     verification = report.context.metadata.verifications["words"]
-    assert [(r["id"], r["result"], r["weight"]) for r in verification.results] == [
+    assert [(r.id, r.result, r.weight) for r in verification.results] == [
         ("uses:Dana", "pass", 1.0), ("uses:September", "pass", 1.0), ("uses:invoice", "fail", 1.0),
         ("uses:salary", "fail", -1.0)]
     assert verification.aggregator == "weighted_average" and verification.format == "reply_words"
@@ -122,7 +122,7 @@ async def test_a_failed_prompt_scores_0_without_looking_for_words() -> None:
     report = await run_doc([*steps, words_step(must_use=["Dana"])])
 
     verification = report.context.metadata.verifications["words"]
-    assert (verification.score, [r["id"] for r in verification.results]) == (0.0, ["prompt_error"])
+    assert (verification.score, [r.id for r in verification.results]) == (0.0, ["prompt_error"])
 
 
 async def test_a_reply_no_ancestor_left_fails_the_step_with_its_id_and_type() -> None:
