@@ -39,7 +39,8 @@ TARGETS: list[tuple[str, str, str]] = [
     ("prefect_agentenv.flows.agent_task", "_execute_as_prefect_task", "step: prefect task"),  # older trees
     ("prefect_agentenv.flows.agent_task", "_run_step", "step: body"),  # older trees
     ("prefect_agentenv.flows.engine.step_tasks", "execute_as_prefect_task", "step: prefect task"),
-    ("prefect_agentenv.flows.engine.step_tasks", "run_step", "step: body"),
+    ("prefect_agentenv.flows.engine.step_tasks", "run_step", "step: body"),  # older trees
+    ("prefect_agentenv.flows.engine.step_tasks", "run_body", "step: body"),
     ("prefect.concurrency._asyncio", "aacquire_concurrency_slots_with_lease", "Prefect: tag concurrency lease"),
     ("prefect_agentenv.runtime.resolve", "resolve_env", "resolve env (block lookup)"),  # older trees
     ("prefect_agentenv.runtime.resolve", "resolve_agent", "resolve agent (block lookup)"),  # older trees

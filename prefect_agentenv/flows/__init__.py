@@ -8,8 +8,9 @@ The flows themselves sit at the top of this package:
 
 Below them, three sub-packages:
 
-* :mod:`~prefect_agentenv.flows.engine` — running one task document: the DAG scheduler, a step
-  as a Prefect task run, the phases of a run with teardown, isolated scoring.
+* :mod:`~prefect_agentenv.flows.engine` — running steps: the run scope and ``execute_step`` that
+  every path uses, the DAG scheduler, a step as a Prefect task run, the phases of a run with
+  teardown, isolated scoring.
 * :mod:`~prefect_agentenv.flows.adapters` — where the flows meet Prefect: parameters, tags,
   events, logs, cancellation, API health, subflow starts, fleets.
 * :mod:`~prefect_agentenv.flows.reports` — what a run leaves behind: the report and UI artifacts,
