@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,16 @@ async def test_a_reported_run_records_its_owner_and_a_scoring_run_inside_it_repo
             scoring.services.without_prefect = "the Prefect API went away"
         assert current_run() is parent
         assert parent.services.without_prefect == "the Prefect API went away"
+
+
+async def test_what_a_run_resolves_stays_out_of_log_lines_while_another_run_ends(
+        caplog: pytest.LogCaptureFixture) -> None:
+    async with open_run("goes-on") as going_on:
+        async with open_run("ends"):
+            pass  # both secret sets are empty, so equal: ending this run must not unregister the other's
+        going_on.redact.add("s3cr3t-value")
+        logging.getLogger("prefect_agentenv.test").warning("token %s rejected", "s3cr3t-value")
+    assert "token *** rejected" in caplog.text and "s3cr3t-value" not in caplog.text
 
 
 async def test_a_step_that_retries_itself_is_run_again_and_each_attempt_is_recorded() -> None:

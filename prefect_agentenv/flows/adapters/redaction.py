@@ -57,4 +57,6 @@ def redacting_logs(secrets: set[str]) -> Iterator[None]:
     try:
         yield
     finally:
-        _active.remove(secrets)
+        # By identity: another run's set may hold the same values now (two empty sets are equal)
+        # and must stay registered while that run goes on.
+        del _active[next(i for i, held in enumerate(_active) if held is secrets)]
