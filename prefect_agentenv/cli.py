@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 import typer
 from typer.core import TyperGroup
 
+from prefect_agentenv.commands.compare import compare_command
 from prefect_agentenv.commands.publish import publish_command
 from prefect_agentenv.commands.review import review_command
 from prefect_agentenv.commands.rollout import rollout_command
@@ -230,15 +231,25 @@ def bench(
     override: Annotated[list[str], typer.Option(help="KEY=VALUE run override for every task (repeatable).")] = [],  # noqa: B006
     epochs: Annotated[int | None, typer.Option(help="Override the document's epochs.", min=1)] = None,
     concurrency: Annotated[int | None, typer.Option(help="Override the document's concurrency.", min=1)] = None,
+    baseline: Annotated[str | None, typer.Option(help="Compare with this run instead of the previous finished "
+                                                 "one: a run id, SLUG/RUN_ID, or SLUG (its latest).")] = None,
+    fail_under: Annotated[float | None, typer.Option(help="Exit 4 when the mean score is under this.",
+                                                     min=0.0, max=1.0)] = None,
+    fail_on_regression: Annotated[bool, typer.Option(help="Exit 4 when the paired comparison with the baseline "
+                                                     "marks all task runs worse.")] = False,
+    confidence: Annotated[float, typer.Option(help="Confidence of the comparison's verdicts.", min=0.5, max=0.999)]
+    = 0.95,
 ) -> None:
     """Run a benchmark with live progress; exit 0 when it ran (whatever the scores), 1 when it failed, 2 invalid,
-    5 when more task runs failed for infrastructure than its infrastructure.max_error_rate allows."""
+    4 when a gate (--fail-under, --fail-on-regression) failed, 5 when more task runs failed for infrastructure
+    than its infrastructure.max_error_rate allows."""
     from prefect_agentenv.documents.benchmark_validation import validate_benchmark_file
 
     overrides = _overrides(override)
     if report_dir is not None:
         _check_writable(report_dir / "summary.json", "--report-dir")
     published = _published_ref(bench_file)
+    slug = published[0] if published is not None else None
     if published is not None:
         _check_published(*published)
     else:
@@ -248,14 +259,19 @@ def bench(
             for p in checked.problems:
                 typer.echo(f"  - {p.render()}", err=True)
             raise typer.Exit(2)
+        slug = checked.benchmark.slug if checked.benchmark is not None else None
     set_prefect_defaults()
+    if baseline is not None:
+        _check_baseline(baseline, slug)
     from prefect_agentenv.cli_progress import run_benchmark_with_progress
+    from prefect_agentenv.flows.reports.baseline import Gate
     from prefect_agentenv.runtime.sweep import sweep_dead_runs
     from prefect_agentenv.settings import get_settings
 
     sweep_dead_runs(get_settings().runs_dir)  # what killed runs left behind (logged)
+    gate = Gate(baseline=baseline, confidence=confidence, fail_under=fail_under, fail_on_regression=fail_on_regression)
     code = run_benchmark_with_progress(bench_file, run_id=resume, overrides=overrides, epochs=epochs,
-                                       concurrency=concurrency, report_dir=report_dir)
+                                       concurrency=concurrency, report_dir=report_dir, gate=gate)
     raise typer.Exit(code)
 
 
@@ -279,6 +295,19 @@ def _check_published(slug: str, version: str) -> None:
             read_published(store, slug, version)
     except AgentEnvError as exc:
         typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+def _check_baseline(baseline: str, slug: str | None) -> None:
+    """Refuse a baseline the artifact store does not have, before anything runs (exit 2)."""
+    from prefect_agentenv.artifacts import ArtifactError, get_artifact_store
+    from prefect_agentenv.flows.reports.run_lookup import find_run
+
+    try:
+        with get_artifact_store() as store:
+            find_run(store, baseline, slug=slug)
+    except ArtifactError as exc:
+        typer.echo(f"error: --baseline: {exc}", err=True)
         raise typer.Exit(2) from None
 
 
@@ -321,6 +350,7 @@ def upgrade_blocks_command() -> None:
 
 app.command(name="publish")(publish_command)
 app.command(name="view")(view_command)
+app.command(name="compare")(compare_command)
 app.command(name="rollout")(rollout_command)
 app.command(name="review")(review_command)
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,8 @@ from rich.text import Text
 
 from prefect_agentenv.flows.benchmark import benchmark, progress_listener
 from prefect_agentenv.flows.reports.benchmark_result import BenchmarkRunResult
-from prefect_agentenv.grading.benchmark_stats.results import TaskResult
+from prefect_agentenv.flows.reports.baseline import Gate
+from prefect_agentenv.grading.benchmark_stats import GATE_EXIT_CODE, TaskResult
 from prefect_agentenv.jsontypes import JsonObject
 
 INFRASTRUCTURE_EXIT_CODE = 5
@@ -81,18 +84,21 @@ def _outcome(result: TaskResult) -> str:
 
 
 def run_benchmark_with_progress(path: Path | str, *, run_id: str | None, overrides: dict[str, str], epochs: int | None,
-                                concurrency: int | None, report_dir: Path | None) -> int:
-    """Run the benchmark flow in this process, drawing progress; the exit code for the CLI.
+                                concurrency: int | None, report_dir: Path | None,
+                                gate: Gate | None = None) -> int:
+    """Run the benchmark flow in this process, drawing progress; the exit code for the CLI (0 ran,
+    1 failed, 4 a gate failed, 5 too many infrastructure failures, 130 interrupted).
 
     ``path`` is a benchmark file or a published version ``SLUG@VERSION``."""
     board = _Board()
     console = Console()
     token = progress_listener.set(board.on_event)
+    options = gate or Gate()
 
     async def go() -> Any:
         state = await benchmark(path=str(path), run_id=run_id, overrides=overrides, epochs=epochs,
                                 concurrency=concurrency, report_dir=str(report_dir) if report_dir else None,
-                                return_state=True)
+                                return_state=True, **dataclasses.asdict(options))
         return state, await state.aresult(raise_on_failure=False)
 
     try:
@@ -114,13 +120,22 @@ def run_benchmark_with_progress(path: Path | str, *, run_id: str | None, overrid
         console.print(f"[red]the benchmark failed:[/red] {state.message}")
         return 1
     result = BenchmarkRunResult.model_validate(out)
+    if result.comparison is not None:
+        console.print(f"compared with run {result.comparison.previous_run_id}: {result.comparison.setup.sentence()}",
+                      markup=False, highlight=False)
     if result.regressions:
-        console.print(f"[yellow]{len(result.regressions)} regression(s) against the previous run[/yellow]")
+        console.print(f"[yellow]{len(result.regressions)} regression(s) against the baseline run[/yellow]")
     console.print(f"results: {result.results_url}")
     if report_dir:
         console.print(f"summary: {report_dir / 'summary.md'}")
     console.print(f"resume or rerun missing tasks with: prefect-agentenv bench {path} --resume {result.run_id}")
     if result.infrastructure_error:
         console.print(f"[red]the benchmark failed:[/red] {result.infrastructure_error}")
-        return INFRASTRUCTURE_EXIT_CODE
+        return INFRASTRUCTURE_EXIT_CODE  # before the gate: too many infrastructure failures make its verdict moot
+    if result.gate is not None and not result.gate.passed:
+        # One line on stderr, whatever the terminal's width: a pipeline's log shows why it stopped.
+        sys.stderr.write(f"gate failed: {result.gate.reason}\n")
+        return GATE_EXIT_CODE
+    if result.gate is not None:
+        console.print(f"gate passed: {result.gate.reason}", markup=False, highlight=False, soft_wrap=True)
     return 0 if state.is_completed() else 1

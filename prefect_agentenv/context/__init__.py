@@ -30,6 +30,11 @@ __all__ = [
 ]
 
 
+def _unset(value: object) -> bool:
+    """A shared record no step wrote: left out of the report, as it was before it had a field."""
+    return value is None or value == {} or value == []
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", json_schema_extra=attribute_docstrings)
 
@@ -64,6 +69,8 @@ class DeployedAgent(_Model):
     """The registry id the agent was deployed from."""
     model: str | None = None
     """The model the agent was configured with, if known."""
+    version: str | None = Field(default=None, exclude_if=_unset)
+    """The version the agent's A2A card declares (left out when it declares none)."""
 
 
 class DeployedSandbox(_Model):
@@ -198,11 +205,6 @@ class ToolAccessChange(_Model):
     role: str
     tools_requested: list[str]
     role_state_after: ToolAccessState
-
-
-def _unset(value: object) -> bool:
-    """A shared record no step wrote: left out of the report, as it was before it had a field."""
-    return value is None or value == {} or value == []
 
 
 class _Record(BaseModel):

@@ -5,7 +5,9 @@ Tasks run in this process, each as an ``agent_task`` subflow (default) or, with 
 ``agent-task`` deployment on a work pool (``dispatch="deployment"``). Each run's task document
 is frozen (stored with its sha256) before it starts; results are appended to the run's JSONL as
 they finish, so a rerun with the same ``run_id`` only runs what is missing or errored. The
-summary compares with the previous run of the same benchmark slug.
+summary compares the run pair by pair with its baseline (the previous run of the slug unless one
+is named); every result carries its setup (``flows.reports.fingerprint``), and a gate
+(``fail_under``, ``fail_on_regression``) fails the flow run when the run falls short.
 """
 
 from __future__ import annotations
@@ -63,13 +65,17 @@ from prefect_agentenv.flows.reports.failures import (
     should_retry,
     timeout_failure,
 )
+from prefect_agentenv.flows.reports.baseline import Gate, compare_with_baseline, find_baseline
+from prefect_agentenv.flows.reports.fingerprint import benchmark_setup, setup_from_report
 from prefect_agentenv.flows.reports.report import TaskReport, verification_rows
-from prefect_agentenv.flows.reports.results import ResultsStore, crashed_result, read_results, result_from_report, task_key
+from prefect_agentenv.flows.reports.run_lookup import FoundRun
+from prefect_agentenv.flows.reports.results import ResultsStore, crashed_result, result_from_report, task_key
 from prefect_agentenv.grading.benchmark_stats import (
+    DEFAULT_CONFIDENCE,
     RetriedAttempt,
     RunKey,
     TaskResult,
-    compare,
+    check_gate,
     summarize,
     summary_markdown,
 )
@@ -118,8 +124,12 @@ async def benchmark(
     dispatch: Literal["subflow", "deployment"] = "subflow",
     deployment: str = "agent-task/agent-task",
     report_dir: str | None = None,
+    baseline: str | None = None,
+    confidence: Annotated[float, Field(gt=0, lt=1)] = DEFAULT_CONFIDENCE,
+    fail_under: Annotated[float | None, Field(ge=0, le=1)] = None,
+    fail_on_regression: bool = False,
 ) -> State:
-    """Run a benchmark: tasks × seeds × epochs with bounded concurrency, then summarize and compare.
+    """Run a benchmark: tasks × seeds × epochs with bounded concurrency, then summarize, compare and gate.
 
     Args:
         path: The benchmark document (YAML or JSON) on the worker's disk; task paths in it are relative to it.
@@ -134,6 +144,12 @@ async def benchmark(
             on its work pool (a fleet).
         deployment: The agent-task deployment that `dispatch=deployment` starts, as `flow/deployment`.
         report_dir: Also write each task's report and the summary into this folder on the worker.
+        baseline: Compare with this run instead of the previous finished one: a run id of this benchmark,
+            `<slug>/<run id>` of another, or `<slug>` for its latest finished run.
+        confidence: The confidence of the paired comparison's intervals and verdicts (0.95: 95%).
+        fail_under: Fail the flow run when the mean score is under this (0 to 1).
+        fail_on_regression: Fail the flow run when the paired comparison with the baseline marks all task
+            runs worse (pass rate by McNemar's test, or mean score by the paired bootstrap and sign test).
     """
     try:
         source = await asyncio.to_thread(load_source, benchmark, path)
@@ -142,18 +158,29 @@ async def benchmark(
         # The flow run's id by default: the UI's Retry reruns the same flow run, so it resumes this benchmark run.
         runner = _Runner(source, run_id=run_id or _current_flow_run_id(), overrides=overrides or {},
                          epochs=epochs or bench.epochs, concurrency=concurrency or bench.concurrency, dispatch=dispatch,
-                         deployment=deployment, report_dir=Path(report_dir) if report_dir else None)
+                         deployment=deployment, report_dir=Path(report_dir) if report_dir else None,
+                         gate=Gate(baseline, confidence, fail_under, fail_on_regression))
         await asyncio.to_thread(runner.results.check_source, source.ref)
+        runner.baseline = await asyncio.to_thread(find_baseline, runner.results, baseline)  # before anything runs
     except (TaskDocumentError, ConfigurationError, ArtifactError) as exc:  # a user mistake: no traceback
         get_run_logger().error("%s", exc)
         return Failed(message=str(exc))
     result = await runner.run()
     get_run_logger().info("benchmark %s run %s: %s", bench.slug, runner.run_id, result.headline)
+    return _final_state(result)
+
+
+def _final_state(result: BenchmarkRunResult) -> State:
+    """Failed when infrastructure failures, the gate or an empty run say so, else Completed; the
+    data is the run's result. Infrastructure comes first: it makes the gate's verdict moot."""
     data = result.model_dump(mode="json")  # the flow run's result stays plain JSON for the API and the UI
     if result.infrastructure_error:  # the mean would mostly measure the setup: say so, loudly
-        get_run_logger().error("benchmark %s run %s failed: %s", bench.slug, runner.run_id,
+        get_run_logger().error("benchmark %s run %s failed: %s", result.slug, result.run_id,
                                result.infrastructure_error)
         return Failed(message=result.infrastructure_error, data=data)
+    if result.gate is not None and not result.gate.passed:
+        get_run_logger().error("gate failed: %s", result.gate.reason)
+        return Failed(message=f"gate failed: {result.gate.reason}", data=data)
     if result.regressions:
         return Completed(message=f"{result.headline} — {len(result.regressions)} regression(s)", data=data)
     if result.counts.get("total", 0) == 0:
@@ -174,13 +201,19 @@ class _Runner:
     """One benchmark run: schedules task runs, records results, publishes the summary."""
 
     def __init__(self, source: BenchmarkSource, *, run_id: str | None, overrides: dict[str, str], epochs: int,
-                 concurrency: int, dispatch: str, deployment: str, report_dir: Path | None) -> None:
+                 concurrency: int, dispatch: str, deployment: str, report_dir: Path | None,
+                 gate: Gate | None = None) -> None:
         self.source, self.bench, self.tasks = source, source.header, {t.task_id: t for t in source.tasks}
         self.run_id = run_id or time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
         self.overrides = {**self.bench.defaults.overrides, **overrides}
         self.policy = self.bench.infrastructure
         self.epochs, self.concurrency, self.dispatch, self.deployment = epochs, concurrency, dispatch, deployment
         self.report_dir = report_dir
+        self.gate = gate or Gate()
+        # The benchmark's part of every result's fingerprint, and the named baseline (else the previous run).
+        self.setup = benchmark_setup(benchmark=self.bench.slug, benchmark_version=self.bench.version,
+                                     overrides=self.overrides)
+        self.baseline: FoundRun | None = None
         self.store: ArtifactBackend = get_artifact_store()
         self.results = ResultsStore(self.store, self.bench.slug, self.run_id)
         self.done = 0
@@ -307,22 +340,23 @@ class _Runner:
             return TaskResult(task_id=key.task_id, seed_index=key.seed_index, seed=dict(task.seed_row or {}),
                               epoch=key.epoch, tags=task.tags, status="failed", outcome=Outcome.TIMED_OUT, score=0.0,
                               duration_s=round(time.monotonic() - t0, 3), snapshot=snapshot, started_at=started,
-                              error=error, failure=timeout_failure(error)), None
+                              error=error, failure=timeout_failure(error), setup=self.setup), None
         except Exception as exc:  # one failed API call (after Prefect's own retries) costs this attempt only
             logger.warning("task %s (epoch %s) could not run: %s", key.task_id, key.epoch, exc)
             return crashed_result(key, f"the task could not run: {type(exc).__name__}: {exc}", started_at=started,
                                   duration_s=round(time.monotonic() - t0, 3), failure=dispatch_failure(exc),
-                                  seed=task.seed_row, tags=task.tags, snapshot=snapshot), None
+                                  seed=task.seed_row, tags=task.tags, snapshot=snapshot, setup=self.setup), None
         if report is None:
             error = f"the task's {ran.kind} ended without a report"
             return crashed_result(key, error, flow_run_id=ran.flow_run_id, task_run_id=ran.task_run_id,
                                   started_at=started, duration_s=round(time.monotonic() - t0, 3),
                                   failure=no_report_failure(error), seed=task.seed_row, tags=task.tags,
-                                  snapshot=snapshot), None
+                                  snapshot=snapshot, setup=self.setup), None
         url = self.store.object_url(report_key(ran.task_run_id or report.flow_run_id or ran.flow_run_id or ""))
         return result_from_report(report, key, report_url=url, skip_policy=task.document.skip_policy,
                                   task_run_id=ran.task_run_id, failure=classify_report(report, task.document),
-                                  seed=task.seed_row, tags=task.tags, snapshot=snapshot), report
+                                  seed=task.seed_row, tags=task.tags, snapshot=snapshot,
+                                  setup=setup_from_report(report, self.setup)), report
 
     def _final(self, key: RunKey, result: TaskResult, report: TaskReport | None,
                retried: list[RetriedAttempt]) -> TaskResult:
@@ -424,18 +458,18 @@ class _Runner:
     async def _finish(self) -> BenchmarkRunResult:
         results = await asyncio.to_thread(self.results.read_results)
         summary = summarize(results)
-        previous = await asyncio.to_thread(self.results.previous_run)
-        comparison = None
-        if previous is not None:
-            before = await asyncio.to_thread(read_results, self.store, self.bench.slug, previous.run_id)
-            comparison = compare(results, before, current_run_id=self.run_id,
-                                 previous_run_id=previous.run_id)
+        comparison, previous = await asyncio.to_thread(compare_with_baseline, self.results, results, self.baseline,
+                                                       confidence=self.gate.confidence)
+        gate = check_gate(summary, comparison, fail_under=self.gate.fail_under,
+                          fail_on_regression=self.gate.fail_on_regression)
         await asyncio.to_thread(self.results.record_finished, summary)
         verdict = infrastructure_verdict(summary.failures, summary.counts.total, self.policy)
         title = f"{self.bench.name} — run {self.run_id}"
         markdown = summary_markdown(summary, comparison, results, title=title,
                                     alert=verdict and f"The benchmark failed: {verdict}")
         markdown = with_source(markdown, self.source.ref, previous)
+        if gate is not None:
+            markdown += f"\n\n**Gate {'passed' if gate.passed else 'failed'}:** {gate.reason}\n"
         report_files = await render_html_report(self.store, self.bench.slug, self.run_id, title=title,
                                                 headline=headline_text(summary))
         html_url = await publish_html_report(self.store, self.bench.slug, self.run_id, report_files)
@@ -453,9 +487,9 @@ class _Runner:
             summary=summary,
             counts={**summary.counts.model_dump(mode="json"), "total": summary.counts.total},
             regressions=comparison.regressions if comparison else [],
-            regressed_tasks=[c.task_id for c in comparison.of_kind("regressed")] if comparison else [],
-            results_url=self.results.results_url, report_url=html_url, markdown=markdown,
-            infrastructure_error=verdict)
+            regressed_tasks=[row.name for row in comparison.of_verdict("worse")] if comparison else [],
+            comparison=comparison, gate=gate, results_url=self.results.results_url, report_url=html_url,
+            markdown=markdown, infrastructure_error=verdict)
         out = result.model_dump(mode="json")
         if self.report_dir:
             await asyncio.to_thread(write_html_report, report_files, self.report_dir / "html")

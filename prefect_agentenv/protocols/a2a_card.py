@@ -38,6 +38,8 @@ class A2ACard(BaseModel):
 
     name: str = ""
     description: str = ""
+    version: str | None = None
+    """The agent's own version, as the card declares it (``None`` when it declares none)."""
     base_url: str
     """The URL the card was found under; relative URLs resolve against it."""
     card_url: str
@@ -86,8 +88,10 @@ class A2ACard(BaseModel):
             interfaces += [A2AInterface(url=urljoin(base_url, str(i["url"])), protocol_version=version,
                                         binding=str(i.get("transport") or "JSONRPC"))
                            for i in _list(_member(raw, "additionalInterfaces")) if i.get("url")]
+        own = raw.get("version")
         return cls(name=str(raw.get("name") or ""), description=str(raw.get("description") or ""),
-                   base_url=base_url, card_url=card_url, interfaces=interfaces, raw=raw)
+                   version=str(own) if own not in (None, "") else None, base_url=base_url, card_url=card_url,
+                   interfaces=interfaces, raw=raw)
 
 
 def _member(raw: JsonValue, camel: str) -> JsonValue:

@@ -7,6 +7,7 @@ typo such as ``judge_modle`` cannot silently run the task with the document's ow
 from __future__ import annotations
 
 import difflib
+import hashlib
 from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
@@ -25,6 +26,9 @@ RUN_KEYS: dict[str, str] = {
 """Keys that apply to the whole run, and what each overrides."""
 AGENT_KEYS = ("a2a_agent_id", "agent_config")
 """Keys that may also be given for one agent: ``<agent_name>.<key>``."""
+FREE_FORM_KEYS = ("agent_config", "human_a2a_url")
+"""Keys whose values are free text that may carry a credential (a token in a URL, a key in a
+config): results record them by digest only (:meth:`RunOverrides.recorded`)."""
 
 
 class AgentOverrides(BaseModel):
@@ -89,6 +93,17 @@ class RunOverrides(BaseModel):
     def as_pairs(self) -> dict[str, str]:
         """The pairs as they were given (a run started from this one gets the same overrides)."""
         return dict(self._given)
+
+    def recorded(self) -> dict[str, str]:
+        """The pairs as a result records them: ids, models and paths as given; a free-form value
+        (:data:`FREE_FORM_KEYS`, also per agent) as ``sha256:<16 hex digits>`` of its text, so
+        two runs' configs can be told apart without a secret ever reaching a result."""
+        return {key: _digest(value) if key.rpartition(".")[2] in FREE_FORM_KEYS else value
+                for key, value in sorted(self._given.items())}
+
+
+def _digest(value: str) -> str:
+    return "sha256:" + hashlib.sha256(value.encode()).hexdigest()[:16]
 
 
 def _unknown(key: str) -> str:

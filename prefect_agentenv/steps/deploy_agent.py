@@ -100,6 +100,8 @@ async def run(step: DeployAgentStep, ctx: RunContext) -> RunContext:
                                  mcp_servers={env.env_id: env.mcp_url for env in envs})
     client = a2a_client(run_, agent)
     rows = await deliver(step, agent, client, _config_request(run_, step, envs, agent))
+    # The card was read to configure the agent: its version says which agent a result came from.
+    agent = agent.model_copy(update={"version": (await client.card()).version})
     if not await takes_config(client, "model"):
         # Nobody told this agent which model to use: the report must not name one for it.
         agent = agent.model_copy(update={"model": None})

@@ -97,4 +97,5 @@ async def test_a_plain_a2a_agent_and_an_mcp_only_server_run_in_one_task(agentenv
     assert rows(report) == {("plain", "env_ids.calculator-mcp"), ("plain", "system_prompt")}
     # Neither agent takes a model through agent-config, so the report names none for them.
     assert {a.model for a in report.context.deployed_agents.values()} == {None}
+    assert {a.version for a in report.context.deployed_agents.values()} == {"1.0.0"}  # their cards' versions
     assert_nothing_left_running(report)

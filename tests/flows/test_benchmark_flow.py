@@ -92,16 +92,27 @@ async def test_a_resumed_run_reruns_only_missing_or_errored_tasks(tmp_path: Path
     assert second["counts"]["passed"] == 2
 
 
-async def test_a_run_is_compared_with_the_previous_run_and_regressions_are_flagged(tmp_path: Path) -> None:
-    await run(write_bench(tmp_path, {"alpha": 1.0, "beta": 1.0}))
-    state, out = await run(write_bench(tmp_path, {"alpha": 1.0, "beta": 0.0}))
+async def test_a_run_is_compared_with_the_previous_run_pair_by_pair_and_regressions_are_flagged(
+        tmp_path: Path) -> None:
+    first_state, first = await run(write_bench(tmp_path, {"alpha": 1.0, "beta": 1.0}, epochs=6))
+    state, out = await run(write_bench(tmp_path, {"alpha": 1.0, "beta": 0.0}, epochs=6))
     assert state.is_completed()
-    assert out["regressed_tasks"] == ["beta"] and any("beta" in r for r in out["regressions"])
-    assert "regress" in out["markdown"].lower() and "Compared with run" in out["markdown"]
+    # beta passed its 6 epochs and fails them now: McNemar's exact p = 2/64 for the task, 2/64 overall.
+    assert out["regressed_tasks"] == ["beta"]
+    assert out["regressions"][0].startswith("all task runs worse: pass rate 100% → 50% over 12 pairs (6 lost")
+    assert any(r.startswith("task beta [seed 0] worse") for r in out["regressions"])
+    comparison = out["comparison"]
+    assert comparison["previous_run_id"] == first["run_id"] and comparison["pairs"] == 12
+    assert comparison["overall"]["pass_fail"]["p_value"] == pytest.approx(2 / 64)
+    assert f"Compared with run `{first['run_id']}`" in out["markdown"] and "6 lost, 0 gained" in out["markdown"]
+    # The test steps deploy no agent: the setups are the benchmark's own, and the task documents changed.
+    assert comparison["setup"]["known"] and [d["field"] for d in comparison["setup"]["differences"]] == [
+        "task documents"]
     event = await wait_for_event("prefect-agentenv.benchmark.regressed", out["run_id"])
     assert event.resource.id == "prefect-agentenv.benchmark.unit-bench"
     assert event.payload["slug"] == "unit-bench" and event.payload["previous_score"] == 1.0
     assert event.payload["score"] == 0.5 and event.payload["regressed_tasks"][0]["task_id"] == "beta"
+    assert event.payload["regressed"] is True and "task documents" in event.payload["setup"]
     assert any(r.id == f"prefect.flow-run.{state.state_details.flow_run_id}" for r in event.related)
 
 
@@ -156,3 +167,18 @@ async def test_a_benchmark_without_step_task_runs_records_its_steps_in_the_repor
     [steps] = [a for a in child_artifacts if a.key and a.key.endswith("-steps")]
     rows = json.loads(steps.data) if isinstance(steps.data, str) else steps.data
     assert [(row["id"], row["state"]) for row in rows] == [("work", "completed"), ("grade", "completed")]
+
+
+async def test_a_baseline_that_is_not_in_the_store_fails_the_flow_run_before_any_task_runs(tmp_path: Path) -> None:
+    state, _ = await run(write_bench(tmp_path, {"alpha": 1.0}), baseline="no-such-run", fail_on_regression=True)
+    assert state.is_failed() and state.message.startswith("baseline: no benchmark run 'no-such-run'")
+    with get_artifact_store() as store:
+        assert read_results(store, "unit-bench", str(state.state_details.flow_run_id)) == []
+
+
+def test_the_gate_is_a_deployment_parameter() -> None:
+    """A deployment's Run form and `prefect deployment run --param` take what `bench` takes as options."""
+    properties = benchmark.parameters.properties
+    assert {"baseline", "confidence", "fail_under", "fail_on_regression"} <= properties.keys()
+    assert properties["fail_under"]["anyOf"][0]["maximum"] == 1
+    assert "McNemar" in properties["fail_on_regression"]["description"]

@@ -16,6 +16,7 @@ import yaml
 from golden_reports import check, steady
 
 from prefect_agentenv.flows.benchmark import benchmark
+from prefect_agentenv.flows.reports.fingerprint import package_version
 from prefect_agentenv.flows.reports.benchmark_result import BenchmarkRunResult
 
 
@@ -44,7 +45,11 @@ async def test_a_benchmark_run_its_summary_and_its_task_reports_are_unchanged(tm
     first = await _run(_bench(tmp_path, 1.0), tmp_path / "first")
     reports = tmp_path / "second"
     out = await _run(_bench(tmp_path, 0.5), reports)
-    replace = {str(tmp_path): "<tmp>", first["run_id"]: "<previous-run>", out["run_id"]: "<run>"}
+    # The package's version is in every result's setup: a release must not change the recorded files.
+    replace = {str(tmp_path): "<tmp>", first["run_id"]: "<previous-run>", out["run_id"]: "<run>",
+               package_version() or "<none>": "<package-version>",
+               # The documents' digest follows every field a step model writes; the goldens are not about that.
+               out["summary"]["setup"]["documents_sha256"][:12]: "<digest>"}
     check("benchmark_result.json", out, replace)
     assert BenchmarkRunResult.model_validate(out).model_dump(mode="json") == out  # as the CLI reads it back
     assert json.loads((reports / "summary.json").read_text()) == json.loads(json.dumps(out, default=str))

@@ -17,9 +17,11 @@ from prefect_agentenv.artifacts import (
     ArtifactBackend,
     ArtifactConflictError,
     ArtifactIntegrityError,
+    ArtifactNotFoundError,
     LocalArtifactBackend,
     UnsafeKeyError,
 )
+from prefect_agentenv.flows.reports.fingerprint import benchmark_setup, package_version, setup_from_report
 from prefect_agentenv.flows.reports.report import TaskReport
 from prefect_agentenv.flows.reports.results import (
     ResultsStore,
@@ -32,6 +34,7 @@ from prefect_agentenv.flows.reports.results import (
     result_from_report,
     task_key,
 )
+from prefect_agentenv.flows.reports.run_lookup import find_run
 from prefect_agentenv.grading.benchmark_stats import FailureCause, RunKey, TaskResult, summarize
 from prefect_agentenv.grading.outcome import Outcome
 
@@ -278,3 +281,74 @@ def test_a_result_built_from_a_report_carries_axes_files_and_links() -> None:
 def test_a_crashed_run_counts_as_failed_with_score_zero() -> None:
     crashed = crashed_result(RunKey("a"), "flow run crashed")
     assert (crashed.status, crashed.outcome, crashed.score, crashed.errored) == ("crashed", Outcome.FAILED, 0.0, True)
+
+
+# -- setups -------------------------------------------------------------------------------------
+
+
+def test_a_result_records_the_agents_models_judges_and_overrides_its_report_shows() -> None:
+    report = TaskReport(
+        task_id="reply", flow_run_id="f-2", status="completed", outcome=Outcome.PASSED, score=1.0,
+        started_at="2025-01-01T00:00:00+00:00", duration_s=2.0, steps=[],
+        context={"deployed_agents": {"assistant": {"agent_name": "assistant", "a2a_url": "http://127.0.0.1:1",
+                                                   "instance_id": "assistant-1", "a2a_agent_id": "llm",
+                                                   "model": "gpt-4.1", "version": "2.3.0"}},
+                 "prompt_responses": {"reply": {"prompt_id": "reply", "prompt": "Hi", "model": "gpt-4.1-2025"}},
+                 "metadata": {"verifications": {"tone": {"score": 1.0, "judge": {"mode": "model", "model": "mock",
+                                                                                "mock": True}}}}},
+    )
+    base = benchmark_setup(benchmark="mail", benchmark_version="3",
+                           overrides={"a2a_agent_id": "llm", "agent_config": '{"token": "s3cr3t-value"}'})
+
+    built = result_from_report(report, RunKey("reply"), setup=setup_from_report(report, base))
+
+    setup = built.setup
+    assert setup is not None and (setup.benchmark, setup.benchmark_version) == ("mail", "3")
+    assert setup.package_version == package_version()
+    assert [(a.name, a.agent_id, a.version, a.model) for a in setup.agents] == [("assistant", "llm", "2.3.0", "gpt-4.1")]
+    assert setup.models == ["gpt-4.1-2025"] and setup.judge_models == ["mock"]
+    assert setup.overrides["a2a_agent_id"] == "llm" and setup.overrides["agent_config"].startswith("sha256:")
+    assert "s3cr3t-value" not in built.model_dump_json()
+    assert crashed_result(RunKey("reply"), "gone", setup=base).setup == base  # no report: the benchmark's part
+
+
+def test_results_and_index_entries_written_before_setups_existed_still_read(store: ArtifactBackend) -> None:
+    old_line = {"task_id": "a", "status": "completed", "outcome": "PASSED", "score": 1.0, "run_key": ["a", 0, 0]}
+    store.put_object(f"benchmarks/{SLUG}/old/results.jsonl", json.dumps(old_line) + "\n")
+    store.put_object(f"benchmarks/{SLUG}/runs.json", json.dumps({"runs": [
+        {"run_id": "old", "started_at": "2025-01-01T00:00:00+00:00", "finished_at": "2025-01-01T00:05:00+00:00"}]}))
+    [old] = read_results(store, SLUG, "old")
+    [entry] = list_runs(store, SLUG)
+    assert old.setup is None and entry.setup is None and summarize([old]).setup is None
+
+
+def test_a_finished_run_enters_its_setup_in_the_runs_index(store: ArtifactBackend) -> None:
+    run = ResultsStore(store, SLUG, "r1")
+    run.record_started()
+    setup = benchmark_setup(benchmark=SLUG, benchmark_version="1", overrides={"model": "gpt-4.1"})
+    results = [result("a").model_copy(update={"setup": setup})]
+    run.record_finished(summarize(results))
+    [entry] = list_runs(store, SLUG)
+    assert entry.setup is not None and entry.setup.overrides == {"model": "gpt-4.1"}
+    run.record_started()  # resumed: open again, its setup to be summarised anew
+    assert list_runs(store, SLUG)[0].setup is None
+
+
+def test_runs_are_found_by_slug_and_id_by_slug_alone_or_by_id_alone(store: ArtifactBackend) -> None:
+    for slug, run_id, day in ((SLUG, "r1", 1), (SLUG, "r2", 2), ("other", "r3", 3), ("other", "r1", 4)):
+        run = ResultsStore(store, slug, run_id)
+        run.record_started(started_at=f"2025-01-0{day}T00:00:00+00:00")
+        run.append(result("a"))
+        run.record_finished(summarize([result("a")]), finished_at=f"2025-01-0{day}T00:05:00+00:00")
+    assert find_run(store, f"{SLUG}/r1")[:2] == (SLUG, "r1")
+    assert find_run(store, SLUG)[:2] == (SLUG, "r2")  # the latest finished run
+    assert find_run(store, "r3")[:2] == ("other", "r3")
+    assert find_run(store, "r1", slug=SLUG)[:2] == (SLUG, "r1")  # the benchmark's own run first
+    with pytest.raises(ArtifactNotFoundError, match="several benchmarks"):
+        find_run(store, "r1")
+    with pytest.raises(ArtifactNotFoundError, match="no benchmark run 'nope'"):
+        find_run(store, "nope")
+    with pytest.raises(ArtifactNotFoundError, match=f"benchmark '{SLUG}' has no run 'nope'"):
+        find_run(store, f"{SLUG}/nope")
+    with pytest.raises(ArtifactNotFoundError, match="names no benchmark run"):
+        find_run(store, "../x")

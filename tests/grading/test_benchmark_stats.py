@@ -21,6 +21,7 @@ from prefect_agentenv.grading.benchmark_stats import (
     student_t_quantile,
     summarize,
     summary_markdown,
+    task_changes,
     wilson_interval,
 )
 from prefect_agentenv.grading.outcome import Outcome
@@ -288,7 +289,7 @@ def test_per_axis_means_count_an_errored_run_as_zero_on_its_tasks_axes() -> None
     assert by_axis["tone"].n == 1 and by_axis["tone"].mean == 1.0
 
 
-# -- comparison ---------------------------------------------------------------------------------
+# -- task changes (the HTML report's trend: untested) ---------------------------------------------------------------------------------
 
 
 def previous_and_current() -> tuple[list[TaskResult], list[TaskResult]]:
@@ -299,10 +300,10 @@ def previous_and_current() -> tuple[list[TaskResult], list[TaskResult]]:
     return previous, current
 
 
-def test_the_comparison_flags_a_task_that_no_longer_passes_and_a_score_drop() -> None:
+def test_the_task_changes_flags_a_task_that_no_longer_passes_and_a_score_drop() -> None:
     previous, current = previous_and_current()
 
-    comparison = compare(current, previous, threshold=0.05)
+    comparison = task_changes(current, previous, threshold=0.05)
     kinds = {c.task_id: c.kind for c in comparison.changes}
     assert kinds == {"steady": "unchanged", "broken": "regressed", "slipping": "regressed", "better": "improved",
                      "fresh": "new", "gone": "missing"}
@@ -311,21 +312,21 @@ def test_the_comparison_flags_a_task_that_no_longer_passes_and_a_score_drop() ->
     assert any("slipping" in r and "0.900 → 0.700" in r for r in comparison.regressions)
 
 
-def test_the_comparison_reports_mean_and_pass_rate_deltas() -> None:
+def test_the_task_changes_reports_mean_and_pass_rate_deltas() -> None:
     previous, current = previous_and_current()
 
-    comparison = compare(current, previous)
+    comparison = task_changes(current, previous)
     assert comparison.mean_score_delta == pytest.approx((1 + 0 + 0.7 + 1 + 0.5) / 5 - (1 + 1 + 0.9 + 0.2 + 1) / 5)
     assert comparison.pass_rate_delta == pytest.approx(2 / 5 - 3 / 5)
 
 
 def test_a_score_change_within_the_threshold_is_unchanged() -> None:
-    comparison = compare([run("a", "BELOW_ONE", 0.78)], [run("a", "BELOW_ONE", 0.8)], threshold=0.05)
+    comparison = task_changes([run("a", "BELOW_ONE", 0.78)], [run("a", "BELOW_ONE", 0.8)], threshold=0.05)
     assert comparison.changes[0].kind == "unchanged" and not comparison.has_regressions
 
 
 def test_a_task_that_became_unscored_is_flagged() -> None:
-    comparison = compare([run("a", "UNSCORED"), run("b", "PASSED")], [run("a", "BELOW_ONE", 0.3), run("b", "PASSED")])
+    comparison = task_changes([run("a", "UNSCORED"), run("b", "PASSED")], [run("a", "BELOW_ONE", 0.3), run("b", "PASSED")])
     assert comparison.of_kind("regressed")[0].reasons == ["scored before, unscored now"]
 
 
@@ -333,7 +334,7 @@ def test_a_mean_below_the_previous_interval_is_flagged() -> None:
     previous = [run(f"t{i}", "PASSED") for i in range(8)] + [run("t8", "BELOW_ONE", 0.9), run("t9", "BELOW_ONE", 0.9)]
     current = [run(f"t{i}", "BELOW_ONE", 0.93) for i in range(10)]
 
-    comparison = compare(current, previous, threshold=0.05)
+    comparison = task_changes(current, previous, threshold=0.05)
     assert comparison.mean_dropped_beyond_ci
     assert comparison.regressions[0].startswith("mean score 0.930 is below the previous run's 95% interval")
 
@@ -342,16 +343,7 @@ def test_a_small_drop_from_identical_previous_scores_is_not_flagged_as_beyond_th
     previous = [run(f"t{i}", "BELOW_ONE", 0.8) for i in range(5)]
     current = [run(f"t{i}", "BELOW_ONE", 0.8) for i in range(4)] + [run("t4", "BELOW_ONE", 0.78)]
 
-    assert not compare(current, previous).mean_dropped_beyond_ci
-
-
-def test_the_comparison_markdown_names_the_previous_run_and_the_regressions() -> None:
-    previous, current = previous_and_current()
-
-    text = compare(current, previous, previous_run_id="nightly-1").markdown()
-    assert "Compared with run `nightly-1`" in text
-    assert "regression(s) flagged" in text and "broken [seed 0]" in text
-    assert "| fresh | 0 | new |" in text
+    assert not task_changes(current, previous).mean_dropped_beyond_ci
 
 
 # -- markdown -----------------------------------------------------------------------------------
@@ -368,7 +360,8 @@ def test_the_summary_markdown_carries_the_headline_counts_policy_and_tables() ->
     summary = summarize(results)
     previous = [run("a", "PASSED"), run("b", "PASSED"), run("c", "PASSED")]
 
-    text = summary_markdown(summary, compare(results, previous), results, title="Prior auth")
+    text = summary_markdown(summary, compare(results, previous, previous_run_id="nightly-1"), results,
+                            title="Prior auth")
     assert text.startswith("# Prior auth")
     assert "**Mean score:** 0.500 (95% CI" in text and "Student t" in text
     assert "**Pass rate:** 33.3% (95% CI" in text and "Wilson" in text and "(1/3)" in text
@@ -379,7 +372,7 @@ def test_the_summary_markdown_carries_the_headline_counts_policy_and_tables() ->
     assert "| correctness | 2 | 0.750 |" in text
     assert ("| a | patient=p1 | 0 | 1.000 | PASSED | 12.2 | "
             "[report](s3://b/runs/a/report.json) [out.pdf](s3://b/artifacts/out.pdf) |") in text
-    assert "regression(s) flagged" in text
+    assert "## Compared with run `nightly-1`" in text and "No regression at 95% confidence." in text
 
 
 def test_a_task_result_survives_a_json_round_trip_with_its_run_key() -> None:

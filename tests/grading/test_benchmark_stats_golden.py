@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from prefect_agentenv.grading.benchmark_stats import TaskResult, compare, summarize, summary_markdown
+from prefect_agentenv.grading.benchmark_stats import TaskResult, compare, summarize, summary_markdown, task_changes
 from prefect_agentenv.grading.outcome import Outcome
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -39,6 +39,7 @@ def rendered() -> dict[str, str]:
     comparison = compare(current, previous, current_run_id="now", previous_run_id="before")
     stats = {f"k={k}": summarize(current, k=k).model_dump(mode="json") for k in (None, 1, 2, 3)}
     stats["comparison"] = comparison.model_dump(mode="json")
+    stats["task_changes"] = task_changes(current, previous).model_dump(mode="json")
     return {
         "benchmark_summary.md": summary_markdown(summarize(current), comparison, current, title="Bench") + "\n",
         "benchmark_stats.json": json.dumps(stats, indent=1, sort_keys=True) + "\n",

@@ -42,6 +42,7 @@ async def test_reply_to_dana_runs_end_to_end_with_the_scripted_agent_in_place_of
         execute_in_prefect=False, publish=False)
     assert report.status == "completed", report.error
     assert report.context.deployed_agents["assistant"].a2a_agent_id == "scripted"
+    assert report.context.deployed_agents["assistant"].version == "1.0.0"  # as its card declares it
 
 
 async def test_the_reply_goes_through_the_env_tools_and_the_prompt_response_carries_text_count_and_trajectory() -> None:

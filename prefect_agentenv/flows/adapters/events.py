@@ -3,8 +3,9 @@
 * ``prefect-agentenv.benchmark.task-result`` — every task run's result (outcome, score, epoch, its
   failure's cause and attempts);
 * ``prefect-agentenv.benchmark.finished`` — the run's headline (mean score, pass rate, counts, failures);
-* ``prefect-agentenv.benchmark.regressed`` — the run regressed against the previous one of its slug:
-  ``score``, ``previous_score``, ``slug``, the run ids and every flagged regression.
+* ``prefect-agentenv.benchmark.regressed`` — the paired comparison with the run's baseline (the
+  previous run of its slug unless one was named) marks a row worse: ``score``, ``previous_score``,
+  ``slug``, the run ids, every regression, the regressed tasks, and whether the setups differ.
 
 The resource is the benchmark, ``prefect-agentenv.benchmark.<slug>``; the flow run is related, so the
 UI's event feed links back to it. docs/benchmarks.md has an automation example.
@@ -53,8 +54,12 @@ def finished_events(slug: str, run_id: str, summary: BenchmarkSummary, compariso
     emit_event(event=f"{PREFIX}.finished", resource=_resource(slug), related=_related(), payload=payload)
     if comparison is None or not comparison.has_regressions:
         return
+    overall = comparison.overall.score if comparison.overall else None
     emit_event(event=f"{PREFIX}.regressed", resource=_resource(slug), related=_related(), payload={
-        **payload, "previous_score": comparison.previous_mean, "previous_run_id": comparison.previous_run_id,
-        "regressions": comparison.regressions,
-        "regressed_tasks": [{"task_id": c.task_id, "seed_index": c.seed_index, "score": c.current_score,
-                             "previous_score": c.previous_score} for c in comparison.of_kind("regressed")]})
+        **payload, "previous_score": overall.previous_mean if overall else None,
+        "previous_run_id": comparison.previous_run_id, "regressions": comparison.regressions,
+        "regressed": comparison.regressed, "setup": comparison.setup.sentence(),
+        "regressed_tasks": [{"task_id": row.name, "seed_index": row.seed_index,
+                             "score": row.score.current_mean if row.score else None,
+                             "previous_score": row.score.previous_mean if row.score else None}
+                            for row in comparison.of_verdict("worse")]})

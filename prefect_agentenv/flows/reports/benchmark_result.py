@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from prefect_agentenv.attribute_docs import attribute_docstrings
-from prefect_agentenv.grading.benchmark_stats import BenchmarkSummary, PublishedVersion
+from prefect_agentenv.grading.benchmark_stats import BenchmarkSummary, Comparison, GateResult, PublishedVersion
 
 
 class BenchmarkRunResult(BaseModel):
@@ -24,8 +24,14 @@ class BenchmarkRunResult(BaseModel):
     counts: dict[str, int]
     """The outcome counts and their ``total``."""
     regressions: list[str]
-    """One line per task that regressed against the previous run (empty without one)."""
+    """One line per row (all task runs, a tag, an axis, a task) the paired comparison with the
+    baseline run marks worse (empty without a baseline or a regression)."""
     regressed_tasks: list[str]
+    """The tasks among them."""
+    comparison: Comparison | None = None
+    """The paired comparison with the baseline run (the previous finished one unless named)."""
+    gate: GateResult | None = None
+    """The gate's verdict, when one was set (``fail_under``, ``fail_on_regression``)."""
     results_url: str
     """The run's results (JSON lines, one task run per line)."""
     report_url: str | None

@@ -47,6 +47,8 @@ from prefect_agentenv.grading.benchmark_stats import (
     Headline,
     PublishedVersion,
     RunKey,
+    RunSetup,
+    SetupFingerprint,
     TaskResult,
     TaskSnapshot,
     axes_unknown_errors,
@@ -108,12 +110,13 @@ def result_from_report(report: TaskReport, key: RunKey, *, seed: Mapping[str, st
                        tags: Sequence[str] = (), report_url: str | None = None,
                        snapshot: TaskSnapshot | None = None, finished_at: str | None = None,
                        skip_policy: SkipPolicy = "zero", task_run_id: str | None = None,
-                       failure: FailureCause | None = None) -> TaskResult:
+                       failure: FailureCause | None = None, setup: SetupFingerprint | None = None) -> TaskResult:
     """The benchmark result of a task run, from its report (``failure``: its classified cause).
 
     Axis scores come from the verification rows (:func:`axis_scores`, skipped verifiers counting
     as the task's ``skip_policy`` says) and the collected files
     from ``metadata.collected_artifacts``, so the summary can link them without the report.
+    ``setup`` is the result's fingerprint (``flows.reports.fingerprint.setup_from_report``).
     """
     metadata = report.context.metadata
     return TaskResult(
@@ -124,7 +127,7 @@ def result_from_report(report: TaskReport, key: RunKey, *, seed: Mapping[str, st
         axis_scores=axis_scores(metadata.verifications, skip_policy),
         axes_unknown_errors=axes_unknown_errors(metadata.verifications),
         files=collected_files(metadata.collected_artifacts),
-        started_at=report.started_at, finished_at=finished_at or now_iso(), failure=failure,
+        started_at=report.started_at, finished_at=finished_at or now_iso(), failure=failure, setup=setup,
     )
 
 
@@ -132,7 +135,7 @@ def crashed_result(key: RunKey, error: str, *, seed: Mapping[str, str] | None = 
                    flow_run_id: str | None = None, task_run_id: str | None = None,
                    snapshot: TaskSnapshot | None = None,
                    started_at: str | None = None, duration_s: float = 0.0,
-                   failure: FailureCause | None = None) -> TaskResult:
+                   failure: FailureCause | None = None, setup: SetupFingerprint | None = None) -> TaskResult:
     """The result of a task run that ended without a report (its flow run crashed or was cancelled).
 
     It counts as FAILED with score 0 in the denominator (unless the infrastructure policy excludes
@@ -141,7 +144,7 @@ def crashed_result(key: RunKey, error: str, *, seed: Mapping[str, str] | None = 
     return TaskResult(task_id=key.task_id, seed_index=key.seed_index, seed=dict(seed or {}), epoch=key.epoch,
                       tags=list(tags), status="crashed", outcome=Outcome.FAILED, score=0.0, duration_s=duration_s,
                       error=error, flow_run_id=flow_run_id, task_run_id=task_run_id, snapshot=snapshot,
-                      started_at=started_at, finished_at=now_iso(), failure=failure)
+                      started_at=started_at, finished_at=now_iso(), failure=failure, setup=setup)
 
 
 def collected_files(collected: Mapping[str, CollectedFiles]) -> dict[str, str]:
@@ -189,6 +192,9 @@ class RunEntry(BaseModel):
     """The summary's headline numbers, when finished."""
     published: PublishedVersion | None = None
     """The published benchmark version the run ran; ``None`` for a run of the files as they were."""
+    setup: RunSetup | None = None
+    """What produced the run (agents, models, judges, overrides, versions, task documents), when
+    finished; ``None`` for runs recorded before the index carried it."""
 
 
 class RunsIndex(BaseModel):
@@ -420,13 +426,14 @@ class ResultsStore:
         existing = self._own_entry()
         entry = existing or RunEntry(run_id=self.run_id, started_at=started_at or now_iso(), published=published)
         if existing is not None and existing.finished_at is not None:
-            entry = existing.model_copy(update={"finished_at": None, "headline": None})  # resumed: open again
+            entry = existing.model_copy(update={"finished_at": None, "headline": None, "setup": None})  # resumed
         return self._save_entry(entry)
 
     def record_finished(self, summary: BenchmarkSummary, finished_at: str | None = None) -> RunEntry:
         """Mark the run finished with its headline numbers, making it a baseline for later runs."""
         entry = self._own_entry() or RunEntry(run_id=self.run_id, started_at=finished_at or now_iso())
-        entry = entry.model_copy(update={"finished_at": finished_at or now_iso(), "headline": summary.headline})
+        entry = entry.model_copy(update={"finished_at": finished_at or now_iso(), "headline": summary.headline,
+                                         "setup": summary.setup})
         return self._save_entry(entry)
 
     def previous_run(self) -> RunEntry | None:

@@ -26,10 +26,10 @@ from prefect_agentenv.grading.benchmark_stats import (
     RunKey,
     TaskResult,
     axis_values,
-    compare,
     latest_per_run_key,
     mean_interval,
     summarize,
+    task_changes,
 )
 from prefect_agentenv.viewer import render
 from prefect_agentenv.viewer.models import ReportView, ScoreBar, TaskRow, TrendPoint
@@ -126,7 +126,8 @@ def _bar(kind: str, label: str, values: list[float]) -> ScoreBar:
 
 def _trend(store: ArtifactBackend, slug: str, run_id: str, runs: Sequence[RunEntry],
            current: list[TaskResult]) -> tuple[list[TrendPoint], list[str]]:
-    """Mean score and pass rate of the last runs; each run compared with the one before it."""
+    """Mean score and pass rate of the last runs; each run's task changes against the one before it (the
+    untested rule of :func:`task_changes`, not the paired comparison of the summary)."""
     points: list[TrendPoint] = []
     previous: list[TaskResult] | None = None
     regressions: list[str] = []
@@ -134,7 +135,7 @@ def _trend(store: ArtifactBackend, slug: str, run_id: str, runs: Sequence[RunEnt
         rid = entry.run_id
         results = current if rid == run_id else latest_per_run_key(read_results(store, slug, rid))
         summary = summarize(results)
-        flagged = compare(results, previous).regressions if previous is not None else []
+        flagged = task_changes(results, previous).regressions if previous is not None else []
         if rid == run_id:
             regressions = flagged
         points.append(TrendPoint(run_id=rid, started_at=entry.started_at, mean_score=summary.mean_score,

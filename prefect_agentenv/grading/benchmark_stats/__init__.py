@@ -2,9 +2,13 @@
 
 Everything here is pure: it takes :class:`TaskResult` rows (one per task run of a benchmark)
 and returns models and markdown. Storing the rows is :mod:`prefect_agentenv.flows.reports.results`.
-One module per concern: ``results`` (the rows, run keys, the denominator policy, axis scores),
-``intervals`` (pass@k, pass^k, Student t and Wilson intervals), ``summary`` (a run's summary),
-``compare`` (a run against the previous one) and ``markdown`` (the summary artifact).
+One module per concern: ``results`` (the rows, run keys, the denominator policy, axis scores,
+the setup fingerprint a row carries), ``intervals`` (pass@k, pass^k, Student t and Wilson
+intervals), ``summary`` (a run's summary), ``setup`` (a run's merged setup and how two differ),
+``paired`` (McNemar, the sign test, the paired bootstrap), ``compare`` (a run against a baseline,
+pair by pair), ``gate`` (a pipeline's minimum score and no-regression check), ``changes`` (what
+changed task by task, untested: the HTML report's trend), ``markdown`` and
+``comparison_markdown`` (the summary artifact).
 
 **Denominator policy** (docs/scoring.md): ``PASSED``, ``BELOW_ONE``, ``FAILED`` and
 ``TIMED_OUT`` runs count in the mean score and the pass rate, FAILED and TIMED_OUT with score 0
@@ -20,7 +24,16 @@ a seed can change the instruction or the data, so two seeds are two problems; ep
 repeated attempts at the same problem.
 """
 
-from prefect_agentenv.grading.benchmark_stats.compare import ChangeKind, Comparison, TaskChange, compare
+from prefect_agentenv.grading.benchmark_stats.changes import ChangeKind, TaskChange, TaskChanges, task_changes
+from prefect_agentenv.grading.benchmark_stats.compare import (
+    Comparison,
+    PairedRow,
+    PassFailTest,
+    ScoreTest,
+    Verdict,
+    compare,
+)
+from prefect_agentenv.grading.benchmark_stats.gate import GATE_EXIT_CODE, GateResult, check_gate
 from prefect_agentenv.grading.benchmark_stats.intervals import (
     DEFAULT_CONFIDENCE,
     Interval,
@@ -31,6 +44,14 @@ from prefect_agentenv.grading.benchmark_stats.intervals import (
     wilson_interval,
 )
 from prefect_agentenv.grading.benchmark_stats.markdown import summary_markdown
+from prefect_agentenv.grading.benchmark_stats.paired import (
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    binomial_two_sided,
+    mcnemar,
+    paired_bootstrap,
+    sign_test,
+)
 from prefect_agentenv.grading.benchmark_stats.results import (
     DENOMINATOR_OUTCOMES,
     DENOMINATOR_POLICY,
@@ -39,14 +60,18 @@ from prefect_agentenv.grading.benchmark_stats.results import (
     FailureKind,
     RetriedAttempt,
     PublishedVersion,
+    AgentSetup,
     RunKey,
     RunStatus,
+    SetupFingerprint,
     TaskKey,
     TaskResult,
     TaskSnapshot,
     axes_unknown_errors,
     axis_scores,
+    latest_per_run_key,
 )
+from prefect_agentenv.grading.benchmark_stats.setup import RunSetup, SetupComparison, SetupDifference, compare_setups, run_setup
 from prefect_agentenv.grading.benchmark_stats.summary import (
     BenchmarkSummary,
     Breakdown,
@@ -54,16 +79,11 @@ from prefect_agentenv.grading.benchmark_stats.summary import (
     FailureSummary,
     OutcomeCounts,
     axis_values,
-    latest_per_run_key,
     summarize,
 )
 
 __all__ = [
-    "axis_values",
-    "DEFAULT_CONFIDENCE",
-    "DENOMINATOR_OUTCOMES",
-    "DENOMINATOR_POLICY",
-    "ERRORED_OUTCOMES",
+    "AgentSetup",
     "BenchmarkSummary",
     "FailureCause",
     "FailureKind",
@@ -72,25 +92,51 @@ __all__ = [
     "Breakdown",
     "ChangeKind",
     "Comparison",
+    "DEFAULT_CONFIDENCE",
+    "DEFAULT_RESAMPLES",
+    "DEFAULT_SEED",
+    "DENOMINATOR_OUTCOMES",
+    "DENOMINATOR_POLICY",
+    "ERRORED_OUTCOMES",
+    "GATE_EXIT_CODE",
+    "GateResult",
     "Headline",
     "Interval",
     "OutcomeCounts",
     "PublishedVersion",
+    "PairedRow",
+    "PassFailTest",
     "RunKey",
+    "RunSetup",
     "RunStatus",
+    "ScoreTest",
+    "SetupComparison",
+    "SetupDifference",
+    "SetupFingerprint",
     "TaskChange",
+    "TaskChanges",
     "TaskKey",
     "TaskResult",
     "TaskSnapshot",
+    "Verdict",
     "axes_unknown_errors",
     "axis_scores",
+    "axis_values",
+    "binomial_two_sided",
+    "check_gate",
     "compare",
+    "compare_setups",
     "latest_per_run_key",
+    "mcnemar",
     "mean_interval",
+    "paired_bootstrap",
     "pass_at_k",
     "pass_hat_k",
+    "run_setup",
+    "sign_test",
     "student_t_quantile",
     "summarize",
     "summary_markdown",
+    "task_changes",
     "wilson_interval",
 ]

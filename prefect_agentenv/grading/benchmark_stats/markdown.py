@@ -1,12 +1,13 @@
-"""The benchmark's markdown artifact: headline with intervals, counts, failures, breakdowns, comparison, tasks."""
+"""The benchmark's markdown artifact: headline with intervals, counts, failures, breakdowns, setup, comparison, tasks."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from prefect_agentenv.grading.benchmark_stats.results import TaskResult
-from prefect_agentenv.grading.benchmark_stats.summary import BenchmarkSummary, latest_per_run_key
+from prefect_agentenv.grading.benchmark_stats.results import TaskResult, latest_per_run_key
+from prefect_agentenv.grading.benchmark_stats.setup import RunSetup
+from prefect_agentenv.grading.benchmark_stats.summary import BenchmarkSummary
 
 if TYPE_CHECKING:
     from prefect_agentenv.grading.benchmark_stats.compare import Comparison
@@ -15,11 +16,11 @@ if TYPE_CHECKING:
 def summary_markdown(summary: BenchmarkSummary, comparison: Comparison | None = None,
                      results: Sequence[TaskResult] = (), *, title: str = "Benchmark",
                      alert: str | None = None) -> str:
-    """The benchmark's markdown artifact: headline with intervals, counts, failures, breakdowns, tasks.
+    """The benchmark's markdown artifact: headline with intervals, counts, failures, breakdowns, setup, tasks.
 
     Args:
         summary: from :func:`summarize`.
-        comparison: from :func:`compare`, when there is a previous run.
+        comparison: from :func:`compare`, when there is a baseline run.
         results: the run's results, for the per-task table (the last result of each run key).
         title: the heading (the benchmark's name).
         alert: a sentence shown first, in bold (why the benchmark failed).
@@ -28,11 +29,13 @@ def summary_markdown(summary: BenchmarkSummary, comparison: Comparison | None = 
     lines += _headline_lines(summary) + [""] + _count_lines(summary) + _failure_lines(summary)
     if summary.by_tag:
         lines += ["", "## By tag", "", "| tag | n | mean score | pass rate | unscored |", "|---|---|---|---|---|"]
-        lines += [f"| {_cell(tag)} | {b.n} | {_num(b.mean)} | {percentage(b.pass_rate)} | {b.unscored} |"
+        lines += [f"| {cell(tag)} | {b.n} | {_num(b.mean)} | {percentage(b.pass_rate)} | {b.unscored} |"
                   for tag, b in summary.by_tag.items()]
     if summary.by_axis:
         lines += ["", "## By axis", "", "| axis | n | mean score |", "|---|---|---|"]
-        lines += [f"| {_cell(axis)} | {b.n} | {_num(b.mean)} |" for axis, b in summary.by_axis.items()]
+        lines += [f"| {cell(axis)} | {b.n} | {_num(b.mean)} |" for axis, b in summary.by_axis.items()]
+    if summary.setup is not None:
+        lines += ["", "## Setup", ""] + setup_lines(summary.setup)
     if comparison is not None:
         lines += ["", comparison.markdown()]
     if results:
@@ -40,34 +43,24 @@ def summary_markdown(summary: BenchmarkSummary, comparison: Comparison | None = 
     return "\n".join(lines)
 
 
-def comparison_markdown(comparison: Comparison) -> str:
-    """The "Compared with" section of the summary artifact."""
-    previous = f"run `{comparison.previous_run_id}`" if comparison.previous_run_id else "the previous run"
-    lines = [
-        f"## Compared with {previous}", "",
-        "| | previous | current | change |", "|---|---|---|---|",
-        f"| mean score | {_num(comparison.previous_mean)} | {_num(comparison.current_mean)} | "
-        f"{_delta(comparison.mean_score_delta)} |",
-        f"| pass rate | {percentage(comparison.previous_pass_rate)} | {percentage(comparison.current_pass_rate)} | "
-        f"{_delta(comparison.pass_rate_delta, percent=True)} |",
-        "",
-    ]
-    regressions = comparison.regressions
-    if regressions:
-        lines += [f"**{len(regressions)} regression(s) flagged:**", ""] + [f"- {r}" for r in regressions] + [""]
-    else:
-        lines += ["No regression flagged.", ""]
-    counts = ", ".join(f"{len(comparison.of_kind(k))} {k}" for k in ("improved", "regressed", "new", "missing"))
-    lines.append(f"Tasks: {counts} (threshold {comparison.threshold:g}).")
-    changed = [c for c in comparison.changes if c.kind != "unchanged"]
-    if changed:
-        lines += ["", "| task | seed | change | previous score | current score | previous pass rate | "
-                      "current pass rate | why |", "|---|---|---|---|---|---|---|---|"]
-        for c in changed:
-            lines.append(f"| {_cell(c.task_id)} | {c.seed_index} | {c.kind} | {_num(c.previous_score)} | "
-                         f"{_num(c.current_score)} | {percentage(c.previous_pass_rate)} | {percentage(c.current_pass_rate)} | "
-                         f"{_cell('; '.join(c.reasons))} |")
-    return "\n".join(lines)
+def setup_lines(setup: RunSetup) -> list[str]:
+    """What produced the run, one bullet per part (``—``: not recorded or none)."""
+    agents = ", ".join(f"{a.name}: {a.label()}" for a in setup.agents)
+    overrides = ", ".join(f"`{k}={v}`" for k, v in sorted(setup.overrides.items()))
+    documents = f"{setup.documents}" + (f" (digest `{setup.documents_sha256[:12]}`)" if setup.documents_sha256 else "")
+    lines = [f"- **Benchmark:** {setup.benchmark or '—'} version {setup.benchmark_version or '—'}; "
+             f"prefect-agentenv {setup.package_version or '—'}"
+             + (f"; published `{setup.published}` (sha256 `{setup.published.hash[:12]}`)" if setup.published else ""),
+             f"- **Agents:** {agents or '—'}",
+             f"- **Models named in replies:** {', '.join(setup.models) or '—'}",
+             f"- **Judge models:** {', '.join(setup.judge_models) or '—'}",
+             f"- **Overrides:** {overrides or 'none'}",
+             f"- **Task documents:** {documents}"]
+    if setup.mixed:
+        lines.append(f"- **Not the same in every result:** {', '.join(setup.mixed)} (the latest shown)")
+    if setup.unknown:
+        lines.append(f"- {setup.unknown} result(s) recorded without a setup")
+    return lines
 
 
 def _headline_lines(summary: BenchmarkSummary) -> list[str]:
@@ -117,32 +110,32 @@ def _failure_lines(summary: BenchmarkSummary) -> list[str]:
                 else "They count as FAILED, scored 0."), ""]
     if f.infrastructure_reasons:
         lines += ["| reason | runs |", "|---|---|"]
-        lines += [f"| {_cell(reason)} | {n} |" for reason, n in f.infrastructure_reasons.items()]
+        lines += [f"| {cell(reason)} | {n} |" for reason, n in f.infrastructure_reasons.items()]
     return lines
 
 
-def _outcome_cell(run: TaskResult) -> str:
+def _outcomecell(run: TaskResult) -> str:
     """The outcome, with the infrastructure failure or the retries behind it when there are any."""
     notes = [run.failure.label()] if run.failure and (run.failure.infrastructure or run.errored) else []
     if run.failure and run.failure.excluded:
         notes.append("excluded")
     if run.attempts > 1:
         notes.append(f"{run.attempts} attempts")
-    return run.outcome.value + (f" ({_cell(', '.join(notes))})" if notes else "")
+    return run.outcome.value + (f" ({cell(', '.join(notes))})" if notes else "")
 
 
 def _task_table(runs: Sequence[TaskResult]) -> list[str]:
     lines = ["| task | seed | epoch | score | outcome | duration (s) | links |", "|---|---|---|---|---|---|---|"]
     for run in sorted(runs, key=lambda r: r.run_key):
-        seed = _cell(", ".join(f"{k}={v}" for k, v in run.seed.items())) or str(run.seed_index)
-        lines.append(f"| {_cell(run.task_id)} | {seed} | {run.epoch} | {_num(run.score)} | {_outcome_cell(run)} | "
+        seed = cell(", ".join(f"{k}={v}" for k, v in run.seed.items())) or str(run.seed_index)
+        lines.append(f"| {cell(run.task_id)} | {seed} | {run.epoch} | {_num(run.score)} | {_outcomecell(run)} | "
                      f"{run.duration_s:.1f} | {_links(run)} |")
     return lines
 
 
 def _links(run: TaskResult) -> str:
     links = [f"[report]({run.report_url})"] if run.report_url else []
-    links += [f"[{_cell(name)}]({url})" for name, url in sorted(run.files.items())]
+    links += [f"[{cell(name)}]({url})" for name, url in sorted(run.files.items())]
     return " ".join(links)
 
 
@@ -151,7 +144,7 @@ def task_label(task_id: str, seed_index: int) -> str:
     return f"{task_id} [seed {seed_index}]"
 
 
-def _cell(text: str) -> str:
+def cell(text: str) -> str:
     """Text safe inside a markdown table cell."""
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -163,9 +156,3 @@ def _num(value: float | None) -> str:
 def percentage(value: float | None) -> str:
     """A share as a percentage with one decimal ("—" when undefined)."""
     return "—" if value is None else f"{value * 100:.1f}%".replace(".0%", "%")
-
-
-def _delta(value: float | None, *, percent: bool = False) -> str:
-    if value is None:
-        return "—"
-    return f"{value * 100:+.1f} pt" if percent else f"{value:+.3f}"

@@ -19,7 +19,7 @@ key (the errored attempt, then the rerun): the last one wins everywhere in this 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
@@ -142,6 +142,47 @@ class PublishedVersion(StatsModel):
         return f"{self.slug}@{self.version}"
 
 
+class AgentSetup(StatsModel):
+    """One agent a task run deployed, as it was configured and as its card named itself."""
+
+    name: str
+    """The agent's name in the task (``agent_name``)."""
+    agent_id: str | None = None
+    """The registry id it was deployed from (``a2a_agent_id``, after overrides)."""
+    version: str | None = None
+    """The version its A2A card declares."""
+    model: str | None = None
+    """The model it was configured with (``mock``: the built-in mock model)."""
+
+    def label(self) -> str:
+        """``scripted 1.0.0``, ``llm 1.0.0 on mock``: how a comparison names it."""
+        text = " ".join(part for part in (self.agent_id or "unknown agent", self.version) if part)
+        return f"{text} on {self.model}" if self.model else text
+
+
+class SetupFingerprint(StatsModel):
+    """What produced a result: the agents, the models, the judges, the overrides, the package.
+
+    The frozen task document is the result's ``snapshot`` (its sha256). Secrets never appear:
+    free-form overrides are recorded by digest (see ``RunOverrides.recorded``).
+    """
+
+    benchmark: str | None = None
+    """The benchmark's slug."""
+    benchmark_version: str | None = None
+    """The benchmark document's ``version``."""
+    package_version: str | None = None
+    """The version of prefect-agentenv that ran the benchmark."""
+    agents: list[AgentSetup] = Field(default_factory=list)
+    """Every agent the task run deployed, by name."""
+    models: list[str] = Field(default_factory=list)
+    """The models the agents' replies named, when they name one."""
+    judge_models: list[str] = Field(default_factory=list)
+    """The models of the judges that graded (``mock``: the built-in mock model)."""
+    overrides: dict[str, str] = Field(default_factory=dict)
+    """The effective run overrides (the benchmark's defaults, then the run's)."""
+
+
 class TaskResult(StatsModel):
     """One task run of a benchmark, as appended to the run's ``results.jsonl``.
 
@@ -188,6 +229,8 @@ class TaskResult(StatsModel):
     """How many times the run was attempted: 1, plus one per infrastructure retry."""
     retried: list[RetriedAttempt] = Field(default_factory=list)
     """The attempts before the last one, each with the infrastructure failure that retried it."""
+    setup: SetupFingerprint | None = None
+    """What produced the result; ``None`` in results recorded before results carried it."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -233,6 +276,15 @@ class TaskResult(StatsModel):
     def counted_score(self) -> float:
         """The score as the mean counts it: errored runs (and a missing score) count 0."""
         return 0.0 if self.errored or self.score is None else float(self.score)
+
+
+def latest_per_run_key(results: Iterable[TaskResult]) -> list[TaskResult]:
+    """One result per run key, the last one given (a resumed run appends reruns after errors)."""
+    latest: dict[RunKey, TaskResult] = {}
+    for result in results:
+        latest.pop(result.run_key, None)  # keep the order of the last attempts
+        latest[result.run_key] = result
+    return list(latest.values())
 
 
 # -- axis scores --------------------------------------------------------------------------------

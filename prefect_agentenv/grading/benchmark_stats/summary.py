@@ -25,11 +25,12 @@ from prefect_agentenv.grading.benchmark_stats.intervals import (
 from prefect_agentenv.grading.benchmark_stats.results import (
     DENOMINATOR_POLICY,
     EXCLUSION_POLICY,
-    RunKey,
     StatsModel,
     TaskKey,
     TaskResult,
+    latest_per_run_key,
 )
+from prefect_agentenv.grading.benchmark_stats.setup import RunSetup, run_setup
 from prefect_agentenv.grading.outcome import Outcome
 
 
@@ -143,21 +144,15 @@ class BenchmarkSummary(StatsModel):
     denominator_policy: str = DENOMINATOR_POLICY
     failures: FailureSummary = Field(default_factory=FailureSummary)
     """Agent and infrastructure failures, retries and the infrastructure failure rate."""
+    setup: RunSetup | None = None
+    """What produced the results (agents, models, judges, overrides, versions, task documents);
+    ``None`` when they were recorded before results carried it."""
 
     @property
     def headline(self) -> Headline:
         return Headline(total=self.counts.total, denominator=self.counts.denominator, passed=self.counts.passed,
                         unscored=self.counts.unscored, errored=self.counts.errored, mean_score=self.mean_score,
                         pass_rate=self.pass_rate, infrastructure_failed=self.failures.infrastructure)
-
-
-def latest_per_run_key(results: Iterable[TaskResult]) -> list[TaskResult]:
-    """One result per run key, the last one given (a resumed run appends reruns after errors)."""
-    latest: dict[RunKey, TaskResult] = {}
-    for result in results:
-        latest.pop(result.run_key, None)  # keep the order of the last attempts
-        latest[result.run_key] = result
-    return list(latest.values())
 
 
 def summarize(results: Iterable[TaskResult], *, k: int | None = None,
@@ -207,6 +202,7 @@ def summarize(results: Iterable[TaskResult], *, k: int | None = None,
         pass_k_tasks=pass_k[2] if pass_k else 0,
         denominator_policy=DENOMINATOR_POLICY + (EXCLUSION_POLICY if counts.excluded else ""),
         failures=failure_summary(runs),
+        setup=run_setup(runs),
     )
 
 
@@ -273,25 +269,41 @@ def axis_values(runs: Iterable[TaskResult]) -> dict[str, list[float]]:
     """Per axis, the score of every counted run, errored runs counting 0.
 
     An errored run rarely reaches its verifiers, so it counts 0 on every axis that any run of
-    the same ``task_id`` scored (unless the infrastructure policy excluded it): a crash must not lift an axis mean by leaving the average. So
-    does a run with an errored verifier whose axes are unknown (``axes_unknown_errors``), on the
-    task's axes it did not score.
+    the same ``task_id`` scored (unless the infrastructure policy excluded it): a crash must not
+    lift an axis mean by leaving the average. So does a run with an errored verifier whose axes are
+    unknown (``axes_unknown_errors``), on the task's axes it did not score.
     """
-    runs = list(runs)
-    task_axes: dict[str, set[str]] = defaultdict(set)
-    for run in runs:
-        task_axes[run.task_id].update(run.axis_scores)
     values: dict[str, list[float]] = defaultdict(list)
+    for scores in run_axis_values(runs).values():
+        for axis, score in scores.items():
+            values[axis].append(score)
+    return values
+
+
+def task_axes(runs: Iterable[TaskResult]) -> dict[str, set[str]]:
+    """Per ``task_id``, every axis any of its runs scored."""
+    axes: dict[str, set[str]] = defaultdict(set)
     for run in runs:
+        axes[run.task_id].update(run.axis_scores)
+    return axes
+
+
+def run_axis_values(runs: Iterable[TaskResult],
+                    axes: dict[str, set[str]] | None = None) -> dict[int, dict[str, float]]:
+    """Per counted run (by its position in ``runs``), its score on each axis by the rule of
+    :func:`axis_values`; ``axes`` are the axes of each task (default: those these runs scored),
+    so a comparison can count a run 0 on an axis only the other run's results reveal."""
+    runs = list(runs)
+    axes = task_axes(runs) if axes is None else axes
+    values: dict[int, dict[str, float]] = {}
+    for index, run in enumerate(runs):
         if run.excluded:  # left out of every mean by the infrastructure policy
             continue
         if run.errored:
-            for axis in task_axes[run.task_id]:
-                values[axis].append(0.0)
+            values[index] = dict.fromkeys(sorted(axes.get(run.task_id, ())), 0.0)
         elif run.counted:
-            for axis, score in run.axis_scores.items():
-                values[axis].append(score)
+            scores = dict(run.axis_scores)
             if run.axes_unknown_errors:
-                for axis in task_axes[run.task_id] - run.axis_scores.keys():
-                    values[axis].append(0.0)
+                scores |= dict.fromkeys(sorted(axes.get(run.task_id, set()) - run.axis_scores.keys()), 0.0)
+            values[index] = scores
     return values
