@@ -116,15 +116,20 @@ async def _run_script(step: EnvOutcomeVerifierStep, script: Path, mcp_url: str, 
 
 
 def _interpreter() -> list[str]:
-    """This Python, or the configured one (``--override verify_python=`` first, then the
-    ``PREFECT_AGENTENV_VERIFY_PYTHON`` setting), which may not have this package: the runner file,
-    which needs only the standard library, is then run by path (``-P``: its folder stays off sys.path)."""
+    """The configured Python (``--override verify_python=`` first, then the
+    ``PREFECT_AGENTENV_VERIFY_PYTHON`` setting; it may not have this package) or this one, running
+    the runner file by path (``-P``: its folder stays off sys.path).
+
+    By path and not as ``-m prefect_agentenv.grading.outcome_script``: the runner needs only the
+    standard library, and ``-m`` first imports the ``grading`` package (its models, pydantic, the
+    MCP types), ~0.15 s of CPU in the script's process before the script starts, on the step's
+    critical path. A script that imports this package still finds it: only its own folder is off
+    the path.
+    """
     # Settings sit on Prefect's settings base: read on use, so validating documents stays light.
     from prefect_agentenv.settings import get_settings
 
-    python = current_run().overrides.verify_python or get_settings().verify_python
-    if not python:
-        return [sys.executable, "-m", outcome_script.__name__]
+    python = current_run().overrides.verify_python or get_settings().verify_python or sys.executable
     return [python, "-P", outcome_script.__file__]
 
 
