@@ -21,8 +21,6 @@ from prefect_agentenv.artifacts.models import ArtifactRef
 from prefect_agentenv.documents.loading import ParseError, parse_text
 from prefect_agentenv.documents.models import AnyStep, TaskDocument
 from prefect_agentenv.documents.problems import Problem
-from prefect_agentenv.documents.published import parse_published_task_ref
-from prefect_agentenv.documents.published_store import read_published
 from prefect_agentenv.documents.validation import validate_data, validate_file
 from prefect_agentenv.exceptions import ArtifactError, TaskDocumentError
 
@@ -49,6 +47,10 @@ def resolve_task_parameter(task: TaskDocument | list[AnyStep] | str) -> TaskDocu
     text = task.strip()
     if Path(text).is_file():
         return validate_file(text).raise_for_problems(text)
+    # Published versions load here, on the one path that reads them: they pull in the whole
+    # benchmark side of the documents (~0.1 s of CPU), which a document or a file never needs.
+    from prefect_agentenv.documents.published import parse_published_task_ref
+
     with get_artifact_store() as store:
         published = parse_published_task_ref(text)
         if published is not None:
@@ -58,6 +60,8 @@ def resolve_task_parameter(task: TaskDocument | list[AnyStep] | str) -> TaskDocu
 
 def _from_published(store: ArtifactBackend, slug: str, version: str, task_id: str) -> TaskDocument:
     """A task of a published benchmark version, as it was frozen (checked against its hashes)."""
+    from prefect_agentenv.documents.published_store import read_published  # see resolve_task_parameter
+
     try:
         task = read_published(store, slug, version).task(task_id)
     except (ArtifactError, KeyError) as exc:
