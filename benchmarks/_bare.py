@@ -2,9 +2,11 @@
 """The floor for ``task_overhead.py``: the same task against the same servers, in bare asyncio.
 
 One task = start the env → (load its seed ‖ start the agent in a fresh folder, give it the env's
-MCP endpoint and its config) → one prompt → check the env's state → stop both. Only ``httpx``
-and the standard library: no engine, no Prefect, no report. The A2A prompt uses a blocking
-``message/send`` (the servers allow it), readiness polls start at 20 ms.
+MCP endpoint and its config) → one prompt → check the env's state (and, when the pair names an
+``outcome_script``, run that verify script against the env's MCP endpoint in a process of its own,
+as an ``env_outcome_verifier`` step does) → stop both. Only ``httpx`` and the standard library: no
+engine, no Prefect, no report. The A2A prompt uses a blocking ``message/send`` (the servers allow
+it), readiness polls start at 20 ms.
 
 Usage (the benchmark starts it as a child process, like the CLI)::
 
@@ -159,7 +161,30 @@ async def prompt_and_check(pair: dict[str, Any], client: httpx.AsyncClient, slot
                "parts": [{"kind": "text", "text": pair["prompt"]}]}
     await rpc(client, slot.agent_rpc, "message/send", {"message": message, "configuration": {"blocking": True}},
               headers={"A2A-Version": "0.3"})
-    return check(await rpc(client, slot.data_url, "data/get", {}), pair["check"])
+
+    async def state() -> bool:
+        return check(await rpc(client, slot.data_url, "data/get", {}), pair["check"])
+
+    if not pair.get("outcome_script"):
+        return await state()
+    return all(await asyncio.gather(state(), run_outcome_script(pair, slot)))
+
+
+OUTCOME_RUNNER = ("import asyncio, json, runpy, sys; verify = runpy.run_path(sys.argv[1])['verify']; "
+                  "print(json.dumps(asyncio.run(verify(sys.argv[2]))))")
+"""The least an outcome check's process does: load the script, await ``verify(mcp_url)``, print its rows."""
+
+
+async def run_outcome_script(pair: dict[str, Any], slot: Slot) -> bool:
+    """The pair's verify script in its own process (``-P``: its folder off sys.path); True when every row passed."""
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-P", "-c", OUTCOME_RUNNER, pair["outcome_script"],
+                                                slot.mcp_url, stdout=asyncio.subprocess.PIPE,
+                                                stderr=asyncio.subprocess.DEVNULL, cwd=slot.sandbox)
+    out, _ = await proc.communicate()
+    if proc.returncode != 0:
+        return False
+    rows = json.loads(out.decode().strip().splitlines()[-1])
+    return bool(rows) and all(row.get("result") for row in rows)
 
 
 async def stop_slot(slot: Slot) -> None:

@@ -8,8 +8,12 @@ Started by ``task_overhead.py`` instead of the console script, with the same arg
 Before handing over to the CLI it wraps a list of the package's functions (by name, in every
 module that imported them) with timers, so the code under test is unchanged. Each span records
 its label, the step it ran in (a context variable set around each step's body), and its start and
-end in seconds since the spawn. Functions the code does not have (any more) are skipped, so the
-same script measures the code before and after a change. The spans are written at exit.
+end in seconds since the spawn, and this process's CPU (``time.process_time()``) at both: CPU is
+what a loaded machine distorts least, and for the phases that run alone (imports, the flow's start,
+its end, the exit) it says what the phase itself costs. The CPU of the child processes reaped by
+then (the env, the agent, a verify script) is written at exit too. Functions the code does not have
+(any more) are skipped, so the same script measures the code before and after a change. The spans
+are written at exit.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import importlib
 import inspect
 import json
 import os
+import resource
 import sys
 import time
 from typing import Any
@@ -28,6 +33,7 @@ from typing import Any
 T0 = float(os.environ.get("BENCH_T0") or time.time())
 SPANS: list[dict[str, Any]] = []
 MARKS: dict[str, float] = {"entered": time.time() - T0}
+CPU_MARKS: dict[str, float] = {"entered": time.process_time()}
 _step: contextvars.ContextVar[str | None] = contextvars.ContextVar("bench_step", default=None)
 
 # (module, attribute path, label). A label starting with "step:" also names the current step.
@@ -41,6 +47,10 @@ TARGETS: list[tuple[str, str, str]] = [
     ("prefect_agentenv.flows.engine.step_tasks", "execute_as_prefect_task", "step: prefect task"),
     ("prefect_agentenv.flows.engine.step_tasks", "run_step", "step: body"),  # older trees
     ("prefect_agentenv.flows.engine.step_tasks", "run_body", "step: body"),
+    ("prefect_agentenv.documents", "validate_file", "validate the document"),
+    ("prefect_agentenv.runtime.sweep", "sweep_dead_runs", "sweep dead runs"),
+    ("prefect_agentenv.steps.env_outcome_verifier", "_fetch_script", "verify script: fetch"),
+    ("prefect_agentenv.steps.env_outcome_verifier", "_run_script", "verify script: its process"),
     ("prefect.concurrency._asyncio", "aacquire_concurrency_slots_with_lease", "Prefect: tag concurrency lease"),
     ("prefect_agentenv.runtime.resolve", "resolve_env", "resolve env (block lookup)"),  # older trees
     ("prefect_agentenv.runtime.resolve", "resolve_agent", "resolve agent (block lookup)"),  # older trees
@@ -77,8 +87,9 @@ def _now() -> float:
 def _wrap(fn: Any, label: str) -> Any:
     names_step = label.startswith("step:")
 
-    def record(start: float, token: Any) -> None:
-        SPANS.append({"label": label, "step": _step.get(), "start": round(start, 4), "end": round(_now(), 4)})
+    def record(start: tuple[float, float], token: Any) -> None:
+        SPANS.append({"label": label, "step": _step.get(), "start": round(start[0], 4), "end": round(_now(), 4),
+                      "cpu_start": round(start[1], 4), "cpu_end": round(time.process_time(), 4)})
         if token is not None:
             _step.reset(token)
 
@@ -90,7 +101,7 @@ def _wrap(fn: Any, label: str) -> Any:
     if inspect.iscoroutinefunction(fn):
         @functools.wraps(fn)
         async def awrapper(*args: Any, **kwargs: Any) -> Any:
-            token, start = enter(args), _now()
+            token, start = enter(args), (_now(), time.process_time())
             try:
                 return await fn(*args, **kwargs)
             finally:
@@ -99,7 +110,7 @@ def _wrap(fn: Any, label: str) -> Any:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        token, start = enter(args), _now()
+        token, start = enter(args), (_now(), time.process_time())
         try:
             return fn(*args, **kwargs)
         finally:
@@ -135,23 +146,29 @@ def instrument() -> list[str]:
 
 def _dump() -> None:
     MARKS["exit"] = _now()
+    CPU_MARKS["exit"] = time.process_time()
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = os.environ.get("BENCH_SPANS")
     if out:
         with open(out, "w", encoding="utf-8") as fh:
-            json.dump({"marks": MARKS, "spans": SPANS, "skipped": SKIPPED}, fh)
+            json.dump({"marks": MARKS, "cpu_marks": CPU_MARKS, "children_cpu": children.ru_utime + children.ru_stime,
+                       "spans": SPANS, "skipped": SKIPPED}, fh)
 
 
 if __name__ == "__main__":
     import prefect_agentenv.cli as cli
 
     MARKS["cli imported"] = _now()
+    CPU_MARKS["cli imported"] = time.process_time()
     # What `run` imports when it needs it (the flow, the steps): imported now so it can be wrapped;
     # the time is reported as its own mark, so "imports" stays comparable before and after.
     import prefect_agentenv.flows.agent_task  # noqa: F401
 
-    for name in ("deploy_env", "deploy_agent", "load_artifact", "prompt_agent", "env_state_verifier"):
+    for name in ("deploy_env", "deploy_agent", "load_artifact", "prompt_agent", "env_state_verifier",
+                 "env_outcome_verifier"):
         importlib.import_module(f"prefect_agentenv.steps.{name}")
     MARKS["flow imported"] = _now()
+    CPU_MARKS["flow imported"] = time.process_time()
     SKIPPED = instrument()
     atexit.register(_dump)
     sys.argv = ["prefect-agentenv", *sys.argv[1:]]

@@ -22,6 +22,12 @@ report, Prefect artifacts) and the median run's timeline is printed.
 Usage::
 
     python benchmarks/task_overhead.py [--reps 3] [--bench-runs 8] [--concurrency 4] [--json OUT]
+    python benchmarks/task_overhead.py --shell --outcome --modes bare,run,phases   # as a shell sees `run`
+
+``--outcome`` gives the task an ``env_outcome_verifier`` (``_verify_sent.py``, a verify script in a
+process of its own) and the bare driver the same script run the same way; ``--shell`` runs every
+command with the environment as inherited (``PYTHONDONTWRITEBYTECODE`` kept) and without waiting
+for the Prefect server to go idle between commands, as commands typed one after the other do.
 
 Pairs (``--pairs``): ``reference`` (the email env + the scripted agent shipped in the package) and
 ``sdk`` (an env and an agent written with the AgentEnv framework's SDKs, ``tests/peers/``, run on
@@ -71,6 +77,23 @@ class Pair:
     """(artifact id, environment name, file) published to the store before the rounds."""
     register: list[list[str]] = field(default_factory=list)
     """CLI arguments that register the pair's blocks (none for reference servers)."""
+    files: list[tuple[str, Path]] = field(default_factory=list)
+    """(artifact id, file) published as file artifacts before the rounds (verify scripts)."""
+
+
+OUTCOME_SCRIPT = HERE / "_verify_sent.py"
+
+
+def with_outcome(pair: Pair) -> Pair:
+    """The pair's task with an ``env_outcome_verifier`` beside its state check (the shell measure of
+    issue 30 had one): the step runs ``_verify_sent.py`` in a process of its own, and so does the
+    bare driver."""
+    if pair.name != "reference":
+        raise SystemExit("--outcome has a verify script for the reference pair's email env only")
+    step = {"id": "outcome", "type": "env_outcome_verifier", "env_id": "email", "verifier_id": "outcome",
+            "script_artifact_id": "verify-sent", "depends_on": ["reply"]}
+    return Pair(pair.name, {**pair.bare, "outcome_script": str(OUTCOME_SCRIPT)}, [*pair.steps, step], pair.seed,
+                pair.register, [*pair.files, ("verify-sent", OUTCOME_SCRIPT)])
 
 
 def reference_pair() -> Pair:
@@ -372,9 +395,11 @@ class Bench:
         self.tmp = tmp / "".join(c for c in self.label.replace(" ", "-") if c not in "()[]")
         self.tmp.mkdir(parents=True, exist_ok=True)
         # Bytecode is cached, as it is for an installed package: with PYTHONDONTWRITEBYTECODE set
-        # (some shells and containers set it) every process would compile the package's modules
-        # again, ~0.3 s of CPU each, on both sides, and start-up would be measured wrong.
-        inherited = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        # (some shells and containers set it) an editable install's modules are compiled again in
+        # every process, on both sides. With --shell the environment is the shell's, as it is.
+        inherited = {k: v for k, v in os.environ.items() if args.shell or k != "PYTHONDONTWRITEBYTECODE"}
+        self.settle = not args.shell
+        """Wait for the Prefect server to go idle around each command (not with --shell: a shell does not)."""
         self.env = {**inherited, **({"PYTHONPATH": str(code.resolve())} if code else {}),
                     "PREFECT_API_URL": server.url, "PREFECT_HOME": str(tmp / "client-prefect"),
                     "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_AGENTENV_HOME": str(tmp / "agentenv")}
@@ -400,11 +425,14 @@ class Bench:
         subprocess.run([PY, "-c", code, artifact_id, env_name, str(path)], env=self.env, check=True)
         for argv in self.pair.register:
             subprocess.run([CLI, *argv], env=self.env, check=True, stdout=subprocess.DEVNULL)
+        for artifact_id, file in self.pair.files:
+            subprocess.run([CLI, "artifact", "put", artifact_id, str(file)], env=self.env, check=True,
+                           stdout=subprocess.DEVNULL)
 
     def bare(self, runs: int, concurrency: int, *, pool: bool = False) -> Measure:
         wall, cpu, scpu, code, out = run_child([PY, str(HERE / "_bare.py"), str(self.pair_file), "--runs", str(runs),
                                                 "--concurrency", str(concurrency), *(["--pool"] if pool else [])],
-                                               self.env, self.server, self.tmp)
+                                               self.env, self.server, self.tmp, settle=self.settle)
         mode = "bare-pool" if pool else "bare" if runs == 1 else "bare-bench"
         return Measure(mode, wall, cpu, scpu, code == 0, _last_json(out))
 
@@ -412,7 +440,7 @@ class Bench:
         self.n += 1
         report = self.tmp / "reports" / f"run-{self.n}.json"
         wall, cpu, scpu, code, out = run_child([CLI, "run", str(self.task_file), "--report", str(report)], self.env,
-                                               self.server, self.tmp)
+                                               self.server, self.tmp, settle=self.settle)
         ok, detail = _report_ok(report)
         return Measure("run", wall, cpu, scpu, code == 0 and ok, detail or {"output": out[-2000:]})
 
@@ -422,7 +450,7 @@ class Bench:
         wall, cpu, scpu, code, out = run_child([CLI, "bench", str(self.bench_pool_file if pool else self.bench_file),
                                                 "--epochs", str(runs),
                                                 "--concurrency", str(concurrency), "--report-dir", str(rdir)],
-                                               self.env, self.server, self.tmp)
+                                               self.env, self.server, self.tmp, settle=self.settle)
         reports = [json.loads(p.read_text()) for p in rdir.glob("*-epoch*.json")] if rdir.exists() else []
         passed = sum(1 for r in reports if r.get("outcome") == "PASSED")
         return Measure(mode, wall, cpu, scpu, code == 0 and passed == runs,
@@ -469,7 +497,7 @@ class Bench:
         report, spans = self.tmp / "reports" / f"phases-{self.n}.json", self.tmp / f"spans-{self.n}.json"
         env = {**self.env, "BENCH_SPANS": str(spans)}
         wall, cpu, scpu, code, out = run_child([PY, str(HERE / "_phases.py"), "run", str(self.task_file), "--report",
-                                                str(report)], env, self.server, self.tmp)
+                                                str(report)], env, self.server, self.tmp, settle=self.settle)
         ok, detail = _report_ok(report)
         data = json.loads(spans.read_text()) if spans.exists() else {"marks": {}, "spans": []}
         data["report_steps"] = json.loads(report.read_text()).get("steps", []) if report.exists() else []
@@ -538,6 +566,37 @@ def breakdown(data: dict[str, Any], wall: float) -> list[tuple[str, float, float
     if run_flow:
         rows.append(("after the flow: summary, process exit", run_flow["end"], wall - run_flow["end"], ""))
     rows.sort(key=lambda r: (r[1], -r[2]))
+    return rows
+
+
+def cpu_breakdown(data: dict[str, Any]) -> list[tuple[str, float]]:
+    """(phase, CPU seconds of the CLI process) of one instrumented run, for the phases one after the
+    other: start-up, the flow's start, its steps, teardown, the report, the flow's end and the exit,
+    then the CPU of the child processes it reaped (the env, the agent, verify scripts). Under load
+    these move much less than the wall times do."""
+    cpu, spans = data.get("cpu_marks", {}), data.get("spans", [])
+    if not cpu or not spans:
+        return []
+    first = {s["label"]: s for s in reversed(spans)}
+    last = {s["label"]: s for s in spans}
+    call, body, down = first.get("run command: flow call"), first.get("flow body"), first.get("teardown")
+    report = first.get("report: build")
+    artifacts = last.get("Prefect artifacts")
+    rows = [("interpreter start + import the CLI", cpu["cli imported"]),
+            ("import the flow, the steps and Prefect", cpu["flow imported"] - cpu["cli imported"])]
+    if call and body:
+        rows += [("validate, sweep, Prefect defaults", call["cpu_start"] - cpu["flow imported"]),
+                 ("flow start (flow run created, engine entered)", body["cpu_start"] - call["cpu_start"])]
+    if body and down:
+        rows.append(("steps (first step start to teardown)", down["cpu_start"] - body["cpu_start"]))
+        rows.append(("teardown", down["cpu_end"] - down["cpu_start"]))
+    if down and report and artifacts:
+        rows.append(("report + Prefect artifacts", artifacts["cpu_end"] - down["cpu_end"]))
+    if call and body:
+        rows.append(("flow end (final state, engine exit)", call["cpu_end"] - body["cpu_end"]))
+        rows.append(("after the flow: summary, atexit (Prefect's workers drained)", cpu["exit"] - call["cpu_end"]))
+    rows.append(("CLI process, in all (until atexit)", cpu["exit"]))
+    rows.append(("child processes reaped (env, agent, verify script)", data.get("children_cpu", 0.0)))
     return rows
 
 
@@ -678,6 +737,12 @@ def main() -> None:
                         "(the defaults), lean (step_task_runs: false), tasks (task_runs_as: tasks)")
     parser.add_argument("--step-task-runs", choices=("true", "false", "both"),
                         help="older spelling: true = --recordings full, false = lean, both = full,lean")
+    parser.add_argument("--outcome", action="store_true",
+                        help="the task gains an env_outcome_verifier (a verify script in its own process), and the "
+                        "bare driver runs the same script the same way")
+    parser.add_argument("--shell", action="store_true",
+                        help="run the commands as a shell does: the environment as inherited (PYTHONDONTWRITEBYTECODE "
+                        "kept when set), no waiting for the Prefect server to go idle between commands")
     parser.add_argument("--json", type=Path, help="write every measurement here")
     parser.add_argument("--label", default="", help="a note stored with the results (e.g. before/after)")
     args = parser.parse_args()
@@ -691,6 +756,8 @@ def main() -> None:
             print(f"starting prefect server ({db}) on {server.url} ...", flush=True)
             print(f"  healthy after {server.start():.1f} s", flush=True)
         pairs = [reference_pair() if name == "reference" else sdk_pair(tmp) for name in args.pairs.split(",")]
+        if args.outcome:
+            pairs = [with_outcome(p) for p in pairs]
         if any(p.name == "sdk" for p in pairs) and not PEERS_PY.exists():
             raise SystemExit("the sdk pair needs the peers' venv: run `make peers`")
         benches: list[Bench] = []
@@ -761,6 +828,11 @@ def main() -> None:
             breakdowns[label] = breakdown(data, m.wall_s)
             print(f"\n{label}:", end="")
             print_breakdown(breakdowns[label], m.wall_s)
+            cpu_rows = cpu_breakdown(data)
+            if cpu_rows:
+                print(f"\n{label}: CPU of the same run (s)")
+                for what, secs in cpu_rows:
+                    print(f"| {what:<62} | {secs:6.3f} |")
         if args.json:
             args.json.parent.mkdir(parents=True, exist_ok=True)
             args.json.write_text(json.dumps({
@@ -771,6 +843,9 @@ def main() -> None:
                 "breakdown": {label: [{"phase": r[0], "start_s": round(r[1], 4), "took_s": round(r[2], 4),
                                        "step": r[3]} for r in rows] for label, rows in breakdowns.items()},
                 "phase_runs": {label: [d for _, d in runs] for label, runs in phase_runs.items()},
+                "cpu_breakdown": {label: [{"phase": what, "cpu_s": round(secs, 4)} for what, secs in
+                                          cpu_breakdown(runs[len(runs) // 2][1])]
+                                  for label, runs in phase_runs.items()},
             }, indent=1) + "\n")
             print(f"\nwritten: {args.json}")
     finally:
