@@ -7,6 +7,7 @@ Every error the package raises on purpose derives from ``AgentEnvError``::
     ├── ContextConflictError     two dependencies disagree on one context key
     ├── InstanceExitedError      an env or agent process exited on its own during the run; ``.exit_code``
     ├── ConfigurationError       a registry entry, block or setting is missing or wrong
+    ├── InstallError             a harness could not be installed; the message names the package and the answer
     ├── StepError                a step failed; ``.step_id`` and ``.step_type`` name it
     │   ├── DeployError          an env or agent could not be deployed or never became ready
     │   ├── NotInContextError    a step names an env/agent/prompt no ancestor provided
@@ -81,6 +82,10 @@ class InstanceExitedError(AgentEnvError):
 
 class ConfigurationError(AgentEnvError):
     """A registry entry, block or setting is missing or inconsistent."""
+
+
+class InstallError(AgentEnvError):
+    """A coding-agent harness could not be installed: a registry refused a package, a tool is missing."""
 
 
 class NamedStep(Protocol):

@@ -51,6 +51,12 @@ class AgentEnvSettings(PrefectBaseSettings):
     """Attempts per S3 request (botocore's standard retry mode, with backoff)."""
     cancel_poll_seconds: float = 2.0
     """How often a run against a Prefect server checks whether it was cancelled (0: never)."""
+    harness_dir: Path | None = None
+    """Folder the coding-agent harnesses are installed into (``agent install``); ``<home>/harnesses``
+    when unset. Point several homes at one folder to install each harness once."""
+    harness_python: str | None = None
+    """Python interpreter a harness that needs a newer one than this (OpenHands: 3.12) builds its venv
+    on; found on PATH or among pyenv's versions when unset."""
     verify_python: str | None = None
     """Python interpreter that runs env_outcome_verifier scripts (this one when unset). Scripts written
     for another runtime (AgentEnv's examples use the mcp 1.x client) need an interpreter that has it."""
@@ -80,6 +86,10 @@ class AgentEnvSettings(PrefectBaseSettings):
     @property
     def artifacts_dir(self) -> Path:
         return self.home / "store"
+
+    @property
+    def harnesses_dir(self) -> Path:
+        return self.harness_dir if self.harness_dir is not None else self.home / "harnesses"
 
 
 @lru_cache(maxsize=1)

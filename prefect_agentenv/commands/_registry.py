@@ -13,7 +13,7 @@ import json
 import os
 import re
 import shlex
-from collections.abc import Generator, Mapping
+from collections.abc import Generator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import NoReturn, Protocol, TypeVar
@@ -195,12 +195,13 @@ def register_block(block: LaunchBlock, name: str, *, noun: Noun, overwrite: bool
         typer.echo(f"note: this replaces the reference {noun.word} {name!r} for runs that can reach this Prefect API")
 
 
-def list_blocks(noun: Noun) -> None:
-    """Print the registered blocks of ``noun``, then the reference servers no block replaces."""
+def list_blocks(noun: Noun, extra: Sequence[tuple[str, str, str, str]] = ()) -> None:
+    """Print the registered blocks of ``noun``, then the reference servers no block replaces, then
+    ``extra`` rows (name, source, version, launch: the coding-agent harnesses)."""
     blocks = asyncio.run(read_blocks(noun.block_type))
     echo_listing({name: (block.version, block.to_launch_spec().describe()) for name, block in blocks.items()},
                  {ref_id: (reference.version, f"python -m {reference.module}")
-                  for ref_id, reference in noun.references.items()})
+                  for ref_id, reference in noun.references.items()}, extra)
 
 
 def echo_view(view: JsonObject, *, as_json: bool = False) -> None:
@@ -219,20 +220,24 @@ def echo_view(view: JsonObject, *, as_json: bool = False) -> None:
             typer.echo(f"{key}: {value}")
 
 
-def echo_listing(blocks: Mapping[str, tuple[str, str]], references: Mapping[str, tuple[str, str]]) -> None:
+def echo_listing(blocks: Mapping[str, tuple[str, str]], references: Mapping[str, tuple[str, str]],
+                 extra: Sequence[tuple[str, str, str, str]] = ()) -> None:
     """Print registered blocks, then the references no block replaces, as NAME SOURCE VERSION LAUNCH.
 
     Args:
         blocks: block name → (version, how it launches).
         references: reference id → (version, how it launches).
+        extra: more rows, printed last; one a block of the same name replaces says so.
     """
     rows = [("NAME", "SOURCE", "VERSION", "LAUNCH")]
+    others = {row[0] for row in extra}
     for name, (version, launch) in sorted(blocks.items()):
-        source = "block (overrides reference)" if name in references else "block"
+        source = "block (overrides reference)" if name in references or name in others else "block"
         rows.append((name, source, version, launch))
     for name, (version, launch) in sorted(references.items()):
         if name not in blocks:
             rows.append((name, "reference", version, launch))
+    rows += [row for row in extra if row[0] not in blocks]
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     for row in rows:
         typer.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[3])

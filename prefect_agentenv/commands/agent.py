@@ -1,4 +1,5 @@
-"""``prefect-agentenv agent``: register, list and show agents (A2AAgent blocks)."""
+"""``prefect-agentenv agent``: register, list and show agents (A2AAgent blocks), and install the
+coding-agent harnesses AgentEnv wraps."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import typer
 from prefect_agentenv.agents.catalog import REFERENCE_AGENTS
 from prefect_agentenv.blocks.agent import A2A_CARD_PATH, A2AAgent
 from prefect_agentenv.blocks.secret_env import secret_dict
+from prefect_agentenv.commands import _harnesses
 from prefect_agentenv.commands._registry import (
     Noun,
     UsageProblem,
@@ -26,7 +28,8 @@ from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.resolution.servers import ResolvedAgent, resolve_agent
 
 agent_app = typer.Typer(
-    help="Register, list, show and check agents (A2AAgent blocks and the reference agents).",
+    help="Register, list, show and check agents (A2AAgent blocks, the reference agents, the installed "
+         "coding-agent harnesses); install a harness by name.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
@@ -63,9 +66,25 @@ def register(
 
 @agent_app.command("list")
 def list_agents() -> None:
-    """List registered agents (blocks) and the reference agents shipped in the package."""
+    """List registered agents (blocks), the reference agents shipped in the package, and the
+    coding-agent harnesses with the versions installed."""
     with reported():
-        list_blocks(AGENT)
+        list_blocks(AGENT, _harnesses.listing_rows())
+
+
+@agent_app.command("install")
+def install(
+    names: Annotated[list[str] | None, typer.Argument(
+        help="Harnesses to install: opencode, codex, pi, openhands, claude-code, gemini.")] = None,
+    every: Annotated[bool, typer.Option("--all", help="Install every harness.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Install again even when the pinned versions are there.")] = False,
+) -> None:
+    """Install coding-agent harnesses by name, each into a folder of its own (AgentEnv's A2A wrapper,
+    its CLI from npm, its Python from PyPI, all pinned); one already installed is left as it is.
+    Then `a2a_agent_id: NAME` deploys it. Exit 0 when all are installed, 1 when one failed."""
+    with reported():
+        code = _harnesses.install(names or [], every=every, force=force)
+    raise typer.Exit(code)
 
 
 @agent_app.command("show")

@@ -3,7 +3,10 @@
 An env id resolves, in order, to an ``AgentEnvironment`` block of that name (when a Prefect
 API is there to ask), then to a reference env shipped in the package; otherwise the error
 says how to register one. An ``a2a_agent_id`` resolves the same way, to an ``A2AAgent`` block
-or a reference agent.
+or a reference agent, with one stop between the two: a coding-agent harness installed by
+``agent install`` (named as AgentEnv names it: its folder name, its ``@local/agentenv-framework/
+agents/<name>`` id or an alias). A harness this package knows but that is not installed is an
+error that says how to install it.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from typing import TYPE_CHECKING, Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict
 
 from prefect_agentenv.agents.catalog import REFERENCE_AGENTS, ReferenceAgent
+from prefect_agentenv.agents.harnesses.catalog import harness_named
+from prefect_agentenv.agents.harnesses.installed import harnesses_dir, installed, launch_spec
 from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.envs.catalog import REFERENCE_ENVS, ReferenceEnv
 from prefect_agentenv.exceptions import ConfigurationError
@@ -25,7 +30,7 @@ if TYPE_CHECKING:
     from prefect_agentenv.blocks.environment import AgentEnvironment
 
 EnvSource = Literal["block", "reference"]
-AgentSource = Literal["block", "reference"]
+AgentSource = Literal["block", "harness", "reference"]
 
 A2A_CARD_PATH = "/.well-known/agent-card.json"
 """Where a reference agent is ready (the A2A card), as ``blocks.agent`` says for registered agents."""
@@ -60,11 +65,14 @@ class ResolvedAgent(BaseModel):
     spec: LaunchSpec
     """How to launch it; ready once its A2A card answers."""
     source: AgentSource
-    """Where it came from: a registered block or a reference agent shipped in the package."""
+    """Where it came from: a registered block, an installed harness or a reference agent shipped in the package."""
     description: str | None = None
     """What the agent is."""
     uses_model: bool = True
     """False for a reference agent that calls no model (no mock model is started for it)."""
+    harness: str | None = None
+    """The installed coding-agent harness it is (AgentEnv's folder name), whose wrapper reads the run's
+    model endpoint from variables of its own."""
 
 
 class _Found(NamedTuple):
@@ -133,11 +141,39 @@ async def resolve_agent(a2a_agent_id: str, *, use_blocks: bool | None = None) ->
     from prefect_agentenv.blocks.agent import A2AAgent  # Prefect on use: not for `validate`
 
     consult_blocks = prefect_api_configured() if use_blocks is None else use_blocks
-    found = await _find(A2AAgent, a2a_agent_id, REFERENCE_AGENTS, consult_blocks=consult_blocks,
+    if consult_blocks and (block := await load_block(A2AAgent, a2a_agent_id)) is not None:
+        return ResolvedAgent(a2a_agent_id=a2a_agent_id, version=block.version, spec=block.to_launch_spec(),
+                             source="block", description=block.description)
+    if (harness := resolve_harness(a2a_agent_id)) is not None:
+        return harness
+    found = await _find(A2AAgent, a2a_agent_id, REFERENCE_AGENTS, consult_blocks=False,
                         reference_ready_path=A2A_CARD_PATH)
     if found is None:
         raise ConfigurationError(agent_not_found_message(a2a_agent_id, consulted_blocks=consult_blocks))
     return ResolvedAgent(a2a_agent_id=a2a_agent_id, **found._asdict())
+
+
+def resolve_harness(a2a_agent_id: str) -> ResolvedAgent | None:
+    """The installed harness ``a2a_agent_id`` names, or None when it names no harness at all.
+
+    Raises:
+        ConfigurationError: it names a harness that is not installed (the message says how).
+    """
+    manifest = installed(a2a_agent_id)
+    if manifest is None:
+        harness = harness_named(a2a_agent_id)
+        if harness is None:
+            return None
+        raise ConfigurationError(
+            f"the {harness.title} harness ({a2a_agent_id!r}) is not installed in {harnesses_dir()}: run "
+            f"`prefect-agentenv agent install {harness.name}` (or point PREFECT_AGENTENV_HARNESS_DIR at a "
+            "folder where it is installed)")
+    harness = harness_named(manifest.name)
+    assert harness is not None
+    version = manifest.cli.rsplit("@", 1)[-1] if manifest.cli else ", ".join(manifest.sdk.values()) or "0.0.0"
+    return ResolvedAgent(a2a_agent_id=a2a_agent_id, version=version, spec=launch_spec(harness), source="harness",
+                         description=f"{harness.title} behind AgentEnv's A2A wrapper ({manifest.framework})",
+                         harness=harness.name)
 
 
 def agent_not_found_message(a2a_agent_id: str, *, consulted_blocks: bool) -> str:

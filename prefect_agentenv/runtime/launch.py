@@ -78,6 +78,13 @@ class LaunchSpec(LaunchSource):
     """Path that answers 200 once the server is ready (the env card)."""
     mcp_path: str = DEFAULT_MCP_PATH
     """Path of the MCP endpoint; an answer there also counts as ready when the card is 404."""
+    sandbox_env: dict[str, str] = Field(default_factory=dict)
+    """Variables naming folders of the server's own inside the sandbox it starts in, as paths relative
+    to the sandbox root (``.`` for the root itself): each folder is made and the variable set to its
+    absolute path (local processes started in a sandbox; a coding agent's HOME, XDG and workspace)."""
+    follow_tree: bool = False
+    """Stop, with the server, what it started outside its process group (a CLI in a session of its
+    own, a tmux server): found by an instance marker in their environment and by parentage."""
 
     @property
     def kind(self) -> LauncherKind:

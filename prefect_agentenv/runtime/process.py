@@ -54,6 +54,7 @@ from prefect_agentenv.runtime.launch import (
 )
 from prefect_agentenv.runtime.ports import LOOPBACK, free_port
 from prefect_agentenv.runtime.sweep import RUN_MARKER
+from prefect_agentenv.runtime.tree import INSTANCE_MARKER, kill_tree
 
 logger = logging.getLogger("prefect_agentenv.runtime.process")
 
@@ -95,6 +96,7 @@ def _die_with_parent(parent_pid: int) -> None:
 class _Running:
     instance: Instance
     process: subprocess.Popen[bytes]
+    follow_tree: bool = False
 
 
 class ProcessLauncher:
@@ -154,6 +156,9 @@ class ProcessLauncher:
         stderr_path = logs / f"{instance_id}.stderr.log"
         argv = [fill_template(part, host=self.host, port=port) for part in spec.command or []]
         env = _child_env(spec, host=self.host, port=port, extra_env=extra_env, run_id=self.run_id)
+        env.update(_sandbox_env(spec, cwd))
+        if spec.follow_tree:
+            env[INSTANCE_MARKER] = instance_id
 
         process = await _spawn(argv, env=env, cwd=cwd, stdout_path=stdout_path, stderr_path=stderr_path, name=name)
         instance = Instance(instance_id=instance_id, name=name, kind="process", base_url=base_url,
@@ -177,6 +182,7 @@ class ProcessLauncher:
                     await wait_until_ready(spec, base_url, name=repr(name), client=client, exited=exited)
         except DeployError as exc:
             await _terminate(process, grace=0)
+            _sweep_tree(spec, instance_id)
             stderr = tail(stderr_path)
             error = DeployError(f"{exc}{_stderr_note(stderr, stderr_path)}")
             if exit_code is not None and _ADDRESS_IN_USE.search(stderr):
@@ -185,8 +191,9 @@ class ProcessLauncher:
         except BaseException:
             # Cancelled (or worse) while waiting: the half-started server must not outlive us.
             _kill_now(process)
+            _sweep_tree(spec, instance_id)
             raise
-        self._running[instance_id] = _Running(instance, process)
+        self._running[instance_id] = _Running(instance, process, spec.follow_tree)
         return instance
 
     async def stop(self, instance: Instance) -> None:
@@ -207,6 +214,9 @@ class ProcessLauncher:
         except BaseException:
             _kill_now(running.process)
             raise
+        finally:
+            if running.follow_tree:
+                kill_tree(instance.instance_id)
         if gone is not None:
             note = _stderr_note(tail(instance.stderr_path), instance.stderr_path) if instance.stderr_path else ""
             raise InstanceExitedError(f"{instance.name} (pid {running.process.pid}) exited on its own during the "
@@ -227,6 +237,8 @@ class ProcessLauncher:
             except Exception:  # best effort: one failure must not keep the others running
                 logger.exception("could not stop %s", running.instance.name)
                 _kill_now(running.process)
+            if running.follow_tree:
+                kill_tree(instance_id)
 
 
 class _PortTaken(Exception):
@@ -246,6 +258,25 @@ def _child_env(spec: LaunchSpec, *, host: str, port: int, extra_env: dict[str, s
     if run_id:
         env[RUN_MARKER] = run_id
     return env
+
+
+def _sandbox_env(spec: LaunchSpec, cwd: Path | None) -> dict[str, str]:
+    """``spec.sandbox_env`` as absolute folders under the server's working folder, made now."""
+    env: dict[str, str] = {}
+    root = Path(cwd) if cwd is not None else Path.cwd()
+    for name, relative in spec.sandbox_env.items():
+        folder = (root / relative).resolve()
+        if not folder.is_relative_to(root.resolve()):
+            raise DeployError(f"sandbox_env {name}={relative!r} leaves the folder the server starts in")
+        folder.mkdir(parents=True, exist_ok=True)
+        env[name] = str(folder)
+    return env
+
+
+def _sweep_tree(spec: LaunchSpec, instance_id: str) -> None:
+    """What a failed start of a tree-following server left outside its group."""
+    if spec.follow_tree:
+        kill_tree(instance_id)
 
 
 async def _spawn(argv: list[str], *, env: dict[str, str], cwd: Path | None, stdout_path: Path,

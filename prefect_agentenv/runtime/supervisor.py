@@ -8,7 +8,10 @@ supervisor kills the **whole group**: the command, a shell wrapper's children th
 supervisor ignores them and waits for the command. ``SIGUSR2`` (the launcher's "stop now")
 makes it SIGKILL the rest of the group and reap the command, so nothing is left as a zombie for
 an init that may not reap. When the command exits, the supervisor kills what is left of the
-group and exits with the command's status (re-raising its signal).
+group and exits with the command's status (re-raising its signal). A command started with
+``PREFECT_AGENTENV_INSTANCE_ID`` in its environment (a tree-following launch, see
+``runtime/tree.py``) also has every process carrying that marker, and their descendants, killed
+with its group: what it started in sessions of their own.
 """
 
 import os
@@ -18,12 +21,61 @@ import sys
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
+_MARKER = "PREFECT_AGENTENV_INSTANCE_ID"
+
+
 def _kill_group(signum=None, frame=None):
     """The run is gone: take the whole group down, this process included."""
     try:
+        _kill_marked()
         os.killpg(0, signal.SIGKILL)
     finally:
         os._exit(137)
+
+
+def _kill_marked():
+    """Kill the processes carrying this instance's marker, and their descendants (sparing this one)."""
+    value = os.environ.get(_MARKER)
+    if not value:
+        return
+    needle, me = f"{_MARKER}={value}".encode(), os.getpid()
+    parents, found = {}, set()
+    for pid in _pids():
+        fields = _stat_fields(pid)
+        if fields is None or fields[0] == b"Z":
+            continue
+        parents[pid] = int(fields[1])
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if needle in f.read().split(b"\0"):
+                    found.add(pid)
+        except OSError:
+            continue
+    grew = True
+    while grew:
+        children = {pid for pid, parent in parents.items() if parent in found and pid not in found}
+        found |= children
+        grew = bool(children)
+    for pid in found - {me}:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _pids():
+    try:
+        return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
+    except OSError:
+        return []
+
+
+def _stat_fields(pid):
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
 
 
 def _stop_now(signum=None, frame=None):
@@ -33,21 +85,14 @@ def _stop_now(signum=None, frame=None):
 def _sweep_group():
     """Kill the rest of this process group (helpers the command left behind), sparing this process."""
     me, group = os.getpid(), os.getpgid(0)
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return
-    for entry in entries:
-        if not entry.isdigit() or int(entry) == me:
+    _kill_marked()
+    for pid in _pids():
+        if pid == me:
             continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == group:
+        fields = _stat_fields(pid)
+        if fields is not None and int(fields[2]) == group:
             try:
-                os.kill(int(entry), signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
 

@@ -182,7 +182,8 @@ async def _agent_launch(run: RunResources, step: StepModel, *, a2a_agent_id: str
     # An agent known to call no model (the scripted one) does not wait for a mock model to start.
     endpoint = await model_for(run, MODEL_ROLE_OF.get(a2a_agent_id, role), model, start_mock=resolved.uses_model)
     per_run_model = endpoint.is_mock and endpoint.base_url is not None and not run.services.mock_model_pooled
-    return _Launch(spec, {**_model_env(endpoint), **(extra_env or {})}, endpoint, per_run_model)
+    env = {**_model_env(endpoint), **_harness_env(resolved.harness, endpoint), **(extra_env or {})}
+    return _Launch(spec, env, endpoint, per_run_model)
 
 
 async def launch_early(step: StepModel, *, agent_name: str, a2a_agent_id: str, model: str | None,
@@ -235,6 +236,17 @@ def _model_env(endpoint: ResolvedModel) -> dict[str, str]:
     if endpoint.api_key is not None:
         env["OPENAI_API_KEY"] = endpoint.api_key.get_secret_value()
     return env
+
+
+def _harness_env(harness_name: str | None, endpoint: ResolvedModel) -> dict[str, str]:
+    """The endpoint in the variables a coding-agent harness's wrapper reads (``LITELLM_*``, its model's)."""
+    from prefect_agentenv.agents.harnesses.catalog import HARNESSES
+    from prefect_agentenv.agents.harnesses.endpoint import model_env
+
+    if harness_name is None or endpoint.base_url is None:
+        return {}
+    key = endpoint.api_key.get_secret_value() if endpoint.api_key is not None else None
+    return model_env(HARNESSES[harness_name], base_url=endpoint.base_url, api_key=key, model=endpoint.model)
 
 
 async def configure_agent(step: StepModel, agent: DeployedAgent, *, envs: list[DeployedEnv],
