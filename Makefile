@@ -8,9 +8,13 @@ STAMP := $(VENV)/.installed-stamp
 PEERS := .venv-peers
 PEERS_STAMP := $(PEERS)/.installed-stamp
 PEER_PACKAGES := agentenv-framework==0.9.1364 agentenv-framework-protocol==0.1.379
+# The coding-agent harnesses `make test` runs AgentEnv's smoke tasks with, each installed once into a
+# folder of its own (`agent install` leaves one that is already there as pinned alone).
+HARNESSES := opencode codex pi openhands
+export PREFECT_AGENTENV_HARNESS_DIR ?= $(CURDIR)/.agentenv/harnesses
 export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 
-.PHONY: install install-test peers demo test browser screenshots bench clean
+.PHONY: install install-test peers harnesses demo test browser system-tools screenshots bench clean
 
 # The package alone (what `make demo` runs); the test extras and the test-only step types
 # (tests/plugin, registered through the entry-point group) only for `make test`.
@@ -38,6 +42,10 @@ install-test: $(TEST_STAMP)
 
 peers: $(PEERS_STAMP)
 
+# All four at once (~30 s from warm npm and uv caches; OpenCode's grep tool wants Debian's ripgrep).
+harnesses: install-test
+	$(BIN)/python -m prefect_agentenv.cli agent install $(HARNESSES)
+
 demo: install
 	@# The demo's Run form must not offer the test-only step types a `make test` installed here.
 	@if $(BIN)/python -m pip show -q agentenv-teststeps 2>/dev/null; then \
@@ -45,13 +53,19 @@ demo: install
 	$(BIN)/python -m prefect_agentenv.demo
 
 # The linter and the type checker run first: a lint or type error fails `make test` in seconds.
-test: install-test peers lint typecheck
+test: install-test peers harnesses lint typecheck
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=15
 
 # The browser tests use the system's Chromium (Playwright never downloads one); without it they
 # are skipped and say so. CI runs this before `make test`.
 browser:
 	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+
+# What the harnesses take from the system: ripgrep for OpenCode's grep tool, tmux for OpenHands'
+# terminal. CI runs this before `make test`, as it does `make browser`.
+system-tools:
+	command -v rg >/dev/null && command -v tmux >/dev/null || (apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ripgrep tmux)
 
 # The screenshots of docs/reading-results.md, taken by the browser tests.
 screenshots: install-test browser
