@@ -1,0 +1,16 @@
+"""pi behind AgentEnv's A2A wrapper, installed by name, runs AgentEnv's own smoke task unchanged."""
+
+from __future__ import annotations
+
+import pytest
+from harnesses.conftest import assert_smoke_passed, ensure_installed, run_document, smoke_task
+
+pytestmark = pytest.mark.slow
+
+
+async def test_the_pi_smoke_task_passes_unchanged_against_the_mock_model(harness_home: object) -> None:
+    await ensure_installed("pi")
+
+    report, run_id = await run_document(smoke_task("pi"))
+
+    assert_smoke_passed(report, run_id, "pi")
