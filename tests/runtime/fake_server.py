@@ -8,6 +8,8 @@ Modes:
   ignore-term  like ok, but ignores SIGTERM.
   with-helper  like ok, plus a helper process in the same process group (pid at /helper-pid).
   port-taken   like ok but, on the first try only, fails with "Address already in use".
+  escaping-helper  like ok, plus a helper in a session of its own (as a coding agent starts its CLI),
+               which starts one more process with an empty environment; /helper-pid gives both pids.
 
 Every mode writes its pid to --pid-file first, so a test can check by pid that it is gone.
 """
@@ -33,6 +35,9 @@ CARD = {
 }
 
 HELPER = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"
+ESCAPING = ("import subprocess, sys, time; "
+            "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'], env={}); "
+            "print(child.pid, flush=True); time.sleep(600)")
 
 
 def main() -> None:
@@ -60,11 +65,16 @@ def main() -> None:
     if args.mode == "ignore-term":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
-    helper_pid = None
+    helper_pid: object = None
     if args.mode == "with-helper":
         # The helper ignores SIGTERM, so only the launcher's SIGKILL sweep of the group ends it.
         helper = subprocess.Popen([sys.executable, "-c", HELPER])
         helper_pid = helper.pid
+    if args.mode == "escaping-helper":
+        escaping = subprocess.Popen([sys.executable, "-c", ESCAPING], start_new_session=True, stdout=subprocess.PIPE,
+                                    text=True)
+        assert escaping.stdout is not None
+        helper_pid = [escaping.pid, int(escaping.stdout.readline())]
     if args.mode != "ignore-term":
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
 
