@@ -145,12 +145,26 @@ def _next_call(conversation: Conversation) -> ToolCall | str | None:
     if tool.kind == "custom":
         return ToolCall(id=call_id, name=tool.name, arguments=raw_args)
     try:
-        arguments = json.loads(raw_args) if raw_args else {}
+        arguments = _call_arguments(raw_args)
     except ValueError:
         return f"mock reply: cannot CALL {name!r}: its arguments are not JSON: {raw_args[:80]}"
     if not isinstance(arguments, dict):
         return f"mock reply: cannot CALL {name!r}: its arguments must be a JSON object"
     return ToolCall(id=call_id, name=tool.name, arguments=arguments)
+
+
+def _call_arguments(raw: str) -> object:
+    """A ``CALL`` line's JSON arguments. OpenCode's ``run`` hands the model its prompt as a JSON string
+    literal (quoted, every ``"`` escaped): a line that reads that way is unescaped first."""
+    if not raw:
+        return {}
+    try:
+        return json.loads(raw)
+    except ValueError:
+        literal = raw[: raw.rfind("}") + 1]
+        if '\\"' not in literal:
+            raise
+        return json.loads(json.loads(f'"{literal}"'))
 
 
 def _match_tool(name: str, offered: list[OfferedTool]) -> OfferedTool | None:
