@@ -99,6 +99,9 @@ class RunServices:
     lookups: Lookups = field(default_factory=dict)
     """Block lookups by key, shared by the run's steps (see :func:`lookups_of`)."""
     user_contexts: dict[str, str | None] = field(default_factory=dict)
+    agent_contexts: dict[tuple[str, str], str] = field(default_factory=dict)
+    """(agent instance id, a prompt's ``context_id``) → the A2A context the agent answered in, so
+    later prompts that name the same ``context_id`` continue that conversation."""
     """The A2A context of the simulated user of each multi-turn prompt, by step id."""
     started_in_task: set[str] = field(default_factory=set)
     """Steps whose body started inside their Prefect task run."""

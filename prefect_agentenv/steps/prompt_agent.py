@@ -69,10 +69,13 @@ class PromptAgentStep(StepModel):
     """A deployed agent playing the user; answers {message, done}."""
     user_a2a_url: str | None = None
     """A person's A2A endpoint playing the user; their text is the next prompt."""
+    context_id: str | None = Field(default=None, min_length=1)
+    """Prompts to one agent that name the same context_id continue one conversation (a coding agent
+    resumes its session); without it each prompt starts a conversation of its own."""
 
     accepted_but_ignored = (
         "system_prompt", "model_params", "effort", "max_thinking_tokens", "harness", "agentenv_tools",
-        "context_id", "trajectory_output_prefix", "snapshot_config", "user_system_prompt",
+        "trajectory_output_prefix", "snapshot_config", "user_system_prompt",
         "user_model", "user_prompt", "output_format", "user_output_format", "live_trajectory", "seed",
         "user_agent_timeout_seconds",
     )
@@ -159,7 +162,7 @@ async def _converse(step: PromptAgentStep, agent: DeployedAgent, user: DeployedA
 
     run_ = current_run()
     client = a2a_client(run_, agent)
-    message, context_id = step.prompt, None
+    message, context_id = step.prompt, _agent_context(run_, step, agent)
     reply = AgentReply()
     for turn in range(1, step.max_conversation_turns + 1):
         try:
@@ -173,6 +176,7 @@ async def _converse(step: PromptAgentStep, agent: DeployedAgent, user: DeployedA
             turns.append({"turn": turn, "role": "agent", "prompt": message, "error": str(exc)})
             return reply.model_copy(update={"text": ""}), str(exc)
         context_id = reply.context_id
+        _remember_context(run_, step, agent, context_id)
         turns.append({"turn": turn, "role": "agent", "prompt": message, "reply": reply.text, "state": reply.state,
                       "tool_call_count": reply.tool_call_count})
         if reply.error or reply.state in ("failed", "rejected", "canceled"):
@@ -226,6 +230,18 @@ def _user_contexts(run_: RunResources) -> dict[str, str | None]:
 
 def _user_context(run_: RunResources, step: PromptAgentStep) -> str | None:
     return _user_contexts(run_).get(step.id)
+
+
+def _agent_context(run_: RunResources, step: PromptAgentStep, agent: DeployedAgent) -> str | None:
+    """The A2A context an earlier prompt with this step's ``context_id`` got from the same agent."""
+    if step.context_id is None:
+        return None
+    return run_.services.agent_contexts.get((agent.instance_id, step.context_id))
+
+
+def _remember_context(run_: RunResources, step: PromptAgentStep, agent: DeployedAgent, context: str | None) -> None:
+    if step.context_id is not None and context:
+        run_.services.agent_contexts.setdefault((agent.instance_id, step.context_id), context)
 
 
 def _left(deadline: float) -> float:
