@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 
 _SUBGROUPS: dict[str, tuple[str, str, str]] = {
     "agent": ("prefect_agentenv.commands.agent", "agent_app",
-              "Register, list, show and check agents (A2AAgent blocks and the reference agents)."),
+              "Register, list, show and check agents (A2AAgent blocks, the reference agents, the installed "
+              "coding-agent harnesses); install a harness by name."),
     "artifact": ("prefect_agentenv.commands.artifact", "artifact_app",
                  "Publish, list and fetch versioned artifacts in the artifact store."),
     "env": ("prefect_agentenv.commands.env", "env_app",

@@ -8,6 +8,7 @@ from prefect.blocks.core import Block
 from pydantic import ConfigDict, Field, SecretStr
 
 from prefect_agentenv.blocks.documentation import DOCUMENTATION_URL
+from prefect_agentenv.context import ModelPrice
 
 MODEL_ENDPOINT_BLOCK_SLUG = "agentenv-model-endpoint"
 
@@ -64,6 +65,10 @@ model = endpoint.model_for("judge")
     """Model per role, e.g. {"agent": "...", "judge": "...", "user": "..."}."""
     request_timeout_seconds: float = Field(default=120.0, gt=0)
     """Upper bound for one completion request, in seconds."""
+    prices: dict[str, ModelPrice] = Field(default_factory=dict)
+    """Optional price table, model name to US dollars per million input and output tokens, e.g.
+    {"gpt-4.1": {"input_per_million": 2.0, "output_per_million": 8.0}}: it prices the tokens an agent
+    reports without a cost, in the report, the transcript and a benchmark's results."""
 
     def model_for(self, role: str) -> str:
         """The model configured for ``role``, else the default model."""

@@ -15,9 +15,10 @@ import logging
 from typing import TYPE_CHECKING, Literal
 
 import httpx
-from pydantic import BaseModel, ConfigDict, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from prefect_agentenv.attribute_docs import attribute_docstrings
+from prefect_agentenv.context import ModelPrice
 from prefect_agentenv.exceptions import ConfigurationError
 from prefect_agentenv.protocols.openai import OpenAIClient
 from prefect_agentenv.resolution.block_lookup import is_block_name, load_block, prefect_api_configured
@@ -55,6 +56,8 @@ class ResolvedModel(BaseModel):
     """Where the endpoint came from: a ModelEndpoint block, the settings, or the mock."""
     request_timeout_seconds: float = 120.0
     """Upper bound for one completion request."""
+    prices: dict[str, ModelPrice] = Field(default_factory=dict)
+    """The endpoint's price table (model name → price per million tokens), from its block."""
 
     def client(self, *, http: httpx.AsyncClient | None = None) -> OpenAIClient:
         """A client for this endpoint with its key and request timeout.
@@ -111,7 +114,7 @@ async def resolve_model_endpoint(
         if block is not None:
             return ResolvedModel(role=role, base_url=block.base_url, api_key=block.api_key,
                                  model=model or block.model_for(role), source="block",
-                                 request_timeout_seconds=block.request_timeout_seconds)
+                                 request_timeout_seconds=block.request_timeout_seconds, prices=dict(block.prices))
     from prefect_agentenv.settings import get_settings  # on Prefect's settings base: read on use
 
     settings = get_settings()

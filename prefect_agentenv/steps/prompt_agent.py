@@ -17,6 +17,7 @@ from prefect_agentenv.steps.support.agents import a2a_client, deployed_agent
 from prefect_agentenv.steps.base import DEFAULT_AGENT_NAME, AgentRef, Provides, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.support.services import artifact_store, http_client, peer_read_timeout
+from prefect_agentenv.steps.support.usage import price_of, prompt_usage
 
 if TYPE_CHECKING:  # the runtime loads on use: `validate` imports step modules and stays light
     from prefect_agentenv.protocols.a2a import AgentReply
@@ -141,12 +142,14 @@ async def run(step: PromptAgentStep, ctx: RunContext) -> RunContext:
     deadline = loop.time() + step.timeout_seconds
     turns: list[ConversationTurn] = []
     reply, error = await _converse(step, agent, user, turns, deadline)
-    trajectory = await _store_trajectory(run_, step, agent, reply)
+    trajectory, events = await _store_trajectory(run_, step, agent, reply)
     await _store_turns(run_, step, turns)
+    model = reply.model or agent.model
     response = PromptResponse(
         prompt_id=step.prompt_id, prompt=step.prompt, response=reply.text, trajectory=trajectory,
-        tool_call_count=reply.tool_call_count, model=reply.model or agent.model, error=error,
+        tool_call_count=reply.tool_call_count, model=model, error=error,
         is_truncated=reply.is_truncated, is_timeout=reply.is_timeout,
+        usage=prompt_usage(reply.usage, events, await price_of(run_, model)),
     )
     ctx.prompt_responses[step.prompt_id] = response
     if error:
@@ -256,12 +259,13 @@ def _error_text(reply: AgentReply) -> str:
 
 
 async def _store_trajectory(run_: RunResources, step: PromptAgentStep, agent: DeployedAgent,
-                            reply: AgentReply) -> str | None:
-    """Fetch the agent's trajectory (trajectory extension) and keep it in the artifact store."""
+                            reply: AgentReply) -> tuple[str | None, list[Any] | None]:
+    """Fetch the agent's trajectory (trajectory extension) and keep it in the artifact store; its
+    location and its events (for the tokens an agent reports only there)."""
     from prefect_agentenv.protocols.agentenv_ext import AgentEnvExtensions
 
     if reply.task_id is None and reply.context_id is None:
-        return reply.trajectory
+        return reply.trajectory, None
     try:
         ext = await AgentEnvExtensions.of(a2a_client(run_, agent))
         trajectory = await ext.get_trajectory(task_id=reply.task_id) if reply.task_id else \
@@ -269,10 +273,12 @@ async def _store_trajectory(run_: RunResources, step: PromptAgentStep, agent: De
         events = trajectory.model_dump(mode="json", exclude={"raw"})
     except AgentEnvError as exc:  # an agent without the extension still has a reply worth grading
         logger.info("no trajectory from %s: %s", agent.agent_name, exc)
-        return reply.trajectory
+        return reply.trajectory, None
     store = await artifact_store(run_)
     key = f"{run_.run_id}/trajectories/{step.prompt_id}.json"
-    return await asyncio.to_thread(store.put_object, key, json.dumps(events, indent=1, default=str))
+    location = await asyncio.to_thread(store.put_object, key, json.dumps(events, indent=1, default=str))
+    listed = events.get("events") if isinstance(events, dict) else None
+    return location, listed if isinstance(listed, list) else None
 
 
 async def _store_turns(run_: RunResources, step: PromptAgentStep, turns: list[ConversationTurn]) -> None:

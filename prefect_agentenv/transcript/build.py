@@ -104,6 +104,11 @@ def _prompt(response: PromptResponse, run_id: str, fields: Mapping[str, StepFiel
         error=response.error, is_truncated=response.is_truncated, is_timeout=response.is_timeout,
         trajectory_url=response.trajectory,
     )
+    if response.usage is not None:
+        out.cost_usd = response.usage.cost_usd
+        if response.usage.input_tokens is not None or response.usage.output_tokens is not None:
+            prompt, completion = response.usage.input_tokens or 0, response.usage.output_tokens or 0
+            out.tokens = Tokens(prompt=prompt, completion=completion, total=prompt + completion)
     if store is None:
         return out
     turns = _read_json(store, key=f"{run_id}/conversations/{response.prompt_id}.json", notes=out.notes,
@@ -115,7 +120,7 @@ def _prompt(response: PromptResponse, run_id: str, fields: Mapping[str, StepFiel
         events = trajectory.get("events") if isinstance(trajectory, dict) else trajectory
         if isinstance(events, list):
             out.tool_calls = tool_calls(events)
-            out.tokens = tokens(events)
+            out.tokens = out.tokens or tokens(events)
     else:
         out.notes.append("the agent reported no trajectory, so its tool calls are not shown")
     return out
@@ -212,8 +217,8 @@ def tokens(events: Sequence[Any]) -> Tokens | None:
     """Tokens summed over the model events that report usage (OpenAI or Anthropic names)."""
     seen, total = False, Tokens()
     for event in events:
-        usage = event.get("usage") if isinstance(event, dict) else None
-        if not isinstance(usage, dict):
+        usage = _event_usage(event)
+        if usage is None:
             continue
         prompt = _int(usage.get("prompt_tokens", usage.get("input_tokens"))) or 0
         completion = _int(usage.get("completion_tokens", usage.get("output_tokens"))) or 0
@@ -223,6 +228,21 @@ def tokens(events: Sequence[Any]) -> Tokens | None:
         total = Tokens(prompt=total.prompt + prompt, completion=total.completion + completion,
                        total=total.total + whole)
     return total if seen else None
+
+
+def _event_usage(event: Any) -> dict[str, Any] | None:
+    """An event's token counts: ``usage`` (OpenAI, Anthropic, Codex's ``turn.completed``), or the
+    ``tokens`` of an OpenCode ``step_finish`` part (``input``/``output``/``total``)."""
+    if not isinstance(event, dict):
+        return None
+    usage = event.get("usage")
+    if isinstance(usage, dict):
+        return usage
+    part = event.get("part")
+    counts = part.get("tokens") if isinstance(part, dict) and part.get("type") == "step-finish" else None
+    if not isinstance(counts, dict):
+        return None
+    return {"input_tokens": counts.get("input"), "output_tokens": counts.get("output"), "total_tokens": counts.get("total")}
 
 
 # -- verifiers ----------------------------------------------------------------------------------

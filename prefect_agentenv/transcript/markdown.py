@@ -58,6 +58,8 @@ def _prompt(p: PromptTranscript) -> list[str]:
              f"tool calls: {p.tool_call_count if p.tool_call_count is not None else len(p.tool_calls)}"]
     if p.tokens:
         facts.append(f"tokens: {p.tokens.total:,} ({p.tokens.prompt:,} prompt, {p.tokens.completion:,} completion)")
+    if p.cost_usd is not None:
+        facts.append(f"cost: ${p.cost_usd:.4f}")
     if p.is_truncated:
         facts.append("truncated")
     if p.is_timeout:

@@ -111,7 +111,9 @@ class PromptTranscript(_Model):
     mock: bool = False
     """The model was the built-in mock model."""
     tokens: Tokens | None = None
-    """``None`` when the trajectory says nothing of tokens."""
+    """``None`` when neither the trajectory nor the agent's reply says anything of tokens."""
+    cost_usd: float | None = None
+    """The prompt's cost, as the agent reported it or as the model block's price table priced it."""
     error: str | None = None
     is_truncated: bool = False
     is_timeout: bool = False

@@ -47,6 +47,8 @@ def _prompt(p: PromptTranscript, link: Link) -> str:
              f"{p.tool_call_count if p.tool_call_count is not None else len(p.tool_calls)} tool call(s)"]
     if p.tokens:
         facts.append(f"{p.tokens.total:,} tokens ({p.tokens.prompt:,} prompt, {p.tokens.completion:,} completion)")
+    if p.cost_usd is not None:
+        facts.append(f"${p.cost_usd:.4f}")
     facts += [flag for flag, on in (("truncated", p.is_truncated), ("timed out", p.is_timeout)) if on]
     if p.trajectory_url:
         facts.append(f'<a href="{escape(link(p.trajectory_url))}">trajectory</a>')

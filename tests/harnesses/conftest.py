@@ -89,6 +89,8 @@ def assert_smoke_passed(report: TaskReport, run_id: str, harness: str) -> None:
     assert prompt.response.strip() == "42"
     assert prompt.tool_call_count and prompt.tool_call_count >= 1, "the harness ran the command with its shell tool"
     assert prompt.model == "mock", "the mock model answered, and the report says so"
+    assert prompt.usage is not None and (prompt.usage.input_tokens or 0) > 0, "the tokens the model reported"
+    assert report.transcript is not None and report.transcript.prompts[0].tokens is not None
     agent = report.context.deployed_agents["default-agent"]
     assert agent.a2a_agent_id == harness
     assert report.teardown and all(entry.ok for entry in report.teardown), report.teardown

@@ -39,7 +39,7 @@ from prefect_agentenv.artifacts import (
 )
 from prefect_agentenv.artifacts.keys import UnsafeKeyError, check_segment
 from prefect_agentenv.attribute_docs import attribute_docstrings
-from prefect_agentenv.context import CollectedFiles
+from prefect_agentenv.context import CollectedFiles, total_usage
 from prefect_agentenv.flows.reports.report import TaskReport
 from prefect_agentenv.grading.benchmark_stats import (
     BenchmarkSummary,
@@ -127,6 +127,7 @@ def result_from_report(report: TaskReport, key: RunKey, *, seed: Mapping[str, st
         axis_scores=axis_scores(metadata.verifications, skip_policy),
         axes_unknown_errors=axes_unknown_errors(metadata.verifications),
         files=collected_files(metadata.collected_artifacts),
+        usage=total_usage(response.usage for response in report.context.prompt_responses.values()),
         started_at=report.started_at, finished_at=finished_at or now_iso(), failure=failure, setup=setup,
     )
 

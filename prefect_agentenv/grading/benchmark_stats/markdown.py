@@ -26,7 +26,7 @@ def summary_markdown(summary: BenchmarkSummary, comparison: Comparison | None = 
         alert: a sentence shown first, in bold (why the benchmark failed).
     """
     lines = [f"# {title}", ""] + ([f"**{alert}**", ""] if alert else [])
-    lines += _headline_lines(summary) + [""] + _count_lines(summary) + _failure_lines(summary)
+    lines += _headline_lines(summary) + [""] + _count_lines(summary) + _failure_lines(summary) + _usage_lines(summary)
     if summary.by_tag:
         lines += ["", "## By tag", "", "| tag | n | mean score | pass rate | unscored |", "|---|---|---|---|---|"]
         lines += [f"| {cell(tag)} | {b.n} | {_num(b.mean)} | {percentage(b.pass_rate)} | {b.unscored} |"
@@ -122,6 +122,18 @@ def _outcomecell(run: TaskResult) -> str:
     if run.attempts > 1:
         notes.append(f"{run.attempts} attempts")
     return run.outcome.value + (f" ({cell(', '.join(notes))})" if notes else "")
+
+
+def _usage_lines(summary: BenchmarkSummary) -> list[str]:
+    """Tokens and cost over the runs, when any run reported them (nothing otherwise)."""
+    usage = summary.usage
+    if usage is None:
+        return []
+    parts = [f"{usage.input_tokens:,} input tokens" if usage.input_tokens is not None else "input tokens unknown",
+             f"{usage.output_tokens:,} output tokens" if usage.output_tokens is not None else "output tokens unknown"]
+    if usage.cost_usd is not None:
+        parts.append(f"${usage.cost_usd:.4f}")
+    return ["", "Usage: " + ", ".join(parts) + "."]
 
 
 def _task_table(runs: Sequence[TaskResult]) -> list[str]:

@@ -25,6 +25,7 @@ from typing import Any, Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from prefect_agentenv.attribute_docs import attribute_docstrings
+from prefect_agentenv.context import TokenUsage
 from prefect_agentenv.grading.outcome import Outcome, SkipPolicy
 from prefect_agentenv.grading.verification import Verification, Verifications, read_all
 
@@ -220,6 +221,8 @@ class TaskResult(StatsModel):
     counts 0 on every axis its task scored in other runs and this one did not."""
     files: dict[str, str] = Field(default_factory=dict)
     """Files collected from the agent's sandbox: name → object URL."""
+    usage: TokenUsage | None = None
+    """Tokens and cost over the task run's prompts, when any reported them."""
     started_at: str | None = None
     finished_at: str | None = None
     failure: FailureCause | None = None

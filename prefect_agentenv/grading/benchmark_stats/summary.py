@@ -14,6 +14,7 @@ from statistics import fmean
 
 from pydantic import Field
 
+from prefect_agentenv.context import TokenUsage, total_usage
 from prefect_agentenv.grading.benchmark_stats.intervals import (
     DEFAULT_CONFIDENCE,
     Interval,
@@ -141,6 +142,8 @@ class BenchmarkSummary(StatsModel):
     """Mean over tasks of pass^k (all k attempts pass)."""
     pass_k_tasks: int = 0
     """Tasks in the pass@k average: those with at least k counted runs."""
+    usage: TokenUsage | None = None
+    """Tokens and cost over every run summarized, when any reported them."""
     denominator_policy: str = DENOMINATOR_POLICY
     failures: FailureSummary = Field(default_factory=FailureSummary)
     """Agent and infrastructure failures, retries and the infrastructure failure rate."""
@@ -203,6 +206,7 @@ def summarize(results: Iterable[TaskResult], *, k: int | None = None,
         denominator_policy=DENOMINATOR_POLICY + (EXCLUSION_POLICY if counts.excluded else ""),
         failures=failure_summary(runs),
         setup=run_setup(runs),
+        usage=total_usage(run.usage for run in runs),
     )
 
 
