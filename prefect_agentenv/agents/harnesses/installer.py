@@ -90,6 +90,7 @@ async def install_one(harness: Harness, root: Path, *, force: bool = False) -> I
     """Install ``harness`` under ``root`` unless it is already there as pinned (see the module docstring)."""
     folder = root / harness.name
     started = time.monotonic()
+    root.mkdir(parents=True, exist_ok=True)
     async with _locked(root / f".{harness.name}.lock"):
         present = read_manifest(folder)
         if not force and present is not None and present.fingerprint == fingerprint(harness) and _complete(harness, folder):
