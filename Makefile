@@ -10,7 +10,7 @@ PEERS_STAMP := $(PEERS)/.installed-stamp
 PEER_PACKAGES := agentenv-framework==0.9.1364 agentenv-framework-protocol==0.1.379
 # The coding-agent harnesses `make test` runs AgentEnv's smoke tasks with, each installed once into a
 # folder of its own (`agent install` leaves one that is already there as pinned alone).
-HARNESSES := opencode codex pi openhands
+HARNESSES := opencode codex pi openhands claude-code
 export PREFECT_AGENTENV_HARNESS_DIR ?= $(CURDIR)/.agentenv/harnesses
 export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 
@@ -42,7 +42,7 @@ install-test: $(TEST_STAMP)
 
 peers: $(PEERS_STAMP)
 
-# All four at once (~30 s from warm npm and uv caches; OpenCode's grep tool wants Debian's ripgrep).
+# All at once (~30 s from warm npm and uv caches; OpenCode's grep tool wants Debian's ripgrep).
 harnesses: install-test
 	$(BIN)/python -m prefect_agentenv.cli agent install $(HARNESSES)
 
@@ -52,8 +52,10 @@ demo: install
 		$(BIN)/python -m pip uninstall -q -y agentenv-teststeps && rm -f $(TEST_STAMP); fi
 	$(BIN)/python -m prefect_agentenv.demo
 
-# The linter and the type checker run first: a lint or type error fails `make test` in seconds.
-test: install-test peers harnesses lint typecheck
+# The linter and the type checker run first, beside the harness installs (which mostly wait on the
+# registries): a lint or type error fails `make test` before pytest starts.
+test: install-test peers
+	$(MAKE) --no-print-directory -j3 harnesses lint typecheck
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=15
 
 # The browser tests use the system's Chromium (Playwright never downloads one); without it they

@@ -40,11 +40,12 @@ async def test_a_reference_agent_resolves_to_its_module_command_and_its_a2a_card
 
 
 async def test_an_unknown_agent_says_how_to_register_it_and_lists_the_reference_agents(no_prefect_api: None) -> None:
+    # (claude-code, codex, … are harnesses this package installs: tests/agents/test_harness_catalog.py)
     with pytest.raises(ConfigurationError) as caught:
-        await resolve_agent("claude-code")
+        await resolve_agent("my-coding-agent")
     message = str(caught.value)
-    assert "no agent 'claude-code'" in message
-    assert ('prefect-agentenv agent register claude-code --command "python -m my_agent --host {host} --port {port}"'
+    assert "no agent 'my-coding-agent'" in message
+    assert ('prefect-agentenv agent register my-coding-agent --command "python -m my_agent --host {host} --port {port}"'
             in message)
     assert f"reference agents: {', '.join(sorted(REFERENCE_AGENTS))}" in message
     assert "no Prefect API is configured" in message
