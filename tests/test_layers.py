@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, ...]] = [
     # The run's context model and the exception tree know each other (a failed step's error
     # carries what it produced); context.py imports only pydantic and exceptions.
     ("exceptions", "context", "problems", "settings", "redaction", "reference", "jsontypes", "attribute_docs",
-     "prefect_defaults"),
+     "prefect_defaults", "usage"),
     ("protocols", "artifacts"),
     ("grading", "runtime", "transcript"),
     # The reference envs and agents are servers built on the wire clients and the judges.

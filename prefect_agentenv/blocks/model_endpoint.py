@@ -8,7 +8,7 @@ from prefect.blocks.core import Block
 from pydantic import ConfigDict, Field, SecretStr
 
 from prefect_agentenv.blocks.documentation import DOCUMENTATION_URL
-from prefect_agentenv.context import ModelPrice
+from prefect_agentenv.usage import ModelPrice
 
 MODEL_ENDPOINT_BLOCK_SLUG = "agentenv-model-endpoint"
 

@@ -10,7 +10,7 @@ The verifiers' records and their rows are in :mod:`~prefect_agentenv.context.ver
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from datetime import datetime
 from functools import reduce
 from typing import Any, Literal, TypeAlias
@@ -21,6 +21,7 @@ from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.context.verifications import Aggregator, Axes, RowResult, Verification, VerificationRow
 from prefect_agentenv.exceptions import ContextConflictError
 from prefect_agentenv.jsontypes import JsonObject, JsonValue
+from prefect_agentenv.usage import TokenUsage
 
 __all__ = [
     "AgentPeering", "AgentSnapshot", "AgentTriggerRegistration", "Aggregator", "ArtifactRef", "Axes", "CollectedFiles",
@@ -84,60 +85,6 @@ class DeployedSandbox(_Model):
     """Unique id of this sandbox within the run."""
     image: str | None = None
     """Container image the sandbox runs, when it is a container."""
-
-
-class TokenUsage(_Model):
-    """Tokens (and cost) the model calls behind a prompt, a task run or a benchmark used."""
-
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cost_usd: float | None = None
-    """As the agent reported it, else priced from the model block's price table; None when neither says."""
-    source: Literal["agent", "trajectory", "sum"] = "agent"
-    """Where the tokens were read: the agent's reply (A2A ``usage``), its trajectory's model events,
-    or a sum over prompts or runs."""
-
-    def plus(self, other: TokenUsage | None) -> TokenUsage:
-        """The sum of two usages; a count neither knows stays unknown."""
-        if other is None:
-            return self
-
-        def add(a: float | None, b: float | None) -> float | None:
-            return None if a is None and b is None else (a or 0) + (b or 0)
-
-        cost = add(self.cost_usd, other.cost_usd)
-        return TokenUsage(input_tokens=_int_or_none(add(self.input_tokens, other.input_tokens)),
-                          output_tokens=_int_or_none(add(self.output_tokens, other.output_tokens)),
-                          cost_usd=None if cost is None else round(cost, 6), source="sum")
-
-
-class ModelPrice(_Model):
-    """What a model costs, per million tokens, for usage the agent reports without a cost."""
-
-    input_per_million: float = Field(ge=0)
-    """US dollars per million input (prompt) tokens."""
-    output_per_million: float = Field(ge=0)
-    """US dollars per million output (completion) tokens."""
-
-    def cost(self, usage: TokenUsage) -> float | None:
-        """The cost of ``usage`` at these prices; None when its token counts are unknown."""
-        if usage.input_tokens is None and usage.output_tokens is None:
-            return None
-        dollars = ((usage.input_tokens or 0) * self.input_per_million
-                   + (usage.output_tokens or 0) * self.output_per_million) / 1_000_000
-        return round(dollars, 6)
-
-
-def _int_or_none(value: float | None) -> int | None:
-    return None if value is None else int(value)
-
-
-def total_usage(usages: Iterable[TokenUsage | None]) -> TokenUsage | None:
-    """The sum of what is known, or None when nothing reported any usage."""
-    found = [usage for usage in usages if usage is not None]
-    if not found:
-        return None
-    return reduce(TokenUsage.plus, found[1:], found[0].model_copy(update={"source": "sum"}))
 
 
 class PromptResponse(_Model):

@@ -3,7 +3,7 @@ from the model block's table when the agent gave no cost."""
 
 from __future__ import annotations
 
-from prefect_agentenv.context import ModelPrice, TokenUsage, total_usage
+from prefect_agentenv.usage import ModelPrice, TokenUsage, total_usage
 from prefect_agentenv.grading.benchmark_stats.markdown import summary_markdown
 from prefect_agentenv.grading.benchmark_stats.results import TaskResult
 from prefect_agentenv.grading.benchmark_stats.summary import summarize

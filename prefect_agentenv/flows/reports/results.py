@@ -39,7 +39,8 @@ from prefect_agentenv.artifacts import (
 )
 from prefect_agentenv.artifacts.keys import UnsafeKeyError, check_segment
 from prefect_agentenv.attribute_docs import attribute_docstrings
-from prefect_agentenv.context import CollectedFiles, total_usage
+from prefect_agentenv.context import CollectedFiles
+from prefect_agentenv.usage import total_usage
 from prefect_agentenv.flows.reports.report import TaskReport
 from prefect_agentenv.grading.benchmark_stats import (
     BenchmarkSummary,

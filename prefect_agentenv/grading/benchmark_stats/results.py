@@ -25,7 +25,7 @@ from typing import Any, Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from prefect_agentenv.attribute_docs import attribute_docstrings
-from prefect_agentenv.context import TokenUsage
+from prefect_agentenv.usage import TokenUsage
 from prefect_agentenv.grading.outcome import Outcome, SkipPolicy
 from prefect_agentenv.grading.verification import Verification, Verifications, read_all
 

@@ -14,7 +14,7 @@ from statistics import fmean
 
 from pydantic import Field
 
-from prefect_agentenv.context import TokenUsage, total_usage
+from prefect_agentenv.usage import TokenUsage, total_usage
 from prefect_agentenv.grading.benchmark_stats.intervals import (
     DEFAULT_CONFIDENCE,
     Interval,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from prefect_agentenv.context import ModelPrice, TokenUsage
+from prefect_agentenv.usage import ModelPrice, TokenUsage
 from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.runtime.run import RunResources
 from prefect_agentenv.steps.support.agents import model_for
