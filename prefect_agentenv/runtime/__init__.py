@@ -3,7 +3,7 @@
 * ``run`` — a running task's resources, reached from steps through ``current_run()``.
 * ``launch`` / ``launchers`` — the launcher interface and the launchers of one run;
   ``process``, ``docker`` and ``url`` are the three kinds; ``supervisor`` stops a process tree
-  when its parent dies.
+  when its parent dies; ``tree`` finds what a server started outside its process group.
 * ``teardown`` / ``stop`` / ``sweep`` — stopping what a run started: on every ending, from
   outside, and what a killed run left behind.
 * ``sandbox`` — per-agent work folders and the host view of their paths.

@@ -8,4 +8,5 @@
 * ``lookahead`` — what a run starts before its steps ask (its agent, its mock model).
 * ``concurrency_slots`` — global concurrency limits per env and agent id.
 * ``review_input`` — the review step's resume form.
+* ``usage`` — a prompt's tokens and cost, from the agent or its trajectory, priced from the model block.
 """
