@@ -36,7 +36,7 @@ def _fail(message: str, code: int = USER_ERROR) -> typer.Exit:
 
 
 @contextmanager
-def _open_store() -> Iterator[ArtifactBackend]:
+def open_store() -> Iterator[ArtifactBackend]:
     """The configured store; our errors become a one-line message and an exit code, never a traceback."""
     try:
         with get_artifact_store() as store:
@@ -95,7 +95,7 @@ def put(
     if environment is not None and (len(sources) != 1 or Path(sources[0]).is_dir()):
         raise _fail("an environment artifact holds exactly one file: give one FILE")
     files = {} if universe else _collect_files([Path(s) for s in sources])
-    with _open_store() as store:
+    with open_store() as store:
         if universe:
             meta = store.publish_universe(artifact_id, [ArtifactRef.parse(s) for s in sources], version=version)
         elif environment is not None:
@@ -115,7 +115,7 @@ def list_(
         metavar="ID", help="List the versions of this artifact; every artifact when omitted.")] = None,
 ) -> None:
     """List artifacts with their latest version, or the versions of one artifact."""
-    with _open_store() as store:
+    with open_store() as store:
         if artifact_id is None:
             for each in store.list_ids():
                 versions = store.list_versions(each)
@@ -138,7 +138,7 @@ def get(
     """Download an artifact's files (a universe: all its members' files) into DEST."""
     if dest.exists() and not dest.is_dir():
         raise _fail(f"{dest} exists and is not a folder")
-    with _open_store() as store:
+    with open_store() as store:
         parsed = ArtifactRef.parse(ref)
         meta = store.get_metadata(parsed.id, parsed.version)
         written = store.download(meta, dest)

@@ -7,8 +7,6 @@ artifact it loads is not published, or its version is published with other conte
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -34,7 +32,9 @@ def publish_command(
     the artifact versions it loads, under one content hash. `bench SLUG@VERSION` then runs that copy."""
     if check and list_:
         raise _fail("--check and --list exclude each other", INVALID)
-    with _store() as store:
+    from prefect_agentenv.commands.artifact import open_store  # the store's errors: one line and an exit code
+
+    with open_store() as store:
         if list_:
             _list(store, target)
             return
@@ -128,23 +128,6 @@ def _list(store: ArtifactBackend, target: str) -> None:
         latest = "  (latest)" if i == len(versions) - 1 else ""
         typer.echo(f"{record.slug}@{record.version}  sha256:{record.hash}  "
                    f"{record.published_at:%Y-%m-%d %H:%M:%S}Z  {len(record.tasks)} task run(s) per epoch{latest}")
-
-
-@contextmanager
-def _store() -> Iterator[ArtifactBackend]:
-    """The configured store; its errors are one line and an exit code, never a traceback."""
-    from prefect_agentenv.artifacts import ArtifactIntegrityError, ArtifactStoreError, get_artifact_store
-    from prefect_agentenv.exceptions import AgentEnvError, ArtifactError, ConfigurationError
-
-    try:
-        with get_artifact_store() as store:
-            yield store
-    except (ArtifactStoreError, ArtifactIntegrityError) as exc:
-        raise _fail(str(exc), STORE_ERROR) from None
-    except (ArtifactError, ConfigurationError) as exc:
-        raise _fail(str(exc), INVALID) from None
-    except AgentEnvError as exc:
-        raise _fail(str(exc), STORE_ERROR) from None
 
 
 def _fail(message: str, code: int) -> typer.Exit:
