@@ -11,6 +11,7 @@ Every error the package raises on purpose derives from ``AgentEnvError``::
     ├── StepError                a step failed; ``.step_id`` and ``.step_type`` name it
     │   ├── DeployError          an env or agent could not be deployed or never became ready
     │   ├── NotInContextError    a step names an env/agent/prompt no ancestor provided
+    │   ├── PeerUnavailableError the store failed, or a peer's connection failed, under a step
     │   └── AgentTimeoutError    an agent did not answer in time (also a ``TimeoutError``)
     │       └── PromptTimeoutError   a prompt timed out; ``.reply`` is the task as last seen
     ├── ProtocolError            a peer answered wrongly or not at all; ``.url`` names it
@@ -125,6 +126,16 @@ class DeployError(StepError):
 
 class NotInContextError(StepError):
     """A step names something (env, agent, prompt) that no ancestor put in the context."""
+
+
+class PeerUnavailableError(StepError):
+    """A step failed because the artifact store failed or a peer's connection was refused or
+    dropped — the machinery under the step broke, not the agent's work.
+
+    :func:`~prefect_agentenv.steps.support.services.as_step_error` raises it in place of a plain
+    :class:`StepError`, so a benchmark can count the failure as infrastructure even after the
+    prompt was sent (the error's class is what the report keeps, not its cause).
+    """
 
 
 class AgentTimeoutError(StepError, TimeoutError):

@@ -65,6 +65,7 @@ from prefect_agentenv.exceptions import (
     ConfigurationError,
     DeployError,
     NotInContextError,
+    PeerUnavailableError,
     ProtocolError,
     StepError,
 )
@@ -124,6 +125,7 @@ __all__ = [
     "Identifier",
     "NameKind",
     "NotInContextError",
+    "PeerUnavailableError",
     "PromptRef",
     "PromptResponse",
     "ProtocolError",

@@ -170,3 +170,27 @@ def test_an_env_that_never_starts_stays_an_infrastructure_failure_and_fails_the_
     assert down.failure is not None and down.failure.excluded and down.failure.reason == "deploy_failed"
     assert (down.outcome.value, down.attempts, len(down.retried)) == ("FAILED", 2, 1)
     assert "did not become ready within 1s" in (down.failure.message or "")
+
+
+async def test_a_store_that_fails_after_the_prompt_is_infrastructure_not_the_agents_answer(agentenv_home: Path) -> None:
+    """The agent answered and wrote its file; storing it failed because the store's artifacts
+    folder cannot be created (a file stands where it goes; run records still write): the run is
+    the store's failure, and retried."""
+    with get_artifact_store() as store:
+        blocked = Path(store.location) / "artifacts"
+    blocked.parent.mkdir(parents=True, exist_ok=True)
+    blocked.write_text("not a folder")
+    steps = [
+        {**SCRIPTED, "agent_config": {"plan": {"reply": "done", "files": [{"path": "/app/out/n.md", "content": "hi"}]}}},
+        _prompt("write it"),
+        {"id": "collect", "type": "collect_artifacts", "agent_name": "a", "base_path": "/app/out"},
+    ]
+    checked = validate_data(steps, default_id="store-down")
+    assert checked.ok and checked.document is not None, [p.render() for p in checked.problems]
+    report = await run_task_document(checked.document, execute_in_prefect=False, publish=False)
+    assert report.context.prompt_responses, "the prompt went out before the store failed"
+    cause = classify_report(report, checked.document)
+    assert cause is not None, report.model_dump(mode="json", include={"outcome", "error", "steps"})
+    assert (cause.kind, cause.reason, cause.step_id, cause.error_type, cause.retryable) == (
+        "infrastructure", "peer_unavailable", "collect", "PeerUnavailableError", True), cause
+    assert cause.message and cause.message.startswith("storing files collected from")

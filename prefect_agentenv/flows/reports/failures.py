@@ -2,7 +2,8 @@
 
 A run that did not pass gets a :class:`FailureCause`. It is the **agent's** when the agent had its
 chance and used it badly: a reply graded below 1, an agent that answered with an error, a prompt
-or a task run that ran out of time, a step after the prompt that failed. It is the
+or a task run that ran out of time, a step after the prompt that failed (unless the store or a
+peer's connection failed under it). It is the
 **infrastructure's** when the agent never had a fair attempt: a deploy that failed, a step that
 failed before any prompt reached the agent, an env or agent that exited on its own before that, a
 verifier that could not grade, a Prefect API call that failed, a run that ended without a report
@@ -34,6 +35,7 @@ from prefect_agentenv.exceptions import (
     DeployError,
     InstanceExitedError,
     NotInContextError,
+    PeerUnavailableError,
     TaskDocumentError,
 )
 from prefect_agentenv.flows.reports.report import TaskReport
@@ -114,6 +116,8 @@ def _step_verdict(record: StepRecord, report: TaskReport, document: TaskDocument
         return "infrastructure", "configuration", False
     if record.error_type in _class_names(DeployError):
         return "infrastructure", "deploy_failed", True
+    if record.error_type in _class_names(PeerUnavailableError):  # before or after the prompt
+        return "infrastructure", "peer_unavailable", True
     if isinstance(step, VerifierStep):
         return "infrastructure", "verifier_failed", True
     if isinstance(step, PromptAgentStep):

@@ -10,7 +10,7 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from prefect_agentenv.context import DeployedEnv, RunContext
-from prefect_agentenv.exceptions import AgentEnvError, NotInContextError, StepError
+from prefect_agentenv.exceptions import AgentEnvError, NotInContextError, PeerUnavailableError, StepError
 from prefect_agentenv.runtime.run import RunResources, current_run
 from prefect_agentenv.steps.base import StepModel
 
@@ -94,8 +94,31 @@ def env_client(ctx: RunContext, env_id: str, step: StepModel) -> EnvClient:
 
 
 def as_step_error(exc: AgentEnvError, step: StepModel, doing: str) -> StepError:
-    """Wrap a protocol/store error so the report names the step and what it was doing."""
-    return StepError(f"{doing}: {exc}", step=step)
+    """Wrap a protocol/store error so the report names the step and what it was doing: a
+    :class:`PeerUnavailableError` when the store failed or a connection did (see
+    :func:`peer_unavailable`), else a plain :class:`StepError`."""
+    kind = PeerUnavailableError if peer_unavailable(exc) else StepError
+    return kind(f"{doing}: {exc}", step=step)
+
+
+def peer_unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` is the store failing, or a connection refused or dropped under a peer's
+    error. Not a timeout (an env the agent overloaded is slow, not gone) and not an answer the
+    peer gave (a JSON-RPC error, a missing artifact, a conflict)."""
+    import httpx
+
+    from prefect_agentenv.artifacts import ArtifactStoreError
+
+    if isinstance(exc, ArtifactStoreError):
+        return True
+    seen: BaseException | None = exc
+    for _ in range(8):  # the cause chain, bounded
+        if seen is None:
+            return False
+        if isinstance(seen, (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
+            return True
+        seen = seen.__cause__
+    return False
 
 
 async def read_record(run: RunResources, url: str) -> bytes | None:
