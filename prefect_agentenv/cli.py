@@ -159,6 +159,25 @@ def _overrides(values: list[str]) -> dict[str, str]:
     return pairs
 
 
+def _matrix(values: list[str]) -> dict[str, list[str]]:
+    """``--matrix KEY=V1,V2`` options as a sweep's matrix, refused (exit 2) as a ``matrix:`` block is."""
+    from prefect_agentenv.documents.matrix import check_matrix
+
+    given: dict[str, list[str]] = {}
+    for v in values:
+        key, sep, listed = v.partition("=")
+        if not sep or not key or key in given:
+            problem = f"{key!r} given twice" if key in given else f"expects KEY=VALUE,VALUE…, got {v!r}"
+            typer.echo(f"error: --matrix: {problem}", err=True)
+            raise typer.Exit(2)
+        given[key] = [value.strip() for value in listed.split(",")] if listed.strip() else []
+    try:
+        return check_matrix(given)
+    except ValueError as exc:
+        typer.echo(f"error: --matrix: {str(exc).removeprefix('matrix: ')}", err=True)
+        raise typer.Exit(2) from None
+
+
 def _waves(doc: TaskDocument) -> list[list[str]]:
     """Steps grouped by how soon they can start (a wave's steps run in parallel)."""
     from prefect_agentenv.documents.graph import levels, resolve_dependencies
@@ -230,6 +249,8 @@ def bench(
     report_dir: Annotated[Path | None, typer.Option(help="Write each task's report and the summary here.")] = None,
     resume: Annotated[str | None, typer.Option(help="Resume this run id: only missing or errored tasks run.")] = None,
     override: Annotated[list[str], typer.Option(help="KEY=VALUE run override for every task (repeatable).")] = [],  # noqa: B006
+    matrix: Annotated[list[str], typer.Option(help="KEY=V1,V2: a sweep, every task with each value, in one run "
+                                              "(repeatable: the keys are crossed).")] = [],  # noqa: B006
     epochs: Annotated[int | None, typer.Option(help="Override the document's epochs.", min=1)] = None,
     concurrency: Annotated[int | None, typer.Option(help="Override the document's concurrency.", min=1)] = None,
     baseline: Annotated[str | None, typer.Option(help="Compare with this run instead of the previous finished "
@@ -247,6 +268,7 @@ def bench(
     from prefect_agentenv.documents.benchmark_validation import validate_benchmark_file
 
     overrides = _overrides(override)
+    axes = _matrix(matrix)
     if report_dir is not None:
         _check_writable(report_dir / "summary.json", "--report-dir")
     published = _published_ref(bench_file)
@@ -272,7 +294,7 @@ def bench(
     sweep_dead_runs(get_settings().runs_dir)  # what killed runs left behind (logged)
     gate = Gate(baseline=baseline, confidence=confidence, fail_under=fail_under, fail_on_regression=fail_on_regression)
     code = run_benchmark_with_progress(bench_file, run_id=resume, overrides=overrides, epochs=epochs,
-                                       concurrency=concurrency, report_dir=report_dir, gate=gate)
+                                       concurrency=concurrency, report_dir=report_dir, gate=gate, matrix=axes)
     raise typer.Exit(code)
 
 

@@ -17,7 +17,7 @@ from rich.text import Text
 from prefect_agentenv.flows.benchmark import benchmark, progress_listener
 from prefect_agentenv.flows.reports.benchmark_result import BenchmarkRunResult
 from prefect_agentenv.flows.reports.baseline import Gate
-from prefect_agentenv.grading.benchmark_stats import GATE_EXIT_CODE, TaskResult
+from prefect_agentenv.grading.benchmark_stats import GATE_EXIT_CODE, SweepSummary, TaskResult
 from prefect_agentenv.jsontypes import JsonObject
 
 INFRASTRUCTURE_EXIT_CODE = 5
@@ -68,12 +68,46 @@ class _Board:
             table.add_column(column)
         for r in self.rows:
             score = "-" if r.score is None else f"{r.score:.2f}"
-            table.add_row(r.task_id, str(r.seed_index), str(r.epoch), Text(_outcome(r), style=_STYLE.get(r.outcome.value, "")),
+            table.add_row(r.task_id + (f" · {r.cell}" if r.cell else ""), str(r.seed_index), str(r.epoch), Text(_outcome(r), style=_STYLE.get(r.outcome.value, "")),
                           score, f"{r.duration_s or 0:.1f}", (r.error or "")[:60])
         parts: list[Any] = [head, table]
         if self.summary:
             parts.append(Text(self.summary.headline + "\n", style="bold"))
         return Group(*parts)
+
+
+def sweep_tables(sweep: SweepSummary) -> list[Table]:
+    """A sweep's cells (mean, interval, pass rate, pass@k) and every two cells compared pair by pair."""
+    cells = Table(title="sweep: cells", show_edge=False)
+    for column in ("cell", "n", "mean score", "CI", "pass rate", "pass@k", "vs baseline", "gate"):
+        cells.add_column(column)
+    for c in sweep.cells:
+        s, ci = c.summary, c.summary.mean_score_ci
+        overall = c.comparison.overall if c.comparison else None
+        cells.add_row(c.cell, str(s.counts.denominator), _num(s.mean_score), f"{ci.low:.3f}–{ci.high:.3f}" if ci else "-",
+                      "-" if s.pass_rate is None else f"{s.pass_rate:.0%}",
+                      "-" if s.pass_at_k is None else f"pass@{s.k} {s.pass_at_k:.3f}",
+                      overall.verdict if overall else "-", "-" if c.gate is None else "passed" if c.gate.passed else "failed")
+    pairs = Table(title="sweep: cells compared pair by pair", show_edge=False)
+    for column in ("baseline cell", "other cell", "pairs", "pass rate", "mean score", "difference (CI)", "verdict"):
+        pairs.add_column(column)
+    for p in sweep.pairwise:
+        row = p.overall
+        t, sc = (row.pass_fail, row.score) if row else (None, None)
+        diff = "-" if sc is None else f"{sc.difference:+.3f}" + (
+            f" ({sc.interval.low:+.3f} to {sc.interval.high:+.3f})" if sc.interval else "")
+        pairs.add_row(p.baseline, p.other, str(p.pairs),
+                      "-" if t is None else f"{t.previous_rate:.0%} → {t.current_rate:.0%} (McNemar p={t.p_value:.2g})",
+                      "-" if sc is None else f"{sc.previous_mean:.3f} → {sc.current_mean:.3f}", diff,
+                      Text(row.verdict if row else "no pair", style=_VERDICT_STYLE.get(row.verdict if row else "", "")))
+    return [cells, pairs] if sweep.pairwise else [cells]
+
+
+_VERDICT_STYLE = {"worse": "red", "better": "green"}
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
 
 
 def _outcome(result: TaskResult) -> str:
@@ -85,7 +119,7 @@ def _outcome(result: TaskResult) -> str:
 
 def run_benchmark_with_progress(path: Path | str, *, run_id: str | None, overrides: dict[str, str], epochs: int | None,
                                 concurrency: int | None, report_dir: Path | None,
-                                gate: Gate | None = None) -> int:
+                                gate: Gate | None = None, matrix: dict[str, list[str]] | None = None) -> int:
     """Run the benchmark flow in this process, drawing progress; the exit code for the CLI (0 ran,
     1 failed, 4 a gate failed, 5 too many infrastructure failures, 130 interrupted).
 
@@ -96,7 +130,7 @@ def run_benchmark_with_progress(path: Path | str, *, run_id: str | None, overrid
     options = gate or Gate()
 
     async def go() -> Any:
-        state = await benchmark(path=str(path), run_id=run_id, overrides=overrides, epochs=epochs,
+        state = await benchmark(path=str(path), run_id=run_id, overrides=overrides, matrix=matrix or None, epochs=epochs,
                                 concurrency=concurrency, report_dir=str(report_dir) if report_dir else None,
                                 return_state=True, **dataclasses.asdict(options))
         return state, await state.aresult(raise_on_failure=False)
@@ -120,6 +154,8 @@ def run_benchmark_with_progress(path: Path | str, *, run_id: str | None, overrid
         console.print(f"[red]the benchmark failed:[/red] {state.message}")
         return 1
     result = BenchmarkRunResult.model_validate(out)
+    if result.sweep is not None:
+        console.print(*sweep_tables(result.sweep))
     if result.comparison is not None:
         console.print(f"compared with run {result.comparison.previous_run_id}: {result.comparison.setup.sentence()}",
                       markup=False, highlight=False)

@@ -31,6 +31,7 @@ from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.documents.criteria import TaskCriterion
 from prefect_agentenv.documents.infrastructure import InfrastructurePolicy
 from prefect_agentenv.documents.loading import NAME_PATTERN
+from prefect_agentenv.documents.matrix import check_matrix
 from prefect_agentenv.documents.scoring import ScoringConfig, fold_skip_policy
 from prefect_agentenv.jsontypes import JsonObject
 
@@ -395,6 +396,9 @@ class BenchmarkHeader(_Strict):
     Runs here only (a fleet's task runs are flow runs of the deployment)."""
     tags: TagFilter = Field(default_factory=TagFilter)
     """Tag filter selecting the tasks that run."""
+    matrix: dict[str, list[str]] = Field(default_factory=dict)
+    """A sweep: run overrides, each with the values to try (``a2a_agent_id: [scripted, llm]``). Every
+    combination is a cell that runs every task, seed and epoch, all in one benchmark run."""
     infrastructure: InfrastructurePolicy = Field(default_factory=InfrastructurePolicy)
     """Task runs that failed for infrastructure (not the agent's failure): retries, back-off, whether
     they count in the mean, and the share of them that fails the benchmark."""
@@ -410,6 +414,15 @@ class BenchmarkHeader(_Strict):
     def _version_as_text(cls, value: Any) -> Any:
         # YAML reads `version: 2` as a number; a version is a label.
         return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+
+    @field_validator("matrix", mode="before")
+    @classmethod
+    def _checked_matrix(cls, value: Any) -> Any:
+        # Checked whole (a key that is no override, an empty list, a value twice); numbers become text.
+        try:
+            return check_matrix(value) if isinstance(value, dict) else value
+        except ValueError as exc:  # the error's place already says "matrix"
+            raise ValueError(str(exc).removeprefix("matrix: ")) from None
 
     @model_validator(mode="after")
     def _one_env_form(self) -> BenchmarkHeader:

@@ -20,15 +20,13 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 from uuid import UUID
 
-from prefect import get_run_logger, tags
+from prefect import get_run_logger
 from prefect.artifacts import aupdate_progress_artifact
 from prefect.context import FlowRunContext
-from prefect.deployments import arun_deployment
 from prefect.states import Completed, Failed, State
 
 from pydantic import Field
@@ -36,18 +34,16 @@ from pydantic import Field
 from prefect_agentenv.artifacts import ArtifactBackend, ArtifactNotFoundError, get_artifact_store
 from prefect_agentenv.documents.benchmark import Benchmark
 from prefect_agentenv.documents.compile import ExpandedTask
-from prefect_agentenv.documents.published import task_ref
+from prefect_agentenv.documents.matrix import Matrix, SweepCell, merge_matrix, sweep_cells
 from prefect_agentenv.exceptions import ArtifactError, ConfigurationError, TaskDocumentError
 from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.flows.benchmark_source import BenchmarkSource, load_source, slug_of, with_source
 from prefect_agentenv.flows.engine.task_runner import report_key
-from prefect_agentenv.flows.agent_task_run import Handoff, agent_task_run, handoff
+from prefect_agentenv.flows.benchmark_dispatch import Dispatcher, current_flow_run_id
 from prefect_agentenv.flows.reports.benchmark_result import BenchmarkRunResult
 from prefect_agentenv.flows.adapters.events import finished_events, task_result_event
-from prefect_agentenv.flows.adapters.fleet import cancel_flow_run, wait_for_flow_run
 from prefect_agentenv.flows.adapters.json_flow import json_parameter_flow
-from prefect_agentenv.flows.adapters.subflow_start import SubflowStarter, subflow_starter
-from prefect_agentenv.flows.adapters.task_tags import benchmark_task_run_tags, only_tags
+from prefect_agentenv.flows.adapters.subflow_start import subflow_starter
 from prefect_agentenv.flows.reports.benchmark_artifacts import (
     headline_text,
     progress_artifact,
@@ -65,19 +61,32 @@ from prefect_agentenv.flows.reports.failures import (
     should_retry,
     timeout_failure,
 )
-from prefect_agentenv.flows.reports.baseline import Gate, compare_with_baseline, find_baseline
+from prefect_agentenv.flows.reports.baseline import Gate, baseline_results, compare_with_baseline, find_baseline
+from prefect_agentenv.flows.reports.sweep import sweep_regressions, sweep_summary
 from prefect_agentenv.flows.reports.fingerprint import benchmark_setup, setup_from_report
 from prefect_agentenv.flows.reports.report import TaskReport, verification_rows
 from prefect_agentenv.flows.reports.run_lookup import FoundRun
-from prefect_agentenv.flows.reports.results import ResultsStore, crashed_result, result_from_report, task_key
+from prefect_agentenv.flows.reports.results import (
+    ResultsStore,
+    RunEntry,
+    cell_suffix,
+    crashed_result,
+    result_from_report,
+    task_key,
+)
 from prefect_agentenv.grading.benchmark_stats import (
     DEFAULT_CONFIDENCE,
+    BenchmarkSummary,
+    Comparison,
+    GateResult,
     RetriedAttempt,
     RunKey,
+    SweepSummary,
     TaskResult,
     check_gate,
     summarize,
     summary_markdown,
+    sweep_markdown,
 )
 from prefect_agentenv.grading.outcome import Outcome
 from prefect_agentenv.jsontypes import JsonObject
@@ -105,12 +114,8 @@ def _flow_run_name() -> str:
     slug = slug_of(params.get("path")) or slug_of(params.get("benchmark"))
     name = slug or Path(str(params.get("path") or "benchmark")).stem
     agent = (params.get("overrides") or {}).get("a2a_agent_id")
-    return f"{name}" + (f" · {agent}" if agent else "")
-
-
-def _current_flow_run_id() -> str | None:
-    ctx = FlowRunContext.get()
-    return str(ctx.flow_run.id) if ctx and ctx.flow_run else None
+    swept = ",".join(params.get("matrix") or {})
+    return f"{name}" + (f" · {agent}" if agent else "") + (f" · sweep of {swept}" if swept else "")
 
 
 @json_parameter_flow(name="benchmark", flow_run_name=_flow_run_name, persist_result=False, log_prints=True)
@@ -119,6 +124,7 @@ async def benchmark(
     benchmark: Benchmark | str | None = None,
     run_id: str | None = None,
     overrides: dict[str, str] | None = None,
+    matrix: dict[str, list[str]] | None = None,
     epochs: Annotated[int | None, Field(ge=1)] = None,
     concurrency: Annotated[int | None, Field(ge=1)] = None,
     dispatch: Literal["subflow", "deployment"] = "subflow",
@@ -138,6 +144,9 @@ async def benchmark(
             which wins when both are given).
         run_id: Resume this run: only its missing or errored task runs run again. Empty: the flow run's id.
         overrides: Overrides for every task, e.g. `{"a2a_agent_id": "llm", "model": "gpt-4.1"}`.
+        matrix: A sweep: override keys with the values to try, e.g. `{"a2a_agent_id": ["scripted", "llm"]}`;
+            each combination (a cell) runs every task on top of `overrides`, all in this run. Replaces
+            the document's `matrix` key by key.
         epochs: How many times each task runs (overrides the document's `epochs`).
         concurrency: How many task runs at once (overrides the document's `concurrency`).
         dispatch: `subflow` runs every task here; `deployment` starts each as a flow run of `deployment`
@@ -147,20 +156,23 @@ async def benchmark(
         baseline: Compare with this run instead of the previous finished one: a run id of this benchmark,
             `<slug>/<run id>` of another, or `<slug>` for its latest finished run.
         confidence: The confidence of the paired comparison's intervals and verdicts (0.95: 95%).
-        fail_under: Fail the flow run when the mean score is under this (0 to 1).
+        fail_under: Fail the flow run when the mean score is under this (0 to 1); in a sweep, any cell's.
         fail_on_regression: Fail the flow run when the paired comparison with the baseline marks all task
-            runs worse (pass rate by McNemar's test, or mean score by the paired bootstrap and sign test).
+            runs worse (pass rate by McNemar's test, or mean score by the paired bootstrap and sign test);
+            in a sweep, any cell compared with the same cell of the baseline.
     """
     try:
         source = await asyncio.to_thread(load_source, benchmark, path)
         bench = source.header
         RunOverrides.parse({**bench.defaults.overrides, **(overrides or {})})  # refused before any task runs
+        axes = merge_matrix(bench.matrix, matrix)
         # The flow run's id by default: the UI's Retry reruns the same flow run, so it resumes this benchmark run.
-        runner = _Runner(source, run_id=run_id or _current_flow_run_id(), overrides=overrides or {},
+        runner = _Runner(source, run_id=run_id or current_flow_run_id(), overrides=overrides or {},
                          epochs=epochs or bench.epochs, concurrency=concurrency or bench.concurrency, dispatch=dispatch,
                          deployment=deployment, report_dir=Path(report_dir) if report_dir else None,
-                         gate=Gate(baseline, confidence, fail_under, fail_on_regression))
+                         gate=Gate(baseline, confidence, fail_under, fail_on_regression), matrix=axes)
         await asyncio.to_thread(runner.results.check_source, source.ref)
+        await asyncio.to_thread(runner.results.check_cells, [c.label for c in runner.cells])
         runner.baseline = await asyncio.to_thread(find_baseline, runner.results, baseline)  # before anything runs
     except (TaskDocumentError, ConfigurationError, ArtifactError) as exc:  # a user mistake: no traceback
         get_run_logger().error("%s", exc)
@@ -188,13 +200,8 @@ def _final_state(result: BenchmarkRunResult) -> State:
     return Completed(message=result.headline, data=data)
 
 
-@dataclass(frozen=True)
-class _Ran:
-    """Where a task run ran in Prefect: its own flow run, or a task run of the benchmark's."""
-
-    kind: Literal["flow run", "task run"]
-    flow_run_id: str | None
-    task_run_id: str | None = None
+_Compared = tuple[SweepSummary | None, Comparison | None, RunEntry | None, GateResult | None, list[str], list[str]]
+"""A finished run's sweep, comparison, baseline entry, gate, regressions and regressed cells."""
 
 
 class _Runner:
@@ -202,7 +209,7 @@ class _Runner:
 
     def __init__(self, source: BenchmarkSource, *, run_id: str | None, overrides: dict[str, str], epochs: int,
                  concurrency: int, dispatch: str, deployment: str, report_dir: Path | None,
-                 gate: Gate | None = None) -> None:
+                 gate: Gate | None = None, matrix: Matrix | None = None) -> None:
         self.source, self.bench, self.tasks = source, source.header, {t.task_id: t for t in source.tasks}
         self.run_id = run_id or time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
         self.overrides = {**self.bench.defaults.overrides, **overrides}
@@ -211,25 +218,31 @@ class _Runner:
         self.report_dir = report_dir
         self.gate = gate or Gate()
         # The benchmark's part of every result's fingerprint, and the named baseline (else the previous run).
-        self.setup = benchmark_setup(benchmark=self.bench.slug, benchmark_version=self.bench.version,
-                                     overrides=self.overrides)
+        self.matrix = matrix or {}
+        self.cells: list[SweepCell] = sweep_cells(self.matrix, self.overrides)
+        self.cell_overrides: dict[str | None, dict[str, str]] = {
+            c.label: {**self.overrides, **c.overrides} for c in self.cells} if self.cells else {None: self.overrides}
+        """Each cell's overrides on top of the run's (one entry, ``None``, outside a sweep)."""
+        self.setups = {cell: benchmark_setup(benchmark=self.bench.slug, benchmark_version=self.bench.version,
+                                             overrides=own) for cell, own in self.cell_overrides.items()}
         self.baseline: FoundRun | None = None
         self.store: ArtifactBackend = get_artifact_store()
         self.results = ResultsStore(self.store, self.bench.slug, self.run_id)
         self.done = 0
         self.progress_id: UUID | None = None
-        self.starter: SubflowStarter | None = None
-        """Starts this process's subflows while they run (``_subflow_starter``)."""
+        self.dispatcher = Dispatcher(source, dispatch=dispatch, deployment=deployment, store=self.store)
         self.verification_rows: list[JsonObject] = []
         """Rows of the verifications table artifact (Prefect's API takes them as JSON)."""
 
     def keys(self) -> list[RunKey]:
-        return [RunKey(t.task_id, t.seed_index, e) for t in self.tasks.values() for e in range(self.epochs)]
+        return [RunKey(t.task_id, t.seed_index, e, cell) for cell in self.cell_overrides
+                for t in self.tasks.values() for e in range(self.epochs)]
 
     async def run(self) -> BenchmarkRunResult:
         keys = self.keys()
         pending = await asyncio.to_thread(self.results.pending, keys)
-        await asyncio.to_thread(self.results.record_started, published=self.source.ref)
+        await asyncio.to_thread(self.results.record_started, published=self.source.ref,
+                                cells=[c.label for c in self.cells])
         _emit("start", {"run_id": self.run_id, "slug": self.bench.slug, "total": len(keys), "pending": len(pending),
                         "published": str(self.source.ref) if self.source.ref else None})
         self.progress_id = await progress_artifact(self.bench.slug, len(keys) - len(pending), len(keys))
@@ -306,11 +319,11 @@ class _Runner:
             yield
             return
         async with subflow_starter() as starter:
-            self.starter = starter
+            self.dispatcher.starter = starter
             try:
                 yield
             finally:
-                self.starter = None
+                self.dispatcher.starter = None
 
     @contextlib.asynccontextmanager
     async def _warm_pool(self) -> AsyncIterator[None]:
@@ -332,42 +345,45 @@ class _Runner:
         snapshot = await asyncio.to_thread(self.results.snapshot_task, task_key(key.task_id, key.seed_index),
                                            self.source.document_json(task))
         started, t0 = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), time.monotonic()
+        setup = self.setups[key.cell]
         try:
             async with asyncio.timeout(task.timeout_seconds):
-                report, ran = await self._dispatch(task, key)
+                report, ran = await self.dispatcher.run(task, key, self.cell_overrides[key.cell])
         except TimeoutError:
             error = f"the task did not finish within {task.timeout_seconds:g}s"
             return TaskResult(task_id=key.task_id, seed_index=key.seed_index, seed=dict(task.seed_row or {}),
                               epoch=key.epoch, tags=task.tags, status="failed", outcome=Outcome.TIMED_OUT, score=0.0,
                               duration_s=round(time.monotonic() - t0, 3), snapshot=snapshot, started_at=started,
-                              error=error, failure=timeout_failure(error), setup=self.setup), None
+                              error=error, failure=timeout_failure(error), setup=setup,
+                              cell=key.cell), None
         except Exception as exc:  # one failed API call (after Prefect's own retries) costs this attempt only
             logger.warning("task %s (epoch %s) could not run: %s", key.task_id, key.epoch, exc)
             return crashed_result(key, f"the task could not run: {type(exc).__name__}: {exc}", started_at=started,
                                   duration_s=round(time.monotonic() - t0, 3), failure=dispatch_failure(exc),
-                                  seed=task.seed_row, tags=task.tags, snapshot=snapshot, setup=self.setup), None
+                                  seed=task.seed_row, tags=task.tags, snapshot=snapshot, setup=setup), None
         if report is None:
             error = f"the task's {ran.kind} ended without a report"
             return crashed_result(key, error, flow_run_id=ran.flow_run_id, task_run_id=ran.task_run_id,
                                   started_at=started, duration_s=round(time.monotonic() - t0, 3),
                                   failure=no_report_failure(error), seed=task.seed_row, tags=task.tags,
-                                  snapshot=snapshot, setup=self.setup), None
+                                  snapshot=snapshot, setup=setup), None
         url = self.store.object_url(report_key(ran.task_run_id or report.flow_run_id or ran.flow_run_id or ""))
         return result_from_report(report, key, report_url=url, skip_policy=task.document.skip_policy,
                                   task_run_id=ran.task_run_id, failure=classify_report(report, task.document),
                                   seed=task.seed_row, tags=task.tags, snapshot=snapshot,
-                                  setup=setup_from_report(report, self.setup)), report
+                                  setup=setup_from_report(report, setup)), report
 
     def _final(self, key: RunKey, result: TaskResult, report: TaskReport | None,
                retried: list[RetriedAttempt]) -> TaskResult:
         """The run key's result: its last attempt, the attempts before it, whether the policy
         excludes it; its report kept in the verifications table and the report folder."""
         if report is not None:
-            self.verification_rows += [{"task": key.task_id, "epoch": key.epoch, **row}
+            self.verification_rows += [{"task": key.task_id, "epoch": key.epoch, **({"cell": key.cell} if key.cell else {}),
+                                        **row}
                                        for row in verification_rows(report)]
             if self.report_dir:
                 self.report_dir.mkdir(parents=True, exist_ok=True)
-                name = f"{task_key(key.task_id, key.seed_index)}-epoch{key.epoch}.json"
+                name = f"{task_key(key.task_id, key.seed_index)}-epoch{key.epoch}{cell_suffix(key.cell)}.json"
                 (self.report_dir / name).write_text(report.model_dump_json(indent=2))
         failure = result.failure
         if failure is not None and failure.infrastructure and self.policy.exclude_from_mean:
@@ -386,87 +402,30 @@ class _Runner:
             logger.warning("task %s changed since run %s started; running the frozen copy", key, self.run_id)
         return task.model_copy(update={"document": document})
 
-    async def _dispatch(self, task: ExpandedTask, key: RunKey) -> tuple[TaskReport | None, _Ran]:
-        agent = self.overrides.get("a2a_agent_id") or self.bench.defaults.a2a_agent_id
-        name = f"{task.task_id} · epoch {key.epoch}" + (f" · {agent}" if agent else "")
-        run_tags = [f"benchmark:{self.bench.slug}", *task.tags, f"epoch:{key.epoch}", f"seed:{key.seed_index}"]
-        with tags(*run_tags):
-            if self.dispatch == "deployment":
-                return await self._dispatch_to_deployment(task, name, run_tags)
-            if self.bench.task_runs_as == "tasks":
-                return await self._run_as_task(task, name)
-            # Imported here: task runs recorded as tasks (and fleets) never need the flow.
-            from prefect_agentenv.flows.agent_task import agent_task, subflow_run_name
-
-            named = subflow_run_name.set(name)  # not with_options: that rebuilds the flow's parameter schema
-            try:
-                if self.starter is not None:
-                    state = await self.starter.run(agent_task, name, task=task.document, overrides=self.overrides,
-                                                   step_task_runs=self.bench.step_task_runs)
-                else:
-                    state = await agent_task(task=task.document, overrides=self.overrides,
-                                             step_task_runs=self.bench.step_task_runs, return_state=True)
-            finally:
-                subflow_run_name.reset(named)
-            data = await state.aresult(raise_on_failure=False)
-        report = TaskReport.model_validate(data) if isinstance(data, dict) else None
-        return report, _Ran("flow run", str(state.state_details.flow_run_id) if state.state_details else None)
-
-    async def _run_as_task(self, task: ExpandedTask, name: str) -> tuple[TaskReport | None, _Ran]:
-        """The task run as a Prefect task run of this flow run (``task_runs_as: tasks``)."""
-        given = Handoff(name)
-        token = handoff.set(given)
-        try:
-            with only_tags(await benchmark_task_run_tags()):
-                # Prefect's overloads type return_state=True as returning the State even for an
-                # async task; at run time it is a coroutine of it.
-                state = await agent_task_run(task.document, self.overrides, return_state=True)  # type: ignore[misc]
-        finally:
-            handoff.reset(token)
-        details = state.state_details
-        return given.report, _Ran("task run", _current_flow_run_id(),
-                                  str(details.task_run_id) if details and details.task_run_id else None)
-
-    async def _dispatch_to_deployment(self, task: ExpandedTask, name: str,
-                                      run_tags: list[str]) -> tuple[TaskReport | None, _Ran]:
-        """Start the task as a flow run of the agent-task deployment and wait for it; when this wait is
-        cut short (the task's timeout, a cancelled benchmark) the flow run is cancelled too, so its worker
-        tears its envs and agents down instead of running on unobserved."""
-        # A published task goes by its name: the worker reads the frozen copy from the shared store.
-        given = task_ref(self.source.ref, task.task_id) if self.source.ref else self.source.document_json(task)
-        flow_run = await arun_deployment(
-            self.deployment, parameters={"task": given, "overrides": self.overrides,
-                                         "step_task_runs": self.bench.step_task_runs},
-            flow_run_name=name, tags=run_tags, timeout=0, as_subflow=True,
-            client=self.starter.client if self.starter else None)
-        try:
-            await wait_for_flow_run(flow_run.id)
-        except (TimeoutError, asyncio.CancelledError):
-            await asyncio.shield(cancel_flow_run(flow_run.id))
-            raise
-        return await asyncio.to_thread(self._read_report, str(flow_run.id)), _Ran("flow run", str(flow_run.id))
-
-    def _read_report(self, flow_run_id: str) -> TaskReport | None:
-        try:
-            return TaskReport.model_validate_json(self.store.get_object(report_key(flow_run_id)))
-        except ArtifactError:
-            return None
-        except ValueError as exc:  # not a report this version can read: the run counts as crashed
-            logger.warning("the report of flow run %s is unreadable: %s", flow_run_id, exc)
-            return None
+    def _compared(self, results: list[TaskResult], summary: BenchmarkSummary) -> _Compared:
+        """The run compared with its baseline and gated: as a whole, or (a sweep) cell by cell."""
+        if self.cells:
+            found = baseline_results(self.results, self.baseline)
+            sweep, gate = sweep_summary(self.results, results, self.cells, self.matrix, found, self.gate)
+            lines, cells = sweep_regressions(sweep)
+            return sweep, None, found[2] if found else None, gate, lines, cells
+        comparison, entry = compare_with_baseline(self.results, results, self.baseline, confidence=self.gate.confidence)
+        gate = check_gate(summary, comparison, fail_under=self.gate.fail_under,
+                          fail_on_regression=self.gate.fail_on_regression)
+        return None, comparison, entry, gate, comparison.regressions if comparison else [], []
 
     async def _finish(self) -> BenchmarkRunResult:
         results = await asyncio.to_thread(self.results.read_results)
         summary = summarize(results)
-        comparison, previous = await asyncio.to_thread(compare_with_baseline, self.results, results, self.baseline,
-                                                       confidence=self.gate.confidence)
-        gate = check_gate(summary, comparison, fail_under=self.gate.fail_under,
-                          fail_on_regression=self.gate.fail_on_regression)
-        await asyncio.to_thread(self.results.record_finished, summary)
+        sweep, comparison, previous, gate, regressions, regressed_cells = await asyncio.to_thread(
+            self._compared, results, summary)
+        await asyncio.to_thread(self.results.record_finished, summary, regressions=regressions,
+                                regressed_cells=regressed_cells)
         verdict = infrastructure_verdict(summary.failures, summary.counts.total, self.policy)
         title = f"{self.bench.name} — run {self.run_id}"
         markdown = summary_markdown(summary, comparison, results, title=title,
-                                    alert=verdict and f"The benchmark failed: {verdict}")
+                                    alert=verdict and f"The benchmark failed: {verdict}",
+                                    section=sweep_markdown(sweep) if sweep else None)
         markdown = with_source(markdown, self.source.ref, previous)
         if gate is not None:
             markdown += f"\n\n**Gate {'passed' if gate.passed else 'failed'}:** {gate.reason}\n"
@@ -486,7 +445,7 @@ class _Runner:
             run_id=self.run_id, slug=self.bench.slug, published=self.source.ref, headline=headline_text(summary),
             summary=summary,
             counts={**summary.counts.model_dump(mode="json"), "total": summary.counts.total},
-            regressions=comparison.regressions if comparison else [],
+            regressions=regressions, sweep=sweep,
             regressed_tasks=[row.name for row in comparison.of_verdict("worse")] if comparison else [],
             comparison=comparison, gate=gate, results_url=self.results.results_url, report_url=html_url,
             markdown=markdown, infrastructure_error=verdict)

@@ -48,13 +48,26 @@ def compare_with_baseline(run: ResultsStore, results: Sequence[TaskResult], base
 
     The baseline is named ``<run id>`` when it is of the same benchmark, ``<slug>/<run id>`` otherwise.
     """
+    found = baseline_results(run, baseline)
+    if found is None:
+        return None, None
+    before, label, entry = found
+    return compare(results, before, confidence=confidence, current_run_id=run.run_id, previous_run_id=label), entry
+
+
+BaselineResults = tuple[list[TaskResult], str, RunEntry | None]
+"""A baseline run's results, how a comparison names it, and its index entry."""
+
+
+def baseline_results(run: ResultsStore, baseline: FoundRun | None) -> BaselineResults | None:
+    """The baseline's results, how a comparison names it, and its index entry: the run named, else
+    the previous finished run of ``run``'s slug (``None`` when there is none)."""
     if baseline is not None:
         slug, baseline_id, entry = baseline.slug, baseline.run_id, baseline.entry
     else:
-        entry = run.previous_run()
-        if entry is None:
-            return None, None
-        slug, baseline_id = run.slug, entry.run_id
-    before = read_results(run.store, slug, baseline_id)
+        previous = run.previous_run()
+        if previous is None:
+            return None
+        slug, baseline_id, entry = run.slug, previous.run_id, previous
     label = baseline_id if slug == run.slug else f"{slug}/{baseline_id}"
-    return compare(results, before, confidence=confidence, current_run_id=run.run_id, previous_run_id=label), entry
+    return read_results(run.store, slug, baseline_id), label, entry

@@ -100,6 +100,14 @@ def task_key(task_id: str, seed_index: int = 0) -> str:
     return f"{stem}.seed{seed_index}"
 
 
+def cell_suffix(cell: str | None) -> str:
+    """``.cell-<clean label>-<8 hex>`` for a sweep cell's file names, empty outside a sweep."""
+    if cell is None:
+        return ""
+    stem = _UNSAFE_KEY_CHARS.sub("-", cell).strip("-.")[:60]
+    return f".cell-{stem}-{hashlib.sha256(cell.encode()).hexdigest()[:8]}"
+
+
 def now_iso() -> str:
     return datetime.now(UTC).isoformat()
 
@@ -130,6 +138,7 @@ def result_from_report(report: TaskReport, key: RunKey, *, seed: Mapping[str, st
         files=collected_files(metadata.collected_artifacts),
         usage=total_usage(response.usage for response in report.context.prompt_responses.values()),
         started_at=report.started_at, finished_at=finished_at or now_iso(), failure=failure, setup=setup,
+        cell=key.cell,
     )
 
 
@@ -146,7 +155,7 @@ def crashed_result(key: RunKey, error: str, *, seed: Mapping[str, str] | None = 
     return TaskResult(task_id=key.task_id, seed_index=key.seed_index, seed=dict(seed or {}), epoch=key.epoch,
                       tags=list(tags), status="crashed", outcome=Outcome.FAILED, score=0.0, duration_s=duration_s,
                       error=error, flow_run_id=flow_run_id, task_run_id=task_run_id, snapshot=snapshot,
-                      started_at=started_at, finished_at=now_iso(), failure=failure, setup=setup)
+                      started_at=started_at, finished_at=now_iso(), failure=failure, setup=setup, cell=key.cell)
 
 
 def collected_files(collected: Mapping[str, CollectedFiles]) -> dict[str, str]:
@@ -197,6 +206,13 @@ class RunEntry(BaseModel):
     setup: RunSetup | None = None
     """What produced the run (agents, models, judges, overrides, versions, task documents), when
     finished; ``None`` for runs recorded before the index carried it."""
+    cells: list[str] = Field(default_factory=list)
+    """A sweep's cells, by label (empty: the run was no sweep)."""
+    regressions: list[str] | None = None
+    """The rows the paired comparison with the run's baseline marked worse, when finished (a sweep's
+    prefixed ``cell <label>:``); ``None`` for runs recorded before the index carried them."""
+    regressed_cells: list[str] = Field(default_factory=list)
+    """The cells of a sweep with a regression among them."""
 
 
 class RunsIndex(BaseModel):
@@ -423,19 +439,41 @@ class ResultsStore:
             f"run {self.run_id} of benchmark {self.slug} started from {_source_text(entry.published)}, not "
             f"{_source_text(published)}: resume it from the same source, or start a new run")
 
-    def record_started(self, started_at: str | None = None, *, published: PublishedVersion | None = None) -> RunEntry:
+    def check_cells(self, cells: Sequence[str]) -> None:
+        """Refuse to resume this run with other sweep cells than it started with: its results and
+        its summary are of one matrix.
+
+        Raises:
+            ArtifactConflictError: the run exists and started with other cells (or as no sweep).
+        """
+        entry = self._own_entry()
+        if entry is None or entry.cells == list(cells):
+            return
+        started = ", ".join(entry.cells) or "no sweep"
+        raise ArtifactConflictError(
+            f"run {self.run_id} of benchmark {self.slug} started with the cells {started}, not "
+            f"{', '.join(cells) or 'no sweep'}: resume it with the same matrix, or start a new run")
+
+    def record_started(self, started_at: str | None = None, *, published: PublishedVersion | None = None,
+                       cells: Sequence[str] = ()) -> RunEntry:
         """Enter the run in the index (or keep its entry when resuming); returns the entry."""
         existing = self._own_entry()
-        entry = existing or RunEntry(run_id=self.run_id, started_at=started_at or now_iso(), published=published)
+        entry = existing or RunEntry(run_id=self.run_id, started_at=started_at or now_iso(), published=published,
+                                     cells=list(cells))
         if existing is not None and existing.finished_at is not None:
-            entry = existing.model_copy(update={"finished_at": None, "headline": None, "setup": None})  # resumed
+            entry = existing.model_copy(update={"finished_at": None, "headline": None, "setup": None,  # resumed
+                                                "regressions": None, "regressed_cells": []})
         return self._save_entry(entry)
 
-    def record_finished(self, summary: BenchmarkSummary, finished_at: str | None = None) -> RunEntry:
-        """Mark the run finished with its headline numbers, making it a baseline for later runs."""
+    def record_finished(self, summary: BenchmarkSummary, finished_at: str | None = None, *,
+                        regressions: Sequence[str] | None = None, regressed_cells: Sequence[str] = ()) -> RunEntry:
+        """Mark the run finished with its headline numbers and what its paired comparison marked
+        worse, making it a baseline for later runs."""
         entry = self._own_entry() or RunEntry(run_id=self.run_id, started_at=finished_at or now_iso())
         entry = entry.model_copy(update={"finished_at": finished_at or now_iso(), "headline": summary.headline,
-                                         "setup": summary.setup})
+                                         "setup": summary.setup,
+                                         "regressions": None if regressions is None else list(regressions),
+                                         "regressed_cells": list(regressed_cells)})
         return self._save_entry(entry)
 
     def previous_run(self) -> RunEntry | None:

@@ -6,7 +6,8 @@ One module per concern: ``results`` (the rows, run keys, the denominator policy,
 the setup fingerprint a row carries), ``intervals`` (pass@k, pass^k, Student t and Wilson
 intervals), ``summary`` (a run's summary), ``setup`` (a run's merged setup and how two differ),
 ``paired`` (McNemar, the sign test, the paired bootstrap), ``compare`` (a run against a baseline,
-pair by pair), ``gate`` (a pipeline's minimum score and no-regression check), ``changes`` (what
+pair by pair), ``sweep`` (a run over several cells: each cell's summary, cells compared pair by
+pair), ``gate`` (a pipeline's minimum score and no-regression check), ``changes`` (what
 changed task by task, untested: the HTML report's trend), ``markdown`` and
 ``comparison_markdown`` (the summary artifact).
 
@@ -72,6 +73,15 @@ from prefect_agentenv.grading.benchmark_stats.results import (
     latest_per_run_key,
 )
 from prefect_agentenv.grading.benchmark_stats.setup import RunSetup, SetupComparison, SetupDifference, compare_setups, run_setup
+from prefect_agentenv.grading.benchmark_stats.sweep import (
+    CellPair,
+    CellSummary,
+    SweepSummary,
+    results_of_cell,
+    summarize_sweep,
+    sweep_gate,
+    sweep_markdown,
+)
 from prefect_agentenv.grading.benchmark_stats.summary import (
     BenchmarkSummary,
     Breakdown,
@@ -90,6 +100,8 @@ __all__ = [
     "FailureSummary",
     "RetriedAttempt",
     "Breakdown",
+    "CellPair",
+    "CellSummary",
     "ChangeKind",
     "Comparison",
     "DEFAULT_CONFIDENCE",
@@ -113,6 +125,7 @@ __all__ = [
     "SetupComparison",
     "SetupDifference",
     "SetupFingerprint",
+    "SweepSummary",
     "TaskChange",
     "TaskChanges",
     "TaskKey",
@@ -132,11 +145,15 @@ __all__ = [
     "paired_bootstrap",
     "pass_at_k",
     "pass_hat_k",
+    "results_of_cell",
     "run_setup",
     "sign_test",
     "student_t_quantile",
     "summarize",
     "summary_markdown",
+    "summarize_sweep",
+    "sweep_gate",
+    "sweep_markdown",
     "task_changes",
     "wilson_interval",
 ]

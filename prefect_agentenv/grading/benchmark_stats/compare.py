@@ -196,7 +196,7 @@ def compare(current: Sequence[TaskResult], previous: Sequence[TaskResult], *,
         raise ValueError(f"resamples={resamples} must be at least 1")
     now, before = latest_per_run_key(current), latest_per_run_key(previous)
     now_by_key, before_by_key = {r.run_key: r for r in now}, {r.run_key: r for r in before}
-    shared = sorted(now_by_key.keys() & before_by_key.keys())
+    shared = sorted(now_by_key.keys() & before_by_key.keys(), key=RunKey.sort_key)
     pairs = _pairs(shared, now, before)
     test = _Test(confidence, resamples, seed)
     now_tasks, before_tasks = {r.task_key for r in now}, {r.task_key for r in before}

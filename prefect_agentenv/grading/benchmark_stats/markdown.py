@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 def summary_markdown(summary: BenchmarkSummary, comparison: Comparison | None = None,
                      results: Sequence[TaskResult] = (), *, title: str = "Benchmark",
-                     alert: str | None = None) -> str:
+                     alert: str | None = None, section: str | None = None) -> str:
     """The benchmark's markdown artifact: headline with intervals, counts, failures, breakdowns, setup, tasks.
 
     Args:
@@ -24,9 +24,12 @@ def summary_markdown(summary: BenchmarkSummary, comparison: Comparison | None = 
         results: the run's results, for the per-task table (the last result of each run key).
         title: the heading (the benchmark's name).
         alert: a sentence shown first, in bold (why the benchmark failed).
+        section: markdown shown after the counts (a sweep's cells).
     """
     lines = [f"# {title}", ""] + ([f"**{alert}**", ""] if alert else [])
     lines += _headline_lines(summary) + [""] + _count_lines(summary) + _failure_lines(summary) + _usage_lines(summary)
+    if section:
+        lines += ["", section]
     if summary.by_tag:
         lines += ["", "## By tag", "", "| tag | n | mean score | pass rate | unscored |", "|---|---|---|---|---|"]
         lines += [f"| {cell(tag)} | {b.n} | {_num(b.mean)} | {percentage(b.pass_rate)} | {b.unscored} |"
@@ -138,9 +141,10 @@ def _usage_lines(summary: BenchmarkSummary) -> list[str]:
 
 def _task_table(runs: Sequence[TaskResult]) -> list[str]:
     lines = ["| task | seed | epoch | score | outcome | duration (s) | links |", "|---|---|---|---|---|---|---|"]
-    for run in sorted(runs, key=lambda r: r.run_key):
+    for run in sorted(runs, key=lambda r: r.run_key.sort_key()):
         seed = cell(", ".join(f"{k}={v}" for k, v in run.seed.items())) or str(run.seed_index)
-        lines.append(f"| {cell(run.task_id)} | {seed} | {run.epoch} | {_num(run.score)} | {_outcomecell(run)} | "
+        name = run.task_id if run.cell is None else f"{run.task_id} · {run.cell}"
+        lines.append(f"| {cell(name)} | {seed} | {run.epoch} | {_num(run.score)} | {_outcomecell(run)} | "
                      f"{run.duration_s:.1f} | {_links(run)} |")
     return lines
 

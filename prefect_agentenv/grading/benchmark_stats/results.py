@@ -11,9 +11,10 @@ separately and left out of both, since there was nothing to grade.
 infrastructure failure left out of the mean by the benchmark's policy is ``excluded``: it is
 counted apart, never as 0 and never as a score.
 
-**Run keys.** A benchmark runs each task with each seed for each epoch; ``(task_id,
-seed_index, epoch)`` identifies one run. A resumed benchmark may hold several results for one
-key (the errored attempt, then the rerun): the last one wins everywhere in this package.
+**Run keys.** A benchmark runs each task with each seed for each epoch (in a sweep, in each
+cell); ``(task_id, seed_index, epoch, cell)`` identifies one run. A resumed benchmark may hold
+several results for one key (the errored attempt, then the rerun): the last one wins everywhere
+in this package.
 """
 
 from __future__ import annotations
@@ -51,14 +52,21 @@ class StatsModel(BaseModel):
 
 
 class RunKey(NamedTuple):
-    """Identity of one task run in a benchmark: the task, which of its seeds, which epoch."""
+    """Identity of one task run in a benchmark: the task, which of its seeds, which epoch, and in
+    a sweep which cell (``None`` outside a sweep)."""
 
     task_id: str
     seed_index: int = 0
     epoch: int = 0
+    cell: str | None = None
 
     def label(self) -> str:
-        return f"{self.task_id} [seed {self.seed_index}, epoch {self.epoch}]"
+        where = f", cell {self.cell}" if self.cell is not None else ""
+        return f"{self.task_id} [seed {self.seed_index}, epoch {self.epoch}{where}]"
+
+    def sort_key(self) -> tuple[str, str, int, int]:
+        """Cell first, then task, seed and epoch (a missing cell sorts first)."""
+        return (self.cell or "", self.task_id, self.seed_index, self.epoch)
 
 
 TaskKey = tuple[str, int]
@@ -234,11 +242,14 @@ class TaskResult(StatsModel):
     """The attempts before the last one, each with the infrastructure failure that retried it."""
     setup: SetupFingerprint | None = None
     """What produced the result; ``None`` in results recorded before results carried it."""
+    cell: str | None = None
+    """The sweep cell the run belongs to (``a2a_agent_id=llm,model=m``: its overrides); ``None``
+    outside a sweep and in results recorded before sweeps."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def run_key(self) -> RunKey:
-        return RunKey(self.task_id, self.seed_index, self.epoch)
+        return RunKey(self.task_id, self.seed_index, self.epoch, self.cell)
 
     @property
     def task_key(self) -> TaskKey:
