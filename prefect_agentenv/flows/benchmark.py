@@ -171,8 +171,7 @@ async def benchmark(
                          epochs=epochs or bench.epochs, concurrency=concurrency or bench.concurrency, dispatch=dispatch,
                          deployment=deployment, report_dir=Path(report_dir) if report_dir else None,
                          gate=Gate(baseline, confidence, fail_under, fail_on_regression), matrix=axes)
-        await asyncio.to_thread(runner.results.check_source, source.ref)
-        await asyncio.to_thread(runner.results.check_cells, [c.label for c in runner.cells])
+        await asyncio.to_thread(runner.results.check_source, source.ref, [c.label for c in runner.cells])
         runner.baseline = await asyncio.to_thread(find_baseline, runner.results, baseline)  # before anything runs
     except (TaskDocumentError, ConfigurationError, ArtifactError) as exc:  # a user mistake: no traceback
         get_run_logger().error("%s", exc)

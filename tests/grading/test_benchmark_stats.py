@@ -379,7 +379,11 @@ def test_a_task_result_survives_a_json_round_trip_with_its_run_key() -> None:
     result = run("a", "BELOW_ONE", 0.5, epoch=2, seed_index=1, seed={"x": 1})
 
     dumped = result.model_dump(mode="json")
-    assert dumped["run_key"] == ["a", 1, 2]
+    assert dumped["run_key"] == ["a", 1, 2, None]  # no sweep cell
     again = TaskResult.model_validate_json(result.model_dump_json())
     assert again == result and again.run_key == RunKey("a", 1, 2)
     assert math.isclose(again.score or 0, 0.5)
+    swept = TaskResult.model_validate_json(result.model_copy(update={"cell": "model=m"}).model_dump_json())
+    assert swept.run_key == RunKey("a", 1, 2, "model=m") and swept.run_key != again.run_key
+    old = {k: v for k, v in dumped.items() if k not in ("cell", "run_key")}  # a line written before sweeps
+    assert TaskResult.model_validate(old).cell is None

@@ -422,8 +422,9 @@ class ResultsStore:
 
     # -- index ----------------------------------------------------------------------------------
 
-    def check_source(self, published: PublishedVersion | None) -> None:
-        """Refuse to resume this run from another source than it started from.
+    def check_source(self, published: PublishedVersion | None, cells: Sequence[str] | None = None) -> None:
+        """Refuse to resume this run from another source than it started from (and, given ``cells``,
+        with other sweep cells: :meth:`check_cells`).
 
         Every task run of one run comes from the same place (one published version, or the files),
         so its results and its summary say one thing about what ran.
@@ -432,6 +433,8 @@ class ResultsStore:
             ArtifactConflictError: the run exists and started from another published version, or
                 from the files when ``published`` is a version (or the other way round).
         """
+        if cells is not None:
+            self.check_cells(cells)
         entry = self._own_entry()
         if entry is None or entry.published == published:
             return
