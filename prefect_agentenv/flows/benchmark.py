@@ -69,7 +69,6 @@ from prefect_agentenv.flows.reports.run_lookup import FoundRun
 from prefect_agentenv.flows.reports.results import (
     ResultsStore,
     RunEntry,
-    cell_suffix,
     crashed_result,
     result_from_report,
     task_key,
@@ -83,6 +82,7 @@ from prefect_agentenv.grading.benchmark_stats import (
     RunKey,
     SweepSummary,
     TaskResult,
+    cell_suffix,
     check_gate,
     summarize,
     summary_markdown,
@@ -429,7 +429,7 @@ class _Runner:
         if gate is not None:
             markdown += f"\n\n**Gate {'passed' if gate.passed else 'failed'}:** {gate.reason}\n"
         report_files = await render_html_report(self.store, self.bench.slug, self.run_id, title=title,
-                                                headline=headline_text(summary))
+                                                headline=headline_text(summary), sweep=sweep)
         html_url = await publish_html_report(self.store, self.bench.slug, self.run_id, report_files)
         if html_url:
             opens = self.store.browser_url(html_url) or html_url  # presigned when the store is S3

@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from prefect_agentenv.attribute_docs import attribute_docstrings
-from prefect_agentenv.grading.benchmark_stats import BenchmarkSummary
+from prefect_agentenv.grading.benchmark_stats import BenchmarkSummary, SweepSummary, cell_suffix
 from prefect_agentenv.transcript.models import Transcript
 
 
@@ -26,6 +26,8 @@ class TaskRow(_Model):
     task_id: str
     seed_index: int = 0
     epoch: int = 0
+    cell: str | None = None
+    """The sweep cell the run belongs to (``None`` outside a sweep)."""
     tags: list[str] = Field(default_factory=list)
     outcome: str
     score: float | None = None
@@ -48,7 +50,7 @@ class TaskRow(_Model):
     def page(self) -> str:
         """The drill-down page's file name (stable: the same run key gives the same name)."""
         stem = re.sub(r"[^A-Za-z0-9._-]+", "-", self.task_id).strip("-.") or "task"
-        return f"runs/{stem}.seed{self.seed_index}.epoch{self.epoch}.html"
+        return f"runs/{stem}.seed{self.seed_index}.epoch{self.epoch}{cell_suffix(self.cell)}.html"
 
 
 class ScoreBar(_Model):
@@ -70,8 +72,10 @@ class TrendPoint(_Model):
     mean_score: float | None = None
     pass_rate: float | None = None
     regression: bool = False
-    """The comparison with the run before it flagged a regression."""
+    """The paired comparison with that run's baseline found a regression (in this cell)."""
     current: bool = False
+    cell: str | None = None
+    """The sweep cell the point is of (``None``: a run that was no sweep)."""
 
 
 class ReportView(_Model):
@@ -84,10 +88,13 @@ class ReportView(_Model):
     generated_at: str
     headline: str
     summary: BenchmarkSummary | None = None
+    sweep: SweepSummary | None = None
+    """A sweep's cells and every two of them compared (``None`` outside a sweep)."""
     rows: list[TaskRow] = Field(default_factory=list)
     bars: list[ScoreBar] = Field(default_factory=list)
     trend: list[TrendPoint] = Field(default_factory=list)
     regressions: list[str] = Field(default_factory=list)
+    """What the paired comparison with the run's baseline marked worse (the summary's regressions)."""
     prefect_ui_url: str | None = None
     """Base URL of the Prefect UI, to link each task run's flow run."""
     attachments: dict[str, str] = Field(default_factory=dict)

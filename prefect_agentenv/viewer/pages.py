@@ -16,6 +16,7 @@ from statistics import fmean
 from prefect_agentenv.viewer.assets import CSS, SCRIPT
 from prefect_agentenv.viewer.charts import duration_bars, score_bars, step_timeline, trend_lines
 from prefect_agentenv.viewer.models import ReportView, TaskRow
+from prefect_agentenv.viewer.sweep_html import cell_trends, sweep_section
 from prefect_agentenv.viewer.transcript_html import transcript_html
 
 OUTCOMES = ("PASSED", "BELOW_ONE", "UNSCORED", "FAILED", "TIMED_OUT")
@@ -90,12 +91,16 @@ def _index(view: ReportView) -> str:
     body = [f"<h1>{escape(view.title)}</h1>", f'<p class="muted">{sub}</p>',
             f'<p class="headline">{escape(view.headline)}</p>', _cards(view)]
     if view.regressions:
-        body.append('<div class="warn" id="regressions"><b>Regressions flagged against the previous run</b><ul>'
-                    + "".join(f"<li>{escape(r)}</li>" for r in view.regressions) + "</ul></div>")
+        body.append('<div class="warn" id="regressions"><b>Regressions: the paired comparison with the baseline '
+                    'run</b><ul>' + "".join(f"<li>{escape(r)}</li>" for r in view.regressions) + "</ul></div>")
+    if view.sweep is not None:
+        body += sweep_section(view.sweep)
     body += ["<h2>Task runs</h2>", _filters(view), _table(view)]
     body += ["<h2>Score by tag and axis</h2>", score_bars(view.bars)]
     body += ["<h2>Duration per step type</h2>", duration_bars(_mean_durations(view.rows))]
-    if view.kind == "benchmark":
+    if view.kind == "benchmark" and view.sweep is not None:
+        body += ["<h2>Trend of each cell over this benchmark's runs</h2>", *cell_trends(view.trend)]
+    elif view.kind == "benchmark":
         body += ["<h2>Trend over this benchmark's runs</h2>", trend_lines(view.trend)]
     return _page(view.title, "\n".join(body), script=True)
 
@@ -126,9 +131,10 @@ def _table_row(view: ReportView, r: TaskRow) -> str:
         links.append(f'<a href="{escape(view.prefect_ui_url)}/{escape(r.prefect_path)}">Prefect</a>')
     tags = "".join(f'<span class="tag">{escape(t)}</span>' for t in r.tags)
     score = "" if r.score is None else f"{r.score:.4f}"
+    cell = f' <span class="muted cell">{escape(r.cell)}</span>' if r.cell else ""
     return (f'<tr data-task="{escape(r.task_id)}" data-tags="{escape(" ".join(r.tags))}" '
-            f'data-outcome="{escape(r.outcome)}">'
-            f'<td data-sort="{escape(r.task_id)}"><a href="{escape(r.page)}">{escape(r.task_id)}</a></td>'
+            f'data-outcome="{escape(r.outcome)}"' + (f' data-cell="{escape(r.cell)}"' if r.cell else "") + ">"
+            f'<td data-sort="{escape(r.task_id)}"><a href="{escape(r.page)}">{escape(r.task_id)}</a>{cell}</td>'
             f'<td class="num" data-sort="{r.seed_index}">{r.seed_index}</td>'
             f'<td class="num" data-sort="{r.epoch}">{r.epoch}</td><td>{tags}</td>'
             f'<td data-sort="{escape(r.outcome)}" class="outcome o-{escape(r.outcome)}">{escape(r.outcome)}</td>'
@@ -148,7 +154,7 @@ def _mean_durations(rows: list[TaskRow]) -> list[tuple[str, float]]:
 
 def _run_page(view: ReportView, r: TaskRow) -> str:
     link = _linker(view, depth=1)
-    title = f"{r.task_id} · seed {r.seed_index} · epoch {r.epoch}"
+    title = f"{r.task_id} · seed {r.seed_index} · epoch {r.epoch}" + (f" · {r.cell}" if r.cell else "")
     body = [f'<nav><a id="back" href="../index.html">← {escape(view.title)}</a></nav>', f"<h1>{escape(title)}</h1>",
             f'<p class="headline"><span class="outcome o-{escape(r.outcome)}">{escape(r.outcome)}</span> · score '
             f"{_num(r.score)} · {r.duration_s:.1f} s" + "".join(f' <span class="tag">{escape(t)}</span>' for t in r.tags)

@@ -91,6 +91,11 @@ async def test_a_rerun_is_tied_and_another_agent_is_worse_with_the_setup_differe
     assert differences["overrides.a2a_agent_id"] == (None, "llm")
     assert "**Setup differs:** agent assistant: scripted 1.0.0 on mock → llm 1.0.0 on mock" in other["markdown"]
     assert not other["gate"]["passed"] and "**Gate failed:**" in other["markdown"]
+    # The HTML report lists the paired comparison's regressions and flags the trend's last point; a tied rerun none.
+    html = Path(other["report_url"].removeprefix("file://")).read_text()
+    assert 'id="regressions"' in html and "all task runs worse: pass rate 100% → 0%" in html
+    assert "point mean regression current" in html and "point rate regression current" in html
+    assert 'id="regressions"' not in Path(rerun["report_url"].removeprefix("file://")).read_text()
 
     with get_artifact_store() as store:
         results = read_results(store, SLUG, other["run_id"])

@@ -66,6 +66,11 @@ async def test_a_sweep_of_two_agents_summarizes_gates_and_compares_each_cell(tmp
     assert out["counts"]["total"] == 2 * SEEDS and out["comparison"] is None  # the first run: no baseline
     assert "## Sweep" in out["markdown"] and "### Cells compared pair by pair" in out["markdown"]
     assert f"| {SCRIPTED} | {LLM} | {SEEDS} | 100% → 0% |" in out["markdown"]
+    index = Path(out["report_url"].removeprefix("file://"))  # the HTML report: the cells, the pairs, a trend each
+    html = index.read_text()
+    assert 'id="cells"' in html and 'id="cell-pairs"' in html and html.count('class="trend-cell"') == 2
+    assert '<td class="verdict v-worse">worse</td>' in html
+    assert len(list((index.parent / "runs").glob("*.html"))) == 2 * SEEDS  # a page per task run of each cell
 
     with get_artifact_store() as store:
         results = read_results(store, SLUG, out["run_id"])
@@ -116,5 +121,8 @@ async def test_bench_sweeps_from_the_command_line_and_compares_each_cell_with_th
     for label in (SCRIPTED, LLM):  # each cell paired with the same cell of the baseline: a rerun ties
         assert cells[label]["comparison"]["pairs"] == SEEDS
         assert cells[label]["comparison"]["overall"]["verdict"] == "tied"
+    html = (tmp_path / "again" / "html" / "index.html").read_text()  # each cell's trend: the two runs
+    assert html.count('class="trend-cell"') == 2 and html.count('class="mark point') == 2 * 2 * 2
+    assert 'id="regressions"' not in html
     reports = sorted(p.name for p in (tmp_path / "again").glob("*.json") if p.name != "summary.json")
     assert len(reports) == 2 * SEEDS and len({name.split(".cell-")[1] for name in reports}) == 2

@@ -21,7 +21,7 @@ from prefect_agentenv.exceptions import AgentEnvError
 from prefect_agentenv.flows.reports.links import run_url
 from prefect_agentenv.flows.reports.report import artifact_key
 from prefect_agentenv.flows.reports.view_data import benchmark_report_files, publish_benchmark_report
-from prefect_agentenv.grading.benchmark_stats import BenchmarkSummary, TaskResult
+from prefect_agentenv.grading.benchmark_stats import BenchmarkSummary, SweepSummary, TaskResult
 from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.viewer import write_files
 
@@ -61,7 +61,8 @@ async def publish_benchmark_artifacts(store: ArtifactBackend, slug: str, markdow
     if FlowRunContext.get() is None:
         return
     key = artifact_key("bench", slug)
-    links = [f"- [{r.task_id} · epoch {r.epoch}]({url}): {r.outcome.value}" for r in results
+    links = [f"- [{r.task_id} · epoch {r.epoch}{f' · {r.cell}' if r.cell else ''}]({url}): {r.outcome.value}"
+             for r in results
              if (url := run_url(r.flow_run_id, r.task_run_id))]
     if links:
         markdown += "\n\n## Task runs\n\n" + "\n".join(links)
@@ -78,18 +79,19 @@ async def publish_benchmark_artifacts(store: ArtifactBackend, slug: str, markdow
 
 def _task_row(store: ArtifactBackend, r: TaskResult) -> JsonObject:
     """A row of the task runs table, with whose failure it was and how many attempts it took."""
-    return {"task": r.task_id, "seed": r.seed_index, "epoch": r.epoch, "outcome": r.outcome.value,
+    return {"task": r.task_id, **({"cell": r.cell} if r.cell else {}), "seed": r.seed_index, "epoch": r.epoch, "outcome": r.outcome.value,
             "score": r.score, "failure": r.failure.label() if r.failure else None, "attempts": r.attempts,
             "duration_s": r.duration_s, "flow_run": run_url(r.flow_run_id, r.task_run_id),
             "report": store.browser_url(r.report_url or "") or run_url(r.flow_run_id, r.task_run_id) or r.report_url,
             "error": (r.error or "")[:200]}
 
 
-async def render_html_report(store: ArtifactBackend, slug: str, run_id: str, *, title: str,
-                             headline: str) -> dict[str, str | bytes] | None:
+async def render_html_report(store: ArtifactBackend, slug: str, run_id: str, *, title: str, headline: str,
+                             sweep: SweepSummary | None = None) -> dict[str, str | bytes] | None:
     """The run's HTML report, rendered once for the store and the report folder."""
     try:
-        return await asyncio.to_thread(benchmark_report_files, store, slug, run_id, title=title, headline=headline)
+        return await asyncio.to_thread(benchmark_report_files, store, slug, run_id, title=title, headline=headline,
+                                       sweep=sweep)
     except (AgentEnvError, OSError, ValueError) as exc:
         logger.warning("could not render the HTML report of run %s: %s", run_id, exc)
         return None

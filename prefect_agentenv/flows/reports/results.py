@@ -100,14 +100,6 @@ def task_key(task_id: str, seed_index: int = 0) -> str:
     return f"{stem}.seed{seed_index}"
 
 
-def cell_suffix(cell: str | None) -> str:
-    """``.cell-<clean label>-<8 hex>`` for a sweep cell's file names, empty outside a sweep."""
-    if cell is None:
-        return ""
-    stem = _UNSAFE_KEY_CHARS.sub("-", cell).strip("-.")[:60]
-    return f".cell-{stem}-{hashlib.sha256(cell.encode()).hexdigest()[:8]}"
-
-
 def now_iso() -> str:
     return datetime.now(UTC).isoformat()
 

@@ -2,7 +2,9 @@
 
 A benchmark run's view reads its ``results.jsonl``, each task run's stored report (for the
 transcript), and the slug's runs index with every earlier finished run's results (for the
-trend and the regressions between consecutive runs). The records the transcripts link —
+trend, one line per sweep cell). The regressions it lists and flags are those the paired
+comparison with each run's baseline found when the run finished (its index entry), so the
+report says what the summary says. The records the transcripts link —
 trajectories, judge trajectories, collected files, snapshots, reports — are copied next to
 the pages (``files/…``) when they are in this store and small enough, so the links open
 wherever the report folder is opened.
@@ -24,12 +26,14 @@ from prefect_agentenv.flows.reports.report import TaskReport
 from prefect_agentenv.flows.reports.results import RunEntry, list_runs, read_results, result_from_report, run_folder
 from prefect_agentenv.grading.benchmark_stats import (
     RunKey,
+    SweepSummary,
     TaskResult,
     axis_values,
     latest_per_run_key,
     mean_interval,
+    results_of_cell,
     summarize,
-    task_changes,
+    summarize_sweep,
 )
 from prefect_agentenv.viewer import render
 from prefect_agentenv.viewer.models import ReportView, ScoreBar, TaskRow, TrendPoint
@@ -46,8 +50,9 @@ Attachments = dict[str, bytes]
 
 
 def benchmark_view(store: ArtifactBackend, slug: str, run_id: str | None = None, *, title: str | None = None,
-                   headline: str | None = None) -> tuple[ReportView, Attachments]:
-    """The view of one benchmark run (the latest in the runs index when ``run_id`` is None).
+                   headline: str | None = None, sweep: SweepSummary | None = None) -> tuple[ReportView, Attachments]:
+    """The view of one benchmark run (the latest in the runs index when ``run_id`` is None); a
+    sweep's cells from ``sweep`` when the run gives them, else summarized here.
 
     Raises:
         ArtifactError: the benchmark has no such run in this store.
@@ -62,22 +67,26 @@ def benchmark_view(store: ArtifactBackend, slug: str, run_id: str | None = None,
         raise ArtifactError(f"benchmark {slug!r} has no run {run_id!r} in {store.location}")
     summary = summarize(results)
     reports = {r.run_key: _stored_report(store, r.report_url) for r in results}
-    trend, regressions = _trend(store, slug, run_id, [r for r in runs if r.finished_at or r.run_id == run_id],
-                                results)
+    entry = next((r for r in runs if r.run_id == run_id), None)
+    cells = entry.cells if entry else sorted({r.cell for r in results if r.cell is not None})
+    if cells and sweep is None:
+        sweep = summarize_sweep(results, [(c, {}) for c in cells], {})
+    trend = _trend(store, slug, run_id, [r for r in runs if r.finished_at or r.run_id == run_id], results,
+                   cells or [None])
     view = ReportView(
         kind="benchmark", title=title or f"Benchmark {slug}", slug=slug, run_id=run_id, generated_at=_now(),
-        headline=headline or _headline(results), summary=summary,
-        rows=[_row(r, reports.get(r.run_key)) for r in sorted(results, key=lambda r: r.run_key)],
+        headline=headline or _headline(results), summary=summary, sweep=sweep,
+        rows=[_row(r, reports.get(r.run_key)) for r in sorted(results, key=lambda r: r.run_key.sort_key())],
         bars=score_bars(results), trend=trend,
-        regressions=regressions, prefect_ui_url=PREFECT_UI_URL.value())
+        regressions=(entry.regressions or []) if entry else [], prefect_ui_url=PREFECT_UI_URL.value())
     return _attach(view, store)
 
 
 def benchmark_report_files(store: ArtifactBackend, slug: str, run_id: str, *, title: str | None = None,
-                           headline: str | None = None) -> dict[str, str | bytes]:
+                           headline: str | None = None, sweep: SweepSummary | None = None) -> dict[str, str | bytes]:
     """Every file of a benchmark run's HTML report (its pages, then the records copied beside them),
     by path inside the report's folder."""
-    view, files = benchmark_view(store, slug, run_id, title=title, headline=headline)
+    view, files = benchmark_view(store, slug, run_id, title=title, headline=headline, sweep=sweep)
     return {**render(view), **files}
 
 
@@ -124,30 +133,31 @@ def _bar(kind: str, label: str, values: list[float]) -> ScoreBar:
                     low=ci.low if ci else None, high=ci.high if ci else None)
 
 
-def _trend(store: ArtifactBackend, slug: str, run_id: str, runs: Sequence[RunEntry],
-           current: list[TaskResult]) -> tuple[list[TrendPoint], list[str]]:
-    """Mean score and pass rate of the last runs; each run's task changes against the one before it (the
-    untested rule of :func:`task_changes`, not the paired comparison of the summary)."""
+def _trend(store: ArtifactBackend, slug: str, run_id: str, runs: Sequence[RunEntry], current: list[TaskResult],
+           cells: Sequence[str | None]) -> list[TrendPoint]:
+    """Mean score and pass rate of the last runs, per cell (``None``: runs that were no sweep), up
+    to this one; a point is flagged when the paired comparison with that run's baseline found a
+    regression (in that cell), as its index entry recorded when it finished."""
     points: list[TrendPoint] = []
-    previous: list[TaskResult] | None = None
-    regressions: list[str] = []
     for entry in list(runs)[-MAX_TREND_RUNS:]:
         rid = entry.run_id
         results = current if rid == run_id else latest_per_run_key(read_results(store, slug, rid))
-        summary = summarize(results)
-        flagged = task_changes(results, previous).regressions if previous is not None else []
-        if rid == run_id:
-            regressions = flagged
-        points.append(TrendPoint(run_id=rid, started_at=entry.started_at, mean_score=summary.mean_score,
-                                 pass_rate=summary.pass_rate, regression=bool(flagged), current=rid == run_id))
-        previous = results
+        for cell in cells:
+            own = results_of_cell(results, cell)
+            if not own:  # the run did not run this cell (or was a sweep, for runs that were none)
+                continue
+            summary = summarize(own)
+            flagged = cell in entry.regressed_cells if cell is not None else bool(entry.regressions)
+            points.append(TrendPoint(run_id=rid, started_at=entry.started_at, mean_score=summary.mean_score,
+                                     pass_rate=summary.pass_rate, regression=flagged, current=rid == run_id, cell=cell))
         if rid == run_id:
             break
-    return points, regressions
+    return points
 
 
 def _row(result: TaskResult, report: TaskReport | None) -> TaskRow:
-    return TaskRow(task_id=result.task_id, seed_index=result.seed_index, epoch=result.epoch, tags=result.tags,
+    return TaskRow(task_id=result.task_id, seed_index=result.seed_index, epoch=result.epoch, cell=result.cell,
+                   tags=result.tags,
                    outcome=result.outcome.value, score=result.score, duration_s=result.duration_s,
                    error=result.error, flow_run_id=result.flow_run_id, task_run_id=result.task_run_id,
                    report_url=result.report_url,

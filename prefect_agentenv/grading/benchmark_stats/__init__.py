@@ -70,6 +70,7 @@ from prefect_agentenv.grading.benchmark_stats.results import (
     TaskSnapshot,
     axes_unknown_errors,
     axis_scores,
+    cell_suffix,
     latest_per_run_key,
 )
 from prefect_agentenv.grading.benchmark_stats.setup import RunSetup, SetupComparison, SetupDifference, compare_setups, run_setup
@@ -136,6 +137,7 @@ __all__ = [
     "axis_scores",
     "axis_values",
     "binomial_two_sided",
+    "cell_suffix",
     "check_gate",
     "compare",
     "compare_setups",

@@ -19,6 +19,8 @@ in this package.
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal, NamedTuple
@@ -290,6 +292,15 @@ class TaskResult(StatsModel):
     def counted_score(self) -> float:
         """The score as the mean counts it: errored runs (and a missing score) count 0."""
         return 0.0 if self.errored or self.score is None else float(self.score)
+
+
+def cell_suffix(cell: str | None) -> str:
+    """``.cell-<clean label>-<8 hex>``: a sweep cell in a file name (reports, report pages); empty
+    outside a sweep. The digest keeps two labels that clean up alike apart."""
+    if cell is None:
+        return ""
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", cell).strip("-.")[:60]
+    return f".cell-{stem}-{hashlib.sha256(cell.encode()).hexdigest()[:8]}"
 
 
 def latest_per_run_key(results: Iterable[TaskResult]) -> list[TaskResult]:
