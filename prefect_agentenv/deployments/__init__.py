@@ -43,6 +43,7 @@ NIGHTLY_DESCRIPTION = """Run the benchmark {path} every night; **Run** triggers 
 
 Examples: `{{"dispatch": "deployment"}}` runs every task on the work pool;
 `{{"overrides": {{"a2a_agent_id": "llm", "model": "gpt-4.1"}}, "epochs": 3}}` tries another agent three times;
+`{{"matrix": {{"a2a_agent_id": ["scripted", "llm"]}}}}` sweeps two agents in one run, cell by cell;
 `{{"run_id": "<an earlier run id>"}}` resumes that run;
 `{{"fail_on_regression": true, "fail_under": 0.8}}` fails the flow run when the paired comparison with the previous
 run (or `{{"baseline": "<run id>"}}`) marks it worse, or its mean score is under 0.8.
