@@ -41,7 +41,7 @@ from prefect_agentenv.flows.benchmark_source import BenchmarkSource, load_source
 from prefect_agentenv.flows.engine.task_runner import report_key
 from prefect_agentenv.flows.benchmark_dispatch import Dispatcher, current_flow_run_id
 from prefect_agentenv.flows.reports.benchmark_result import BenchmarkRunResult
-from prefect_agentenv.flows.adapters.events import finished_events, task_result_event
+from prefect_agentenv.flows.adapters.events import finished_events, regressed_event, task_result_event
 from prefect_agentenv.flows.adapters.json_flow import json_parameter_flow
 from prefect_agentenv.flows.adapters.subflow_start import subflow_starter
 from prefect_agentenv.flows.reports.benchmark_artifacts import (
@@ -440,6 +440,8 @@ class _Runner:
         except Exception as exc:  # artifacts are a view of results already stored; never lose the summary
             logger.warning("could not publish the benchmark's Prefect artifacts: %s", exc)
         finished_events(self.bench.slug, self.run_id, summary, comparison)
+        for cell in sweep.cells if sweep else []:
+            regressed_event(self.bench.slug, self.run_id, cell.summary, cell.comparison, cell.cell)
         result = BenchmarkRunResult(
             run_id=self.run_id, slug=self.bench.slug, published=self.source.ref, headline=headline_text(summary),
             summary=summary,

@@ -20,6 +20,7 @@ from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.flows.benchmark import benchmark
 from prefect_agentenv.flows.reports.results import RESULTS_FILE, list_runs, read_results, run_folder
 from tests.flows.test_benchmark_comparison import cli, run, write_bench
+from tests.flows.test_benchmark_flow import wait_for_event
 
 pytestmark = pytest.mark.usefixtures("prefect_harness", "agentenv_home")
 
@@ -102,27 +103,41 @@ async def test_a_sweep_resumes_cell_by_cell_and_refuses_another_matrix(tmp_path:
     assert state.is_failed() and "started with the cells" in state.message
 
 
-async def test_bench_sweeps_from_the_command_line_and_compares_each_cell_with_the_baseline_s(
+async def test_bench_sweeps_from_the_command_line_and_gates_each_cell_against_the_baseline(
         tmp_path: Path, api_url: str, agentenv_home: Path) -> None:
     bench = write_sweep(tmp_path)
     typo = cli(["bench", str(bench), "--matrix", "a2a_agent=scripted,llm"], api_url, agentenv_home)
     assert typo.returncode == 2 and "did you mean 'a2a_agent_id'?" in typo.stderr, typo.stderr
     twice = cli(["bench", str(bench), "--matrix", "a2a_agent_id=llm,llm"], api_url, agentenv_home)
     assert twice.returncode == 2 and "'llm' given more than once" in twice.stderr, twice.stderr
-    _, base = await run(bench, matrix={"a2a_agent_id": ["scripted", "llm"]})
+    _, base = await run(bench)  # no sweep: the scripted agent alone
 
+    # Each cell paired with the whole baseline run (it was no sweep): scripted ties, llm is worse.
+    swept = cli(["bench", str(bench), "--matrix", "a2a_agent_id=scripted,llm", "--fail-on-regression",
+                 "--report-dir", str(tmp_path / "swept")], api_url, agentenv_home)
+    assert swept.returncode == 4, swept.stdout + swept.stderr
+    assert "sweep: cells" in swept.stdout and "cells compared pair by pair" in swept.stdout
+    [line] = [line for line in swept.stderr.splitlines() if line.startswith("gate failed:")]
+    assert line.startswith(f"gate failed: cell {LLM}: worse than run {base['run_id']}: all task runs worse")
+    summary = json.loads((tmp_path / "swept" / "summary.json").read_text())
+    cells = {c["cell"]: c for c in summary["sweep"]["cells"]}
+    assert cells[SCRIPTED]["comparison"]["overall"]["verdict"] == "tied" and cells[SCRIPTED]["gate"]["passed"]
+    assert cells[LLM]["comparison"]["overall"]["verdict"] == "worse" and cells[LLM]["comparison"]["pairs"] == SEEDS
+    assert summary["regressions"][0].startswith(f"cell {LLM}: all task runs worse")
+    event = await wait_for_event("prefect-agentenv.benchmark.regressed", summary["run_id"])
+    assert event.payload["cell"] == LLM and event.payload["score"] == 0.0 and event.payload["previous_score"] == 1.0
+    reports = sorted(p.name for p in (tmp_path / "swept").glob("*.json") if p.name != "summary.json")
+    assert len(reports) == 2 * SEEDS and len({name.split(".cell-")[1] for name in reports}) == 2
+
+    # Against the previous run, now a sweep of the same cells: each cell pairs with its namesake and ties.
     again = cli(["bench", str(bench), "--matrix", "a2a_agent_id=scripted,llm", "--fail-on-regression",
                  "--report-dir", str(tmp_path / "again")], api_url, agentenv_home)
     assert again.returncode == 0, again.stdout + again.stderr
-    assert "sweep: cells" in again.stdout and "cells compared pair by pair" in again.stdout
-    assert f"gate passed: cell {SCRIPTED}: not worse than run {base['run_id']} · {SCRIPTED}" in again.stdout
-    summary = json.loads((tmp_path / "again" / "summary.json").read_text())
-    cells = {c["cell"]: c for c in summary["sweep"]["cells"]}
-    for label in (SCRIPTED, LLM):  # each cell paired with the same cell of the baseline: a rerun ties
-        assert cells[label]["comparison"]["pairs"] == SEEDS
-        assert cells[label]["comparison"]["overall"]["verdict"] == "tied"
-    html = (tmp_path / "again" / "html" / "index.html").read_text()  # each cell's trend: the two runs
+    assert f"gate passed: cell {SCRIPTED}: not worse than run {summary['run_id']} · {SCRIPTED}" in again.stdout
+    cells = {c["cell"]: c for c in json.loads((tmp_path / "again" / "summary.json").read_text())["sweep"]["cells"]}
+    assert [(c["comparison"]["pairs"], c["comparison"]["overall"]["verdict"]) for c in cells.values()] == [
+        (SEEDS, "tied"), (SEEDS, "tied")]
+    # Each cell's trend: the two sweeps (the baseline ran no cell); the llm cell's first point is ringed.
+    html = (tmp_path / "again" / "html" / "index.html").read_text()
     assert html.count('class="trend-cell"') == 2 and html.count('class="mark point') == 2 * 2 * 2
-    assert 'id="regressions"' not in html
-    reports = sorted(p.name for p in (tmp_path / "again").glob("*.json") if p.name != "summary.json")
-    assert len(reports) == 2 * SEEDS and len({name.split(".cell-")[1] for name in reports}) == 2
+    assert html.count("point mean regression") == 1 and 'id="regressions"' not in html

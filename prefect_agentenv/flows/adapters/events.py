@@ -47,13 +47,24 @@ def task_result_event(slug: str, run_id: str, result: TaskResult) -> None:
 
 def finished_events(slug: str, run_id: str, summary: BenchmarkSummary, comparison: Comparison | None) -> None:
     """The run's result, and a regression event when the comparison flagged any."""
+    emit_event(event=f"{PREFIX}.finished", resource=_resource(slug), related=_related(),
+               payload=_payload(slug, run_id, summary))
+    regressed_event(slug, run_id, summary, comparison)
+
+
+def _payload(slug: str, run_id: str, summary: BenchmarkSummary) -> JsonObject:
     headline = summary.headline
-    payload: JsonObject = {"slug": slug, "run_id": run_id, "score": headline.mean_score,
-                               "pass_rate": headline.pass_rate, "counts": summary.counts.model_dump(mode="json"),
-                               "failures": summary.failures.model_dump(mode="json")}
-    emit_event(event=f"{PREFIX}.finished", resource=_resource(slug), related=_related(), payload=payload)
+    return {"slug": slug, "run_id": run_id, "score": headline.mean_score, "pass_rate": headline.pass_rate,
+            "counts": summary.counts.model_dump(mode="json"), "failures": summary.failures.model_dump(mode="json")}
+
+
+def regressed_event(slug: str, run_id: str, summary: BenchmarkSummary, comparison: Comparison | None,
+                    cell: str | None = None) -> None:
+    """A regression event when the comparison flagged any; a sweep sends one per regressed cell
+    (``cell`` in the payload, the scores the cell's)."""
     if comparison is None or not comparison.has_regressions:
         return
+    payload = {**_payload(slug, run_id, summary), **({"cell": cell} if cell else {})}
     overall = comparison.overall.score if comparison.overall else None
     emit_event(event=f"{PREFIX}.regressed", resource=_resource(slug), related=_related(), payload={
         **payload, "previous_score": overall.previous_mean if overall else None,
