@@ -15,6 +15,7 @@ import typer
 from typer.core import TyperGroup
 
 from prefect_agentenv.commands.compare import compare_command
+from prefect_agentenv.commands.rescore import rescore_command
 from prefect_agentenv.commands.publish import publish_command
 from prefect_agentenv.commands.review import review_command
 from prefect_agentenv.commands.rollout import rollout_command
@@ -374,6 +375,7 @@ def upgrade_blocks_command() -> None:
 app.command(name="publish")(publish_command)
 app.command(name="view")(view_command)
 app.command(name="compare")(compare_command)
+app.command(name="rescore")(rescore_command)
 app.command(name="rollout")(rollout_command)
 app.command(name="review")(review_command)
 

@@ -32,7 +32,7 @@ from prefect_agentenv.steps.registry import get_step
 SKIP_FLAGS = ("skip_on_truncated", "skip_on_timeout")
 
 __all__ = ["NetworkPolicy", "ScoringConfig", "ScoringRetries", "SkipPolicy", "apply_skip_defaults", "fold_skip_policy",
-           "merge_scoring", "runtime_step", "split_for_isolation", "with_scoring_env"]
+           "merge_scoring", "runtime_step", "split_for_isolation", "verifier_steps", "with_scoring_env"]
 
 
 class _Config(BaseModel):
@@ -207,13 +207,18 @@ def split_for_isolation(steps: list[StepModel]) -> tuple[list[StepModel], list[S
         ValueError: a rollout step depends on a verifier (it could not run before scoring).
     """
     verifier_ids = {s.id for s in steps if isinstance(s, VerifierStep)}
-    deps = resolve_dependencies([s.id for s in steps], [s.dependency_ids() for s in steps])
     after = [f"{s.id} (after {', '.join(sorted(set(s.dependency_ids() or []) & verifier_ids))})" for s in steps
              if s.id not in verifier_ids and set(s.dependency_ids() or []) & verifier_ids]
     if after:
         raise ValueError(f"mode isolated runs the verifiers after every other step, but {'; '.join(after)} "
                          "depends on a verifier: drop that depends_on, or score in mode shared")
-    rollout = [s for s in steps if s.id not in verifier_ids]
-    scoring = [s.model_copy(update={"depends_on": [d for d in deps[s.id] if d in verifier_ids]})
-               for s in steps if s.id in verifier_ids]
-    return rollout, scoring
+    return [s for s in steps if s.id not in verifier_ids], verifier_steps(steps)
+
+
+def verifier_steps(steps: list[StepModel]) -> list[StepModel]:
+    """A task's verifiers, each depending only on the verifiers it waited for (directly or through
+    other steps): what isolated scoring and a rescore run on a restored submission."""
+    verifier_ids = {s.id for s in steps if isinstance(s, VerifierStep)}
+    deps = resolve_dependencies([s.id for s in steps], [s.dependency_ids() for s in steps])
+    return [s.model_copy(update={"depends_on": [d for d in deps[s.id] if d in verifier_ids]})
+            for s in steps if s.id in verifier_ids]

@@ -108,6 +108,8 @@ class IsolatedScoring:
     scoring: ScoringConfig
     runner: Runner
     attempts: int = 0
+    submission: Submission | None = None
+    """What :meth:`run` captured (kept for a later rescore too)."""
     _current: DagScheduler | None = None
     _stopped: str | None = None
 
@@ -123,7 +125,7 @@ class IsolatedScoring:
         if not self.steps:
             return rollout
         try:
-            submission = await capture(parent, rollout.context)
+            submission = self.submission = await capture(parent, rollout.context)
         except (AgentEnvError, OSError) as exc:  # the run still ends with a report saying why
             failed = _unrestored(DagScheduler(self.steps, self.runner), rollout.context,
                                  f"capturing the submission failed: {exc}")

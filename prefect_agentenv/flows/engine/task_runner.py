@@ -36,7 +36,8 @@ from prefect_agentenv.flows.reports.report import (
 from prefect_agentenv.flows.engine.execute import Runner, run_body, unset_env_vars
 from prefect_agentenv.flows.engine.run_scope import RunScope, open_run
 from prefect_agentenv.flows.engine.scheduler import DagScheduler, ScheduleResult
-from prefect_agentenv.flows.engine.scoring_placement import IsolatedScoring
+from prefect_agentenv.flows.engine.scoring_placement import IsolatedScoring, Submission
+from prefect_agentenv.flows.engine.submission_record import StoredSubmission, capture_quietly, submission_key
 from prefect_agentenv.flows.engine.step_tasks import PrefectSteps, execute_as_prefect_task, steps_graph
 from prefect_agentenv.redaction import MIN_SECRET_LENGTH, Redactor
 from prefect_agentenv.runtime.overrides import RunOverrides
@@ -103,6 +104,10 @@ class _TaskRun:
     scheduler: DagScheduler | None = None
     scoring: IsolatedScoring | None = None
     result: ScheduleResult | None = None
+    submission: Submission | None = None
+    """What the agents left, kept for a rescore (``flows/engine/submission_record``)."""
+    rollout: RunContext | None = None
+    """The context the submission's verifiers start from."""
 
     @property
     def run(self) -> RunResources:
@@ -144,9 +149,10 @@ async def _execute(state: _TaskRun) -> None:
     lookahead = start_lookahead(state.run, state.document.steps) if state.error is None else None
     try:
         if state.error is None:
-            state.result = await state.scheduler.run()
+            state.result = rollout = await state.scheduler.run()
             if state.scoring and state.result.fatal is None and not state.result.stopped:
                 state.result = await state.scoring.run(state.run, state.result)
+            await _keep_submission_of(state, rollout)
     except asyncio.CancelledError:
         state.error = "the run was cancelled"
         raise
@@ -183,6 +189,7 @@ async def _report(state: _TaskRun, teardown: list[TeardownRecord], *, in_prefect
         scoring=_scoring_summary(document, state.scoring),
     )
     await _keep_report(report, run, report_path, publish=publish)
+    await _store_submission(state, transcript)
     if api_lost:
         api_health.mark_lost(api_lost)  # the report is on disk: the CLI may leave now
     return report
@@ -198,6 +205,34 @@ async def _api_lost(run: RunResources, in_prefect: bool) -> str | None:
         already = run.services.without_prefect or "the steps ran, but Prefect may not have recorded all of them"
         run.services.without_prefect = f"the Prefect API was lost during the run ({lost}); {already}"
     return lost
+
+
+async def _keep_submission_of(state: _TaskRun, rollout: ScheduleResult) -> None:
+    """Capture the submission while the envs still run: the isolated scoring's own capture when it
+    made one, else (shared scoring) one now that every step has finished."""
+    if rollout.stopped:
+        return
+    state.rollout = rollout.context
+    state.submission = state.scoring.submission if state.scoring else None
+    if state.submission is None:
+        state.submission, warning = await capture_quietly(state.run, rollout.context)
+        if warning:
+            state.warnings.append(warning)
+
+
+async def _store_submission(state: _TaskRun, transcript: Transcript | None) -> None:
+    """Keep the submission beside the report (one object), with the replies and the transcript."""
+    if state.submission is None or state.rollout is None:
+        return
+    run, scoring = state.run, state.document.scoring
+    record = StoredSubmission.of(state.submission, task_id=state.document.id, run_id=run.run_id,
+                                 context=state.rollout, transcript=transcript, secrets=run.redact,
+                                 mode=scoring.mode if scoring else "shared")
+    try:
+        with await asyncio.to_thread(get_artifact_store) as store:
+            await asyncio.to_thread(store.put_object, submission_key(run.run_id), record.model_dump_json())
+    except AgentEnvError as exc:  # the report is kept; only a later rescore of this run is lost
+        logger.warning("could not store the submission in the artifact store: %s", exc)
 
 
 @dataclass

@@ -57,6 +57,7 @@ from prefect_agentenv.grading.benchmark_stats import (
     latest_per_run_key,
 )
 from prefect_agentenv.grading.outcome import Outcome, SkipPolicy
+from prefect_agentenv.flows.reports.scoring_versions import ScoringVersion
 from prefect_agentenv.jsontypes import canonical_json as canonical_json  # named here too: snapshots hash it
 
 BENCHMARKS_FOLDER = "benchmarks"
@@ -205,6 +206,10 @@ class RunEntry(BaseModel):
     prefixed ``cell <label>:``); ``None`` for runs recorded before the index carried them."""
     regressed_cells: list[str] = Field(default_factory=list)
     """The cells of a sweep with a regression among them."""
+    scorings: list[ScoringVersion] = Field(default_factory=list)
+    """The run's scoring versions once it was rescored (1, its own, first); empty before."""
+    shown_scoring: int | None = None
+    """The scoring version ``headline`` and the summary show (``None``: 1, the run's own)."""
 
 
 class RunsIndex(BaseModel):
@@ -475,6 +480,14 @@ class ResultsStore:
         """The run to compare this one with (see :func:`previous_run`)."""
         return previous_run(self.store, self.slug, self.run_id)
 
+    def own_entry(self) -> RunEntry | None:
+        """The run's ``run.json`` entry (``None`` before it started)."""
+        return self._own_entry()
+
+    def save_entry(self, entry: RunEntry) -> RunEntry:
+        """Write the run's entry and its line in the runs index."""
+        return self._save_entry(entry)
+
     def _own_entry(self) -> RunEntry | None:
         try:
             return RunEntry.model_validate_json(self.store.get_object(f"{self.folder}/{RUN_ENTRY}"))
@@ -488,3 +501,4 @@ class ResultsStore:
             index = RunsIndex(runs=_ordered([*others, entry]))
             self.store.put_object(_index_key(self.slug), index.model_dump_json(indent=1))
         return entry
+
