@@ -344,7 +344,7 @@ def serve_command(
     no_schedule: Annotated[bool, typer.Option(help="Serve the nightly deployment without its schedule.")] = False,
     limit: Annotated[int | None, typer.Option(help="At most this many runs at once.")] = None,
 ) -> None:
-    """Serve the agent-task and benchmark/nightly deployments from this process (Ctrl-C stops)."""
+    """Serve the agent-task, benchmark/nightly and rescore/rescore deployments from this process (Ctrl-C stops)."""
     set_prefect_defaults()
     # Imported here so other commands do not pay for Prefect's runner.
     from prefect_agentenv.deployments import serve_all

@@ -23,19 +23,20 @@ def compare_command(
                                                      "paired task runs.")] = False,
 ) -> None:
     """Compare RUN_B with RUN_A pair by pair (task, seed, epoch): McNemar on pass/fail, a paired bootstrap
-    and the sign test on scores, per tag, axis and task, and every difference of setup. Exit 0, 2 when a
+    and the sign test on scores, per tag, axis and task, and every difference of setup. A rescored run is
+    read in the scoring version its summary shows. Exit 0, 2 when a
     run is not in the store, 4 with --fail-on-regression when RUN_B is worse."""
     # Imported here so the other commands do not pay for the store and the statistics.
     from prefect_agentenv.artifacts import ArtifactError, get_artifact_store
-    from prefect_agentenv.flows.reports.results import read_results
+    from prefect_agentenv.flows.reports.scoring_store import read_version
     from prefect_agentenv.flows.reports.run_lookup import find_run
     from prefect_agentenv.grading.benchmark_stats import GATE_EXIT_CODE, compare
 
     try:
         with get_artifact_store() as store:
             before, after = find_run(store, baseline), find_run(store, candidate, slug=None)
-            previous = read_results(store, before.slug, before.run_id)
-            current = read_results(store, after.slug, after.run_id)
+            previous = read_version(store, before.slug, before.run_id)  # the scoring its summary shows
+            current = read_version(store, after.slug, after.run_id)
     except ArtifactError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -45,6 +46,10 @@ def compare_command(
         typer.echo(json.dumps(comparison.model_dump(mode="json"), indent=2))
     else:
         typer.echo(f"# {after.slug}/{after.run_id} compared with {before.slug}/{before.run_id}\n")
+        for found in (before, after):
+            if found.entry is not None and (found.entry.shown_scoring or 1) > 1:
+                typer.echo(f"{found.slug}/{found.run_id}: scoring version {found.entry.shown_scoring} "
+                           "(rescored; `rescore` lists every version)\n")
         typer.echo(comparison.markdown())
     if fail_on_regression and comparison.regressed and comparison.overall is not None:
         typer.echo(f"gate failed: worse than {before.slug}/{before.run_id}: {comparison.overall.sentence()} "

@@ -1,7 +1,8 @@
-"""Deployments of the two flows: ``agent-task`` (one task document) and ``benchmark/nightly``.
+"""Deployments of the flows: ``agent-task`` (one task document), ``benchmark/nightly`` and
+``rescore/rescore`` (a benchmark run scored again from its kept submissions).
 
-``prefect-agentenv serve`` serves both from one process for local use; ``prefect.yaml`` at the
-repository root declares the same deployments for work pools (``prefect deploy --all``). Both
+``prefect-agentenv serve`` serves them from one process for local use; ``prefect.yaml`` at the
+repository root declares the same deployments for work pools (``prefect deploy --all``). They
 load the flows by module path (``prefect_agentenv.flows...``), never by a file in a checkout.
 """
 
@@ -18,11 +19,13 @@ from prefect.schedules import Cron
 from prefect_agentenv.flows.agent_task import agent_task
 from prefect_agentenv.flows.benchmark import benchmark
 from prefect_agentenv.flows.benchmark_source import published_ref_of
+from prefect_agentenv.flows.rescore import rescore
 
 NIGHTLY_CRON = "0 2 * * *"
 """02:00 every night (UTC unless the schedule says otherwise)."""
 AGENT_TASK_DEPLOYMENT = "agent-task/agent-task"
 NIGHTLY_DEPLOYMENT = "benchmark/nightly"
+RESCORE_DEPLOYMENT = "rescore/rescore"
 
 
 AGENT_TASK_DESCRIPTION = """Run one agent-evaluation task document: deploy, prompt, grade, collect, tear down, report.
@@ -50,9 +53,20 @@ run (or `{{"baseline": "<run id>"}}`) marks it worse, or its mean score is under
 """
 
 
+RESCORE_DESCRIPTION = """Score a benchmark run again from its kept submissions, without deploying the agent.
+
+Each task run's submission (its envs' state, its sandbox files, its replies) is restored into fresh envs and the
+verifiers and judges run there; the scores are a new scoring version of the run, which its summary shows.
+
+Examples: `{"run": "my-bench/<run id>"}` rescores with the run's frozen task documents;
+`{"run": "my-bench", "benchmark": "<benchmark file on the worker>"}` with that file's current verifiers.
+"""
+
+
 def build_deployments(benchmark_path: str | Path = "examples/benchmark.yaml", *, cron: str | None = NIGHTLY_CRON,
                       timezone: str = "UTC") -> list[RunnerDeployment]:
-    """The ``agent-task`` deployment and the ``nightly`` benchmark deployment (scheduled unless cron is None).
+    """The ``agent-task`` deployment, the ``nightly`` benchmark deployment (scheduled unless cron is None)
+    and the ``rescore`` deployment.
 
     ``benchmark_path`` is a benchmark file, or a published version ``SLUG@VERSION`` (the nightly
     then runs that frozen copy, as ``prefect-agentenv publish`` stored it).
@@ -72,6 +86,9 @@ def build_deployments(benchmark_path: str | Path = "examples/benchmark.yaml", *,
             entrypoint_type=EntrypointType.MODULE_PATH,
             schedules=[Cron(cron, timezone=timezone)] if cron else None,
             description=NIGHTLY_DESCRIPTION.format(path=shown))),
+        _built(rescore.to_deployment(
+            name="rescore", tags=["agentenv", "rescore"], entrypoint_type=EntrypointType.MODULE_PATH,
+            description=RESCORE_DESCRIPTION)),
     ]
 
 
@@ -86,5 +103,5 @@ def _built(made: RunnerDeployment | Coroutine[Any, Any, RunnerDeployment]) -> Ru
 
 def serve_all(benchmark_path: str | Path = "examples/benchmark.yaml", *, cron: str | None = NIGHTLY_CRON,
               limit: int | None = None) -> None:
-    """Serve both deployments from this process until interrupted."""
+    """Serve the deployments from this process until interrupted."""
     serve(*build_deployments(benchmark_path, cron=cron), limit=limit)

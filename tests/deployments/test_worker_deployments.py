@@ -62,6 +62,9 @@ def test_prefect_deploy_registers_both_deployments_by_module_with_the_nightly_cr
         async with PrefectClient(deployed["PREFECT_API_URL"]) as client:
             task_dep = await client.read_deployment_by_name("agent-task/agent-task")
             nightly = await client.read_deployment_by_name("benchmark/nightly")
+            rescore = await client.read_deployment_by_name("rescore/rescore")
+        assert rescore.entrypoint == "prefect_agentenv.flows.rescore.rescore" and rescore.work_pool_name == "agentenv"
+        assert rescore.parameter_openapi_schema["required"] == ["run"]
         assert task_dep.entrypoint == "prefect_agentenv.flows.agent_task.agent_task"
         assert nightly.entrypoint == "prefect_agentenv.flows.benchmark.benchmark"
         assert not task_dep.pull_steps and task_dep.work_pool_name == "agentenv"

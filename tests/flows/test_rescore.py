@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.cli import app
 from prefect_agentenv.flows.benchmark import benchmark
+from prefect_agentenv.flows.rescore import rescore as rescore_flow
 from prefect_agentenv.flows.engine.submission_record import read_submission, submission_key
 from prefect_agentenv.flows.reports.results import ResultsStore, read_results
 from prefect_agentenv.flows.reports.scoring_store import read_version
@@ -164,7 +165,20 @@ def test_a_rubric_edited_after_the_run_is_rescored_without_starting_an_agent(tmp
         lost = next(r for r in own if r.task_id == "shared")
         Path(unquote(urlparse(store.object_url(submission_key(lost.flow_run_id or ""))).path)).unlink()
 
-    code, partial = rescore(f"rescore-bench/{run_id}")
-    assert code == 1 and partial["version"] == 4
-    assert [r["task_id"] for r in partial["rescored"]] == ["isolated"]
+    state = asyncio.run(rescore_flow(run=f"rescore-bench/{run_id}", return_state=True))  # as the UI runs it
+    partial = state.result(raise_on_failure=False)
+    assert state.is_completed() and "1 task run(s) not rescored" in (state.message or ""), state.message
+    assert partial["version"] == 4 and [r["task_id"] for r in partial["rescored"]] == ["isolated"]
     assert len(partial["missing"]) == 1 and "shared" in partial["missing"][0] and "no submission" in partial["missing"][0]
+    code, _ = rescore(f"rescore-bench/{run_id}")
+    assert code == 1  # a task run that could not be rescored: exit 1, its previous result kept in version 5
+    with get_artifact_store() as store:
+        kept = {r.task_id: r.score for r in read_version(store, "rescore-bench", run_id, 5)}
+    assert kept["shared"] == after["shared"]
+
+
+def test_a_run_that_is_not_in_the_store_or_two_sources_of_documents_exit_2(tmp_path: Path) -> None:
+    missing = CliRunner().invoke(app, ["rescore", "no-such-bench/no-such-run"])
+    assert missing.exit_code == 2 and "no run 'no-such-run'" in missing.stderr, missing.output
+    both = CliRunner().invoke(app, ["rescore", "x", "--task", "a.json", "--benchmark", "b.yaml"])
+    assert both.exit_code == 2 and "not both" in both.stderr, both.output
