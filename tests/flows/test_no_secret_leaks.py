@@ -61,7 +61,7 @@ async def test_no_secret_reaches_any_output_of_a_benchmark_run(tmp_path: Path, a
     assert call["state"] == "tolerated" and "the CRM refused token ***" in call["error"]  # it was there to leak
     assert report["context"]["deployed_envs"][env_id]["mcp_url"]
     assert files_holding(agentenv_home, BLOCK_SECRET, VAR_SECRET) == []  # run folders, store, JSONL results
-    assert list(agentenv_home.rglob("results.jsonl"))
+    assert list(agentenv_home.rglob("results.jsonl")) and list(agentenv_home.rglob("submission.json"))
     assert files_holding(reports, BLOCK_SECRET, VAR_SECRET) == []
 
     bench_run_id = state.state_details.flow_run_id
