@@ -150,6 +150,9 @@ async def rescore_run(store: ArtifactBackend, ref: str, documents: _Documents, *
         raise ArtifactNotFoundError(f"benchmark run {found.slug}/{found.run_id} has no results to rescore")
     rescore = _Rescore(results, documents, parsed, await asyncio.to_thread(next_scoring, results))
     lines = [await rescore.one(own.get(r.run_key, r), r) for r in shown]
+    if documents.given is not None and not rescore.done and not rescore.missing:
+        raise ConfigurationError(f"no task run of {found.slug}/{found.run_id} is a task of {documents.source} "
+                                 f"(it ran {', '.join(sorted({r.task_id for r in shown}))}): nothing was rescored")
     version = ScoringVersion(number=rescore.number, created_at=datetime.now(UTC).isoformat(),
                              documents=documents.kind, source=documents.source, documents_sha256=rescore.hashes,
                              results="", rescored=len(rescore.done), missing=rescore.missing,
@@ -209,6 +212,14 @@ class _Rescore:
 
     def _document(self, own: TaskResult, key: str) -> TaskDocument | None:
         """The document to score ``own`` with; None (and why, unless not asked for) when there is none."""
+        try:
+            return self._found_document(own, key)
+        except ValueError as exc:  # a frozen copy this version cannot read, a seed that breaks the document
+            self.missing.append(f"{own.task_id} (seed {own.seed_index}): its document is not valid: "
+                                f"{_first_line(exc)}")
+            return None
+
+    def _found_document(self, own: TaskResult, key: str) -> TaskDocument | None:
         docs = self.documents
         if docs.given is None:
             try:

@@ -176,9 +176,19 @@ def test_a_rubric_edited_after_the_run_is_rescored_without_starting_an_agent(tmp
         kept = {r.task_id: r.score for r in read_version(store, "rescore-bench", run_id, 5)}
     assert kept["shared"] == after["shared"]
 
+    task = tmp_path / "isolated.json"  # one task document, back to the rubric the run had
+    task.write_text(json.dumps({"id": "isolated", "steps": steps([POLITE]), "scoring": {"mode": "isolated"}}))
+    code, one_task = rescore(f"rescore-bench/{run_id}", "--task", str(task))
+    assert code == 0 and one_task["version"] == 6 and one_task["documents"] == "task"
+    assert [(r["task_id"], r["before"], r["after"]) for r in one_task["rescored"]] == [
+        ("isolated", after["isolated"], 1.0)]
+
 
 def test_a_run_that_is_not_in_the_store_or_two_sources_of_documents_exit_2(tmp_path: Path) -> None:
     missing = CliRunner().invoke(app, ["rescore", "no-such-bench/no-such-run"])
     assert missing.exit_code == 2 and "no run 'no-such-run'" in missing.stderr, missing.output
     both = CliRunner().invoke(app, ["rescore", "x", "--task", "a.json", "--benchmark", "b.yaml"])
     assert both.exit_code == 2 and "not both" in both.stderr, both.output
+    (tmp_path / "bad.json").write_text(json.dumps({"id": "bad", "steps": [{"id": "s", "type": "no_such_step"}]}))
+    invalid = CliRunner().invoke(app, ["rescore", "x", "--task", str(tmp_path / "bad.json")])
+    assert invalid.exit_code == 2 and "no_such_step" in invalid.stderr and "Traceback" not in invalid.output
