@@ -77,6 +77,8 @@ TARGETS: list[tuple[str, str, str]] = [
     ("prefect_agentenv.flows.agent_task", "_upload_report", "report: upload to store"),  # older trees
     ("prefect_agentenv.flows.engine.task_runner", "_upload_report", "report: upload to store"),
     ("prefect_agentenv.flows.reports.report", "publish_artifacts", "Prefect artifacts"),
+    ("prefect_agentenv.flows.engine.submission_record", "capture_quietly", "submission: capture"),
+    ("prefect_agentenv.flows.engine.task_runner", "_store_submission", "submission: store"),
 ]
 
 

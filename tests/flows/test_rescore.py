@@ -176,12 +176,12 @@ def test_a_rubric_edited_after_the_run_is_rescored_without_starting_an_agent(tmp
         kept = {r.task_id: r.score for r in read_version(store, "rescore-bench", run_id, 5)}
     assert kept["shared"] == after["shared"]
 
-    task = tmp_path / "isolated.json"  # one task document, back to the rubric the run had
-    task.write_text(json.dumps({"id": "isolated", "steps": steps([POLITE]), "scoring": {"mode": "isolated"}}))
+    task = tmp_path / "isolated.json"  # one task document with the edited rubric (versions 4, 5: the frozen one)
+    task.write_text(json.dumps({"id": "isolated", "steps": steps([POLITE, PENALTY]), "scoring": {"mode": "isolated"}}))
     code, one_task = rescore(f"rescore-bench/{run_id}", "--task", str(task))
     assert code == 0 and one_task["version"] == 6 and one_task["documents"] == "task"
     assert [(r["task_id"], r["before"], r["after"]) for r in one_task["rescored"]] == [
-        ("isolated", after["isolated"], 1.0)]
+        ("isolated", 1.0, after["isolated"])]
 
 
 def test_a_run_that_is_not_in_the_store_or_two_sources_of_documents_exit_2(tmp_path: Path) -> None:
