@@ -156,3 +156,18 @@ def test_a_published_benchmark_runs_on_the_pool_from_the_frozen_copy_the_worker_
     assert result.score == 1.0 and report.score == 1.0  # the published document ran, not the edited file
     assert result.snapshot and result.snapshot.sha256 == record.task("graded").sha256
     assert result.published == record.ref and result.flow_run_id == str(child.id)
+
+
+def test_the_rescore_deployment_runs_on_the_worker_and_names_a_run_that_is_not_in_the_store(
+        deployed: dict[str, str]) -> None:
+    run = prefect_cli(deployed, "deployment", "run", "rescore/rescore", "--param", "run=worker-smoke/no-such-run",
+                      "--watch", "--watch-timeout", "240")
+    flow_run_id = UUID(re.search(r"UUID: ([0-9a-f-]{36})", run.stdout).group(1))  # type: ignore[union-attr]
+
+    async def state() -> object:
+        async with PrefectClient(deployed["PREFECT_API_URL"]) as client:
+            return (await client.read_flow_run(flow_run_id)).state
+
+    final = asyncio.run(state())
+    assert final is not None and final.is_failed(), final  # type: ignore[attr-defined]
+    assert "no run 'no-such-run'" in (final.message or ""), final  # type: ignore[attr-defined]
