@@ -151,6 +151,8 @@ def test_a_rubric_edited_after_the_run_is_rescored_without_starting_an_agent(tmp
     after = {r["task_id"]: r["after"] for r in edited["rescored"]}
     assert set(after) == {"isolated", "shared"} and all(score < 1.0 for score in after.values()), after
 
+    compared = CliRunner().invoke(app, ["compare", f"rescore-bench/{run_id}", f"rescore-bench/{run_id}"])
+    assert compared.exit_code == 0 and f"rescore-bench/{run_id}: scoring version 3" in compared.stdout, compared.output
     with get_artifact_store() as store:
         entry = ResultsStore(store, "rescore-bench", run_id).own_entry()
         assert entry is not None and entry.shown_scoring == 3

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 
 from prefect_agentenv.artifacts import ArtifactNotFoundError
 from prefect_agentenv.exceptions import ArtifactError
-from prefect_agentenv.flows.reports.results import ResultsStore, RunEntry, read_results
+from prefect_agentenv.flows.reports.results import ResultsStore, RunEntry
 from prefect_agentenv.flows.reports.run_lookup import FoundRun, find_run
+from prefect_agentenv.flows.reports.scoring_store import read_version
 from prefect_agentenv.grading.benchmark_stats import DEFAULT_CONFIDENCE, Comparison, TaskResult, compare
 
 
@@ -70,4 +71,5 @@ def baseline_results(run: ResultsStore, baseline: FoundRun | None) -> BaselineRe
             return None
         slug, baseline_id, entry = run.slug, previous.run_id, previous
     label = baseline_id if slug == run.slug else f"{slug}/{baseline_id}"
-    return read_results(run.store, slug, baseline_id), label, entry
+    # the scoring its summary shows (the newest rescore)
+    return read_version(run.store, slug, baseline_id), label, entry

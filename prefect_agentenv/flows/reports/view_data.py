@@ -23,7 +23,8 @@ from prefect.settings import PREFECT_UI_URL
 
 from prefect_agentenv.artifacts import ArtifactBackend, ArtifactError
 from prefect_agentenv.flows.reports.report import TaskReport
-from prefect_agentenv.flows.reports.results import RunEntry, list_runs, read_results, result_from_report, run_folder
+from prefect_agentenv.flows.reports.results import RunEntry, list_runs, result_from_report, run_folder
+from prefect_agentenv.flows.reports.scoring_store import read_version
 from prefect_agentenv.grading.benchmark_stats import (
     RunKey,
     SweepSummary,
@@ -62,7 +63,7 @@ def benchmark_view(store: ArtifactBackend, slug: str, run_id: str | None = None,
         if not runs:
             raise ArtifactError(f"benchmark {slug!r} has no run in {store.location}")
         run_id = runs[-1].run_id
-    results = latest_per_run_key(read_results(store, slug, run_id))
+    results = latest_per_run_key(read_version(store, slug, run_id))  # as its summary shows
     if not results and all(r.run_id != run_id for r in runs):
         raise ArtifactError(f"benchmark {slug!r} has no run {run_id!r} in {store.location}")
     summary = summarize(results)
@@ -141,7 +142,7 @@ def _trend(store: ArtifactBackend, slug: str, run_id: str, runs: Sequence[RunEnt
     points: list[TrendPoint] = []
     for entry in list(runs)[-MAX_TREND_RUNS:]:
         rid = entry.run_id
-        results = current if rid == run_id else latest_per_run_key(read_results(store, slug, rid))
+        results = current if rid == run_id else latest_per_run_key(read_version(store, slug, rid))
         for cell in cells:
             own = results_of_cell(results, cell)
             if not own:  # the run did not run this cell (or was a sweep, for runs that were none)
