@@ -23,6 +23,7 @@ from steps.helpers import run_doc, states
 
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.flows.reports.report import TaskReport
+from prefect_agentenv.flows.engine.submission_record import StoredSubmission
 
 pytestmark = pytest.mark.usefixtures("genuine_peers")
 
@@ -98,4 +99,7 @@ async def test_a_plain_a2a_agent_and_an_mcp_only_server_run_in_one_task(agentenv
     # Neither agent takes a model through agent-config, so the report names none for them.
     assert {a.model for a in report.context.deployed_agents.values()} == {None}
     assert {a.version for a in report.context.deployed_agents.values()} == {"1.0.0"}  # their cards' versions
+    (kept,) = [StoredSubmission.model_validate_json(p.read_text()) for p in agentenv_home.rglob("submission.json")]
+    assert set(kept.stateless) == {"calculator-mcp"} and not kept.states  # kept all the same, without its state
+    assert not any("cannot be rescored" in w for w in report.warnings), report.warnings
     assert_nothing_left_running(report)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from prefect_agentenv.context import DeployedAgent, RunContext
 from prefect_agentenv.documents.scoring import ScoringConfig, runtime_step
-from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError
+from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError, UnsupportedOperationError
 from prefect_agentenv.flows.engine.execute import Runner, execute_step
 from prefect_agentenv.flows.engine.run_scope import open_scoring_run
 from prefect_agentenv.flows.engine.scheduler import DagScheduler, ScheduleResult
@@ -53,12 +53,22 @@ class Submission:
     """Each agent's sandbox files, by agent name and sandbox path."""
 
 
-async def capture(run: RunResources, ctx: RunContext) -> Submission:
-    """The envs' states and the agents' sandbox files, as the rollout left them."""
+async def capture(run: RunResources, ctx: RunContext, *, stateless: dict[str, str] | None = None) -> Submission:
+    """The envs' states and the agents' sandbox files, as the rollout left them.
+
+    Args:
+        stateless: collects the envs without a data plane (a plain MCP server), with why, instead
+            of failing: their state cannot be kept (a kept submission); none: they fail it.
+    """
     submission = Submission()
     probe = deploy_env.DeployEnvStep(id="capture", env_id="capture")
     for env_id in ctx.deployed_envs:
-        submission.states[env_id] = await env_client(ctx, env_id, probe).export_state()
+        try:
+            submission.states[env_id] = await env_client(ctx, env_id, probe).export_state()
+        except UnsupportedOperationError as exc:
+            if stateless is None:
+                raise
+            stateless[env_id] = str(exc)
     for name, agent in ctx.deployed_agents.items():
         if agent.sandbox:
             sandbox = sandbox_of(run, agent)
@@ -77,9 +87,10 @@ async def restore(run: RunResources, ctx: RunContext, scoring: ScoringConfig, su
         except ValueError as exc:
             raise ConfigurationError(f"scoring.runtime: {exc}") from None
         fresh = await execute_step(step, [fresh])
-        client = env_client(fresh, env_id, step)
-        await client.data_reset()
-        await client.data_add([DataPart(data=submission.states.get(env_id, {}))])
+        if env_id in submission.states:  # else kept without a data plane: deployed fresh, as it started
+            client = env_client(fresh, env_id, step)
+            await client.data_reset()
+            await client.data_add([DataPart(data=submission.states[env_id])])
     for name, agent in ctx.deployed_agents.items():
         if agent.sandbox:
             fresh.deployed_agents[name] = restored_agent(run, agent, submission.files.get(name, {}))

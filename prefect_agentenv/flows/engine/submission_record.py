@@ -11,6 +11,7 @@ files are base64; every text in the record has the run's secret values masked, a
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import logging
 from datetime import UTC, datetime
@@ -49,6 +50,9 @@ class StoredSubmission(BaseModel):
     """Where the run's own verifiers ran (shared: the record was taken after them)."""
     states: dict[str, JsonObject] = Field(default_factory=dict)
     """Each env's exported state (``data/get``), by env id."""
+    stateless: dict[str, str] = Field(default_factory=dict)
+    """Envs without a data plane (a plain MCP server), with why: no state kept, a rescore deploys
+    them fresh."""
     files: dict[str, dict[str, str]] = Field(default_factory=dict)
     """Each agent's sandbox files, base64, by agent name and sandbox path."""
     context: RunContext = Field(default_factory=RunContext)
@@ -59,13 +63,14 @@ class StoredSubmission(BaseModel):
     @classmethod
     def of(cls, submission: Submission, *, task_id: str, run_id: str, context: RunContext,
            mode: Literal["shared", "isolated"], transcript: Transcript | None,
-           secrets: set[str]) -> StoredSubmission:
+           secrets: set[str], stateless: dict[str, str] | None = None) -> StoredSubmission:
         """The record of ``submission``, every text with ``secrets`` masked."""
         redactor = Redactor(secrets)
         files = {agent: {path: base64.b64encode(_masked(redactor, data)).decode() for path, data in paths.items()}
                  for agent, paths in submission.files.items()}
         record = cls(task_id=task_id, run_id=run_id, captured_at=datetime.now(UTC).isoformat(), scoring_mode=mode,
-                     states=submission.states, files=files, context=context, transcript=transcript)
+                     states=submission.states, stateless=dict(stateless or {}), files=files, context=context,
+                     transcript=transcript)
         return cls.model_validate(redactor.data(record.model_dump(mode="json")))
 
     def submission(self) -> Submission:
@@ -96,13 +101,24 @@ def read_submission(store: ArtifactBackend, run_id: str) -> StoredSubmission:
     return record
 
 
-async def capture_quietly(run: RunResources, context: RunContext) -> tuple[Submission | None, str | None]:
-    """The submission of a run's context, or why it could not be captured (the run goes on)."""
+CAPTURE_TIMEOUT_SECONDS = 60.0
+"""Bound on capturing one run's submission: a hung env must not hold the run's teardown."""
+
+
+async def capture_quietly(run: RunResources, context: RunContext,
+                          stateless: dict[str, str]) -> tuple[Submission | None, str | None]:
+    """The submission of a run's context, or why it could not be captured: a by-product of the run,
+    so whatever goes wrong here (an env that died, one that hangs) never fails it. Envs without a
+    data plane are listed in ``stateless`` (a rescore deploys them fresh)."""
     try:
-        return await capture(run, context), None
-    except (AgentEnvError, OSError) as exc:
-        logger.warning("could not capture the submission: %s", exc)
-        return None, f"the submission was not kept, so this run cannot be rescored: {exc}"
+        async with asyncio.timeout(CAPTURE_TIMEOUT_SECONDS):
+            return await capture(run, context, stateless=stateless), None
+    except TimeoutError:
+        reason = f"capturing it took over {CAPTURE_TIMEOUT_SECONDS:g}s"
+    except Exception as exc:  # noqa: BLE001 - see the docstring
+        reason = f"{type(exc).__name__}: {exc}" if not isinstance(exc, AgentEnvError | OSError) else str(exc)
+    logger.warning("could not capture the submission: %s", reason)
+    return None, f"the submission was not kept, so this run cannot be rescored: {reason}"
 
 
 def _masked(redactor: Redactor, data: bytes) -> bytes:

@@ -108,6 +108,8 @@ class _TaskRun:
     """What the agents left, kept for a rescore (``flows/engine/submission_record``)."""
     rollout: RunContext | None = None
     """The context the submission's verifiers start from."""
+    stateless: dict[str, str] = field(default_factory=dict)
+    """Envs whose state the submission could not keep (no data plane)."""
 
     @property
     def run(self) -> RunResources:
@@ -215,7 +217,7 @@ async def _keep_submission_of(state: _TaskRun, rollout: ScheduleResult) -> None:
     state.rollout = rollout.context
     state.submission = state.scoring.submission if state.scoring else None
     if state.submission is None:
-        state.submission, warning = await capture_quietly(state.run, rollout.context)
+        state.submission, warning = await capture_quietly(state.run, rollout.context, state.stateless)
         if warning:
             state.warnings.append(warning)
 
@@ -227,7 +229,7 @@ async def _store_submission(state: _TaskRun, transcript: Transcript | None) -> N
     run, scoring = state.run, state.document.scoring
     record = StoredSubmission.of(state.submission, task_id=state.document.id, run_id=run.run_id,
                                  context=state.rollout, transcript=transcript, secrets=run.redact,
-                                 mode=scoring.mode if scoring else "shared")
+                                 mode=scoring.mode if scoring else "shared", stateless=state.stateless)
     try:
         with await asyncio.to_thread(get_artifact_store) as store:
             await asyncio.to_thread(store.put_object, submission_key(run.run_id), record.model_dump_json())
