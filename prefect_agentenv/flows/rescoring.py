@@ -40,7 +40,13 @@ from prefect_agentenv.flows.reports.results import ResultsStore, canonical_json,
 from prefect_agentenv.flows.reports.run_lookup import find_run
 from prefect_agentenv.flows.reports.scoring_store import next_scoring, write_scoring
 from prefect_agentenv.flows.reports.scoring_versions import ScoringVersion, version_folder
-from prefect_agentenv.grading.benchmark_stats import TaskResult, TaskSnapshot, latest_per_run_key, summarize
+from prefect_agentenv.grading.benchmark_stats import (
+    TaskResult,
+    TaskSnapshot,
+    cell_suffix,
+    latest_per_run_key,
+    summarize,
+)
 from prefect_agentenv.runtime.overrides import RunOverrides
 
 DocumentsSource = Literal["frozen", "task", "benchmark"]
@@ -52,6 +58,8 @@ class RescoredRun(BaseModel):
     task_id: str
     seed_index: int = 0
     epoch: int = 0
+    cell: str | None = None
+    """The sweep cell the task run belongs to (``None`` outside a sweep)."""
     before: float | None = None
     after: float | None = None
     outcome: str
@@ -84,8 +92,8 @@ class RescoreResult(BaseModel):
                  f"The run's summary now shows scoring version {self.shown}; every earlier version is kept.",
                  f"**{self.headline}**", "", "| task | seed | epoch | before | after | outcome |",
                  "|---|---|---|---|---|---|"]
-        lines += [f"| {r.task_id} | {r.seed_index} | {r.epoch} | {_score(r.before)} | {_score(r.after)} | "
-                  f"{r.outcome} |" for r in self.rescored]
+        lines += [f"| {r.task_id}{f' ({r.cell})' if r.cell else ''} | {r.seed_index} | {r.epoch} | "
+                  f"{_score(r.before)} | {_score(r.after)} | {r.outcome} |" for r in self.rescored]
         if self.missing:
             lines += ["", "Not rescored (previous result kept):", *[f"- {m}" for m in self.missing]]
         if self.unmatched:
@@ -201,13 +209,13 @@ class _Rescore:
             return shown
         snapshot = await asyncio.to_thread(self._snapshot, key, document, own)
         report = await score_submission(document, record, self.overrides, flow_run_id=own.flow_run_id)
-        url = await asyncio.to_thread(self._keep_report, key, own.epoch, report)
+        url = await asyncio.to_thread(self._keep_report, key, own, report)
         result = result_from_report(report, own.run_key, seed=own.seed, tags=own.tags, report_url=url,
                                     snapshot=snapshot, skip_policy=document.skip_policy,
                                     task_run_id=own.task_run_id, failure=classify_report(report, document),
                                     setup=own.setup)
         self.done.append(RescoredRun(task_id=own.task_id, seed_index=own.seed_index, epoch=own.epoch,
-                                     before=shown.score, after=result.score, outcome=result.outcome.value))
+                                     cell=own.cell, before=shown.score, after=result.score, outcome=result.outcome.value))
         return result.model_copy(update={"published": own.published})
 
     def _document(self, own: TaskResult, key: str) -> TaskDocument | None:
@@ -247,8 +255,9 @@ class _Rescore:
         object_key = f"{version_folder(self.results.folder, self.number)}/tasks/{key}.json"
         return TaskSnapshot(sha256=sha, url=self.results.store.put_object(object_key, data))
 
-    def _keep_report(self, key: str, epoch: int, report: TaskReport) -> str:
-        object_key = f"{version_folder(self.results.folder, self.number)}/reports/{key}-epoch{epoch}.json"
+    def _keep_report(self, key: str, own: TaskResult, report: TaskReport) -> str:
+        name = f"{key}-epoch{own.epoch}{cell_suffix(own.cell)}.json"  # a sweep's cells apart, as the run's own
+        object_key = f"{version_folder(self.results.folder, self.number)}/reports/{name}"
         return self.results.store.put_object(object_key, report.model_dump_json(indent=2))
 
     def unmatched(self, own: Iterable[TaskResult]) -> list[str]:

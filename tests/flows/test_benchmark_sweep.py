@@ -19,6 +19,8 @@ import yaml
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.flows.benchmark import benchmark
 from prefect_agentenv.flows.reports.results import RESULTS_FILE, list_runs, read_results, run_folder
+from prefect_agentenv.flows.reports.scoring_store import read_version
+from prefect_agentenv.flows.rescoring import load_documents, rescore_run
 from tests.flows.test_benchmark_comparison import cli, run, write_bench
 from tests.flows.test_benchmark_flow import wait_for_event
 
@@ -81,6 +83,16 @@ async def test_a_sweep_of_two_agents_summarizes_gates_and_compares_each_cell(tmp
         assert r.setup is not None and r.setup.overrides == {"a2a_agent_id": r.cell.split("=")[1]}  # type: ignore[union-attr]
         assert r.setup.agents[0].agent_id == r.cell.split("=")[1]  # type: ignore[union-attr]
     assert entry.cells == [SCRIPTED, LLM] and entry.finished_at is not None
+
+    # Rescored from the kept submissions: each cell keeps its own scores and its own report.
+    with get_artifact_store() as store:
+        rescored = await rescore_run(store, f"{SLUG}/{out['run_id']}", load_documents(None, None))
+        again = read_version(store, SLUG, out["run_id"])
+    assert not rescored.missing and len(rescored.rescored) == 2 * SEEDS
+    assert {(r.cell, r.after) for r in rescored.rescored} == {(SCRIPTED, 1.0), (LLM, 0.0)}
+    assert sorted((r.cell, r.seed_index) for r in again) == sorted((r.cell, r.seed_index) for r in results)
+    assert len({r.report_url for r in again}) == 2 * SEEDS  # no cell's report written over another's
+    assert "(a2a_agent_id=llm) | 0 | 0 | 0.000 | 0.000 |" in rescored.markdown()
 
 
 async def test_a_sweep_resumes_cell_by_cell_and_refuses_another_matrix(tmp_path: Path) -> None:
