@@ -4,7 +4,11 @@ The flows themselves sit at the top of this package:
 
 * ``agent_task`` — the ``agent-task`` flow: one task document, each step a task run.
 * ``agent_task_run`` — the same task document as a task run of a benchmark's flow run.
-* ``benchmark`` — the ``benchmark`` flow: every task × seed × epoch of a benchmark.
+* ``benchmark`` — the ``benchmark`` flow: every task × seed × epoch (× sweep cell) of a benchmark;
+  ``benchmark_dispatch`` starts and follows its task runs, ``benchmark_source`` reads its file or
+  published version.
+* ``rescore`` — the ``rescore`` flow: a benchmark run scored again from its kept submissions
+  (``rescoring`` does the work, for the flow and the CLI).
 
 Below them, three sub-packages:
 

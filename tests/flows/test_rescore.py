@@ -185,6 +185,15 @@ def test_a_rubric_edited_after_the_run_is_rescored_without_starting_an_agent(tmp
     assert [(r["task_id"], r["before"], r["after"]) for r in one_task["rescored"]] == [
         ("isolated", 1.0, after["isolated"])]
 
+    # Resumed after its rescores (nothing left to run): it shows its own scoring again, rescores kept.
+    state = asyncio.run(benchmark(path=str(path), run_id=run_id, return_state=True))
+    assert state.is_completed(), state.message
+    with get_artifact_store() as store:
+        entry = ResultsStore(store, "rescore-bench", run_id).own_entry()
+        assert entry is not None and entry.shown_scoring is None and len(entry.scorings) == 6
+        assert entry.headline is not None and entry.headline.mean_score == 1.0
+        assert sorted(r.score for r in read_version(store, "rescore-bench", run_id)) == [1.0, 1.0]
+
 
 def test_a_run_that_is_not_in_the_store_or_two_sources_of_documents_exit_2(tmp_path: Path) -> None:
     missing = CliRunner().invoke(app, ["rescore", "no-such-bench/no-such-run"])

@@ -23,9 +23,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import re
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -39,26 +40,24 @@ from prefect_agentenv.artifacts import (
 )
 from prefect_agentenv.artifacts.keys import UnsafeKeyError, check_segment
 from prefect_agentenv.attribute_docs import attribute_docstrings
-from prefect_agentenv.context import CollectedFiles
-from prefect_agentenv.usage import total_usage
-from prefect_agentenv.flows.reports.report import TaskReport
 from prefect_agentenv.grading.benchmark_stats import (
     BenchmarkSummary,
-    FailureCause,
     Headline,
     PublishedVersion,
     RunKey,
     RunSetup,
-    SetupFingerprint,
     TaskResult,
     TaskSnapshot,
-    axes_unknown_errors,
-    axis_scores,
     latest_per_run_key,
 )
-from prefect_agentenv.grading.outcome import Outcome, SkipPolicy
 from prefect_agentenv.flows.reports.scoring_versions import ScoringVersion
 from prefect_agentenv.jsontypes import canonical_json as canonical_json  # named here too: snapshots hash it
+from prefect_agentenv.flows.reports.task_results import (  # named here too: the store's callers use them
+    collected_files as collected_files,
+    crashed_result as crashed_result,
+    now_iso as now_iso,
+    result_from_report as result_from_report,
+)
 
 BENCHMARKS_FOLDER = "benchmarks"
 RUNS_INDEX = "runs.json"
@@ -68,6 +67,8 @@ TASKS_FOLDER = "tasks"
 
 _UNSAFE_KEY_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
 _MAX_TASK_KEY_STEM = 120
+
+logger = logging.getLogger("prefect_agentenv.benchmark")
 
 
 # -- keys and hashes ----------------------------------------------------------------------------
@@ -99,64 +100,6 @@ def task_key(task_id: str, seed_index: int = 0) -> str:
     if stem != task_id or len(stem) > _MAX_TASK_KEY_STEM:
         stem = f"{stem[:_MAX_TASK_KEY_STEM]}-{hashlib.sha256(task_id.encode()).hexdigest()[:8]}"
     return f"{stem}.seed{seed_index}"
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat()
-
-
-# -- results from reports -----------------------------------------------------------------------
-
-
-def result_from_report(report: TaskReport, key: RunKey, *, seed: Mapping[str, str] | None = None,
-                       tags: Sequence[str] = (), report_url: str | None = None,
-                       snapshot: TaskSnapshot | None = None, finished_at: str | None = None,
-                       skip_policy: SkipPolicy = "zero", task_run_id: str | None = None,
-                       failure: FailureCause | None = None, setup: SetupFingerprint | None = None) -> TaskResult:
-    """The benchmark result of a task run, from its report (``failure``: its classified cause).
-
-    Axis scores come from the verification rows (:func:`axis_scores`, skipped verifiers counting
-    as the task's ``skip_policy`` says) and the collected files
-    from ``metadata.collected_artifacts``, so the summary can link them without the report.
-    ``setup`` is the result's fingerprint (``flows.reports.fingerprint.setup_from_report``).
-    """
-    metadata = report.context.metadata
-    return TaskResult(
-        task_id=key.task_id, seed_index=key.seed_index, seed=dict(seed or {}), epoch=key.epoch, tags=list(tags),
-        status=report.status, outcome=report.outcome, score=report.score, duration_s=report.duration_s,
-        error=report.error, report_url=report_url, flow_run_id=report.flow_run_id, task_run_id=task_run_id,
-        snapshot=snapshot,
-        axis_scores=axis_scores(metadata.verifications, skip_policy),
-        axes_unknown_errors=axes_unknown_errors(metadata.verifications),
-        files=collected_files(metadata.collected_artifacts),
-        usage=total_usage(response.usage for response in report.context.prompt_responses.values()),
-        started_at=report.started_at, finished_at=finished_at or now_iso(), failure=failure, setup=setup,
-        cell=key.cell,
-    )
-
-
-def crashed_result(key: RunKey, error: str, *, seed: Mapping[str, str] | None = None, tags: Sequence[str] = (),
-                   flow_run_id: str | None = None, task_run_id: str | None = None,
-                   snapshot: TaskSnapshot | None = None,
-                   started_at: str | None = None, duration_s: float = 0.0,
-                   failure: FailureCause | None = None, setup: SetupFingerprint | None = None) -> TaskResult:
-    """The result of a task run that ended without a report (its flow run crashed or was cancelled).
-
-    It counts as FAILED with score 0 in the denominator (unless the infrastructure policy excludes
-    it), and a resume runs it again.
-    """
-    return TaskResult(task_id=key.task_id, seed_index=key.seed_index, seed=dict(seed or {}), epoch=key.epoch,
-                      tags=list(tags), status="crashed", outcome=Outcome.FAILED, score=0.0, duration_s=duration_s,
-                      error=error, flow_run_id=flow_run_id, task_run_id=task_run_id, snapshot=snapshot,
-                      started_at=started_at, finished_at=now_iso(), failure=failure, setup=setup, cell=key.cell)
-
-
-def collected_files(collected: Mapping[str, CollectedFiles]) -> dict[str, str]:
-    """File name → URL over every collect step; a name two steps collected is prefixed with the step id."""
-    by_step = {step: record.artifacts for step, record in collected.items()}
-    names = [name for urls in by_step.values() for name in urls]
-    return {(f"{step}/{name}" if names.count(name) > 1 else name): str(url)
-            for step, urls in by_step.items() for name, url in urls.items()}
 
 
 # -- resume -------------------------------------------------------------------------------------
@@ -468,9 +411,19 @@ class ResultsStore:
     def record_finished(self, summary: BenchmarkSummary, finished_at: str | None = None, *,
                         regressions: Sequence[str] | None = None, regressed_cells: Sequence[str] = ()) -> RunEntry:
         """Mark the run finished with its headline numbers and what its paired comparison marked
-        worse, making it a baseline for later runs."""
+        worse, making it a baseline for later runs.
+
+        ``summary`` is of the run's own scoring (version 1), so a rescored run that was resumed shows
+        version 1 again: its new task runs were scored by the run's own verifiers, and a version
+        that scored only the earlier ones would hide them. Its rescores stay listed and readable.
+        """
         entry = self._own_entry() or RunEntry(run_id=self.run_id, started_at=finished_at or now_iso())
+        if entry.shown_scoring not in (None, 1):
+            logger.warning("benchmark run %s/%s had been rescored (version %s); it now shows its own scoring "
+                           "with the resumed task runs: rescore it again to score them all with the current "
+                           "verifiers", self.slug, self.run_id, entry.shown_scoring)
         entry = entry.model_copy(update={"finished_at": finished_at or now_iso(), "headline": summary.headline,
+                                         "shown_scoring": None,
                                          "setup": summary.setup,
                                          "regressions": None if regressions is None else list(regressions),
                                          "regressed_cells": list(regressed_cells)})
