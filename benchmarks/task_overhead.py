@@ -634,6 +634,21 @@ def paired(top: list[Measure], bottom: list[Measure]) -> dict[str, float]:
     return {"median": med(ratios), "min": min(ratios), "max": max(ratios), "n": len(ratios)}
 
 
+def _cpu_above_bare(modes: dict[str, list[Measure]], extra: int) -> dict[str, float]:
+    """CPU of one more pooled task run above the bare driver's, machine-wide (the command's
+    reaped tree and the Prefect server), round by round: (bench 1 + N minus bench 1, less the same
+    for bare) / N. Median, min and max over the rounds, with the client and server parts' medians."""
+    def marginal(mode: str, i: int, part: Callable[[Measure], float]) -> float:
+        return (part(modes[mode][i]) - part(modes[mode + "-1"][i])) / extra
+    rounds = range(min(len(modes[m]) for m in ("bench-pool", "bench-pool-1", "bare-pool", "bare-pool-1")))
+    parts: dict[str, Callable[[Measure], float]] = {
+        "client": lambda m: m.client_cpu_s, "server": lambda m: m.server_cpu_s,
+        "all": lambda m: m.client_cpu_s + m.server_cpu_s}
+    above = {k: [marginal("bench-pool", i, f) - marginal("bare-pool", i, f) for i in rounds] for k, f in parts.items()}
+    return {"median": med(above["all"]), "min": min(above["all"]), "max": max(above["all"]),
+            "client_median": med(above["client"]), "server_median": med(above["server"]), "n": len(above["all"])}
+
+
 def summarize(measures: list[Measure]) -> dict[str, Any]:
     """Per pair: medians per mode, and the two ratios the targets are about."""
     by: dict[str, dict[str, list[Measure]]] = {}
@@ -660,6 +675,7 @@ def summarize(measures: list[Measure]) -> dict[str, Any]:
             bare_marginal = (res["bare-pool"]["wall_s"] - res["bare-pool-1"]["wall_s"]) / extra
             res["pooled_marginal_task_s"] = {"bench": bench_marginal, "bare": bare_marginal}
             res["pooled_overhead_per_task_s"] = bench_marginal - bare_marginal
+            res["pooled_cpu_above_bare_per_task_s"] = _cpu_above_bare(modes, extra)
         for mode, ms in modes.items():
             rss = [m.detail.get("flow_process_peak_rss_mb") for m in ms if m.detail.get("flow_process_peak_rss_mb")]
             if rss:
@@ -705,6 +721,10 @@ def print_summary(s: dict[str, Any], args: argparse.Namespace) -> None:
             marg = res["pooled_marginal_task_s"]
             print(f"{pair}: pooled, one more task run costs {marg['bench']:.3f} s in `bench` and {marg['bare']:.3f} s "
                   f"bare: overhead {res['pooled_overhead_per_task_s']:.3f} s per task   (target ≤ 0.3 s)")
+            c = res["pooled_cpu_above_bare_per_task_s"]
+            print(f"{pair}: pooled, one more task run's CPU above bare (command tree + Prefect server), round by "
+                  f"round: {c['median']:.3f} s ({c['min']:.3f}–{c['max']:.3f}; client {c['client_median']:.3f} s, "
+                  f"server {c['server_median']:.3f} s)")
         for mode, m in res.items():
             if isinstance(m, dict) and "flow_process_peak_rss_mb" in m:
                 print(f"{pair}: {mode}: flow process peak RSS {m['flow_process_peak_rss_mb']:.0f} MB, "
