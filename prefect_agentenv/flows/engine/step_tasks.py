@@ -25,6 +25,7 @@ from prefect.client.schemas.objects import RunInput, TaskRun, TaskRunResult
 from prefect.context import TaskRunContext
 from prefect.states import Cancelled, Failed, State
 from prefect.task_engine import run_task_async
+from prefect.utilities.annotations import quote
 
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.documents.graph import resolve_dependencies
@@ -125,11 +126,15 @@ async def execute_as_prefect_task(step: StepModel, inputs: list[RunContext]) -> 
         delay = settings.retry_delay_seconds if retry.retry_delay_seconds is None else retry.retry_delay_seconds
         runnable = runnable.with_options(retries=retry.max_retries, retry_delay_seconds=delay)
     graph = steps_graph.get()
+    # The step and its inputs go in quoted (Prefect's annotation for it): unquoted, Prefect walks every
+    # model in them twice per task run, looking for futures to resolve and inputs to draw, and finds
+    # none; the graph's edges are the document's dependencies (``graph.upstream``).
     # A step run again by a span retry continues its own task run: the UI shows one step with
     # several attempts (run_count) instead of unrelated task runs.
     try:
         with only_tags(chosen):
-            state = await run_task_async(runnable, parameters={"step": step, "inputs": inputs}, return_type="state",
+            state = await run_task_async(runnable, parameters={"step": quote(step), "inputs": quote(inputs)},
+                                         return_type="state",
                                          task_run=graph.task_runs.get(step.id) if graph else None,
                                          dependencies=graph.upstream(step.id) if graph else None)
     except Exception as exc:  # Prefect's own machinery failed (its API went away), not the step
