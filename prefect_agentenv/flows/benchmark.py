@@ -22,10 +22,8 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Annotated, Literal
-from uuid import UUID
 
 from prefect import get_run_logger
-from prefect.artifacts import aupdate_progress_artifact
 from prefect.context import FlowRunContext
 from prefect.states import Completed, Failed, State
 
@@ -46,6 +44,7 @@ from prefect_agentenv.flows.adapters.json_flow import json_parameter_flow
 from prefect_agentenv.flows.adapters.subflow_start import subflow_starter
 from prefect_agentenv.flows.reports.benchmark_artifacts import (
     headline_text,
+    ProgressBar,
     progress_artifact,
     publish_benchmark_artifacts,
     publish_html_report,
@@ -228,7 +227,7 @@ class _Runner:
         self.store: ArtifactBackend = get_artifact_store()
         self.results = ResultsStore(self.store, self.bench.slug, self.run_id)
         self.done = 0
-        self.progress_id: UUID | None = None
+        self.progress = ProgressBar(None, 0)
         self.dispatcher = Dispatcher(source, dispatch=dispatch, deployment=deployment, store=self.store)
         self.verification_rows: list[JsonObject] = []
         """Rows of the verifications table artifact (Prefect's API takes them as JSON)."""
@@ -244,14 +243,15 @@ class _Runner:
                                 cells=[c.label for c in self.cells])
         _emit("start", {"run_id": self.run_id, "slug": self.bench.slug, "total": len(keys), "pending": len(pending),
                         "published": str(self.source.ref) if self.source.ref else None})
-        self.progress_id = await progress_artifact(self.bench.slug, len(keys) - len(pending), len(keys))
+        self.progress = ProgressBar(await progress_artifact(self.bench.slug, len(keys) - len(pending), len(keys)),
+                                    len(keys))
         self.done = len(keys) - len(pending)
         gate = asyncio.Semaphore(self.concurrency)
         async with self._shared():
-            await asyncio.gather(*(self._run_key(k, gate, len(keys)) for k in pending))
+            await asyncio.gather(*(self._run_key(k, gate) for k in pending))
         return await self._finish()
 
-    async def _run_key(self, key: RunKey, gate: asyncio.Semaphore, total: int) -> None:
+    async def _run_key(self, key: RunKey, gate: asyncio.Semaphore) -> None:
         """Attempt one run key until it passes, fails for the agent, or has no retry left; record it.
 
         Retried here, not with Prefect's flow or task retries: the decision needs the report's
@@ -270,7 +270,7 @@ class _Runner:
                     # The bookkeeping ends before the gate lets the next task run start: its progress
                     # PATCH racing the next subflow's POST /task_runs/ made a SQLite server answer 503,
                     # and the client waited ~2 s before retrying (benchmarks/README.md, round 2).
-                    await self._record(self._final(key, result, report, retried), total)
+                    await self._record(self._final(key, result, report, retried))
                     return
             assert result.failure is not None
             retried.append(RetriedAttempt(failure=result.failure, flow_run_id=result.flow_run_id,
@@ -282,18 +282,14 @@ class _Runner:
                            delay)
             await asyncio.sleep(delay)
 
-    async def _record(self, result: TaskResult, total: int) -> None:
+    async def _record(self, result: TaskResult) -> None:
         """Append a run key's result, announce it, move the progress bar."""
         result = result.model_copy(update={"published": self.source.ref})
         await self.results.append_async(result)
         task_result_event(self.bench.slug, self.run_id, result)
         self.done += 1
         _emit("result", result.model_dump(mode="json"))
-        if self.progress_id is not None:
-            try:
-                await aupdate_progress_artifact(self.progress_id, progress=100.0 * self.done / max(1, total))
-            except Exception as exc:  # the progress bar is a view; a failed update must not stop the rest
-                logger.warning("could not update the progress artifact: %s", exc)
+        await self.progress.move_to(self.done)
 
     @contextlib.asynccontextmanager
     async def _shared(self) -> AsyncIterator[None]:

@@ -1,0 +1,41 @@
+"""The benchmark's progress bar: it moves at most every interval while task runs end, and always reaches 100 %."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+import pytest
+from prefect import flow
+from prefect.artifacts import acreate_progress_artifact
+from prefect.client.orchestration import get_client
+
+from prefect_agentenv.flows.reports.benchmark_artifacts import ProgressBar
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+
+
+async def _shown(artifact_id: UUID) -> float:
+    async with get_client() as client:
+        artifact = await client.read_artifacts()
+    return next(float(a.data) for a in artifact if a.id == artifact_id)  # type: ignore[arg-type]
+
+
+async def test_the_bar_skips_moves_within_its_interval_and_always_shows_the_last_one() -> None:
+    seen: list[float] = []
+
+    @flow
+    async def moves() -> None:
+        artifact_id = await acreate_progress_artifact(progress=0.0)
+        bar = ProgressBar(artifact_id, 4, interval_s=3600)
+        for done in (1, 2, 3):
+            await bar.move_to(done)
+            seen.append(await _shown(artifact_id))
+        await bar.move_to(4)
+        seen.append(await _shown(artifact_id))
+        every = ProgressBar(artifact_id, 4, interval_s=0)
+        await every.move_to(1)
+        seen.append(await _shown(artifact_id))
+
+    await moves()
+    assert seen == [0.0, 0.0, 0.0, 100.0, 25.0]
+
