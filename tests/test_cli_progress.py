@@ -41,3 +41,17 @@ def test_the_board_draws_every_finished_task_run_from_a_few_hundred_bytes_each()
     assert "400/400 task runs done" in text
     assert text.count("PASSED") == 200 and text.count("FAILED") == 200
     assert "x" * 60 in text and "x" * 61 not in text  # the error, cut to 60 characters
+
+
+def test_a_terminal_board_draws_the_newest_rows_and_says_how_many_came_before() -> None:
+    board = _Board()
+    board.on_event("start", {"run_id": "r1", "slug": "nightly", "total": 1000, "pending": 1000})
+    for epoch in range(1000):
+        board.on_event("result", _result(epoch))
+    console = Console(width=160, record=True)
+    console.print(board.render(last=20))
+    text = console.export_text()
+    assert "1000/1000 task runs done" in text
+    assert "… 980 earlier task runs" in text
+    assert text.count("PASSED") + text.count("FAILED") == 20
+    assert " 999 " in text and " 979 " not in text  # the newest epochs, in order
