@@ -85,6 +85,12 @@ class ConfigurationError(AgentEnvError):
     """A registry entry, block or setting is missing or inconsistent."""
 
 
+class PrefectApiUnavailableError(ConfigurationError):
+    """The Prefect API failed (a 5xx, a dropped connection) while a block was loaded: a busy
+    server's failure, which the same run may not meet again, so a benchmark retries it (a plain
+    :class:`ConfigurationError` would fail again and is not retried)."""
+
+
 class InstallError(AgentEnvError):
     """A coding-agent harness could not be installed: a registry refused a package, a tool is missing."""
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, TypeVar
 import httpx
 from pydantic import ValidationError
 
-from prefect_agentenv.exceptions import ConfigurationError
+from prefect_agentenv.exceptions import ConfigurationError, PrefectApiUnavailableError
 
 if TYPE_CHECKING:
     from prefect.blocks.core import Block
@@ -46,7 +46,8 @@ async def load_block(block_type: type[_B], name: str) -> _B | None:
     """The ``block_type`` block called ``name``, or None when there is none (or ``name`` cannot name one).
 
     Raises:
-        ConfigurationError: the block exists but is invalid, or the Prefect API did not answer.
+        ConfigurationError: the block exists but is invalid.
+        PrefectApiUnavailableError: the Prefect API did not answer (a ConfigurationError that is retried).
     """
     if not is_block_name(name):
         return None
@@ -60,5 +61,5 @@ async def load_block(block_type: type[_B], name: str) -> _B | None:
             return None
         raise ConfigurationError(f"the {label} block {name!r} could not be loaded: {exc}") from exc
     except (httpx.HTTPError, OSError, RuntimeError) as exc:
-        raise ConfigurationError(
+        raise PrefectApiUnavailableError(
             f"the Prefect API did not answer while loading the {label} block {name!r}: {exc}") from exc

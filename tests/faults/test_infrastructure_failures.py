@@ -194,3 +194,44 @@ async def test_a_store_that_fails_after_the_prompt_is_infrastructure_not_the_age
     assert (cause.kind, cause.reason, cause.step_id, cause.error_type, cause.retryable) == (
         "infrastructure", "peer_unavailable", "collect", "PeerUnavailableError", True), cause
     assert cause.message and cause.message.startswith("storing files collected from")
+
+
+async def test_a_prefect_api_that_answers_500_while_a_block_loads_is_a_retried_prefect_api_failure(
+        agentenv_home: Path) -> None:
+    """At scale a busy server answers a block lookup with a 500 (a PostgreSQL-backed server with 32
+    flow runs starting did): that is the API's failure, which the next attempt may not meet, not a
+    configuration mistake that would fail again."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    class Failing(BaseHTTPRequestHandler):
+        def _fail(self) -> None:
+            self.send_response(500)
+            self.send_header("content-type", "application/json")
+            self.end_headers()
+            self.wfile.write(b'{"exception_message": "Internal Server Error"}')
+
+        do_GET = do_POST = _fail
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Failing)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        checked = validate_data([{"id": "email", "type": "deploy_env", "env_id": "email", "depends_on": []}],
+                                default_id="api-500")
+        assert checked.ok and checked.document is not None
+        with temporary_settings({PREFECT_API_URL: f"http://127.0.0.1:{server.server_port}/api"}):
+            report = await run_task_document(checked.document, execute_in_prefect=False, publish=False)
+    finally:
+        server.shutdown()
+        server.server_close()
+    cause = classify_report(report, checked.document)
+    assert cause is not None, report.model_dump(mode="json", include={"outcome", "error", "steps"})
+    assert (cause.kind, cause.reason, cause.step_id, cause.error_type, cause.retryable) == (
+        "infrastructure", "prefect_api", "email", "PrefectApiUnavailableError", True), cause
+    assert "500 Internal Server Error" in (cause.message or "")

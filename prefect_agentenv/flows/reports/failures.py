@@ -36,6 +36,7 @@ from prefect_agentenv.exceptions import (
     InstanceExitedError,
     NotInContextError,
     PeerUnavailableError,
+    PrefectApiUnavailableError,
     TaskDocumentError,
 )
 from prefect_agentenv.flows.reports.report import TaskReport
@@ -112,6 +113,8 @@ def _step_verdict(record: StepRecord, report: TaskReport, document: TaskDocument
     """By the error's class, the step's type, and whether a prompt was sent before (a prompt step
     counts as sent once it recorded its PromptResponse): kind, reason, retryable."""
     step = _step(document, record.id)
+    if record.error_type in _class_names(PrefectApiUnavailableError):  # a ConfigurationError, but transient
+        return "infrastructure", "prefect_api", True
     if record.error_type in _class_names(*_REPEATING):
         return "infrastructure", "configuration", False
     if record.error_type in _class_names(DeployError):
