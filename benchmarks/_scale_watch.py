@@ -96,7 +96,10 @@ def check_results(lines: list[dict[str, Any]], expected: int, before: list[dict[
         outcomes[rows[-1].get("outcome", "?")] = outcomes.get(rows[-1].get("outcome", "?"), 0) + 1
     out: dict[str, Any] = {"lines": len(lines), "distinct_keys": len(by_key), "expected": expected,
                            "lost": max(expected - len(by_key), 0), "duplicated": duplicated,
-                           "final_outcomes": outcomes}
+                           "final_outcomes": outcomes,
+                           "not_passed": [{k: line.get(k) for k in ("task_id", "seed_index", "epoch", "status", "outcome",
+                                                                     "error", "failure", "attempts", "retried", "flow_run_id")}
+                                          for line in lines if line.get("outcome") != "PASSED"][:20]}
     if before is not None:
         done_before = {run_key(line) for line in before if finished(line)}
         count_before: dict[tuple[str, int, int], int] = {}
