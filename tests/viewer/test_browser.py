@@ -105,7 +105,7 @@ def test_the_charts_draw_one_mark_per_number(page: Any, bench_runs: dict[str, An
     assert [(t[0], t[1]) for t in trend] == [(r, s) for s in ("mean_score", "pass_rate")
                                               for r in ("nightly-1", "nightly-2", current)]
     assert [round(t[2], 3) for t in trend] == [0.833, 0.833, 0.5, 0.667, 0.667, 0.333]
-    assert [t[0] for t in trend if t[3]] == [current, current]
+    assert [t[0] for t in trend if t[3]] == []  # beta's one lost pair: tied by the paired test, no ring
     assert page.get_attribute("svg[data-chart=durations]", "data-marks") == "2"
     assert page.locator("svg.chart").count() == 3 and page.errors == []
 
