@@ -763,6 +763,9 @@ def main() -> None:
     parser.add_argument("--shell", action="store_true",
                         help="run the commands as a shell does: the environment as inherited (PYTHONDONTWRITEBYTECODE "
                         "kept when set), no waiting for the Prefect server to go idle between commands")
+    parser.add_argument("--server-env", action="append", default=[], metavar="KEY=VALUE",
+                        help="a setting for the Prefect server(s), repeatable (e.g. "
+                        "PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED=false); see benchmarks/server_cost.py --config")
     parser.add_argument("--json", type=Path, help="write every measurement here")
     parser.add_argument("--label", default="", help="a note stored with the results (e.g. before/after)")
     args = parser.parse_args()
@@ -770,6 +773,8 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="task-overhead-"))
     databases = args.databases.split(",")
     servers = {db: PrefectServer(tmp / f"server-prefect-{db}", db) for db in databases}
+    for server in servers.values():
+        server.env.update(item.split("=", 1) for item in args.server_env)
     load_before = os.getloadavg()
     try:
         for db, server in servers.items():
