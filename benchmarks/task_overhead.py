@@ -766,15 +766,24 @@ def main() -> None:
     parser.add_argument("--server-env", action="append", default=[], metavar="KEY=VALUE",
                         help="a setting for the Prefect server(s), repeatable (e.g. "
                         "PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED=false); see benchmarks/server_cost.py --config")
+    parser.add_argument("--server-configs", default="default",
+                        help="server configurations from benchmarks/server_cost.py (e.g. default,recorder-batch): "
+                        "one server each per database, interleaved in the same rounds")
     parser.add_argument("--json", type=Path, help="write every measurement here")
     parser.add_argument("--label", default="", help="a note stored with the results (e.g. before/after)")
     args = parser.parse_args()
     modes = set(args.modes.split(","))
     tmp = Path(tempfile.mkdtemp(prefix="task-overhead-"))
     databases = args.databases.split(",")
-    servers = {db: PrefectServer(tmp / f"server-prefect-{db}", db) for db in databases}
-    for server in servers.values():
-        server.env.update(item.split("=", 1) for item in args.server_env)
+    from server_cost import parse_configs  # imported here: it imports this module
+    configs = parse_configs(args.server_configs, [])
+    servers: dict[str, PrefectServer] = {}
+    for db in databases:
+        for config_name, settings in configs.items():
+            name = db if config_name == "default" else f"{db}+{config_name}"
+            servers[name] = PrefectServer(tmp / f"server-prefect-{name}", db)
+            servers[name].env.update(item.split("=", 1) for item in args.server_env)
+            servers[name].env.update(settings)
     load_before = os.getloadavg()
     try:
         for db, server in servers.items():
