@@ -46,13 +46,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _scale_watch import Sampler, UiReader, check_results, count_lines, machine_busy_s, read_lines  # noqa: E402
 from task_overhead import CLI, HERE, PLAN, PY, ROOT, PrefectServer, group_cpu_s, reference_pair, stop_group  # noqa: E402
+from server_cost import parse_configs  # noqa: E402
 
 SLUG = "nightly-scale"
 SIGNERS = ["Sam", "Sam Rivera", "S. Rivera", "Sam R.", "Samantha Rivera", "the Finance team", "Sam (Finance)",
            "SR", "Rivera", "Sam from Finance"]
 
 
-def write_benchmark(folder: Path, runs: int, concurrency: int, seeds: int, delay: float, pool: bool) -> dict[str, Any]:
+RECORDINGS: dict[str, dict[str, Any]] = {"full": {}, "lean": {"step_task_runs": False}, "tasks": {"task_runs_as": "tasks"}}
+"""How the benchmark is recorded in Prefect (``--recording``): the default, or one of the two opt-ins."""
+
+
+def write_benchmark(folder: Path, runs: int, concurrency: int, seeds: int, delay: float, pool: bool,
+                    recording: str = "full") -> dict[str, Any]:
     """The benchmark (seed rows × epochs = ``runs``) and the bare driver's pair file, in ``folder``."""
     if runs % seeds:
         raise SystemExit(f"--runs {runs} is not a multiple of --seeds {seeds}")
@@ -69,7 +75,7 @@ def write_benchmark(folder: Path, runs: int, concurrency: int, seeds: int, delay
     (folder / "seeds.csv").write_text("signer\n" + "".join(f'"{s}"\n' for s in SIGNERS[:seeds]))
     bench = {"name": "nightly at scale", "slug": SLUG, "version": 1, "tasks": [{"id": "reply", "path": "task.json"}],
              "seeds": {"csv": "seeds.csv"}, "epochs": runs // seeds, "concurrency": concurrency, "pool": pool,
-             "defaults": {"timeout_seconds": 600}}
+             "defaults": {"timeout_seconds": 600}, **RECORDINGS[recording]}
     (folder / "bench.json").write_text(json.dumps(bench, indent=1))
     (folder / "pair.json").write_text(json.dumps({**pair.bare, "agent_config": {"plan": plan},
                                                   "prompt": "Reply to Dana, and sign as Sam."}))
@@ -82,6 +88,7 @@ class Harness:
     def __init__(self, args: argparse.Namespace, tmp: Path) -> None:
         self.args, self.tmp = args, tmp
         self.server = PrefectServer(tmp / "server", args.database)
+        self.server.env.update(parse_configs(args.server_config, [])[args.server_config])
         self.home = tmp / "agentenv"
         self.env = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
                     "PREFECT_API_URL": self.server.url, "PREFECT_HOME": str(tmp / "client-prefect"),
@@ -93,7 +100,7 @@ class Harness:
 
     def prepare(self) -> None:
         write_benchmark(self.bench_dir, self.args.runs, self.args.concurrency, self.args.seeds, self.args.agent_delay,
-                        pool=not self.args.workers)
+                        pool=not self.args.workers, recording=self.args.recording)
         subprocess.run([CLI, "artifact", "put", "inbox", str(ROOT / "examples/artifacts/inbox.json"), "--environment",
                         "email"], env=self.env, check=True, stdout=subprocess.DEVNULL)
         if self.args.workers:
@@ -224,6 +231,10 @@ def main() -> None:
     parser.add_argument("--database", choices=("sqlite", "postgres"), default="sqlite")
     parser.add_argument("--kill-at", type=float, help="kill the benchmark's process at this share of results, resume")
     parser.add_argument("--workers", type=int, default=0, help="dispatch to a process pool with this many workers")
+    parser.add_argument("--recording", choices=sorted(RECORDINGS), default="full",
+                        help="full (the default recording), lean (step_task_runs: false), tasks (task_runs_as: tasks)")
+    parser.add_argument("--server-config", default="default",
+                        help="a server configuration from benchmarks/server_cost.py (e.g. recorder-batch)")
     parser.add_argument("--no-bare", action="store_true", help="skip the bare asyncio equivalent")
     parser.add_argument("--sample-every", type=float, default=3.0, help="seconds between memory samples")
     parser.add_argument("--ui-every", type=float, default=1.0, help="seconds between rounds of the UI's reads")
