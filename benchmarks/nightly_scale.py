@@ -218,6 +218,15 @@ class Harness:
         self.server.stop()
 
 
+def steady_rate(series: list[dict[str, Any]], runs: int) -> float | None:
+    """Results a second between the samples at 10 % and 90 % of ``runs``: the rate without the run's start and end."""
+    lo = next((x for x in series if x["results"] >= runs * 0.1), None)
+    hi = next((x for x in series if x["results"] >= runs * 0.9), None)
+    if lo is None or hi is None or hi["t_s"] <= lo["t_s"]:
+        return None
+    return round((hi["results"] - lo["results"]) / (hi["t_s"] - lo["t_s"]), 3)
+
+
 def per_task(leg: dict[str, Any], runs: int) -> dict[str, Any]:
     return {k: round(leg[k] / runs, 3) for k in ("client_cpu_s", "worker_cpu_s", "server_cpu_s", "machine_busy_s")}
 
@@ -273,6 +282,7 @@ def main() -> None:
         totals = {k: sum(leg[k] for leg in out["legs"]) for k in ("client_cpu_s", "worker_cpu_s", "server_cpu_s",
                                                                      "machine_busy_s")}
         out["summary"] = {"wall_s": round(wall, 1), "throughput_per_s": round(args.runs / wall, 3),
+                          "steady_per_s": None if first["killed"] else steady_rate(first["memory_series"], args.runs),
                           "per_task_run": per_task(totals, args.runs),
                           **({"throughput_vs_bare": round(out["bare"]["wall_s"] / wall, 3)} if "bare" in out else {})}
         print("summary:", json.dumps(out["summary"]), "results:", json.dumps(out["results"]), flush=True)
