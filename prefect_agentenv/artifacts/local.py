@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
+from typing import BinaryIO
 
 from prefect_agentenv.artifacts.keys import UnsafeKeyError
 from prefect_agentenv.artifacts.store import (
@@ -59,6 +61,21 @@ class LocalArtifactBackend(ArtifactBackend):
         except OSError as exc:
             raise ArtifactStoreError(f"cannot write {path}: {exc.strerror or exc}", url=path.as_uri()) from exc
 
+    def _append(self, key: str, data: bytes) -> None:
+        """Append in place, so a run's N results cost N lines written, not N² bytes.
+
+        Opened in append mode, so a write lands at the end; see :func:`_end_last_line` for a file
+        a crash left without its final newline.
+        """
+        path = self._path(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a+b") as handle:
+                _end_last_line(handle)
+                handle.write(data)
+        except OSError as exc:
+            raise ArtifactStoreError(f"cannot write {path}: {exc.strerror or exc}", url=path.as_uri()) from exc
+
     @staticmethod
     def _put_if_absent(path: Path, data: bytes) -> bool:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -90,3 +107,27 @@ class LocalArtifactBackend(ArtifactBackend):
 
     def _url(self, key: str) -> str:
         return self._path(key).as_uri()
+
+
+def _end_last_line(handle: BinaryIO) -> None:
+    """Make an open JSON-lines file end with a newline before an append.
+
+    A last line that is whole JSON (written without its newline) gets one; a line torn by a
+    crash mid-append is truncated away: its result was never recorded, a resume runs it again.
+    """
+    size = handle.seek(0, os.SEEK_END)
+    if not size:
+        return
+    handle.seek(size - 1)
+    if handle.read(1) == b"\n":
+        return
+    handle.seek(0)
+    body = handle.read()
+    start = body.rfind(b"\n") + 1
+    try:
+        json.loads(body[start:])
+    except ValueError:
+        handle.truncate(start)
+    else:
+        handle.write(b"\n")
+    handle.seek(0, os.SEEK_END)

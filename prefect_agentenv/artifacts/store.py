@@ -409,6 +409,28 @@ class ArtifactBackend(ABC):
         self._put(full, data.encode() if isinstance(data, str) else data)
         return self._url(full)
 
+    def append_object(self, key: str, data: bytes) -> str:
+        """Add ``data`` (whole lines) to the end of a run record and return its URL.
+
+        A store that can append in place (a local folder) does; others rewrite the record whole.
+        """
+        full = keys.record_key(key)
+        if self.record_filter is not None:
+            filtered = self.record_filter(data)
+            data = filtered.encode() if isinstance(filtered, str) else filtered
+        self._append(full, data)
+        return self._url(full)
+
+    def _append(self, key: str, data: bytes) -> None:
+        """Read-modify-write: an object store has no append (a local folder overrides this)."""
+        try:
+            existing = self._get(key)
+        except ArtifactNotFoundError:
+            existing = b""
+        if existing and not existing.endswith(b"\n"):
+            existing += b"\n"
+        self._put(key, existing + data)
+
     def get_object(self, key: str) -> bytes:
         """Bytes of a run record.
 

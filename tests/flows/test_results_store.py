@@ -102,6 +102,31 @@ def test_appends_from_several_threads_keep_every_result(tmp_path: Path) -> None:
     assert len(run.read_results()) == 16
 
 
+def test_an_append_after_a_line_torn_by_a_crash_drops_the_torn_line(tmp_path: Path) -> None:
+    """A local append writes in place; a crash mid-append leaves half a line, which the next append drops."""
+    store = LocalArtifactBackend(tmp_path / "store")
+    run = ResultsStore(store, SLUG, "run-1")
+    run.append(result("a"))
+    file = tmp_path / "store" / "runs" / f"benchmarks/{SLUG}/run-1/results.jsonl"
+    before = file.stat().st_ino
+    with file.open("ab") as handle:
+        handle.write(result("b").model_dump_json().encode()[:20])
+
+    run.append(result("c"))
+
+    assert [r.task_id for r in run.read_results()] == ["a", "c"]
+    assert file.stat().st_ino == before  # appended in place, not rewritten
+
+
+def test_an_append_keeps_a_last_line_written_without_its_newline(store: ArtifactBackend) -> None:
+    run = ResultsStore(store, SLUG, "run-1")
+    store.put_object(run.results_key, result("a").model_dump_json())
+
+    run.append(result("b"))
+
+    assert [r.task_id for r in run.read_results()] == ["a", "b"]
+
+
 def test_a_result_line_that_is_not_a_result_is_reported_with_its_line_number(store: ArtifactBackend) -> None:
     run = ResultsStore(store, SLUG, "run-1")
     run.append(result("a"))

@@ -288,18 +288,13 @@ class ResultsStore:
     def append(self, result: TaskResult) -> str:
         """Add one result line to ``results.jsonl`` and return the file's URL.
 
-        A read-modify-write of the whole file, under a lock so concurrent appends from this
+        In place on a local folder, a read-modify-write of the whole file on an object store
+        (:meth:`ArtifactBackend.append_object`); under a lock so concurrent appends from this
         process never drop a line.
         """
         line = result.model_dump_json() + "\n"
         with self._thread_lock:
-            try:
-                existing = self.store.get_object(self.results_key)
-            except ArtifactNotFoundError:
-                existing = b""
-            if existing and not existing.endswith(b"\n"):
-                existing += b"\n"
-            return self.store.put_object(self.results_key, existing + line.encode())
+            return self.store.append_object(self.results_key, line.encode())
 
     async def append_async(self, result: TaskResult) -> str:
         """:meth:`append` from async code: waiting appends queue on an asyncio lock, not in threads."""
