@@ -19,6 +19,7 @@ from prefect.client.schemas.filters import (
     ArtifactFilter,
     ArtifactFilterFlowRunId,
     FlowRunFilter,
+    FlowRunFilterDeploymentId,
     FlowRunFilterParentFlowRunId,
 )
 from deployment_helpers import BIN, REPO, prefect_cli
@@ -57,8 +58,7 @@ def served(server_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory)
 
 async def flow_run_named(client: PrefectClient, deployment: str) -> list:  # type: ignore[type-arg]
     dep = await client.read_deployment_by_name(deployment)
-    runs = await client.read_flow_runs()
-    return [r for r in runs if r.deployment_id == dep.id]
+    return await client.read_flow_runs(flow_run_filter=FlowRunFilter(deployment_id=FlowRunFilterDeploymentId(any_=[dep.id])))
 
 
 def test_the_nightly_benchmark_runs_when_triggered_from_the_cli(served: dict[str, str]) -> None:

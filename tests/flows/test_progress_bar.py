@@ -8,6 +8,7 @@ import pytest
 from prefect import flow
 from prefect.artifacts import acreate_progress_artifact
 from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterId
 
 from prefect_agentenv.flows.reports.benchmark_artifacts import ProgressBar
 
@@ -15,9 +16,13 @@ pytestmark = pytest.mark.usefixtures("prefect_harness")
 
 
 async def _shown(artifact_id: UUID) -> float:
+    """Read the one artifact by id: the session's server holds every other test's artifacts too,
+    more than one unfiltered page."""
     async with get_client() as client:
-        artifact = await client.read_artifacts()
-    return next(float(a.data) for a in artifact if a.id == artifact_id)  # type: ignore[arg-type]
+        (artifact,) = await client.read_artifacts(
+            artifact_filter=ArtifactFilter(id=ArtifactFilterId(any_=[artifact_id]))
+        )
+    return float(artifact.data)  # type: ignore[arg-type]
 
 
 async def test_the_bar_skips_moves_within_its_interval_and_always_shows_the_last_one() -> None:
