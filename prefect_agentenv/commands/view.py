@@ -29,22 +29,22 @@ def view_command(
     from prefect_agentenv.exceptions import AgentEnvError
     from prefect_agentenv.flows.engine.task_runner import report_key
     from prefect_agentenv.flows.reports.report import TaskReport
-    from prefect_agentenv.flows.reports.view_data import benchmark_view, task_view
-    from prefect_agentenv.viewer import write
+    from prefect_agentenv.flows.reports.view_data import benchmark_report_files, benchmark_view, task_view
+    from prefect_agentenv.viewer import write, write_files
 
     try:
         with get_artifact_store() as store:
             if benchmark is not None:
-                view, files = benchmark_view(store, benchmark, run)
-                name = f"{benchmark}-{view.run_id}"
+                view = benchmark_view(store, benchmark, run)
+                folder = out or Path("reports") / "view" / f"{benchmark}-{view.run_id}"
+                index = write_files(benchmark_report_files(store, view), folder)  # a run's page at a time
             else:
                 key = report_key(task_run or "")
                 raw = report.read_bytes() if report is not None else store.get_object(key)
                 parsed = TaskReport.model_validate_json(raw)
                 view, files = task_view(parsed, store, report_url=None if report else store.object_url(key))
-                name = f"task-{parsed.task_id}-{(parsed.flow_run_id or 'run')[:8]}"
-            folder = out or Path("reports") / "view" / name
-            index = write(view, folder, files)
+                folder = out or Path("reports") / "view" / f"task-{parsed.task_id}-{(parsed.flow_run_id or 'run')[:8]}"
+                index = write(view, folder, files)
     except (AgentEnvError, ArtifactError, OSError, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None

@@ -48,8 +48,6 @@ from prefect_agentenv.flows.reports.benchmark_artifacts import (
     progress_artifact,
     publish_benchmark_artifacts,
     publish_html_report,
-    render_html_report,
-    write_html_report,
 )
 from prefect_agentenv.flows.reports.failures import (
     classify_report,
@@ -424,9 +422,9 @@ class _Runner:
         markdown = with_source(markdown, self.source.ref, previous)
         if gate is not None:
             markdown += f"\n\n**Gate {'passed' if gate.passed else 'failed'}:** {gate.reason}\n"
-        report_files = await render_html_report(self.store, self.bench.slug, self.run_id, title=title,
-                                                headline=headline_text(summary), sweep=sweep)
-        html_url = await publish_html_report(self.store, self.bench.slug, self.run_id, report_files)
+        html_url = await publish_html_report(self.store, self.bench.slug, self.run_id, title=title,
+                                             headline=headline_text(summary), sweep=sweep,
+                                             folder=self.report_dir / "html" if self.report_dir else None)
         if html_url:
             opens = self.store.browser_url(html_url) or html_url  # presigned when the store is S3
             markdown += f"\n\n**HTML report** (charts, trend, a transcript per task run): [{html_url}]({opens})\n"
@@ -448,7 +446,6 @@ class _Runner:
             markdown=markdown, infrastructure_error=verdict)
         out = result.model_dump(mode="json")
         if self.report_dir:
-            await asyncio.to_thread(write_html_report, report_files, self.report_dir / "html")
             (self.report_dir / "summary.md").write_text(markdown)
             (self.report_dir / "summary.json").write_text(json.dumps(out, indent=2, default=str))
         _emit("summary", out)

@@ -4,6 +4,6 @@ It renders a :class:`~prefect_agentenv.viewer.models.ReportView` and reads nothi
 """
 
 from prefect_agentenv.viewer.models import ReportView
-from prefect_agentenv.viewer.pages import render, write, write_files
+from prefect_agentenv.viewer.pages import render, render_pages, write, write_files
 
-__all__ = ["ReportView", "render", "write", "write_files"]
+__all__ = ["ReportView", "render", "render_pages", "write", "write_files"]

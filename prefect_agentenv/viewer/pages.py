@@ -8,7 +8,7 @@ object store.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from html import escape
 from pathlib import Path
 from statistics import fmean
@@ -24,10 +24,21 @@ OUTCOMES = ("PASSED", "BELOW_ONE", "UNSCORED", "FAILED", "TIMED_OUT")
 
 def render(view: ReportView) -> dict[str, str]:
     """Every page of the report, by its path inside the report folder."""
-    pages = {"index.html": _index(view)}
-    for row in view.rows:
-        pages[row.page] = _run_page(view, row)
-    return pages
+    return dict(render_pages(view, view.rows))
+
+
+def render_pages(view: ReportView, full_rows: Iterable[TaskRow]) -> Iterator[tuple[str, str]]:
+    """Each run's page as its row arrives with its transcript, then the index page.
+
+    ``view.rows`` are the index's table and may leave their transcripts out; ``full_rows`` are the
+    same rows, each with its transcript, produced one at a time. A report of any number of runs
+    then holds one transcript in memory, not all of them.
+    """
+    durations: dict[str, list[float]] = defaultdict(list)
+    for row in full_rows:
+        yield row.page, _run_page(view, row)
+        _add_durations(durations, row)
+    yield "index.html", _index(view, durations)
 
 
 def write(view: ReportView, folder: Path, attachments: dict[str, bytes] | None = None) -> Path:
@@ -36,10 +47,10 @@ def write(view: ReportView, folder: Path, attachments: dict[str, bytes] | None =
     return write_files(files, folder)
 
 
-def write_files(files: Mapping[str, str | bytes], folder: Path) -> Path:
-    """Write a rendered report (pages and records, by path inside it) under ``folder``; return the
-    index page's path."""
-    for rel, content in files.items():
+def write_files(files: Mapping[str, str | bytes] | Iterable[tuple[str, str | bytes]], folder: Path) -> Path:
+    """Write a rendered report (pages and records, by path inside it, as a mapping or as pairs
+    produced one at a time) under ``folder``; return the index page's path."""
+    for rel, content in files.items() if isinstance(files, Mapping) else files:
         target = folder / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(content.encode() if isinstance(content, str) else content)
@@ -84,7 +95,7 @@ def _cards(view: ReportView) -> str:
                                            f"<b>{value}</b></div>" for label, value in cards) + "</div>"
 
 
-def _index(view: ReportView) -> str:
+def _index(view: ReportView, durations: Mapping[str, list[float]]) -> str:
     sub = " · ".join(x for x in (view.slug and f"benchmark <code>{escape(view.slug)}</code>",
                                  view.run_id and f"run <code>{escape(view.run_id)}</code>",
                                  f"generated {escape(view.generated_at[:19].replace('T', ' '))} UTC") if x)
@@ -97,7 +108,7 @@ def _index(view: ReportView) -> str:
         body += sweep_section(view.sweep)
     body += ["<h2>Task runs</h2>", _filters(view), _table(view)]
     body += ["<h2>Score by tag and axis</h2>", score_bars(view.bars)]
-    body += ["<h2>Duration per step type</h2>", duration_bars(_mean_durations(view.rows))]
+    body += ["<h2>Duration per step type</h2>", duration_bars(_mean_durations(durations))]
     if view.kind == "benchmark" and view.sweep is not None:
         body += ["<h2>Trend of each cell over this benchmark's runs</h2>", *cell_trends(view.trend)]
     elif view.kind == "benchmark":
@@ -143,12 +154,14 @@ def _table_row(view: ReportView, r: TaskRow) -> str:
             f'<td>{escape((r.error or "")[:160])}</td><td>{" · ".join(links)}</td></tr>')
 
 
-def _mean_durations(rows: list[TaskRow]) -> list[tuple[str, float]]:
-    by_type: dict[str, list[float]] = defaultdict(list)
-    for row in rows:
-        for step in row.transcript.steps if row.transcript else []:
-            if step.duration_s is not None:
-                by_type[step.type].append(step.duration_s)
+def _add_durations(by_type: dict[str, list[float]], row: TaskRow) -> None:
+    """Add a run's step durations, by step type, for the index's chart."""
+    for step in row.transcript.steps if row.transcript else []:
+        if step.duration_s is not None:
+            by_type[step.type].append(step.duration_s)
+
+
+def _mean_durations(by_type: Mapping[str, list[float]]) -> list[tuple[str, float]]:
     return sorted(((t, fmean(v)) for t, v in by_type.items()), key=lambda kv: -kv[1])
 
 

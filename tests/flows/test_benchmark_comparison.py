@@ -22,6 +22,7 @@ from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.flows.benchmark import benchmark
 from prefect_agentenv.flows.reports.fingerprint import package_version
 from prefect_agentenv.flows.reports.results import list_runs, read_results
+from prefect_agentenv.flows.reports.view_data import benchmark_report_files, benchmark_view
 
 pytestmark = pytest.mark.usefixtures("prefect_harness", "agentenv_home")
 
@@ -107,6 +108,27 @@ async def test_a_rerun_is_tied_and_another_agent_is_worse_with_the_setup_differe
     index_setup = runs[base["run_id"]].setup  # the runs index carries each finished run's setup
     assert index_setup is not None and index_setup.agents[0].agent_id == "scripted"
     assert index_setup.documents == SEEDS and index_setup.documents_sha256 == runs[rerun["run_id"]].setup.documents_sha256  # type: ignore[union-attr]
+    assert_the_report_streams_a_run_at_a_time(base["run_id"])
+
+
+def assert_the_report_streams_a_run_at_a_time(run_id: str) -> None:
+    """Each run's copied records, then its page (its transcript read for it alone), the index last
+    with every run's step durations: a report never holds every transcript at once."""
+    with get_artifact_store() as store:
+        view = benchmark_view(store, SLUG, run_id)
+        assert len(view.rows) == SEEDS and all(row.transcript is None for row in view.rows)
+        files = list(benchmark_report_files(store, view))
+    names = [rel for rel, _ in files]
+    assert names[-1] == "index.html" and len(set(names)) == len(names)
+    pages = [i for i, rel in enumerate(names) if rel.startswith("runs/")]
+    assert [names[i] for i in pages] == [row.page for row in view.rows]
+    for before, at in zip([-1, *pages], pages, strict=False):
+        folder = "files/" + names[at].removeprefix("runs/").removesuffix(".html") + "/"
+        own = [i for i, rel in enumerate(names) if rel.startswith(folder)]
+        assert own and all(before < i < at for i in own), (names[at], own)  # its report.json at least
+        page = str(files[at][1])
+        assert "Write to Dana about" in page and all(f'href="../{names[i]}"' in page for i in own)
+    assert "deploy_env" in str(files[-1][1])  # the duration chart saw every run's steps
 
 
 # -- the command line, as a pipeline runs it -----------------------------------------------------

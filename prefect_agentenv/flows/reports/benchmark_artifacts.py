@@ -22,10 +22,9 @@ from prefect_agentenv.artifacts import ArtifactBackend
 from prefect_agentenv.exceptions import AgentEnvError
 from prefect_agentenv.flows.reports.links import run_url
 from prefect_agentenv.flows.reports.report import artifact_key
-from prefect_agentenv.flows.reports.view_data import benchmark_report_files, publish_benchmark_report
+from prefect_agentenv.flows.reports.view_data import publish_benchmark_report
 from prefect_agentenv.grading.benchmark_stats import BenchmarkSummary, SweepSummary, TaskResult
 from prefect_agentenv.jsontypes import JsonObject
-from prefect_agentenv.viewer import write_files
 
 logger = logging.getLogger("prefect_agentenv.benchmark")
 
@@ -117,34 +116,13 @@ def _task_row(store: ArtifactBackend, r: TaskResult) -> JsonObject:
             "error": (r.error or "")[:200]}
 
 
-async def render_html_report(store: ArtifactBackend, slug: str, run_id: str, *, title: str, headline: str,
-                             sweep: SweepSummary | None = None) -> dict[str, str | bytes] | None:
-    """The run's HTML report, rendered once for the store and the report folder."""
+async def publish_html_report(store: ArtifactBackend, slug: str, run_id: str, *, title: str, headline: str,
+                              sweep: SweepSummary | None = None, folder: Path | None = None) -> str | None:
+    """The run's HTML report, rendered a file at a time into the run's folder of the store (and
+    into ``folder`` on this machine when given); its URL, or None when it could not be made."""
     try:
-        return await asyncio.to_thread(benchmark_report_files, store, slug, run_id, title=title, headline=headline,
-                                       sweep=sweep)
+        return await asyncio.to_thread(publish_benchmark_report, store, slug, run_id, title=title,
+                                       headline=headline, sweep=sweep, folder=folder)
     except (AgentEnvError, OSError, ValueError) as exc:
-        logger.warning("could not render the HTML report of run %s: %s", run_id, exc)
-        return None
-
-
-def write_html_report(files: dict[str, str | bytes] | None, folder: Path) -> None:
-    """The rendered HTML report into a folder on this machine."""
-    if files is None:
-        return
-    try:
-        write_files(files, folder)
-    except OSError as exc:
-        logger.warning("could not write the HTML report to %s: %s", folder, exc)
-
-
-async def publish_html_report(store: ArtifactBackend, slug: str, run_id: str,
-                              files: dict[str, str | bytes] | None) -> str | None:
-    """The HTML report in the run's folder of the store; its URL."""
-    if files is None:
-        return None
-    try:
-        return await asyncio.to_thread(publish_benchmark_report, store, slug, run_id, files=files)
-    except (AgentEnvError, OSError, ValueError) as exc:
-        logger.warning("could not publish the HTML report of run %s: %s", run_id, exc)
+        logger.warning("could not render or publish the HTML report of run %s: %s", run_id, exc)
         return None

@@ -15,8 +15,9 @@ from __future__ import annotations
 import logging
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from statistics import fmean
 
 from prefect.settings import PREFECT_UI_URL
@@ -36,7 +37,7 @@ from prefect_agentenv.grading.benchmark_stats import (
     summarize,
     summarize_sweep,
 )
-from prefect_agentenv.viewer import render
+from prefect_agentenv.viewer import render_pages, write_files
 from prefect_agentenv.viewer.models import ReportView, ScoreBar, TaskRow, TrendPoint
 
 logger = logging.getLogger("prefect_agentenv.view")
@@ -51,9 +52,12 @@ Attachments = dict[str, bytes]
 
 
 def benchmark_view(store: ArtifactBackend, slug: str, run_id: str | None = None, *, title: str | None = None,
-                   headline: str | None = None, sweep: SweepSummary | None = None) -> tuple[ReportView, Attachments]:
+                   headline: str | None = None, sweep: SweepSummary | None = None) -> ReportView:
     """The view of one benchmark run (the latest in the runs index when ``run_id`` is None); a
     sweep's cells from ``sweep`` when the run gives them, else summarized here.
+
+    Its rows leave the transcripts out: :func:`benchmark_report_files` reads each run's report
+    while it renders that run's page, so a run of thousands of task runs never holds them all.
 
     Raises:
         ArtifactError: the benchmark has no such run in this store.
@@ -67,43 +71,58 @@ def benchmark_view(store: ArtifactBackend, slug: str, run_id: str | None = None,
     if not results and all(r.run_id != run_id for r in runs):
         raise ArtifactError(f"benchmark {slug!r} has no run {run_id!r} in {store.location}")
     summary = summarize(results)
-    reports = {r.run_key: _stored_report(store, r.report_url) for r in results}
     entry = next((r for r in runs if r.run_id == run_id), None)
     cells = entry.cells if entry else sorted({r.cell for r in results if r.cell is not None})
     if cells and sweep is None:
         sweep = summarize_sweep(results, [(c, {}) for c in cells], {})
     trend = _trend(store, slug, run_id, [r for r in runs if r.finished_at or r.run_id == run_id], results,
                    cells or [None])
-    view = ReportView(
+    return ReportView(
         kind="benchmark", title=title or f"Benchmark {slug}", slug=slug, run_id=run_id, generated_at=_now(),
         headline=headline or _headline(results), summary=summary, sweep=sweep,
-        rows=[_row(r, reports.get(r.run_key)) for r in sorted(results, key=lambda r: r.run_key.sort_key())],
+        rows=[_row(r, None) for r in sorted(results, key=lambda r: r.run_key.sort_key())],
         bars=score_bars(results), trend=trend,
         regressions=(entry.regressions or []) if entry else [], prefect_ui_url=PREFECT_UI_URL.value())
-    return _attach(view, store)
 
 
-def benchmark_report_files(store: ArtifactBackend, slug: str, run_id: str, *, title: str | None = None,
-                           headline: str | None = None, sweep: SweepSummary | None = None) -> dict[str, str | bytes]:
-    """Every file of a benchmark run's HTML report (its pages, then the records copied beside them),
-    by path inside the report's folder."""
-    view, files = benchmark_view(store, slug, run_id, title=title, headline=headline, sweep=sweep)
-    return {**render(view), **files}
+def benchmark_report_files(store: ArtifactBackend, view: ReportView) -> Iterator[tuple[str, str | bytes]]:
+    """Every file of a benchmark run's HTML report, by path inside the report's folder, one at a
+    time: for each run the records its page links (copied under ``files/``), then its page; the
+    index page last. At most one run's report and copies are in memory at once."""
+    copies: list[tuple[str, bytes]] = []
+
+    def full_rows() -> Iterator[TaskRow]:
+        for row in view.rows:
+            report = _stored_report(store, row.report_url)
+            full = row.model_copy(update={"transcript": report.transcript if report else None})
+            copies.extend(_copy_linked(view, full, store))  # before its page renders: the page links them
+            yield full
+
+    for rel, page in render_pages(view, full_rows()):
+        yield from copies
+        copies.clear()
+        yield rel, page
 
 
 def publish_benchmark_report(store: ArtifactBackend, slug: str, run_id: str, *, title: str | None = None,
-                             headline: str | None = None, files: dict[str, str | bytes] | None = None) -> str:
-    """Put a benchmark run's HTML report (``files``, else rendered here) into its run folder and
-    return the index page's URL.
+                             headline: str | None = None, sweep: SweepSummary | None = None,
+                             folder: Path | None = None) -> str:
+    """Render a benchmark run's HTML report into its run folder of the store (and into ``folder``
+    on this machine when given), a file at a time, and return the index page's URL.
 
     The pages go to ``benchmarks/<slug>/<run id>/report/``, the copied records under its ``files/``.
     """
-    if files is None:
-        files = benchmark_report_files(store, slug, run_id, title=title, headline=headline)
-    folder = f"{run_folder(slug, run_id)}/{REPORT_FOLDER}"
-    for rel, content in files.items():
-        store.put_object(f"{folder}/{rel}", content)
-    return store.object_url(f"{folder}/index.html")
+    view = benchmark_view(store, slug, run_id, title=title, headline=headline, sweep=sweep)
+    prefix = f"{run_folder(slug, run_id)}/{REPORT_FOLDER}"
+    for rel, content in benchmark_report_files(store, view):
+        store.put_object(f"{prefix}/{rel}", content)
+        if folder is not None:
+            try:
+                write_files([(rel, content)], folder)
+            except OSError as exc:  # the copy on this machine is extra: the store's stays whole
+                logger.warning("could not write the HTML report to %s: %s", folder, exc)
+                folder = None
+    return store.object_url(f"{prefix}/index.html")
 
 
 def task_view(report: TaskReport, store: ArtifactBackend | None = None, *, tags: Sequence[str] = (),
@@ -186,18 +205,24 @@ def _attach(view: ReportView, store: ArtifactBackend) -> tuple[ReportView, Attac
     """Copy the records the pages link (when in this store and small) under ``files/``."""
     copies: Attachments = {}
     for row in view.rows:
-        folder = "files/" + row.page.removeprefix("runs/").removesuffix(".html")
-        for url in _linked_urls(row):
-            if url in view.attachments:
-                continue
-            data = _read_url(store, url)
-            if data is None:
-                continue
-            name = re.sub(r"[^A-Za-z0-9._-]+", "-", url.rsplit("/", 1)[-1]) or "file"
-            rel = f"{folder}/{len(copies)}-{name}"
-            copies[rel] = data
-            view.attachments[url] = rel
+        copies.update(_copy_linked(view, row, store))
     return view, copies
+
+
+def _copy_linked(view: ReportView, row: TaskRow, store: ArtifactBackend) -> Iterator[tuple[str, bytes]]:
+    """The records one run's page links (when in this store and small), each under ``files/``,
+    entered in ``view.attachments`` so the page links the copy."""
+    folder = "files/" + row.page.removeprefix("runs/").removesuffix(".html")
+    for url in _linked_urls(row):
+        if url in view.attachments:
+            continue
+        data = _read_url(store, url)
+        if data is None:
+            continue
+        name = re.sub(r"[^A-Za-z0-9._-]+", "-", url.rsplit("/", 1)[-1]) or "file"
+        rel = f"{folder}/{len(view.attachments)}-{name}"
+        view.attachments[url] = rel
+        yield rel, data
 
 
 def _linked_urls(row: TaskRow) -> list[str]:
