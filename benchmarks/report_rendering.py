@@ -2,9 +2,12 @@
 
 Builds synthetic transcripts (tool calls with results of a few kilobytes, verifier rows, env
 changes) and times, per task run, rendering its transcript artifact (markdown), and, per
-benchmark run, rendering the whole HTML report (index + one page per task run). Pure CPU: no
-store, no server. Run: ``.venv/bin/python benchmarks/report_rendering.py``; results are written
-to ``benchmarks/results/report_rendering.txt``.
+benchmark run, rendering the whole HTML report (index + one page per task run); then the peak
+memory of rendering a report of 1 000 task runs with every transcript and page held at once (as
+the run's end did) against a run at a time (``render_pages`` fed one transcript after another,
+each page handed on as it is made, as the run's end now does). Pure CPU: no store, no server.
+Run: ``.venv/bin/python benchmarks/report_rendering.py``; results are written to
+``benchmarks/results/report_rendering.txt``.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from __future__ import annotations
 import platform
 import statistics
 import time
+import tracemalloc
+from collections.abc import Iterator
 from pathlib import Path
 
 from prefect_agentenv.grading.benchmark_stats import TaskResult, summarize
@@ -28,7 +33,7 @@ from prefect_agentenv.transcript.models import (
     VerifierRow,
     VerifierTranscript,
 )
-from prefect_agentenv.viewer import render
+from prefect_agentenv.viewer import render, render_pages
 from prefect_agentenv.viewer.models import ReportView, TaskRow
 
 RESULTS = Path(__file__).parent / "results" / "report_rendering.txt"
@@ -48,6 +53,43 @@ def transcript(task_id: str, tool_calls: int) -> Transcript:
             for i in range(10)])],
         env_changes=[EnvChanges(env_id="email", before_step="a", after_step="b", changes=[
             RecordChange(change="added", path=f"sent[msg-{i}]", after=Clip.of("x" * 300)) for i in range(20)])])
+
+
+def _rows(runs: int, with_transcripts: bool) -> Iterator[TaskRow]:
+    for i in range(runs):
+        yield TaskRow(task_id=f"task-{i}", tags=["a", f"t{i % 5}"], outcome="PASSED", score=1.0, duration_s=10,
+                      transcript=transcript(f"task-{i}", 20) if with_transcripts else None)
+
+
+def _view(rows: list[TaskRow]) -> ReportView:
+    results = [TaskResult(task_id=r.task_id, tags=r.tags, status="completed", outcome=Outcome.PASSED, score=1.0)
+               for r in rows]
+    return ReportView(kind="benchmark", title="bench", generated_at="2026-01-01T00:00:00+00:00", headline="h",
+                      summary=summarize(results), rows=rows)
+
+
+def _peak_mb(fn) -> float:  # type: ignore[no-untyped-def]
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1] / 1e6
+    finally:
+        tracemalloc.stop()
+
+
+def peak_memory(runs: int) -> list[str]:
+    """Peak Python memory of the whole report, all at once against a run at a time."""
+    def at_once() -> None:
+        pages = render(_view(list(_rows(runs, True))))
+        assert len(pages) == runs + 1
+
+    def streamed() -> None:
+        made = sum(1 for _ in render_pages(_view(list(_rows(runs, False))), _rows(runs, True)))
+        assert made == runs + 1
+
+    whole, one = _peak_mb(at_once), _peak_mb(streamed)
+    return [f"HTML report, {runs} task runs, peak memory: all at once {whole:7.1f} MB, "
+            f"a run at a time {one:6.1f} MB ({whole / one:.0f}x less)"]
 
 
 def timed(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]
@@ -77,6 +119,7 @@ def main() -> None:
         size = sum(len(p) for p in render(view).values())
         lines.append(f"HTML report, {runs:>3} task runs (20 tool calls each): {seconds * 1000:8.1f} ms, "
                      f"{size / 1e6:6.1f} MB of pages")
+    lines += peak_memory(1000)
     text = "\n".join(lines) + "\n"
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(text)
