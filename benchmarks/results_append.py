@@ -3,7 +3,7 @@
 A benchmark appends one line to its run's ``results.jsonl`` per finished task run. On a local
 store the line is now appended in place; before, and still on an object store, the whole file was
 read and written back with the line at its end. This script appends N realistic result lines
-(a snapshot, a setup fingerprint, axis scores: ~2 KB each) through ``ResultsStore.append`` to a
+(a seed, collected files, a setup fingerprint, axis scores: ~1.8 KB each) through ``ResultsStore.append`` to a
 temporary local store from C coroutines at once (``append_async``: a thread each, as a benchmark's
 task runs do), once per way, each in a fresh process (so one's heap does not colour the
 other's), and records the wall time and the process's resident memory (``VmRSS``) every N/10
