@@ -1,5 +1,6 @@
-"""Deployments of the flows: ``agent-task`` (one task document), ``benchmark/nightly`` and
-``rescore/rescore`` (a benchmark run scored again from its kept submissions).
+"""Deployments of the flows: ``agent-task`` (one task document), ``agent-task-shard`` (several of a
+benchmark's task runs in one flow run on a pool), ``benchmark/nightly`` and ``rescore/rescore`` (a
+benchmark run scored again from its kept submissions).
 
 ``prefect-agentenv serve`` serves them from one process for local use; ``prefect.yaml`` at the
 repository root declares the same deployments for work pools (``prefect deploy --all``). They
@@ -17,7 +18,9 @@ from prefect.deployments.runner import EntrypointType, RunnerDeployment
 from prefect.schedules import Cron
 
 from prefect_agentenv.flows.agent_task import agent_task
+from prefect_agentenv.flows.agent_task_shard import agent_task_shard
 from prefect_agentenv.flows.benchmark import benchmark
+from prefect_agentenv.flows.benchmark_dispatch import SHARD_DEPLOYMENT as SHARD_DEPLOYMENT
 from prefect_agentenv.flows.benchmark_source import published_ref_of
 from prefect_agentenv.flows.rescore import rescore
 
@@ -42,9 +45,20 @@ Example `task` (the Run form's task field takes the document, a list of steps, a
 From the command line: `prefect deployment run agent-task/agent-task --param task=reply-task@3`.
 """
 
+SHARD_DESCRIPTION = """Run several of a benchmark's task runs in one flow run, each an `agent-task` subflow.
+
+A benchmark started with `{"dispatch": "deployment", "tasks_per_flow_run": 16}` sends its task runs here sixteen at a
+time, so a worker starts one process for sixteen task runs. By hand it takes a list of task runs, e.g.
+
+Example `items`: `[{"task": "reply-task@3", "name": "reply · 1"}, {"task": "reply-task@3", "name": "reply · 2",
+"overrides": {"a2a_agent_id": "llm"}}]`
+"""
+
+
 NIGHTLY_DESCRIPTION = """Run the benchmark {path} every night; **Run** triggers it any time, **Retry** resumes it.
 
-Examples: `{{"dispatch": "deployment"}}` runs every task on the work pool;
+Examples: `{{"dispatch": "deployment"}}` runs every task on the work pool (`{{"tasks_per_flow_run": 16}}` too: sixteen
+task runs to a flow run, one process each);
 `{{"overrides": {{"a2a_agent_id": "llm", "model": "gpt-4.1"}}, "epochs": 3}}` tries another agent three times;
 `{{"matrix": {{"a2a_agent_id": ["scripted", "llm"]}}}}` sweeps two agents in one run, cell by cell;
 `{{"run_id": "<an earlier run id>"}}` resumes that run;
@@ -65,8 +79,8 @@ Examples: `{"run": "my-bench/<run id>"}` rescores with the run's frozen task doc
 
 def build_deployments(benchmark_path: str | Path = "examples/benchmark.yaml", *, cron: str | None = NIGHTLY_CRON,
                       timezone: str = "UTC") -> list[RunnerDeployment]:
-    """The ``agent-task`` deployment, the ``nightly`` benchmark deployment (scheduled unless cron is None)
-    and the ``rescore`` deployment.
+    """The ``agent-task`` and ``agent-task-shard`` deployments, the ``nightly`` benchmark deployment
+    (scheduled unless cron is None) and the ``rescore`` deployment.
 
     ``benchmark_path`` is a benchmark file, or a published version ``SLUG@VERSION`` (the nightly
     then runs that frozen copy, as ``prefect-agentenv publish`` stored it).
@@ -81,6 +95,9 @@ def build_deployments(benchmark_path: str | Path = "examples/benchmark.yaml", *,
         _built(agent_task.to_deployment(
             name="agent-task", tags=["agentenv"], entrypoint_type=EntrypointType.MODULE_PATH,
             description=AGENT_TASK_DESCRIPTION)),
+        _built(agent_task_shard.to_deployment(
+            name="agent-task-shard", tags=["agentenv"], entrypoint_type=EntrypointType.MODULE_PATH,
+            description=SHARD_DESCRIPTION)),
         _built(benchmark.to_deployment(
             name="nightly", tags=["agentenv", "benchmark"], parameters=parameters,
             entrypoint_type=EntrypointType.MODULE_PATH,

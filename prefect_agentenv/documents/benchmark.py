@@ -394,6 +394,10 @@ class BenchmarkHeader(_Strict):
     as task runs as ``step_task_runs`` says) or ``tasks`` (a task run of the benchmark's flow run,
     with its logs and artifacts, the steps inside it; Prefect records far less per task run).
     Runs here only (a fleet's task runs are flow runs of the deployment)."""
+    tasks_per_flow_run: int = Field(default=1, ge=1)
+    """With ``dispatch: deployment``, how many task runs go to the work pool as one flow run (a shard of
+    the ``agent-task-shard`` deployment, each task run a subflow of it): a worker then starts one process
+    for them all instead of one each. Results still arrive one by one."""
     tags: TagFilter = Field(default_factory=TagFilter)
     """Tag filter selecting the tasks that run."""
     matrix: dict[str, list[str]] = Field(default_factory=dict)

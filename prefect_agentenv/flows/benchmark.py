@@ -37,7 +37,7 @@ from prefect_agentenv.exceptions import ArtifactError, ConfigurationError, TaskD
 from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.flows.benchmark_source import BenchmarkSource, load_source, slug_of, with_source
 from prefect_agentenv.flows.engine.task_runner import report_key
-from prefect_agentenv.flows.benchmark_dispatch import Dispatcher, current_flow_run_id
+from prefect_agentenv.flows.benchmark_dispatch import SHARD_DEPLOYMENT, Dispatcher, current_flow_run_id
 from prefect_agentenv.flows.reports.benchmark_result import BenchmarkRunResult
 from prefect_agentenv.flows.adapters.events import finished_events, regressed_event, task_result_event
 from prefect_agentenv.flows.adapters.json_flow import json_parameter_flow
@@ -126,6 +126,8 @@ async def benchmark(
     concurrency: Annotated[int | None, Field(ge=1)] = None,
     dispatch: Literal["subflow", "deployment"] = "subflow",
     deployment: str = "agent-task/agent-task",
+    tasks_per_flow_run: Annotated[int | None, Field(ge=1)] = None,
+    shard_deployment: str = SHARD_DEPLOYMENT,
     report_dir: str | None = None,
     baseline: str | None = None,
     confidence: Annotated[float, Field(gt=0, lt=1)] = DEFAULT_CONFIDENCE,
@@ -149,6 +151,10 @@ async def benchmark(
         dispatch: `subflow` runs every task here; `deployment` starts each as a flow run of `deployment`
             on its work pool (a fleet).
         deployment: The agent-task deployment that `dispatch=deployment` starts, as `flow/deployment`.
+        tasks_per_flow_run: With `dispatch=deployment`, how many task runs each flow run on the pool runs
+            (overrides the document's `tasks_per_flow_run`); above 1 they go to `shard_deployment`, each
+            task run a subflow there, and a worker starts one process for all of them.
+        shard_deployment: The agent-task-shard deployment, as `flow/deployment`.
         report_dir: Also write each task's report and the summary into this folder on the worker.
         baseline: Compare with this run instead of the previous finished one: a run id of this benchmark,
             `<slug>/<run id>` of another, or `<slug>` for its latest finished run.
@@ -166,7 +172,8 @@ async def benchmark(
         # The flow run's id by default: the UI's Retry reruns the same flow run, so it resumes this benchmark run.
         runner = _Runner(source, run_id=run_id or current_flow_run_id(), overrides=overrides or {},
                          epochs=epochs or bench.epochs, concurrency=concurrency or bench.concurrency, dispatch=dispatch,
-                         deployment=deployment, report_dir=Path(report_dir) if report_dir else None,
+                         deployment=deployment, tasks_per_flow_run=tasks_per_flow_run or bench.tasks_per_flow_run,
+                         shard_deployment=shard_deployment, report_dir=Path(report_dir) if report_dir else None,
                          gate=Gate(baseline, confidence, fail_under, fail_on_regression), matrix=axes)
         await asyncio.to_thread(runner.results.check_source, source.ref, [c.label for c in runner.cells])
         runner.baseline = await asyncio.to_thread(find_baseline, runner.results, baseline)  # before anything runs
@@ -205,7 +212,7 @@ class _Runner:
 
     def __init__(self, source: BenchmarkSource, *, run_id: str | None, overrides: dict[str, str], epochs: int,
                  concurrency: int, dispatch: str, deployment: str, report_dir: Path | None,
-                 gate: Gate | None = None, matrix: Matrix | None = None) -> None:
+                 tasks_per_flow_run: int = 1, shard_deployment: str = SHARD_DEPLOYMENT, gate: Gate | None = None, matrix: Matrix | None = None) -> None:
         self.source, self.bench, self.tasks = source, source.header, {t.task_id: t for t in source.tasks}
         self.run_id = run_id or time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
         self.overrides = {**self.bench.defaults.overrides, **overrides}
@@ -226,7 +233,9 @@ class _Runner:
         self.results = ResultsStore(self.store, self.bench.slug, self.run_id)
         self.done = 0
         self.progress = ProgressBar(None, 0)
-        self.dispatcher = Dispatcher(source, dispatch=dispatch, deployment=deployment, store=self.store)
+        self.dispatcher = Dispatcher(source, dispatch=dispatch, deployment=deployment, store=self.store,
+                                     tasks_per_flow_run=tasks_per_flow_run if dispatch == "deployment" else 1,
+                                     shard_deployment=shard_deployment)
         self.verification_rows: list[JsonObject] = []
         """Rows of the verifications table artifact (Prefect's API takes them as JSON)."""
 
@@ -316,6 +325,7 @@ class _Runner:
             try:
                 yield
             finally:
+                await self.dispatcher.aclose()
                 self.dispatcher.starter = None
 
     @contextlib.asynccontextmanager

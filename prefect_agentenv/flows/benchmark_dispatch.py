@@ -20,12 +20,18 @@ from prefect_agentenv.flows.adapters.fleet import cancel_flow_run, wait_for_flow
 from prefect_agentenv.flows.adapters.subflow_start import SubflowStarter
 from prefect_agentenv.flows.adapters.task_tags import benchmark_task_run_tags, only_tags
 from prefect_agentenv.flows.agent_task_run import Handoff, agent_task_run, handoff
+from prefect_agentenv.flows.benchmark_shards import Shards
 from prefect_agentenv.flows.benchmark_source import BenchmarkSource
+from prefect_agentenv.flows.shard_items import ShardItem
 from prefect_agentenv.flows.engine.task_runner import report_key
 from prefect_agentenv.flows.reports.report import TaskReport
 from prefect_agentenv.grading.benchmark_stats import RunKey
+from prefect_agentenv.jsontypes import JsonObject
 
 logger = logging.getLogger("prefect_agentenv.benchmark")
+
+SHARD_DEPLOYMENT = "agent-task-shard/agent-task-shard"
+"""The deployment that runs a fleet's task runs several at a time (``tasks_per_flow_run`` above 1)."""
 
 
 def current_flow_run_id() -> str | None:
@@ -45,10 +51,20 @@ class Ran:
 class Dispatcher:
     """Starts a benchmark's task runs the way its run dispatches them."""
 
-    def __init__(self, source: BenchmarkSource, *, dispatch: str, deployment: str, store: ArtifactBackend) -> None:
+    def __init__(self, source: BenchmarkSource, *, dispatch: str, deployment: str, store: ArtifactBackend,
+                 tasks_per_flow_run: int = 1, shard_deployment: str = SHARD_DEPLOYMENT) -> None:
         self.source, self.dispatch, self.deployment, self.store = source, dispatch, deployment, store
         self.starter: SubflowStarter | None = None
         """Starts this process's subflows while they run (set by the benchmark for the run's length)."""
+        self.shards = Shards(store, deployment=shard_deployment, size=tasks_per_flow_run,
+                             step_task_runs=source.header.step_task_runs,
+                             tags=[f"benchmark:{source.header.slug}"]) if tasks_per_flow_run > 1 else None
+        """Gathers a fleet's task runs into flow runs of several (``tasks_per_flow_run`` above 1)."""
+
+    async def aclose(self) -> None:
+        """Wait for the shards still running (a fleet's task runs sent several at a time)."""
+        if self.shards is not None:
+            await self.shards.aclose()
 
     async def run(self, task: ExpandedTask, key: RunKey, overrides: dict[str, str]) -> tuple[TaskReport | None, Ran]:
         """One attempt of a run key with its cell's overrides: its report (``None``: none) and where it ran.
@@ -106,6 +122,8 @@ class Dispatcher:
         tears its envs and agents down instead of running on unobserved."""
         # A published task goes by its name: the worker reads the frozen copy from the shared store.
         given = task_ref(self.source.ref, task.task_id) if self.source.ref else self.source.document_json(task)
+        if self.shards is not None:
+            return await self._run_in_shard(given, name, run_tags, overrides)
         flow_run = await arun_deployment(
             self.deployment, parameters={"task": given, "overrides": overrides,
                                          "step_task_runs": self.source.header.step_task_runs},
@@ -117,6 +135,18 @@ class Dispatcher:
             await asyncio.shield(cancel_flow_run(flow_run.id))
             raise
         return await asyncio.to_thread(self._read_report, str(flow_run.id)), Ran("flow run", str(flow_run.id))
+
+    async def _run_in_shard(self, given: str | JsonObject, name: str, run_tags: list[str],
+                            overrides: dict[str, str]) -> tuple[TaskReport | None, Ran]:
+        """The task run as one of a shard's (flows/benchmark_shards); with no flow run of its own, its shard's."""
+        assert self.shards is not None
+        self.shards.client = self.starter.client if self.starter else None
+        # Constructed, not validated: the document is checked where it runs, as the worker checks `task`.
+        item = ShardItem.model_construct(task=given, overrides=overrides, name=name, tags=run_tags)
+        flow_run_id, shard_id = await self.shards.run(item)
+        if flow_run_id is None:
+            return None, Ran("flow run", shard_id)
+        return await asyncio.to_thread(self._read_report, flow_run_id), Ran("flow run", flow_run_id)
 
     def _read_report(self, flow_run_id: str) -> TaskReport | None:
         try:

@@ -63,6 +63,9 @@ def test_prefect_deploy_registers_both_deployments_by_module_with_the_nightly_cr
             task_dep = await client.read_deployment_by_name("agent-task/agent-task")
             nightly = await client.read_deployment_by_name("benchmark/nightly")
             rescore = await client.read_deployment_by_name("rescore/rescore")
+            shard = await client.read_deployment_by_name("agent-task-shard/agent-task-shard")
+        assert shard.entrypoint == "prefect_agentenv.flows.agent_task_shard.agent_task_shard"
+        assert shard.work_pool_name == "agentenv" and shard.parameter_openapi_schema["required"] == ["items"]
         assert rescore.entrypoint == "prefect_agentenv.flows.rescore.rescore" and rescore.work_pool_name == "agentenv"
         assert rescore.parameter_openapi_schema["required"] == ["run"]
         assert task_dep.entrypoint == "prefect_agentenv.flows.agent_task.agent_task"
@@ -117,6 +120,65 @@ def test_the_nightly_benchmark_dispatches_to_the_pool_and_a_timed_out_task_run_i
 
     # The benchmark asked for the cancellation; how the worker's stop then ends the run (Cancelled, or
     # Crashed on the way) is the stop path's business, not the dispatcher's.
+    states = asyncio.run(history())
+    assert "Cancelling" in states or states[-1] == "Cancelled", states
+
+
+async def _children_of(api_url: str, parent: UUID) -> list:  # type: ignore[type-arg]
+    async with PrefectClient(api_url) as client:
+        return await client.read_flow_runs(
+            flow_run_filter=FlowRunFilter(parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[parent])))
+
+
+def test_task_runs_sent_several_to_a_flow_run_run_as_subflows_of_their_shard_and_report_one_by_one(
+        deployed: dict[str, str], tmp_path: Path) -> None:
+    bench = tmp_path / "sharded.yaml"
+    bench.write_text(yaml.safe_dump({"name": "Sharded", "slug": "sharded", "concurrency": 3, "tasks_per_flow_run": 2,
+                                     "tasks": [{"id": f"q{i}", "steps": [
+                                         {"id": "work", "type": "test_noop", "depends_on": []},
+                                         {"id": "grade", "type": "test_score", "score": i / 2}]} for i in range(3)]}))
+    run = prefect_cli(deployed, "deployment", "run", "benchmark/nightly", "--param", f"path={bench}",
+                      "--param", "dispatch=deployment", "--watch", "--watch-timeout", "240")
+    assert run.returncode == 0, run.stdout + run.stderr
+    bench_run_id = UUID(re.search(r"UUID: ([0-9a-f-]{36})", run.stdout).group(1))  # type: ignore[union-attr]
+
+    shards = asyncio.run(_children_of(deployed["PREFECT_API_URL"], bench_run_id))
+    # The first two task runs fill a shard at once; the third is sent alone once no other joins it.
+    assert sorted(len(s.parameters["items"]) for s in shards) == [1, 2], [s.name for s in shards]
+    assert all(s.state and s.state.is_completed() for s in shards), [s.state for s in shards]
+    assert all("benchmark:sharded" in s.tags for s in shards)
+    subflows = {r.name.split(" · ")[0]: r for s in shards
+                for r in asyncio.run(_children_of(deployed["PREFECT_API_URL"], s.id))}
+    assert sorted(subflows) == ["q0", "q1", "q2"]
+    assert {"benchmark:sharded", "epoch:0", "seed:0", "agentenv"} <= set(subflows["q1"].tags)
+    with LocalArtifactBackend(Path(deployed["PREFECT_AGENTENV_HOME"]) / "store") as store:
+        results = {r.task_id: r for r in read_results(store, "sharded", str(bench_run_id))}
+    assert sorted(results) == ["q0", "q1", "q2"]
+    for i, task_id in enumerate(["q0", "q1", "q2"]):  # each result names its own flow run, one level down
+        assert results[task_id].score == i / 2, results[task_id]
+        assert results[task_id].flow_run_id == str(subflows[task_id].id)
+
+
+def test_a_timed_out_task_run_in_a_shard_cancels_the_shard_once_nothing_else_waits_for_it(
+        deployed: dict[str, str]) -> None:
+    run = prefect_cli(deployed, "deployment", "run", "benchmark/nightly", "--param", "dispatch=deployment",
+                      "--param", "tasks_per_flow_run=2", "--watch", "--watch-timeout", "240")
+    assert run.returncode == 0, run.stdout + run.stderr
+    bench_run_id = UUID(re.search(r"UUID: ([0-9a-f-]{36})", run.stdout).group(1))  # type: ignore[union-attr]
+    with LocalArtifactBackend(Path(deployed["PREFECT_AGENTENV_HOME"]) / "store") as store:
+        results = {r.task_id: r for r in read_results(store, "worker-smoke", str(bench_run_id))}
+    assert results["quick"].score == 1.0 and results["stuck"].outcome.value == "TIMED_OUT", results
+    (shard,) = asyncio.run(_children_of(deployed["PREFECT_API_URL"], bench_run_id))
+    assert len(shard.parameters["items"]) == 2
+    deadline = time.monotonic() + 120
+    while not (shard.state and shard.state.is_final()) and time.monotonic() < deadline:
+        time.sleep(1)  # the worker stops the shard's process once the benchmark asked for it
+        (shard,) = asyncio.run(_children_of(deployed["PREFECT_API_URL"], bench_run_id))
+
+    async def history() -> list[str]:
+        async with PrefectClient(deployed["PREFECT_API_URL"]) as client:
+            return [s.name for s in await client.read_flow_run_states(shard.id)]
+
     states = asyncio.run(history())
     assert "Cancelling" in states or states[-1] == "Cancelled", states
 

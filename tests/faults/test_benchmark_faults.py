@@ -16,12 +16,15 @@ from prefect_agentenv.flows.reports.results import read_results
 pytestmark = pytest.mark.usefixtures("prefect_harness", "agentenv_home")
 
 
-async def test_a_refused_dispatch_is_recorded_errored_and_the_benchmark_finishes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sharded", [False, True], ids=["one-per-flow-run", "in-shards"])
+async def test_a_refused_dispatch_is_recorded_errored_and_the_benchmark_finishes(tmp_path: Path, sharded: bool) -> None:
+    """Sent in shards, every task run of the refused shard says why, none waits forever."""
     tasks = [{"id": name, "steps": [{"id": "grade", "type": "test_score", "score": 1.0}]} for name in ("a", "b")]
     path = tmp_path / "bench.yaml"
     path.write_text(yaml.safe_dump({"name": "Faults", "slug": "fault-bench", "concurrency": 2, "tasks": tasks}))
-    state = await benchmark(path=str(path), dispatch="deployment", deployment="agent-task/does-not-exist",
-                            return_state=True)
+    missing = {"shard_deployment": "agent-task-shard/does-not-exist", "tasks_per_flow_run": 2} if sharded else {
+        "deployment": "agent-task/does-not-exist"}
+    state = await benchmark(path=str(path), dispatch="deployment", **missing, return_state=True)
     out = await state.result(raise_on_failure=False)
     assert isinstance(out, dict), out
     assert out["counts"]["total"] == 2

@@ -144,6 +144,6 @@ def test_the_bench_command_runs_a_published_version(tmp_path: Path, agentenv_hom
 
 
 def test_the_nightly_deployment_takes_a_published_version() -> None:
-    (_, nightly, _) = build_deployments("frozen-bench@3", cron=None)
+    (nightly,) = [d for d in build_deployments("frozen-bench@3", cron=None) if d.name == "nightly"]
     assert nightly.parameters == {"benchmark": "frozen-bench@3"}
     assert "`frozen-bench@3` (a published version)" in (nightly.description or "")
