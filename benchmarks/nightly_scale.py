@@ -15,7 +15,9 @@ With ``--kill-at 0.5`` the benchmark's process is killed (SIGKILL, its process g
 the results are in, and ``bench --resume RUN_ID`` finishes the run: exactly N results, and no task
 run that had finished runs again. With ``--workers 2`` the task runs go to a process work pool
 instead (``dispatch: deployment``): the ``agent-task`` deployment of ``prefect.yaml``, two
-``prefect worker start`` processes, and the benchmark flow started in a process of its own.
+``prefect worker start`` processes, and the benchmark flow started in a process of its own; with
+``--tasks-per-flow-run 16`` too, sixteen task runs to a flow run of ``agent-task-shard``, each
+worker running as many shards at once as its share of the concurrency fills.
 
 The bare equivalent (``_bare.py --pool``: the same servers, the same agent delay, the same number
 of runs at the same concurrency, warm processes) runs first, for the throughput ratio.
@@ -25,6 +27,8 @@ Usage::
     python benchmarks/nightly_scale.py --runs 1000 --concurrency 32 --database sqlite --kill-at 0.5 \\
         --json benchmarks/results/nightly_scale_sqlite.json
     python benchmarks/nightly_scale.py --runs 40 --concurrency 8 --database postgres --workers 2
+    python benchmarks/nightly_scale.py --runs 1000 --concurrency 32 --database postgres --workers 2 \
+        --tasks-per-flow-run 16
 """
 
 from __future__ import annotations
@@ -58,7 +62,7 @@ RECORDINGS: dict[str, dict[str, Any]] = {"full": {}, "lean": {"step_task_runs": 
 
 
 def write_benchmark(folder: Path, runs: int, concurrency: int, seeds: int, delay: float, pool: bool,
-                    recording: str = "full") -> dict[str, Any]:
+                    recording: str = "full", tasks_per_flow_run: int = 1) -> dict[str, Any]:
     """The benchmark (seed rows × epochs = ``runs``) and the bare driver's pair file, in ``folder``."""
     if runs % seeds:
         raise SystemExit(f"--runs {runs} is not a multiple of --seeds {seeds}")
@@ -75,7 +79,8 @@ def write_benchmark(folder: Path, runs: int, concurrency: int, seeds: int, delay
     (folder / "seeds.csv").write_text("signer\n" + "".join(f'"{s}"\n' for s in SIGNERS[:seeds]))
     bench = {"name": "nightly at scale", "slug": SLUG, "version": 1, "tasks": [{"id": "reply", "path": "task.json"}],
              "seeds": {"csv": "seeds.csv"}, "epochs": runs // seeds, "concurrency": concurrency, "pool": pool,
-             "defaults": {"timeout_seconds": 600}, **RECORDINGS[recording]}
+             "defaults": {"timeout_seconds": 600}, **RECORDINGS[recording],
+             **({"tasks_per_flow_run": tasks_per_flow_run} if tasks_per_flow_run > 1 else {})}
     (folder / "bench.json").write_text(json.dumps(bench, indent=1))
     (folder / "pair.json").write_text(json.dumps({**pair.bare, "agent_config": {"plan": plan},
                                                   "prompt": "Reply to Dana, and sign as Sam."}))
@@ -100,14 +105,16 @@ class Harness:
 
     def prepare(self) -> None:
         write_benchmark(self.bench_dir, self.args.runs, self.args.concurrency, self.args.seeds, self.args.agent_delay,
-                        pool=not self.args.workers, recording=self.args.recording)
+                        pool=not self.args.workers, recording=self.args.recording,
+                        tasks_per_flow_run=self.args.tasks_per_flow_run)
         subprocess.run([CLI, "artifact", "put", "inbox", str(ROOT / "examples/artifacts/inbox.json"), "--environment",
                         "email"], env=self.env, check=True, stdout=subprocess.DEVNULL)
         if self.args.workers:
             self.start_workers()
 
     def start_workers(self) -> None:
-        """A process pool, the ``agent-task`` deployment of prefect.yaml, and the workers."""
+        """A process pool, the ``agent-task`` and ``agent-task-shard`` deployments of prefect.yaml, and the
+        workers; with shards, each worker runs as many at a time as its share of the concurrency fills."""
         folder = self.tmp / "deploy"
         folder.mkdir()
         shutil.copy(ROOT / "prefect.yaml", folder / "prefect.yaml")
@@ -116,12 +123,16 @@ class Harness:
         prefect = str(Path(PY).parent / "prefect")
         subprocess.run([prefect, "work-pool", "create", "agentenv", "--type", "process"], env=env, check=True,
                        stdout=subprocess.DEVNULL)
-        subprocess.run([prefect, "--no-prompt", "deploy", "--name", "agent-task"], env=env, cwd=folder, check=True,
+        subprocess.run([prefect, "--no-prompt", "deploy", "--name", "agent-task", "--name", "agent-task-shard"],
+                       env=env, cwd=folder, check=True,
                        stdout=subprocess.DEVNULL)
+        shards = self.args.tasks_per_flow_run
+        per_worker = -(-self.args.concurrency // (shards * self.args.workers))
+        limit = ["--limit", str(per_worker)] if shards > 1 else []
         for i in range(self.args.workers):
             log = (self.tmp / f"worker-{i}.log").open("wb")
             self.workers.append(subprocess.Popen([prefect, "worker", "start", "--pool", "agentenv", "--name",
-                                                  f"worker-{i}"], env=env, cwd=folder, stdout=log,
+                                                  f"worker-{i}", *limit], env=env, cwd=folder, stdout=log,
                                                  stderr=subprocess.STDOUT, start_new_session=True))
         time.sleep(5)
         for w in self.workers:
@@ -240,6 +251,8 @@ def main() -> None:
     parser.add_argument("--database", choices=("sqlite", "postgres"), default="sqlite")
     parser.add_argument("--kill-at", type=float, help="kill the benchmark's process at this share of results, resume")
     parser.add_argument("--workers", type=int, default=0, help="dispatch to a process pool with this many workers")
+    parser.add_argument("--tasks-per-flow-run", type=int, default=1,
+                        help="with --workers, task runs per flow run on the pool (shards of agent-task-shard)")
     parser.add_argument("--recording", choices=sorted(RECORDINGS), default="full",
                         help="full (the default recording), lean (step_task_runs: false), tasks (task_runs_as: tasks)")
     parser.add_argument("--server-config", default="default",
