@@ -254,6 +254,7 @@ class _Runner:
                                     len(keys))
         self.done = len(keys) - len(pending)
         gate = asyncio.Semaphore(self.concurrency)
+        self.dispatcher.expect(len(pending))
         async with self._shared():
             await asyncio.gather(*(self._run_key(k, gate) for k in pending))
         return await self._finish()
@@ -284,6 +285,7 @@ class _Runner:
                                           task_run_id=result.task_run_id, report_url=result.report_url,
                                           started_at=result.started_at, duration_s=result.duration_s))
             delay = retry_delay(self.policy, len(retried))
+            self.dispatcher.expect(1)
             logger.warning("task %s failed for infrastructure (%s: %s); attempt %s of %s in %.1fs", key.label(),
                            result.failure.reason, result.failure.message, len(retried) + 1, self.policy.retries + 1,
                            delay)

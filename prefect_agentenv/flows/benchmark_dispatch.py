@@ -61,6 +61,11 @@ class Dispatcher:
                              tags=[f"benchmark:{source.header.slug}"]) if tasks_per_flow_run > 1 else None
         """Gathers a fleet's task runs into flow runs of several (``tasks_per_flow_run`` above 1)."""
 
+    def expect(self, count: int) -> None:
+        """``count`` more task runs are coming: a shard not yet full waits for them rather than going at once."""
+        if self.shards is not None:
+            self.shards.expect(count)
+
     async def aclose(self) -> None:
         """Wait for the shards still running (a fleet's task runs sent several at a time)."""
         if self.shards is not None:

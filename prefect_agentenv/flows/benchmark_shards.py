@@ -1,10 +1,14 @@
 """Dispatching a benchmark's task runs to a work pool several at a time (``tasks_per_flow_run``).
 
 Each task run the benchmark starts joins the shard being gathered; the shard goes to the
-``agent-task-shard`` deployment as one flow run once it holds ``size`` task runs, or once no task
-run has joined it for ``linger_s`` (the end of a run, a retry waiting out its back-off). The
-benchmark's concurrency bounds how many task runs are in flight, so with a concurrency of 32 and
-shards of 16 two shards run at a time, and a new one fills as the task runs of the earlier ones end.
+``agent-task-shard`` deployment as one flow run once it holds ``size`` task runs, once the
+benchmark has no other task run to send (it says how many are coming: :meth:`Shards.expect`), or
+once no task run has joined it for ``linger_s`` (a retry waiting out its back-off, a task run that
+never reached dispatch). The benchmark's concurrency bounds how many task runs are in flight, so
+with a concurrency of 32 and shards of 16 two shards run at a time, and a new one fills as the task
+runs of the earlier ones end: it goes when the last of them ends, a wave at a time. Sent as soon as
+a few had joined, shards came to one or two task runs each, a process each again: a task run ends
+every second or two, and each one's slot is what lets the next one join.
 
 While a shard runs, its entries (flows/agent_task_shard) are read from the store as they appear
 and each waiting task run gets its report then. A shard that ends (however it ends) settles every
@@ -35,8 +39,8 @@ __all__ = ["Shards"]
 
 logger = logging.getLogger("prefect_agentenv.benchmark")
 
-LINGER_SECONDS = 1.0
-"""How long a shard that is not full waits for another task run to join it before it is sent."""
+LINGER_SECONDS = 10.0
+"""How long a shard that is not full, with task runs still to come, waits for another to join it."""
 
 ReportReader = Callable[[str], Any]
 """Reads the report of a task run's flow run (``None``: it has none)."""
@@ -65,15 +69,22 @@ class Shards:
         self.client: PrefectClient | None = None
         """The client that creates the shards' flow runs (the benchmark's quick-retrying one), if any."""
         self._gathering = _Shard()
+        self._coming = 0
+        """Task runs the benchmark still means to send (its :meth:`expect` less those that came)."""
         self._timer: asyncio.TimerHandle | None = None
         self._running: set[asyncio.Task[None]] = set()
+
+    def expect(self, count: int) -> None:
+        """``count`` more task runs are coming (the benchmark's pending ones at its start, each retry)."""
+        self._coming += count
 
     async def run(self, item: ShardItem) -> tuple[str | None, str | None]:
         """Run ``item`` in a shard; its flow run id (``None``: it has none) and its shard's flow run id."""
         loop = asyncio.get_running_loop()
         waiting = _Waiting(item, loop.create_future())
         self._gathering.waiting.append(waiting)
-        if len(self._gathering.waiting) >= self.size:
+        self._coming = max(self._coming - 1, 0)
+        if len(self._gathering.waiting) >= self.size or self._coming == 0:
             self._send()
         else:
             if self._timer is not None:

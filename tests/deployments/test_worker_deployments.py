@@ -143,7 +143,7 @@ def test_task_runs_sent_several_to_a_flow_run_run_as_subflows_of_their_shard_and
     bench_run_id = UUID(re.search(r"UUID: ([0-9a-f-]{36})", run.stdout).group(1))  # type: ignore[union-attr]
 
     shards = asyncio.run(_children_of(deployed["PREFECT_API_URL"], bench_run_id))
-    # The first two task runs fill a shard at once; the third is sent alone once no other joins it.
+    # The first two task runs fill a shard at once; the third is sent alone, no other being left to come.
     assert sorted(len(s.parameters["items"]) for s in shards) == [1, 2], [s.name for s in shards]
     assert all(s.state and s.state.is_completed() for s in shards), [s.state for s in shards]
     assert all("benchmark:sharded" in s.tags for s in shards)
