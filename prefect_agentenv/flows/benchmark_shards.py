@@ -22,9 +22,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 from uuid import UUID
 
 from prefect.client.orchestration import PrefectClient, get_client
@@ -35,15 +33,17 @@ from prefect_agentenv.exceptions import ArtifactError
 from prefect_agentenv.flows.adapters.fleet import POLL_SECONDS, cancel_flow_run
 from prefect_agentenv.flows.shard_items import ShardEntry, ShardItem, shard_entry_folder
 
-__all__ = ["Shards"]
+__all__ = ["ShardTaskRunError", "Shards"]
 
 logger = logging.getLogger("prefect_agentenv.benchmark")
 
 LINGER_SECONDS = 10.0
 """How long a shard that is not full, with task runs still to come, waits for another to join it."""
 
-ReportReader = Callable[[str], Any]
-"""Reads the report of a task run's flow run (``None``: it has none)."""
+
+class ShardTaskRunError(RuntimeError):
+    """A task run its shard could not start (the shard's entry says why): the benchmark's infrastructure
+    failure, retried as its policy says."""
 
 
 @dataclass
@@ -165,8 +165,13 @@ class Shards:
         wanted = {i for i, w in enumerate(shard.waiting) if not w.future.done()}
         entries = await asyncio.to_thread(self._entries, shard_id, wanted)
         for index, entry in entries.items():
-            if not shard.waiting[index].future.done():
-                shard.waiting[index].future.set_result((entry.flow_run_id, shard_id))
+            future = shard.waiting[index].future
+            if future.done():
+                continue
+            if entry.flow_run_id is None and entry.error:
+                future.set_exception(ShardTaskRunError(f"shard {shard_id} could not start it: {entry.error}"))
+            else:
+                future.set_result((entry.flow_run_id, shard_id))
 
     def _entries(self, shard_id: str, wanted: set[int]) -> dict[int, ShardEntry]:
         """The stored entries among ``wanted`` (the list of the shard's entries, then each new one)."""
