@@ -143,26 +143,21 @@ async def benchmark(
             which wins when both are given).
         run_id: Resume this run: only its missing or errored task runs run again. Empty: the flow run's id.
         overrides: Overrides for every task, e.g. `{"a2a_agent_id": "llm", "model": "gpt-4.1"}`.
-        matrix: A sweep: override keys with the values to try, e.g. `{"a2a_agent_id": ["scripted", "llm"]}`;
-            each combination (a cell) runs every task on top of `overrides`, all in this run. Replaces
-            the document's `matrix` key by key.
+        matrix: A sweep: override keys with the values to try, e.g. `{"a2a_agent_id": ["scripted", "llm"]}`; each
+            combination (a cell) runs every task on top of `overrides`. Replaces the document's `matrix` key by key.
         epochs: How many times each task runs (overrides the document's `epochs`).
         concurrency: How many task runs at once (overrides the document's `concurrency`).
-        dispatch: `subflow` runs every task here; `deployment` starts each as a flow run of `deployment`
-            on its work pool (a fleet).
+        dispatch: `subflow` runs every task here; `deployment` starts each on the work pool of `deployment`.
         deployment: The agent-task deployment that `dispatch=deployment` starts, as `flow/deployment`.
-        tasks_per_flow_run: With `dispatch=deployment`, how many task runs each flow run on the pool runs
-            (overrides the document's `tasks_per_flow_run`); above 1 they go to `shard_deployment`, each
-            task run a subflow there, and a worker starts one process for all of them.
-        shard_deployment: The agent-task-shard deployment, as `flow/deployment`.
+        tasks_per_flow_run: With `dispatch=deployment`, task runs per flow run on the pool (overrides the document's).
+        shard_deployment: The agent-task-shard deployment that runs them when that is above 1.
         report_dir: Also write each task's report and the summary into this folder on the worker.
         baseline: Compare with this run instead of the previous finished one: a run id of this benchmark,
             `<slug>/<run id>` of another, or `<slug>` for its latest finished run.
         confidence: The confidence of the paired comparison's intervals and verdicts (0.95: 95%).
         fail_under: Fail the flow run when the mean score is under this (0 to 1); in a sweep, any cell's.
-        fail_on_regression: Fail the flow run when the paired comparison with the baseline marks all task
-            runs worse (pass rate by McNemar's test, or mean score by the paired bootstrap and sign test);
-            in a sweep, any cell compared with the same cell of the baseline.
+        fail_on_regression: Fail the flow run when the paired comparison with the baseline marks all task runs
+            worse (McNemar's test, or the paired bootstrap and sign test); in a sweep, any cell against its own.
     """
     try:
         source = await asyncio.to_thread(load_source, benchmark, path)
@@ -173,21 +168,19 @@ async def benchmark(
         runner = _Runner(source, run_id=run_id or current_flow_run_id(), overrides=overrides or {},
                          epochs=epochs or bench.epochs, concurrency=concurrency or bench.concurrency, dispatch=dispatch,
                          deployment=deployment, tasks_per_flow_run=tasks_per_flow_run or bench.tasks_per_flow_run,
-                         shard_deployment=shard_deployment, report_dir=Path(report_dir) if report_dir else None,
-                         gate=Gate(baseline, confidence, fail_under, fail_on_regression), matrix=axes)
+                         shard_deployment=shard_deployment, report_dir=Path(report_dir) if report_dir else None, gate=Gate(baseline, confidence, fail_under, fail_on_regression), matrix=axes)
         await asyncio.to_thread(runner.results.check_source, source.ref, [c.label for c in runner.cells])
         runner.baseline = await asyncio.to_thread(find_baseline, runner.results, baseline)  # before anything runs
     except (TaskDocumentError, ConfigurationError, ArtifactError) as exc:  # a user mistake: no traceback
         get_run_logger().error("%s", exc)
         return Failed(message=str(exc))
-    result = await runner.run()
-    get_run_logger().info("benchmark %s run %s: %s", bench.slug, runner.run_id, result.headline)
-    return _final_state(result)
+    return _final_state(await runner.run())
 
 
 def _final_state(result: BenchmarkRunResult) -> State:
     """Failed when infrastructure failures, the gate or an empty run say so, else Completed; the
     data is the run's result. Infrastructure comes first: it makes the gate's verdict moot."""
+    get_run_logger().info("benchmark %s run %s: %s", result.slug, result.run_id, result.headline)
     data = result.model_dump(mode="json")  # the flow run's result stays plain JSON for the API and the UI
     if result.infrastructure_error:  # the mean would mostly measure the setup: say so, loudly
         get_run_logger().error("benchmark %s run %s failed: %s", result.slug, result.run_id,
