@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from prefect import get_run_logger
 from prefect.context import FlowRunContext
@@ -19,7 +20,10 @@ from prefect_agentenv.flows.adapters.task_parameter import TaskParameter, resolv
 from prefect_agentenv.flows.engine.task_runner import current_flow_run_id, is_top_level_run, report_key, run_task_document
 from prefect_agentenv.runtime.stop import StopRequest
 
-__all__ = ["agent_task", "report_key", "run_task_document", "subflow_run_name"]
+if TYPE_CHECKING:
+    from prefect_agentenv.flows.adapters.subflow_start import SubflowStarter
+
+__all__ = ["agent_task", "report_key", "run_task_document", "start_agent_task", "subflow_run_name"]
 """``run_task_document`` and ``report_key`` are defined in ``flows/task_runner`` and named here too."""
 
 
@@ -97,3 +101,18 @@ async def agent_task(
     if report.status == "failed":
         return Failed(message=report.error or "the task failed", data=data)
     return Completed(message=f"{report.outcome.value} score={report.score}", data=data)
+
+
+async def start_agent_task(name: str, starter: SubflowStarter | None, **parameters: Any) -> State:
+    """Run ``agent_task`` as a subflow named ``name``, through ``starter`` when there is one; its final state.
+
+    The one way a benchmark (in process) and a shard (on a worker) start a task run's subflow, so the
+    two name, tag and record it alike.
+    """
+    named = subflow_run_name.set(name)  # not with_options: that rebuilds the flow's parameter schema
+    try:
+        if starter is not None:
+            return await starter.run(agent_task, name, **parameters)
+        return await agent_task(**parameters, return_state=True)
+    finally:
+        subflow_run_name.reset(named)

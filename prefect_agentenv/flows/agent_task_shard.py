@@ -24,7 +24,7 @@ from prefect.states import Completed, Failed, State
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.flows.adapters.json_flow import json_parameter_flow
 from prefect_agentenv.flows.adapters.subflow_start import SubflowStarter, subflow_starter
-from prefect_agentenv.flows.agent_task import agent_task, subflow_run_name
+from prefect_agentenv.flows.agent_task import start_agent_task
 from prefect_agentenv.flows.engine.task_runner import current_flow_run_id
 from prefect_agentenv.flows.shard_items import ShardEntry, ShardItem, shard_entry_key
 
@@ -66,22 +66,15 @@ async def _run_item(shard_id: str, index: int, item: ShardItem, own_tags: list[s
                     starter: SubflowStarter | None) -> bool:
     """One task run of the shard, then its entry; False when it ended without a flow run of its own."""
     entry = ShardEntry()
-    named = subflow_run_name.set(item.name)
     try:
         with tags(*own_tags, *item.tags):
-            if starter is not None:
-                state = await starter.run(agent_task, item.name, task=item.task, overrides=item.overrides,
-                                          step_task_runs=step_task_runs)
-            else:
-                state = await agent_task(task=item.task, overrides=item.overrides, step_task_runs=step_task_runs,
-                                         return_state=True)
+            state = await start_agent_task(item.name, starter, task=item.task, overrides=item.overrides,
+                                           step_task_runs=step_task_runs)
         details = state.state_details
         entry.flow_run_id = str(details.flow_run_id) if details and details.flow_run_id else None
     except Exception as exc:  # one task run that could not start costs that task run only
         logger.warning("task run %s of the shard could not run: %s", item.name, exc)
         entry.error = f"{type(exc).__name__}: {exc}"
-    finally:
-        subflow_run_name.reset(named)
     await asyncio.shield(asyncio.to_thread(_store_entry, shard_id, index, entry))
     return entry.flow_run_id is not None
 

@@ -16,7 +16,7 @@ from prefect_agentenv.artifacts import ArtifactBackend
 from prefect_agentenv.documents.compile import ExpandedTask
 from prefect_agentenv.documents.published import task_ref
 from prefect_agentenv.exceptions import ArtifactError
-from prefect_agentenv.flows.adapters.fleet import cancel_flow_run, wait_for_flow_run
+from prefect_agentenv.flows.adapters.fleet import cancel_flow_run, create_flow_run, wait_for_flow_run
 from prefect_agentenv.flows.adapters.subflow_start import SubflowStarter
 from prefect_agentenv.flows.adapters.task_tags import benchmark_task_run_tags, only_tags
 from prefect_agentenv.flows.agent_task_run import Handoff, agent_task_run, handoff
@@ -88,18 +88,10 @@ class Dispatcher:
             if self.source.header.task_runs_as == "tasks":
                 return await self._run_as_task(task, name, overrides)
             # Imported here: task runs recorded as tasks (and fleets) never need the flow.
-            from prefect_agentenv.flows.agent_task import agent_task, subflow_run_name
+            from prefect_agentenv.flows.agent_task import start_agent_task
 
-            named = subflow_run_name.set(name)  # not with_options: that rebuilds the flow's parameter schema
-            try:
-                if self.starter is not None:
-                    state = await self.starter.run(agent_task, name, task=task.document, overrides=overrides,
-                                                   step_task_runs=self.source.header.step_task_runs)
-                else:
-                    state = await agent_task(task=task.document, overrides=overrides,
-                                             step_task_runs=self.source.header.step_task_runs, return_state=True)
-            finally:
-                subflow_run_name.reset(named)
+            state = await start_agent_task(name, self.starter, task=task.document, overrides=overrides,
+                                           step_task_runs=self.source.header.step_task_runs)
             data = await state.aresult(raise_on_failure=False)
         report = TaskReport.model_validate(data) if isinstance(data, dict) else None
         return report, Ran("flow run", str(state.state_details.flow_run_id) if state.state_details else None)
@@ -129,11 +121,11 @@ class Dispatcher:
         given = task_ref(self.source.ref, task.task_id) if self.source.ref else self.source.document_json(task)
         if self.shards is not None:
             return await self._run_in_shard(given, name, run_tags, overrides)
-        flow_run = await arun_deployment(
+        flow_run = await create_flow_run(arun_deployment(
             self.deployment, parameters={"task": given, "overrides": overrides,
                                          "step_task_runs": self.source.header.step_task_runs},
             flow_run_name=name, tags=run_tags, timeout=0, as_subflow=True,
-            client=self.starter.client if self.starter else None)
+            client=self.starter.client if self.starter else None))
         try:
             await wait_for_flow_run(flow_run.id)
         except (TimeoutError, asyncio.CancelledError):

@@ -30,7 +30,7 @@ from prefect.deployments import arun_deployment
 
 from prefect_agentenv.artifacts import ArtifactBackend
 from prefect_agentenv.exceptions import ArtifactError
-from prefect_agentenv.flows.adapters.fleet import POLL_SECONDS, cancel_flow_run
+from prefect_agentenv.flows.adapters.fleet import POLL_SECONDS, cancel_flow_run, create_flow_run
 from prefect_agentenv.flows.shard_items import ShardEntry, ShardItem, shard_entry_folder
 
 __all__ = ["ShardTaskRunError", "Shards"]
@@ -117,10 +117,9 @@ class Shards:
             # An item's task is sent as given (a reference, or the document's JSON as its snapshot keeps it):
             # the shard validates it where it runs, so its dump is not checked against the model here.
             items = [w.item.model_dump(mode="json", warnings=False) for w in shard.waiting]
-            flow_run = await arun_deployment(
-                self.deployment, parameters={"items": items,
-                                             "step_task_runs": self.step_task_runs},
-                tags=self.tags, timeout=0, as_subflow=True, client=self.client)
+            flow_run = await create_flow_run(arun_deployment(
+                self.deployment, parameters={"items": items, "step_task_runs": self.step_task_runs},
+                tags=self.tags, timeout=0, as_subflow=True, client=self.client))
         except Exception as exc:  # the shard's task runs could not run: each of them says so
             for w in shard.waiting:
                 if not w.future.done():

@@ -174,6 +174,7 @@ def test_a_timed_out_task_run_in_a_shard_cancels_the_shard_once_nothing_else_wai
     while not (shard.state and shard.state.is_final()) and time.monotonic() < deadline:
         time.sleep(1)  # the worker stops the shard's process once the benchmark asked for it
         (shard,) = asyncio.run(_children_of(deployed["PREFECT_API_URL"], bench_run_id))
+    assert shard.state and shard.state.is_final(), shard.state  # its process was stopped, not left running
 
     async def history() -> list[str]:
         async with PrefectClient(deployed["PREFECT_API_URL"]) as client:

@@ -3,18 +3,39 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
+from collections.abc import Coroutine
+from typing import Any
 from uuid import UUID
 
 from prefect.client.orchestration import get_client
-from prefect.client.schemas.objects import State
+from prefect.client.schemas.objects import FlowRun, State
 from prefect.states import Cancelled, Cancelling
 
 logger = logging.getLogger("prefect_agentenv.benchmark")
 
 POLL_SECONDS = (0.5, 1.0, 2.0)
 """Waits between state reads: short at first (quick tasks), then every 2 s."""
+
+
+async def create_flow_run(create: Coroutine[Any, Any, FlowRun]) -> FlowRun:
+    """Await ``create`` (an ``arun_deployment``), and if the wait is cut short, cancel what it created.
+
+    Creating a flow run is a few writes, retried while a busy server answers 503, and on a loaded
+    machine that can outlast a task's timeout. Cancelled half-way, the creation may still reach the
+    server, and the flow run would then run on its worker with nobody waiting for it. So the creation
+    goes on to its end, and the flow run it made is cancelled at once.
+    """
+    creating = asyncio.ensure_future(create)
+    try:
+        return await asyncio.shield(creating)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):  # it failed: there is nothing to cancel
+            flow_run = await asyncio.shield(creating)
+            await asyncio.shield(cancel_flow_run(flow_run.id))
+        raise
 
 
 async def wait_for_flow_run(flow_run_id: UUID) -> None:
