@@ -168,7 +168,8 @@ async def benchmark(
         runner = _Runner(source, run_id=run_id or current_flow_run_id(), overrides=overrides or {},
                          epochs=epochs or bench.epochs, concurrency=concurrency or bench.concurrency, dispatch=dispatch,
                          deployment=deployment, tasks_per_flow_run=tasks_per_flow_run or bench.tasks_per_flow_run,
-                         shard_deployment=shard_deployment, report_dir=Path(report_dir) if report_dir else None, gate=Gate(baseline, confidence, fail_under, fail_on_regression), matrix=axes)
+                         shard_deployment=shard_deployment, report_dir=Path(report_dir) if report_dir else None,
+                         gate=Gate(baseline, confidence, fail_under, fail_on_regression), matrix=axes)
         await asyncio.to_thread(runner.results.check_source, source.ref, [c.label for c in runner.cells])
         runner.baseline = await asyncio.to_thread(find_baseline, runner.results, baseline)  # before anything runs
     except (TaskDocumentError, ConfigurationError, ArtifactError) as exc:  # a user mistake: no traceback
@@ -205,7 +206,8 @@ class _Runner:
 
     def __init__(self, source: BenchmarkSource, *, run_id: str | None, overrides: dict[str, str], epochs: int,
                  concurrency: int, dispatch: str, deployment: str, report_dir: Path | None,
-                 tasks_per_flow_run: int = 1, shard_deployment: str = SHARD_DEPLOYMENT, gate: Gate | None = None, matrix: Matrix | None = None) -> None:
+                 tasks_per_flow_run: int = 1, shard_deployment: str = SHARD_DEPLOYMENT, gate: Gate | None = None,
+                 matrix: Matrix | None = None) -> None:
         self.source, self.bench, self.tasks = source, source.header, {t.task_id: t for t in source.tasks}
         self.run_id = run_id or time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
         self.overrides = {**self.bench.defaults.overrides, **overrides}
