@@ -54,6 +54,12 @@ async def test_each_step_is_a_task_run_named_by_its_id_and_tagged_with_its_type_
     assert by_name["first"].tags == [] and by_name["second"].tags == ["test_sleep"]
     assert all(r.state and r.state.is_completed() for r in runs)
     assert flow_run.name == "named-steps"
+    # A step no limit applies to is Running from its first state (its Pending would last milliseconds
+    # and cost the server a write); one that may wait for a slot shows that it waited, as Pending.
+    async with get_client() as client:
+        history = {name: [s.type.value for s in await client.read_task_run_states(run.id)]
+                   for name, run in by_name.items()}
+    assert history == {"first": ["RUNNING", "COMPLETED"], "second": ["PENDING", "RUNNING", "COMPLETED"]}
 
 
 async def test_with_tagging_on_every_step_is_tagged_with_its_type(monkeypatch: pytest.MonkeyPatch) -> None:
