@@ -59,3 +59,17 @@ async def flushed_logs(log_filter: LogFilter, client: PrefectClient | None = Non
         if logs or time.monotonic() > give_up:
             return logs
         await asyncio.sleep(0.2)
+
+
+
+def summary_steps(markdown: object) -> list[tuple[str, str]]:
+    """Each step of a task run's summary artifact as (id, state), in the order of its steps table."""
+    lines = str(markdown).splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| step | type | state |"))
+    rows = []
+    for line in lines[start + 2:]:  # past the header and its |---| line
+        if not line.startswith("|"):
+            break
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        rows.append((cells[0], cells[2]))
+    return rows

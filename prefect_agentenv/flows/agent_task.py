@@ -77,7 +77,7 @@ async def agent_task(
         keep: Keep the agents' sandboxes after the run (to inspect the files they wrote).
         report_path: Also write the JSON report to this path on the worker.
         step_task_runs: Record each step as a Prefect task run (off: the steps are in the report and
-            the steps artifact only, and Prefect records about half as much per run).
+            the summary artifact's steps table only, and Prefect records about half as much per run).
     """
     try:
         document = resolve_task_parameter(task)

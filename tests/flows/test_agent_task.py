@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from prefect_reads import settled_task_runs
+from prefect_reads import settled_task_runs, summary_steps
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
 from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
@@ -87,17 +87,22 @@ async def test_a_fatal_step_failure_fails_the_flow_run_with_the_report_as_its_da
     assert {s["id"]: s["state"] for s in report["steps"]} == {"ok": "completed", "boom": "failed"}
 
 
-async def test_the_run_publishes_a_summary_a_steps_table_and_a_transcript() -> None:
+async def test_the_run_publishes_a_summary_with_its_steps_and_a_transcript() -> None:
     state = await agent_task(doc([{"id": "only", "type": "test_noop", "depends_on": []}], "artifacts-task"),
                              return_state=True)
     async with get_client() as client:
         artifacts = await client.read_artifacts(
             artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[state.state_details.flow_run_id])))
     kinds = {a.key: a.type for a in artifacts}
-    assert kinds == {"agentenv-artifacts-task-summary": "markdown", "agentenv-artifacts-task-steps": "table",
-                     "agentenv-artifacts-task-transcript": "markdown"}
+    assert kinds == {"agentenv-artifacts-task-summary": "markdown", "agentenv-artifacts-task-transcript": "markdown"}
     summary = next(a for a in artifacts if a.key.endswith("-summary"))
     assert "artifacts-task" in str(summary.data) and "UNSCORED" in str(summary.data)
+    # The steps table of the summary says what a table artifact of its own said: when, how long, how often.
+    assert "| step | type | state | started | duration (s) | attempts | error |" in str(summary.data)
+    assert summary_steps(summary.data) == [("only", "completed")]
+    [row] = [line for line in str(summary.data).splitlines() if line.startswith("| only |")]
+    started, attempts = row.strip("|").split("|")[3].strip(), row.strip("|").split("|")[5].strip()
+    assert started[:4].isdigit() and "T" in started and attempts == "1"
 
 
 async def test_the_flow_run_is_named_after_the_task_and_the_agents_under_test() -> None:

@@ -177,10 +177,12 @@ def summary_markdown(report: TaskReport) -> str:
     ]
     if report.error:
         lines += ["", f"**Error:** {report.error}"]
-    lines += ["", "| step | type | state | duration (s) | error |", "|---|---|---|---|---|"]
+    lines += ["", "| step | type | state | started | duration (s) | attempts | error |",
+              "|---|---|---|---|---|---|---|"]
     for s in report.steps:
         err = (s.error or "").replace("|", "\\|").replace("\n", " ")[:200]
-        lines.append(f"| {s.id} | {s.type} | {s.state} | {s.duration_s or 0:.2f} | {err} |")
+        started = s.started_at.isoformat(timespec="seconds") if s.started_at else "—"
+        lines.append(f"| {s.id} | {s.type} | {s.state} | {started} | {s.duration_s or 0:.2f} | {s.attempts} | {err} |")
     verifications = report.context.metadata.verifications
     if verifications:
         lines += ["", "## Verifications", "", "| verifier | score | rows |", "|---|---|---|"]
@@ -212,9 +214,11 @@ def verification_rows(report: TaskReport) -> list[JsonObject]:
 
 
 async def publish_artifacts(report: TaskReport, secrets: set[str] | None = None) -> None:
-    """Create the summary, steps, verifications and transcript artifacts on the current flow run.
+    """Create the summary, verifications and transcript artifacts on the current flow run.
 
-    They are created at once (each is one API request, and the run waits for them to end).
+    They are created at once (each is one API request, and the run waits for them to end). The
+    steps are a table of the summary, not an artifact of their own: the server writes each keyed
+    artifact, its key's latest version and two events, and a second table would repeat the first.
     """
     key = artifact_key("agentenv", report.task_id)
     markdown = summary_markdown(report)
@@ -225,9 +229,6 @@ async def publish_artifacts(report: TaskReport, secrets: set[str] | None = None)
     pending = [
         acreate_markdown_artifact(markdown=redact(markdown, secrets or set()), key=f"{key}-summary"[:100],
                                   description=f"Outcome of task {report.task_id}"),
-        acreate_table_artifact(
-            table=[_step_row(s) for s in report.steps],
-            key=f"{key}-steps"[:100], description=f"Steps of task {report.task_id}"),
     ]
     rows = verification_rows(report)
     if rows:
@@ -250,12 +251,6 @@ def _unsupported_config_warnings(context: RunContext) -> list[str]:
     return [f"step '{r.step_id}': agent '{r.agent_name}' cannot take {r.field} ({r.extension}: {r.reason}); "
             "it was not sent" for r in context.metadata.unsupported_agent_config]
 
-
-def _step_row(step: StepRecord) -> JsonObject:
-    """A row of the steps table, its columns in reading order."""
-    return {"id": step.id, "type": step.type, "state": step.state,
-            "started_at": step.started_at.isoformat() if step.started_at else None,
-            "duration_s": step.duration_s, "attempts": step.attempts, "error": step.error}
 
 
 def _without(value: JsonObject, paths: list[tuple[int | str, ...]]) -> JsonObject:
