@@ -182,7 +182,8 @@ def summary_markdown(report: TaskReport) -> str:
     for s in report.steps:
         err = (s.error or "").replace("|", "\\|").replace("\n", " ")[:200]
         started = s.started_at.isoformat(timespec="seconds") if s.started_at else "—"
-        lines.append(f"| {s.id} | {s.type} | {s.state} | {started} | {s.duration_s or 0:.2f} | {s.attempts} | {err} |")
+        lines.append(f"| {s.id} | {s.type} | {s.state} | {started} | {s.duration_s or 0:.2f} | {s.attempts} "
+                     f"| {err} |")
     verifications = report.context.metadata.verifications
     if verifications:
         lines += ["", "## Verifications", "", "| verifier | score | rows |", "|---|---|---|"]
@@ -250,7 +251,6 @@ def _unsupported_config_warnings(context: RunContext) -> list[str]:
     """One warning per thing the document asked to give an agent that its card could not take."""
     return [f"step '{r.step_id}': agent '{r.agent_name}' cannot take {r.field} ({r.extension}: {r.reason}); "
             "it was not sent" for r in context.metadata.unsupported_agent_config]
-
 
 
 def _without(value: JsonObject, paths: list[tuple[int | str, ...]]) -> JsonObject:
