@@ -24,6 +24,7 @@ import sqlite3
 import sys
 import tempfile
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -66,12 +67,35 @@ def settled_sizes(server: PrefectServer, db: Path) -> tuple[Sizes, float]:
     return db_sizes(db), server.cpu_s()
 
 
-def difference(after: Sizes, before: Sizes) -> dict[str, tuple[int, int]]:
-    return {k: (after.get(k, (0, 0))[0] - before.get(k, (0, 0))[0], after.get(k, (0, 0))[1] - before.get(k, (0, 0))[1])
+def difference(after: Sizes, before: Sizes) -> Sizes:
+    zero = (0, 0)
+    return {k: (after.get(k, zero)[0] - before.get(k, zero)[0], after.get(k, zero)[1] - before.get(k, zero)[1])
             for k in set(after) | set(before)}
 
 
-def measure_tree(code: Path, runs: int, recording: str, tmp: Path) -> dict[str, object]:
+@dataclass
+class TreeWrites:
+    """What one more task run of one source tree writes."""
+
+    code: str
+    ok: bool
+    """Every task run of the three benches passed."""
+    per_task_run: dict[str, tuple[float, float]]
+    """``table:<name>`` → (rows, bytes), ``event:<name>`` → (events, 0)."""
+    server_cpu_s: float
+    """For information only: CPU-seconds move with the machine's speed."""
+
+    def total(self, kind: str) -> tuple[float, float]:
+        """Rows and bytes of all tables (``table``), or the count of all events (``event``)."""
+        chosen = [v for k, v in self.per_task_run.items() if k.startswith(f"{kind}:")]
+        return sum(r for r, _ in chosen), sum(b for _, b in chosen)
+
+    def cell(self, key: str) -> str:
+        rows, size = self.per_task_run.get(key, (0.0, 0.0))
+        return f"{rows:.2f}" if key.startswith("event:") else f"{rows:.2f} / {size / 1024:.1f}"
+
+
+def measure_tree(code: Path, runs: int, recording: str, tmp: Path) -> TreeWrites:
     """What one more task run writes: (bench of 1 + N less bench of 1) / N, per table and per event."""
     home = tmp / f"server-{len(list(tmp.iterdir()))}"
     server = PrefectServer(home)
@@ -90,16 +114,10 @@ def measure_tree(code: Path, runs: int, recording: str, tmp: Path) -> dict[str, 
         after_many, cpu2 = settled_sizes(server, db)
     finally:
         server.stop()
-    first, second = difference(after_one, start), difference(after_many, after_one)
-    per_run = {k: ((second[k][0] - first.get(k, (0, 0))[0]) / runs, (second[k][1] - first.get(k, (0, 0))[1]) / runs)
-               for k in second}
-    per_run = {k: v for k, v in sorted(per_run.items()) if v != (0.0, 0.0)}
-    tables = {k: v for k, v in per_run.items() if k.startswith("table:")}
-    return {"code": str(code), "ok": warm_ok and one_ok and many_ok,
-            "per_task_run": {k: {"rows": r, "bytes": b} for k, (r, b) in per_run.items()},
-            "rows": sum(r for r, _ in tables.values()), "bytes": sum(b for _, b in tables.values()),
-            "events": sum(n for k, (n, _) in per_run.items() if k.startswith("event:")),
-            "server_cpu_s": ((cpu2 - cpu1) - (cpu1 - cpu0)) / runs}
+    extra = difference(difference(after_many, after_one), difference(after_one, start))
+    per_run = {k: (rows / runs, size / runs) for k, (rows, size) in sorted(extra.items()) if (rows, size) != (0, 0)}
+    return TreeWrites(code=str(code), ok=warm_ok and one_ok and many_ok, per_task_run=per_run,
+                      server_cpu_s=((cpu2 - cpu1) - (cpu1 - cpu0)) / runs)
 
 
 def main() -> None:
@@ -112,24 +130,20 @@ def main() -> None:
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="server-writes-"))
     results = [measure_tree(code.resolve(), args.runs, args.recording, tmp) for code in args.code]
-    tables = sorted({t for r in results for t in r["per_task_run"]})  # type: ignore[union-attr]
+    keys = sorted({k for r in results for k in r.per_task_run})
     print("\none more task run: rows / KB written, by table, and events by name")
-    print("| table | " + " | ".join(str(r["code"]) for r in results) + " |")
+    print("| table | " + " | ".join(r.code for r in results) + " |")
     print("|---|" + "---|" * len(results))
-    for table in tables:
-        cells = []
-        for r in results:
-            v = r["per_task_run"].get(table, {"rows": 0.0, "bytes": 0.0})  # type: ignore[union-attr]
-            is_event = table.startswith("event:")
-            cells.append(f"{v['rows']:.2f}" if is_event else f"{v['rows']:.2f} / {v['bytes'] / 1024:.1f}")
-        print(f"| {table} | " + " | ".join(cells) + " |")
-    print("| **all tables** | " + " | ".join(f"{r['rows']:.2f} / {r['bytes'] / 1024:.1f}" for r in results) + " |")  # type: ignore[operator]
-    print("| **all events** | " + " | ".join(f"{r['events']:.2f}" for r in results) + " |")
-    print("| server CPU (s, for information) | " + " | ".join(f"{r['server_cpu_s']:.3f}" for r in results) + " |")
-    print("| all task runs passed | " + " | ".join(str(r["ok"]) for r in results) + " |")
+    for key in keys:
+        print(f"| {key} | " + " | ".join(r.cell(key) for r in results) + " |")
+    tables = [r.total("table") for r in results]
+    print("| **all tables** | " + " | ".join(f"{rows:.2f} / {size / 1024:.1f}" for rows, size in tables) + " |")
+    print("| **all events** | " + " | ".join(f"{r.total('event')[0]:.2f}" for r in results) + " |")
+    print("| server CPU (s, for information) | " + " | ".join(f"{r.server_cpu_s:.3f}" for r in results) + " |")
+    print("| all task runs passed | " + " | ".join(str(r.ok) for r in results) + " |")
     if args.json:
-        args.json.write_text(json.dumps({"runs": args.runs, "recording": args.recording, "results": results},
-                                        indent=1) + "\n")
+        args.json.write_text(json.dumps({"runs": args.runs, "recording": args.recording,
+                                         "results": [asdict(r) for r in results]}, indent=1) + "\n")
         print(f"\nwritten: {args.json}")
 
 

@@ -131,14 +131,17 @@ async def execute_as_prefect_task(step: StepModel, inputs: list[RunContext]) -> 
     # none; the graph's edges are the document's dependencies (``graph.upstream``).
     # A step run again by a span retry continues its own task run: the UI shows one step with
     # several attempts (run_count) instead of unrelated task runs.
+    # Handed a task run, Prefect's engine sends no Pending state: a step's would last milliseconds and
+    # cost the server a write. A step a concurrency limit may hold back keeps it (the UI shows it waiting).
     parameters = {"step": quote(step), "inputs": quote(inputs)}
+    upstream = graph.upstream(step.id) if graph else None
     try:
         with only_tags(chosen):
             task_run = graph.task_runs.get(step.id) if graph else None
-            if task_run is None and graph is not None and chosen is not None and not chosen:
-                task_run = await created_without_pending(runnable, parameters, graph.upstream(step.id))
+            if task_run is None and upstream is not None and chosen == set():
+                task_run = await runnable.create_local_run(parameters=parameters, extra_task_inputs=upstream)
             state = await run_task_async(runnable, parameters=parameters, return_type="state", task_run=task_run,
-                                         dependencies=graph.upstream(step.id) if graph else None)
+                                         dependencies=upstream)
     except Exception as exc:  # Prefect's own machinery failed (its API went away), not the step
         if step.id in started:
             raise
@@ -160,20 +163,6 @@ async def execute_as_prefect_task(step: StepModel, inputs: list[RunContext]) -> 
     if not isinstance(result, RunContext):
         raise TypeError(f"step '{step.id}' returned {type(result).__name__}, not a RunContext")
     return result
-
-
-async def created_without_pending(runnable: Task[Any, Any], parameters: dict[str, Any],
-                                  upstream: dict[str, set[RunInput]]) -> TaskRun:
-    """The step's task run, created here so that Prefect's engine, handed it, sends no Pending event.
-
-    A task run the engine creates itself starts with a Pending state event, written by the server
-    like any other (a row for the state, the event and its resources). A step's Pending lasts
-    from its creation to its Running a few milliseconds later, unless a concurrency limit makes
-    it wait for a slot; the caller creates the run here only when no limit applies to its tags,
-    so a step waiting for a slot still shows Pending. Its history then starts at Running, with
-    the same name, tags, inputs and edges (``upstream``, as ``dependencies=`` would give them).
-    """
-    return await runnable.create_local_run(parameters=parameters, extra_task_inputs=upstream)
 
 
 async def _without_prefect(run: RunResources, step: StepModel, inputs: list[RunContext], why: str) -> RunContext:
