@@ -19,8 +19,8 @@ import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 
-from prefect_agentenv.grading.benchmark_stats import TaskResult, summarize
 from prefect_agentenv.grading.outcome import Outcome
+from prefect_agentenv.results import TaskResult, summarize
 from prefect_agentenv.transcript import transcript_markdown
 from prefect_agentenv.transcript.models import (
     Clip,

@@ -40,8 +40,8 @@ if TYPE_CHECKING:  # what checkers and editors see; at run time each name loads 
         TaskDocumentError,
     )
     from prefect_agentenv.flows.agent_task import agent_task
-    from prefect_agentenv.flows.engine.task_runner import run_task_document
-    from prefect_agentenv.flows.reports.report import TaskReport
+    from prefect_agentenv.flows.task_runner import run_task_document
+    from prefect_agentenv.results.task_report import TaskReport
     from prefect_agentenv.session import AgentSession
     from prefect_agentenv.steps.base import StepModel
     from prefect_agentenv.steps.registry import StepDefinition, register
@@ -88,8 +88,8 @@ _LAZY = {
     "load_agent_config": "prefect_agentenv.api",
     "make_agent": "prefect_agentenv.api",
     "agent_task": "prefect_agentenv.flows.agent_task",
-    "run_task_document": "prefect_agentenv.flows.engine.task_runner",
-    "TaskReport": "prefect_agentenv.flows.reports.report",
+    "run_task_document": "prefect_agentenv.flows.task_runner",
+    "TaskReport": "prefect_agentenv.results.task_report",
     "Transcript": "prefect_agentenv.transcript",
 }
 

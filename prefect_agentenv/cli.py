@@ -15,8 +15,8 @@ import typer
 from typer.core import TyperGroup
 
 from prefect_agentenv.commands.compare import compare_command
-from prefect_agentenv.commands.rescore import rescore_command
 from prefect_agentenv.commands.publish import publish_command
+from prefect_agentenv.commands.rescore import rescore_command
 from prefect_agentenv.commands.review import review_command
 from prefect_agentenv.commands.rollout import rollout_command
 from prefect_agentenv.commands.view import view_command
@@ -288,8 +288,8 @@ def bench(
     if baseline is not None:
         _check_baseline(baseline, slug)
     from prefect_agentenv.cli_progress import run_benchmark_with_progress
-    from prefect_agentenv.flows.reports.baseline import Gate
-    from prefect_agentenv.runtime.sweep import sweep_dead_runs
+    from prefect_agentenv.results.baseline import Gate
+    from prefect_agentenv.runtime.leftovers import sweep_dead_runs
     from prefect_agentenv.settings import get_settings
 
     sweep_dead_runs(get_settings().runs_dir)  # what killed runs left behind (logged)
@@ -325,7 +325,7 @@ def _check_published(slug: str, version: str) -> None:
 def _check_baseline(baseline: str, slug: str | None) -> None:
     """Refuse a baseline the artifact store does not have, before anything runs (exit 2)."""
     from prefect_agentenv.artifacts import ArtifactError, get_artifact_store
-    from prefect_agentenv.flows.reports.run_lookup import find_run
+    from prefect_agentenv.results.run_lookup import find_run
 
     try:
         with get_artifact_store() as store:

@@ -29,9 +29,9 @@ from types import TracebackType
 from typing import Any
 
 from prefect_agentenv.context import PromptResponse, RunContext
+from prefect_agentenv.engine.execute import execute_step
+from prefect_agentenv.engine.run_scope import open_run
 from prefect_agentenv.exceptions import StepError
-from prefect_agentenv.flows.engine.execute import execute_step
-from prefect_agentenv.flows.engine.run_scope import open_run
 from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.protocols.a2a import AgentReply
 from prefect_agentenv.steps import deploy_agent, deploy_env, load_artifact, prompt_agent

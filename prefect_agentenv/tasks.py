@@ -39,9 +39,9 @@ from pydantic import ValidationError
 
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.documents.problems import Problem
+from prefect_agentenv.engine.execute import execute_step
+from prefect_agentenv.engine.run_scope import open_run
 from prefect_agentenv.exceptions import TaskDocumentError
-from prefect_agentenv.flows.engine.execute import execute_step
-from prefect_agentenv.flows.engine.run_scope import open_run
 from prefect_agentenv.runtime.overrides import RunOverrides
 from prefect_agentenv.steps.base import StepModel
 from prefect_agentenv.steps.registry import get_step

@@ -9,8 +9,8 @@ import tracemalloc
 from rich.console import Console
 
 from prefect_agentenv.cli_progress import _Board
-from prefect_agentenv.grading.benchmark_stats import TaskResult
 from prefect_agentenv.grading.outcome import Outcome
+from prefect_agentenv.results import TaskResult
 
 
 def _result(epoch: int) -> dict[str, object]:

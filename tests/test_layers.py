@@ -1,7 +1,7 @@
 """Imports between the package's parts point down the layers.
 
-The picture, top to bottom: cli/commands → api/deployments → flows → documents + steps →
-resolution of ids → blocks → the reference servers (agents, envs, viewer) → grading / runtime /
+The picture, top to bottom: cli/commands → api/deployments → flows → engine → documents + steps →
+resolution of ids → blocks → the reference servers (agents, envs, viewer) → results → grading / runtime /
 transcript → protocols / artifacts → exceptions, context and the other bottom modules. A module
 may import its own part, a part of its own layer, or any lower layer; an import that points up
 fails the test, whether at top level, inside a function or under ``TYPE_CHECKING``. The README's
@@ -28,6 +28,8 @@ LAYERS: list[tuple[str, ...]] = [
      "prefect_defaults", "usage"),
     ("protocols", "artifacts"),
     ("grading", "runtime", "transcript"),
+    # A benchmark run's results: task reports, the results store, statistics and comparisons.
+    ("results",),
     # The reference envs and agents are servers built on the wire clients and the judges.
     ("agents", "envs", "viewer"),
     ("blocks",),
@@ -35,6 +37,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("resolution",),
     # ``plugin`` gathers for step authors what the step modules use (steps, runtime, grading, context).
     ("documents", "steps", "plugin"),
+    # Running steps, whatever runs them: no Prefect below the flows.
+    ("engine",),
     ("flows", "session", "tasks"),
     ("api", "deployments"),
     ("cli", "cli_run", "cli_progress", "commands", "demo", "__init__"),
@@ -139,7 +143,21 @@ def test_the_readme_draws_the_layers_as_they_are() -> None:
     ("runtime.launch", "resolution.servers", True),
     ("blocks.model_endpoint", "resolution.models", True),
     ("exceptions", "context", False),
-    ("grading.judge", "flows.report", True),
+    ("grading.judge", "results.task_report", True),
+    ("engine.execute", "flows.task_runner", True),
+    ("results.store", "engine.scheduler", True),
+    ("flows.benchmark", "engine.scheduler", False),
 ])
 def test_the_layer_order_reads_as_the_picture(source: str, target: str, upward: bool) -> None:
     assert (RANK[part(target)] > RANK[part(source)]) is upward
+
+
+def test_the_engine_imports_no_prefect() -> None:
+    """The engine runs steps for every path, Prefect's or not: Prefect stays in the flows."""
+    found = []
+    for path in sorted((PACKAGE / "engine").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            found += [f"{module_name(path)} imports {n}" for n in names if n == "prefect" or n.startswith("prefect.")]
+    assert not found, "\n".join(found)

@@ -27,9 +27,9 @@ from prefect_agentenv.api.scoring import (
 from prefect_agentenv.api.trace import Trace
 from prefect_agentenv.context import PromptResponse
 from prefect_agentenv.exceptions import AgentEnvError
-from prefect_agentenv.flows.reports.report import redact
 from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.protocols.agentenv_ext import AgentEnvExtensions
+from prefect_agentenv.redaction import redact
 from prefect_agentenv.session import AgentSession
 from prefect_agentenv.steps.support.agents import a2a_client
 

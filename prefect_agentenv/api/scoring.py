@@ -7,7 +7,7 @@ is torn down after scoring, and rebuilt from the same submission when an attempt
 ``retries.max_retries`` more times). The verifier steps are the ones a task document runs, and
 they run the way a flow run runs them: through the engine's DAG scheduler and ``execute_step``
 (placeholders, retries, an errored verifier's record), isolated attempts through the flow's
-:class:`~prefect_agentenv.flows.engine.scoring_placement.IsolatedScoring`. A rollout's verifier
+:class:`~prefect_agentenv.engine.scoring_placement.IsolatedScoring`. A rollout's verifier
 is tolerated by default (``fail_task_on_error: false``): one that errs scores 0 with its error,
 and the other verifiers still run.
 """
@@ -22,10 +22,10 @@ from pydantic import BaseModel, ValidationError
 from prefect_agentenv.api.config import ScoringConfig, TaskData
 from prefect_agentenv.context import PromptResponse, RunContext, Verification
 from prefect_agentenv.documents.loading import resolve_env_vars
+from prefect_agentenv.engine.execute import run_body, unset_env_vars
+from prefect_agentenv.engine.scheduler import DagScheduler
 from prefect_agentenv.exceptions import ConfigurationError
-from prefect_agentenv.flows.engine import scoring_placement as placement
-from prefect_agentenv.flows.engine.execute import run_body, unset_env_vars
-from prefect_agentenv.flows.engine.scheduler import DagScheduler
+from prefect_agentenv.engine import scoring_placement as placement
 from prefect_agentenv.grading.outcome import task_score
 from prefect_agentenv.grading.verification import read_all
 from prefect_agentenv.runtime.run import RunResources

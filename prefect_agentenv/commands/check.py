@@ -20,7 +20,7 @@ from prefect_agentenv.jsontypes import JsonArray, JsonObject
 
 if TYPE_CHECKING:
     from prefect_agentenv.context import Verification, VerificationRow
-    from prefect_agentenv.flows.reports.report import TaskReport
+    from prefect_agentenv.results.task_report import TaskReport
 
 _CHECK_STEP = "check"
 _MARK = {"ok": "ok", "declared": "declared", "missing": "MISSING", "warning": "WARNING", "failed": "FAILED"}
@@ -50,7 +50,7 @@ def run_check(noun: Literal["env", "agent"], name: str, *, prompt: str | None = 
     if not result.ok or result.document is None:
         raise ConfigurationError("; ".join(p.render() for p in result.problems))
     # Imported here so the other env/agent commands stay fast: the flow pulls in all of Prefect.
-    from prefect_agentenv.flows.engine.task_runner import run_task_document
+    from prefect_agentenv.flows.task_runner import run_task_document
 
     report = asyncio.run(run_task_document(result.document, execute_in_prefect=False, publish=False))
     verification = report.context.metadata.verifications.get(_CHECK_STEP)

@@ -28,9 +28,9 @@ def compare_command(
     run is not in the store, 4 with --fail-on-regression when RUN_B is worse."""
     # Imported here so the other commands do not pay for the store and the statistics.
     from prefect_agentenv.artifacts import ArtifactError, get_artifact_store
-    from prefect_agentenv.flows.reports.scoring_store import read_version
-    from prefect_agentenv.flows.reports.run_lookup import find_run
-    from prefect_agentenv.grading.benchmark_stats import GATE_EXIT_CODE, compare
+    from prefect_agentenv.results import GATE_EXIT_CODE, compare
+    from prefect_agentenv.results.run_lookup import find_run
+    from prefect_agentenv.results.scoring_store import read_version
 
     try:
         with get_artifact_store() as store:

@@ -27,9 +27,9 @@ def view_command(
     # Imported here so the other commands do not pay for Prefect and the store.
     from prefect_agentenv.artifacts import ArtifactError, get_artifact_store
     from prefect_agentenv.exceptions import AgentEnvError
-    from prefect_agentenv.flows.engine.task_runner import report_key
-    from prefect_agentenv.flows.reports.report import TaskReport
-    from prefect_agentenv.flows.reports.view_data import benchmark_report_files, benchmark_view, task_view
+    from prefect_agentenv.flows.task_runner import report_key
+    from prefect_agentenv.flows.ui.view_data import benchmark_report_files, benchmark_view, task_view
+    from prefect_agentenv.results.task_report import TaskReport
     from prefect_agentenv.viewer import write, write_files
 
     try:

@@ -17,11 +17,11 @@ from prefect import serve
 from prefect.deployments.runner import EntrypointType, RunnerDeployment
 from prefect.schedules import Cron
 
+from prefect_agentenv.engine.benchmark_source import published_ref_of
 from prefect_agentenv.flows.agent_task import agent_task
 from prefect_agentenv.flows.agent_task_shard import agent_task_shard
 from prefect_agentenv.flows.benchmark import benchmark
-from prefect_agentenv.flows.benchmark_dispatch import SHARD_DEPLOYMENT as SHARD_DEPLOYMENT
-from prefect_agentenv.flows.benchmark_source import published_ref_of
+from prefect_agentenv.flows.fleet.dispatch import SHARD_DEPLOYMENT as SHARD_DEPLOYMENT
 from prefect_agentenv.flows.rescore import rescore
 
 NIGHTLY_CRON = "0 2 * * *"

@@ -47,8 +47,8 @@ from prefect_agentenv.documents.problems import Problem
 from prefect_agentenv.documents.seeds import load_seed_rows
 from prefect_agentenv.documents.verial import CriterionRef
 from prefect_agentenv.exceptions import TaskDocumentError
-from prefect_agentenv.grading.benchmark_stats import PublishedVersion
 from prefect_agentenv.jsontypes import JsonObject, canonical_json
+from prefect_agentenv.results import PublishedVersion
 
 RECORD_FORMAT = 1
 """Version of the record's layout (not of the benchmark)."""

@@ -1,22 +1,23 @@
 """The Prefect flows, and what they stand on.
 
-The flows themselves sit at the top of this package:
+The flows sit at the top of this package:
 
 * ``agent_task`` — the ``agent-task`` flow: one task document, each step a task run.
-* ``agent_task_run`` — the same task document as a task run of a benchmark's flow run.
-* ``benchmark`` — the ``benchmark`` flow: every task × seed × epoch (× sweep cell) of a benchmark;
-  ``benchmark_dispatch`` starts and follows its task runs, ``benchmark_source`` reads its file or
-  published version.
+* ``agent_task_shard`` — several of a benchmark's task runs as subflows of one flow run on a pool.
+* ``benchmark`` — the ``benchmark`` flow: every task × seed × epoch (× sweep cell) of a benchmark.
 * ``rescore`` — the ``rescore`` flow: a benchmark run scored again from its kept submissions
   (``rescoring`` does the work, for the flow and the CLI).
+* ``task_runner`` — the phases of one task document's run in Prefect (open, run the steps as task
+  runs, score, report, publish), teardown guaranteed.
 
 Below them, three sub-packages:
 
-* :mod:`~prefect_agentenv.flows.engine` — running steps: the run scope and ``execute_step`` that
-  every path uses, the DAG scheduler, a step as a Prefect task run, the phases of a run with
-  teardown, isolated scoring.
 * :mod:`~prefect_agentenv.flows.adapters` — where the flows meet Prefect: parameters, tags,
-  events, logs, cancellation, API health, subflow starts, fleets.
-* :mod:`~prefect_agentenv.flows.reports` — what a run leaves behind: the report and UI artifacts,
-  the benchmark results store, links, and the data of the HTML report.
+  events, logs, a step as a task run, failures and retries, cancellation, API health.
+* :mod:`~prefect_agentenv.flows.fleet` — how a benchmark starts and follows its task runs: in its
+  own process, as task runs, or on a work pool one or several at a time.
+* :mod:`~prefect_agentenv.flows.ui` — what the Prefect UI shows: artifacts, links, the HTML report.
+
+Running steps is :mod:`prefect_agentenv.engine` (no Prefect); results and their statistics are
+:mod:`prefect_agentenv.results`.
 """

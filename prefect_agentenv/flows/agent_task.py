@@ -17,7 +17,7 @@ from prefect_agentenv.flows.adapters.json_flow import json_parameter_flow
 from prefect_agentenv.flows.adapters.run_tags import add_flow_run_tags
 from prefect_agentenv.flows.adapters.step_log import send_package_logs_to_prefect
 from prefect_agentenv.flows.adapters.task_parameter import TaskParameter, resolve_task_parameter
-from prefect_agentenv.flows.engine.task_runner import current_flow_run_id, is_top_level_run, report_key, run_task_document
+from prefect_agentenv.flows.task_runner import current_flow_run_id, is_top_level_run, report_key, run_task_document
 from prefect_agentenv.runtime.stop import StopRequest
 
 if TYPE_CHECKING:

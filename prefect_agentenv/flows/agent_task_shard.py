@@ -25,8 +25,8 @@ from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.flows.adapters.json_flow import json_parameter_flow
 from prefect_agentenv.flows.adapters.subflow_start import SubflowStarter, subflow_starter
 from prefect_agentenv.flows.agent_task import start_agent_task
-from prefect_agentenv.flows.engine.task_runner import current_flow_run_id
-from prefect_agentenv.flows.shard_items import ShardEntry, ShardItem, shard_entry_key
+from prefect_agentenv.flows.fleet.shard_items import ShardEntry, ShardItem, shard_entry_key
+from prefect_agentenv.flows.task_runner import current_flow_run_id
 
 __all__ = ["agent_task_shard"]
 

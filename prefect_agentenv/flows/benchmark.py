@@ -6,7 +6,7 @@ Tasks run in this process, each as an ``agent_task`` subflow (default) or, with 
 is frozen (stored with its sha256) before it starts; results are appended to the run's JSONL as
 they finish, so a rerun with the same ``run_id`` only runs what is missing or errored. The
 summary compares the run pair by pair with its baseline (the previous run of the slug unless one
-is named); every result carries its setup (``flows.reports.fingerprint``), and a gate
+is named); every result carries its setup (``results.fingerprint``), and a gate
 (``fail_under``, ``fail_on_regression``) fails the flow run when the run falls short.
 """
 
@@ -26,30 +26,17 @@ from typing import Annotated, Literal
 from prefect import get_run_logger
 from prefect.context import FlowRunContext
 from prefect.states import Completed, Failed, State
-
 from pydantic import Field
 
 from prefect_agentenv.artifacts import ArtifactBackend, ArtifactNotFoundError, get_artifact_store
 from prefect_agentenv.documents.benchmark import Benchmark
 from prefect_agentenv.documents.compile import ExpandedTask
 from prefect_agentenv.documents.matrix import Matrix, SweepCell, merge_matrix, sweep_cells
-from prefect_agentenv.exceptions import ArtifactError, ConfigurationError, TaskDocumentError
 from prefect_agentenv.documents.models import TaskDocument
-from prefect_agentenv.flows.benchmark_source import BenchmarkSource, load_source, slug_of, with_source
-from prefect_agentenv.flows.engine.task_runner import report_key
-from prefect_agentenv.flows.benchmark_dispatch import SHARD_DEPLOYMENT, Dispatcher, current_flow_run_id
-from prefect_agentenv.flows.reports.benchmark_result import BenchmarkRunResult
+from prefect_agentenv.engine.benchmark_source import BenchmarkSource, load_source, slug_of, with_source
+from prefect_agentenv.exceptions import ArtifactError, ConfigurationError, TaskDocumentError
 from prefect_agentenv.flows.adapters.events import finished_events, regressed_event, task_result_event
-from prefect_agentenv.flows.adapters.json_flow import json_parameter_flow
-from prefect_agentenv.flows.adapters.subflow_start import subflow_starter
-from prefect_agentenv.flows.reports.benchmark_artifacts import (
-    headline_text,
-    ProgressBar,
-    progress_artifact,
-    publish_benchmark_artifacts,
-    publish_html_report,
-)
-from prefect_agentenv.flows.reports.failures import (
+from prefect_agentenv.flows.adapters.failures import (
     classify_report,
     dispatch_failure,
     infrastructure_verdict,
@@ -58,19 +45,20 @@ from prefect_agentenv.flows.reports.failures import (
     should_retry,
     timeout_failure,
 )
-from prefect_agentenv.flows.reports.baseline import Gate, baseline_results, compare_with_baseline, find_baseline
-from prefect_agentenv.flows.reports.sweep import sweep_regressions, sweep_summary
-from prefect_agentenv.flows.reports.fingerprint import benchmark_setup, setup_from_report
-from prefect_agentenv.flows.reports.report import TaskReport, verification_rows
-from prefect_agentenv.flows.reports.run_lookup import FoundRun
-from prefect_agentenv.flows.reports.results import (
-    ResultsStore,
-    RunEntry,
-    crashed_result,
-    result_from_report,
-    task_key,
+from prefect_agentenv.flows.adapters.json_flow import json_parameter_flow
+from prefect_agentenv.flows.adapters.subflow_start import subflow_starter
+from prefect_agentenv.flows.fleet.dispatch import SHARD_DEPLOYMENT, Dispatcher, current_flow_run_id
+from prefect_agentenv.flows.task_runner import report_key
+from prefect_agentenv.flows.ui.benchmark import (
+    ProgressBar,
+    headline_text,
+    progress_artifact,
+    publish_benchmark_artifacts,
+    publish_html_report,
 )
-from prefect_agentenv.grading.benchmark_stats import (
+from prefect_agentenv.grading.outcome import Outcome
+from prefect_agentenv.jsontypes import JsonObject
+from prefect_agentenv.results import (
     DEFAULT_CONFIDENCE,
     BenchmarkSummary,
     Comparison,
@@ -85,8 +73,19 @@ from prefect_agentenv.grading.benchmark_stats import (
     summary_markdown,
     sweep_markdown,
 )
-from prefect_agentenv.grading.outcome import Outcome
-from prefect_agentenv.jsontypes import JsonObject
+from prefect_agentenv.results.baseline import Gate, baseline_results, compare_with_baseline, find_baseline
+from prefect_agentenv.results.benchmark_result import BenchmarkRunResult
+from prefect_agentenv.results.fingerprint import benchmark_setup, setup_from_report
+from prefect_agentenv.results.run_lookup import FoundRun
+from prefect_agentenv.results.store import (
+    ResultsStore,
+    RunEntry,
+    crashed_result,
+    result_from_report,
+    task_key,
+)
+from prefect_agentenv.results.sweep_runs import sweep_regressions, sweep_summary
+from prefect_agentenv.results.task_report import TaskReport, verification_rows
 from prefect_agentenv.runtime.overrides import RunOverrides
 from prefect_agentenv.runtime.pool import WarmPool, bind_pool, unbind_pool
 from prefect_agentenv.runtime.run import bind_lookups, unbind_lookups
@@ -406,7 +405,8 @@ class _Runner:
         """The run compared with its baseline and gated: as a whole, or (a sweep) cell by cell."""
         if self.cells:
             found = baseline_results(self.results, self.baseline)
-            sweep, gate = sweep_summary(self.results, results, self.cells, self.matrix, found, self.gate)
+            labelled = [(c.label, c.overrides) for c in self.cells]
+            sweep, gate = sweep_summary(self.results, results, labelled, self.matrix, found, self.gate)
             lines, cells = sweep_regressions(sweep)
             return sweep, None, found[2] if found else None, gate, lines, cells
         comparison, entry = compare_with_baseline(self.results, results, self.baseline, confidence=self.gate.confidence)

@@ -1,6 +1,6 @@
 """Rescoring a benchmark run: each task run's kept submission, scored again by current verifiers.
 
-Every task run keeps its submission (``flows/engine/submission_record``). A rescore reads the
+Every task run keeps its submission (``engine/submission_record``). A rescore reads the
 run's results, finds each task run's submission, restores it into fresh envs and sandboxes (as
 isolated scoring does: ``scoring.runtime`` over each env's deploy fields, its state loaded, the
 agents' files in new sandboxes) and runs the task's verifiers there. No agent under test is
@@ -9,7 +9,7 @@ verifiers ask (a rubric's judge agent or judge model).
 
 The verifiers are the run's frozen task documents' unless a ``--task`` document or a
 ``--benchmark`` file gives current ones (matched by task id and seed). The new results are a new
-scoring version of the same run (``flows/reports/scoring_versions``); a task run that could
+scoring version of the same run (``results/scoring_versions``); a task run that could
 not be rescored keeps its previous result there, and is listed with the reason.
 """
 
@@ -29,24 +29,25 @@ from prefect_agentenv.artifacts import ArtifactBackend, ArtifactNotFoundError
 from prefect_agentenv.documents.loading import fill_placeholders
 from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.documents.scoring import ScoringConfig, verifier_steps, with_scoring_env
+from prefect_agentenv.engine.execute import run_body
+from prefect_agentenv.engine.reporting import build_report
+from prefect_agentenv.engine.run_scope import open_run
+from prefect_agentenv.engine.scoring_placement import IsolatedScoring
+from prefect_agentenv.engine.submission_record import StoredSubmission, read_submission
 from prefect_agentenv.exceptions import ArtifactError, ConfigurationError
-from prefect_agentenv.flows.engine.execute import run_body
-from prefect_agentenv.flows.engine.run_scope import open_run
-from prefect_agentenv.flows.engine.scoring_placement import IsolatedScoring
-from prefect_agentenv.flows.engine.submission_record import StoredSubmission, read_submission
-from prefect_agentenv.flows.reports.failures import classify_report
-from prefect_agentenv.flows.reports.report import ScoringSummary, TaskReport, build_report
-from prefect_agentenv.flows.reports.results import ResultsStore, canonical_json, result_from_report, task_key
-from prefect_agentenv.flows.reports.run_lookup import find_run
-from prefect_agentenv.flows.reports.scoring_store import next_scoring, write_scoring
-from prefect_agentenv.flows.reports.scoring_versions import ScoringVersion, version_folder
-from prefect_agentenv.grading.benchmark_stats import (
+from prefect_agentenv.flows.adapters.failures import classify_report
+from prefect_agentenv.results import (
     TaskResult,
     TaskSnapshot,
     cell_suffix,
     latest_per_run_key,
     summarize,
 )
+from prefect_agentenv.results.run_lookup import find_run
+from prefect_agentenv.results.scoring_store import next_scoring, write_scoring
+from prefect_agentenv.results.scoring_versions import ScoringVersion, version_folder
+from prefect_agentenv.results.store import ResultsStore, canonical_json, result_from_report, task_key
+from prefect_agentenv.results.task_report import ScoringSummary, TaskReport
 from prefect_agentenv.runtime.overrides import RunOverrides
 
 DocumentsSource = Literal["frozen", "task", "benchmark"]
@@ -132,7 +133,7 @@ def load_documents(task: str | None, benchmark: str | None) -> _Documents:
         document = resolve_task_parameter(task)
         return _Documents("task", task, {}, {document.id: document})
     if benchmark:
-        from prefect_agentenv.flows.benchmark_source import load_source
+        from prefect_agentenv.engine.benchmark_source import load_source
 
         loaded = load_source(None, benchmark)
         return _Documents("benchmark", benchmark, {(t.task_id, t.seed_index): t.document for t in loaded.tasks})
@@ -150,7 +151,7 @@ async def rescore_run(store: ArtifactBackend, ref: str, documents: _Documents, *
     parsed = RunOverrides.parse(dict(overrides or {}))
     found = await asyncio.to_thread(find_run, store, ref)
     results = ResultsStore(store, found.slug, found.run_id)
-    from prefect_agentenv.flows.reports.scoring_store import read_version
+    from prefect_agentenv.results.scoring_store import read_version
 
     shown = latest_per_run_key(await asyncio.to_thread(read_version, store, found.slug, found.run_id))
     own = {r.run_key: r for r in latest_per_run_key(await asyncio.to_thread(results.read_results))}
@@ -175,7 +176,7 @@ async def rescore_run(store: ArtifactBackend, ref: str, documents: _Documents, *
 
 
 def _headline(lines: list[TaskResult]) -> str:
-    from prefect_agentenv.flows.reports.benchmark_artifacts import headline_text
+    from prefect_agentenv.flows.ui.benchmark import headline_text
 
     return headline_text(summarize(lines))
 

@@ -12,7 +12,7 @@ that does not ``exec`` and the helpers a server forks die with the run too. The 
 parent-death signal to the *thread* that forked the child, not to the process, so children are
 forked from one long-lived spawner thread owned by this module: it lives as long as the
 process. Every child also carries ``PREFECT_AGENTENV_RUN_ID`` in its environment, so the next
-start can find what a dead run left (``runtime/sweep.py``). Outside Linux there is no
+start can find what a dead run left (``runtime/leftovers.py``). Outside Linux there is no
 supervisor: only the teardown registry and ``cleanup`` stop instances. The prctl call runs as
 a ``preexec_fn``, which CPython warns about in threaded programs; it only calls a libc function
 resolved before the fork, so it takes no lock the fork could have copied held.
@@ -43,8 +43,8 @@ import httpx
 from prefect_agentenv.exceptions import DeployError, InstanceExitedError
 from prefect_agentenv.runtime.launch import (
     Instance,
-    LaunchSpec,
     LauncherKind,
+    LaunchSpec,
     fill_template,
     join_url,
     new_instance_id,
@@ -52,8 +52,8 @@ from prefect_agentenv.runtime.launch import (
     tail,
     wait_until_ready,
 )
+from prefect_agentenv.runtime.leftovers import RUN_MARKER
 from prefect_agentenv.runtime.ports import LOOPBACK, free_port
-from prefect_agentenv.runtime.sweep import RUN_MARKER
 from prefect_agentenv.runtime.tree import INSTANCE_MARKER, kill_tree
 
 logger = logging.getLogger("prefect_agentenv.runtime.process")

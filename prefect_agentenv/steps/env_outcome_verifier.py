@@ -15,8 +15,8 @@ from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import AgentEnvError, AgentTimeoutError, StepError
 from prefect_agentenv.grading import outcome_script
 from prefect_agentenv.grading.verification import normalize_row, prompt_error, scored, skip_reason, skipped
+from prefect_agentenv.runtime.leftovers import RUN_MARKER
 from prefect_agentenv.runtime.run import current_run
-from prefect_agentenv.runtime.sweep import RUN_MARKER
 from prefect_agentenv.steps.base import EnvRef, PromptRef, VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.support.services import artifact_store, as_step_error, deployed_env

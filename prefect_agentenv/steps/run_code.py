@@ -16,8 +16,8 @@ from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import AgentEnvError, AgentTimeoutError, StepError
 from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.runtime import script_runner
+from prefect_agentenv.runtime.leftovers import RUN_MARKER
 from prefect_agentenv.runtime.run import current_run, safe_segment
-from prefect_agentenv.runtime.sweep import RUN_MARKER
 from prefect_agentenv.steps.base import DEFAULT_AGENT_NAME, AgentRef, EnvRef, SandboxRef, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.support.sandboxes import sandbox_target

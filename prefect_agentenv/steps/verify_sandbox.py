@@ -14,9 +14,9 @@ from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import AgentEnvError
 from prefect_agentenv.grading.verification import scored
 from prefect_agentenv.jsontypes import JsonObject, JsonValue
+from prefect_agentenv.runtime.leftovers import RUN_MARKER
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.runtime.sandbox import Sandbox
-from prefect_agentenv.runtime.sweep import RUN_MARKER
 from prefect_agentenv.steps.base import (
     AgentRef,
     FieldError,

@@ -1,7 +1,7 @@
 """What the HTML report shows: a typed view of a benchmark run (or of one task run).
 
 The viewer renders these and reads nothing else; gathering them from the artifact store is
-:mod:`prefect_agentenv.flows.reports.view_data`, so the rendering stays pure and testable.
+:mod:`prefect_agentenv.flows.ui.view_data`, so the rendering stays pure and testable.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from prefect_agentenv.attribute_docs import attribute_docstrings
-from prefect_agentenv.grading.benchmark_stats import BenchmarkSummary, SweepSummary, cell_suffix
+from prefect_agentenv.results import BenchmarkSummary, SweepSummary, cell_suffix
 from prefect_agentenv.transcript.models import Transcript
 
 

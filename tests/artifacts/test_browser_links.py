@@ -9,7 +9,7 @@ from botocore.client import BaseClient
 
 from prefect_agentenv.artifacts import LocalArtifactBackend
 from prefect_agentenv.context import CollectedFiles
-from prefect_agentenv.flows.reports.links import file_links_markdown
+from prefect_agentenv.flows.ui.links import file_links_markdown
 
 from .conftest import make_s3_store
 

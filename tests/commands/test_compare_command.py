@@ -9,9 +9,9 @@ from typer.testing import CliRunner
 
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.cli import app
-from prefect_agentenv.flows.reports.results import ResultsStore
-from prefect_agentenv.grading.benchmark_stats import AgentSetup, SetupFingerprint, TaskResult, summarize
 from prefect_agentenv.grading.outcome import Outcome
+from prefect_agentenv.results import AgentSetup, SetupFingerprint, TaskResult, summarize
+from prefect_agentenv.results.store import ResultsStore
 
 pytestmark = pytest.mark.usefixtures("agentenv_home")
 

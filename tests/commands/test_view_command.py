@@ -9,7 +9,8 @@ from typer.testing import CliRunner
 
 from prefect_agentenv.cli import app
 from prefect_agentenv.context import PromptResponse, RunContext
-from prefect_agentenv.flows.reports.report import build_report, write_report
+from prefect_agentenv.engine.reporting import build_report
+from prefect_agentenv.results.task_report import write_report
 from prefect_agentenv.transcript import build_transcript
 
 runner = CliRunner()

@@ -22,8 +22,8 @@ import pytest
 from steps.helpers import run_doc, states
 
 from prefect_agentenv.artifacts import get_artifact_store
-from prefect_agentenv.flows.reports.report import TaskReport
-from prefect_agentenv.flows.engine.submission_record import StoredSubmission
+from prefect_agentenv.engine.submission_record import StoredSubmission
+from prefect_agentenv.results.task_report import TaskReport
 
 pytestmark = pytest.mark.usefixtures("genuine_peers")
 

@@ -24,9 +24,9 @@ from servers import LOOPBACK, PORT, Server
 
 from prefect_agentenv.artifacts import LocalArtifactBackend
 from prefect_agentenv.documents.published_store import read_published
-from prefect_agentenv.flows.engine.task_runner import report_key
-from prefect_agentenv.flows.reports.report import TaskReport
-from prefect_agentenv.flows.reports.results import read_results
+from prefect_agentenv.flows.task_runner import report_key
+from prefect_agentenv.results.store import read_results
+from prefect_agentenv.results.task_report import TaskReport
 
 STUCK_TIMEOUT = 15
 """Long enough for the worker to start the child flow run, short enough to keep the test cheap."""

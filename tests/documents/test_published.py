@@ -25,7 +25,7 @@ from prefect_agentenv.documents.published_store import (
     read_published,
 )
 from prefect_agentenv.exceptions import TaskDocumentError
-from prefect_agentenv.flows.reports.results import ResultsStore
+from prefect_agentenv.results.store import ResultsStore
 
 pytestmark = pytest.mark.usefixtures("agentenv_home")
 

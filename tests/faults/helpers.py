@@ -8,7 +8,7 @@ from typing import Any
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.documents import validate_data
 from prefect_agentenv.flows.agent_task import run_task_document
-from prefect_agentenv.flows.reports.report import TaskReport
+from prefect_agentenv.results.task_report import TaskReport
 
 
 async def run_doc(steps: list[dict[str, Any]], task_id: str = "t") -> TaskReport:

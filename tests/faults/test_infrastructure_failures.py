@@ -20,11 +20,11 @@ from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.blocks.environment import AgentEnvironment
 from prefect_agentenv.documents import validate_data
 from prefect_agentenv.envs.catalog import REFERENCE_ENVS
+from prefect_agentenv.flows.adapters.failures import classify_report
 from prefect_agentenv.flows.agent_task import run_task_document
 from prefect_agentenv.flows.benchmark import benchmark
-from prefect_agentenv.flows.reports.failures import classify_report
-from prefect_agentenv.flows.reports.results import read_results
-from prefect_agentenv.grading.benchmark_stats import FailureCause
+from prefect_agentenv.results import FailureCause
+from prefect_agentenv.results.store import read_results
 
 from .envs import FAULT_ENVS
 from .harness import CLI

@@ -109,8 +109,8 @@ async def test_an_env_that_dies_mid_run_fails_the_run_and_is_named_with_its_exit
 async def test_an_errored_verifier_scores_zero_on_its_axes_in_every_per_axis_aggregate(
         store_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from prefect_agentenv.envs.catalog import REFERENCE_ENVS
-    from prefect_agentenv.flows.reports.results import result_from_report
-    from prefect_agentenv.grading.benchmark_stats import RunKey, TaskResult, summarize
+    from prefect_agentenv.results import RunKey, TaskResult, summarize
+    from prefect_agentenv.results.store import result_from_report
 
     from .envs import FAULT_ENVS
 
@@ -145,8 +145,8 @@ async def test_an_errored_verifier_scores_zero_on_its_axes_in_every_per_axis_agg
 
 
 def test_an_aggregate_that_folds_an_errored_verifier_scores_its_axes_zero() -> None:
-    from prefect_agentenv.grading.benchmark_stats import axis_scores
     from prefect_agentenv.grading.verification import errored, scored
+    from prefect_agentenv.results import axis_scores
 
     judge = errored("the judge could not be reached", weight=0, axes={"tone": 1.0})
     polite = scored([{"id": "polite", "result": "pass", "score": 1.0, "axis": "tone"}], aggregator="all_pass", weight=0)

@@ -15,7 +15,7 @@ import pytest
 from prefect_agentenv.agents.catalog import REFERENCE_AGENTS
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.envs.catalog import REFERENCE_ENVS
-from prefect_agentenv.flows.reports.report import TaskReport
+from prefect_agentenv.results.task_report import TaskReport
 from prefect_agentenv.settings import get_settings
 
 from .envs import FAULT_ENVS

@@ -10,16 +10,21 @@ from typing import Any
 import pytest
 import yaml
 from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import (
+    ArtifactFilter,
+    ArtifactFilterFlowRunId,
+    FlowRunFilter,
+    FlowRunFilterId,
+    FlowRunFilterParentFlowRunId,
+)
 from prefect.events.filters import EventFilter, EventNameFilter
 from prefect.events.worker import EventsWorker
-from prefect.client.schemas.filters import (ArtifactFilter, ArtifactFilterFlowRunId, FlowRunFilter, FlowRunFilterId,
-                                            FlowRunFilterParentFlowRunId)
 from prefect_reads import settled_task_runs, summary_steps
 
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.flows.agent_task import agent_task
 from prefect_agentenv.flows.benchmark import benchmark
-from prefect_agentenv.flows.reports.results import read_results
+from prefect_agentenv.results.store import read_results
 
 pytestmark = pytest.mark.usefixtures("prefect_harness", "agentenv_home")
 

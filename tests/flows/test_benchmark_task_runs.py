@@ -10,18 +10,24 @@ from uuid import UUID
 import pytest
 import yaml
 from prefect.client.orchestration import get_client
-from prefect.client.schemas.filters import (ArtifactCollectionFilter, ArtifactCollectionFilterKey, ArtifactFilter,
-                                            ArtifactFilterTaskRunId, FlowRunFilter,
-                                            FlowRunFilterParentFlowRunId, LogFilter, LogFilterTaskRunId)
-from prefect_reads import flushed_logs, settled_task_runs, summary_steps
-
 from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
+from prefect.client.schemas.filters import (
+    ArtifactCollectionFilter,
+    ArtifactCollectionFilterKey,
+    ArtifactFilter,
+    ArtifactFilterTaskRunId,
+    FlowRunFilter,
+    FlowRunFilterParentFlowRunId,
+    LogFilter,
+    LogFilterTaskRunId,
+)
+from prefect_reads import flushed_logs, settled_task_runs, summary_steps
 
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.documents.benchmark_validation import validate_benchmark_data
 from prefect_agentenv.flows.benchmark import benchmark
-from prefect_agentenv.flows.reports.report import TaskReport
-from prefect_agentenv.flows.reports.results import read_results
+from prefect_agentenv.results.store import read_results
+from prefect_agentenv.results.task_report import TaskReport
 from prefect_agentenv.steps.support import concurrency_slots
 
 pytestmark = pytest.mark.usefixtures("prefect_harness", "agentenv_home")

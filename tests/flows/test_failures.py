@@ -9,7 +9,7 @@ import pytest
 from prefect.exceptions import ObjectNotFound
 
 from prefect_agentenv.documents.infrastructure import InfrastructurePolicy
-from prefect_agentenv.flows.reports.failures import (
+from prefect_agentenv.flows.adapters.failures import (
     dispatch_failure,
     infrastructure_verdict,
     no_report_failure,
@@ -17,7 +17,7 @@ from prefect_agentenv.flows.reports.failures import (
     should_retry,
     timeout_failure,
 )
-from prefect_agentenv.grading.benchmark_stats import FailureSummary
+from prefect_agentenv.results import FailureSummary
 
 API = "http://127.0.0.1:4200/api/task_runs/"
 

@@ -21,10 +21,10 @@ from prefect.settings import PREFECT_API_URL
 from prefect.utilities.callables import parameter_schema
 
 from prefect_agentenv.documents.benchmark_validation import load_benchmark
-from prefect_agentenv.flows.agent_task import agent_task
-from prefect_agentenv.flows.benchmark import benchmark
 from prefect_agentenv.flows.adapters.json_flow import JsonParameterFlow, _schema_on_first_read
 from prefect_agentenv.flows.adapters.task_parameter import resolve_task_parameter
+from prefect_agentenv.flows.agent_task import agent_task
+from prefect_agentenv.flows.benchmark import benchmark
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -10,7 +10,7 @@ from prefect.artifacts import acreate_progress_artifact
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterId
 
-from prefect_agentenv.flows.reports.benchmark_artifacts import ProgressBar
+from prefect_agentenv.flows.ui.benchmark import ProgressBar
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 

@@ -19,7 +19,7 @@ from prefect_agentenv.deployments import build_deployments
 from prefect_agentenv.documents.published import PublishedBenchmark, freeze_benchmark
 from prefect_agentenv.documents.published_store import publish
 from prefect_agentenv.flows.benchmark import benchmark
-from prefect_agentenv.flows.reports.results import list_runs, read_results
+from prefect_agentenv.results.store import list_runs, read_results
 
 pytestmark = pytest.mark.usefixtures("prefect_harness", "agentenv_home")
 

@@ -16,8 +16,8 @@ import yaml
 from golden_reports import check, steady
 
 from prefect_agentenv.flows.benchmark import benchmark
-from prefect_agentenv.flows.reports.fingerprint import package_version
-from prefect_agentenv.flows.reports.benchmark_result import BenchmarkRunResult
+from prefect_agentenv.results.benchmark_result import BenchmarkRunResult
+from prefect_agentenv.results.fingerprint import package_version
 
 
 def _bench(tmp_path: Path, beta: float) -> Path:

@@ -8,9 +8,10 @@ import warnings
 from datetime import datetime, timezone
 
 from prefect_agentenv.context import FailedStep, RunContext, StepRecord, Verification
-from prefect_agentenv.flows.reports.report import TaskReport, build_report, verification_rows
-from prefect_agentenv.flows.engine.scheduler import ScheduleResult
+from prefect_agentenv.engine.reporting import build_report
+from prefect_agentenv.engine.scheduler import ScheduleResult
 from prefect_agentenv.grading.verification import scored
+from prefect_agentenv.results.task_report import TaskReport, verification_rows
 from prefect_agentenv.runtime.teardown import TeardownRecord
 
 SECRET = "tok-9f8e7d6c5b"

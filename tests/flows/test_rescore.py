@@ -21,11 +21,11 @@ from typer.testing import CliRunner
 
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.cli import app
+from prefect_agentenv.engine.submission_record import read_submission, submission_key
 from prefect_agentenv.flows.benchmark import benchmark
 from prefect_agentenv.flows.rescore import rescore as rescore_flow
-from prefect_agentenv.flows.engine.submission_record import read_submission, submission_key
-from prefect_agentenv.flows.reports.results import ResultsStore, read_results
-from prefect_agentenv.flows.reports.scoring_store import read_version
+from prefect_agentenv.results.scoring_store import read_version
+from prefect_agentenv.results.store import ResultsStore, read_results
 
 pytestmark = pytest.mark.usefixtures("prefect_harness", "agentenv_home")
 

@@ -13,6 +13,7 @@ import pytest
 
 # The S3 fixtures of the artifact store suite: one moto server per module, a fresh prefix per store.
 from artifacts.conftest import make_s3_store, moto_endpoint, s3_client, s3_store_client  # noqa: F401
+
 from prefect_agentenv.artifacts import (
     ArtifactBackend,
     ArtifactConflictError,
@@ -21,9 +22,11 @@ from prefect_agentenv.artifacts import (
     LocalArtifactBackend,
     UnsafeKeyError,
 )
-from prefect_agentenv.flows.reports.fingerprint import benchmark_setup, package_version, setup_from_report
-from prefect_agentenv.flows.reports.report import TaskReport
-from prefect_agentenv.flows.reports.results import (
+from prefect_agentenv.grading.outcome import Outcome
+from prefect_agentenv.results import FailureCause, RunKey, TaskResult, summarize
+from prefect_agentenv.results.fingerprint import benchmark_setup, package_version, setup_from_report
+from prefect_agentenv.results.run_lookup import find_run
+from prefect_agentenv.results.store import (
     ResultsStore,
     canonical_json,
     crashed_result,
@@ -34,9 +37,7 @@ from prefect_agentenv.flows.reports.results import (
     result_from_report,
     task_key,
 )
-from prefect_agentenv.flows.reports.run_lookup import find_run
-from prefect_agentenv.grading.benchmark_stats import FailureCause, RunKey, TaskResult, summarize
-from prefect_agentenv.grading.outcome import Outcome
+from prefect_agentenv.results.task_report import TaskReport
 
 SLUG = "prior-auth"
 

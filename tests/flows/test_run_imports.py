@@ -20,7 +20,7 @@ BENCHMARK_SIDE = [
     "prefect_agentenv.documents.benchmark", "prefect_agentenv.documents.benchmark_validation",
     "prefect_agentenv.documents.compile", "prefect_agentenv.documents.verial",
     "prefect_agentenv.documents.published", "prefect_agentenv.documents.published_store",
-    "prefect_agentenv.grading.benchmark_stats",
+    "prefect_agentenv.results.summary", "prefect_agentenv.results.comparison", "prefect_agentenv.results.store",
 ]
 
 _PROBE = """

@@ -16,9 +16,9 @@ import pytest
 
 import prefect_agentenv
 from prefect_agentenv.context import RunContext, StepRecord
+from prefect_agentenv.engine.execute import execute_step
+from prefect_agentenv.engine.run_scope import open_run, open_scoring_run
 from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError
-from prefect_agentenv.flows.engine.execute import execute_step
-from prefect_agentenv.flows.engine.run_scope import open_run, open_scoring_run
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.steps.base import StepModel
 from prefect_agentenv.steps.registry import get_step
@@ -125,8 +125,8 @@ def _calls(path: Path) -> list[tuple[str, str]]:
 
 
 def test_every_path_opens_its_run_with_the_scope_and_runs_its_steps_through_execute_step() -> None:
-    allowed = {"runtime/run.py": {"bind_run", "unbind_run"}, "flows/engine/run_scope.py": {"RunResources", "bind_run",
-               "unbind_run"}, "flows/engine/execute.py": {"a step's run"}}
+    allowed = {"runtime/run.py": {"bind_run", "unbind_run"}, "engine/run_scope.py": {"RunResources", "bind_run",
+               "unbind_run"}, "engine/execute.py": {"a step's run"}}
     stray = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         name = path.relative_to(PACKAGE).as_posix()

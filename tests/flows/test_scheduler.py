@@ -13,7 +13,7 @@ import pytest
 
 from prefect_agentenv.documents import validate_data
 from prefect_agentenv.flows.agent_task import run_task_document
-from prefect_agentenv.flows.reports.report import TaskReport
+from prefect_agentenv.results.task_report import TaskReport
 
 pytestmark = pytest.mark.usefixtures("agentenv_home")
 

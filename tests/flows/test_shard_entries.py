@@ -1,4 +1,4 @@
-"""What a benchmark reads back from a shard's entries (flows/agent_task_shard → flows/benchmark_shards),
+"""What a benchmark reads back from a shard's entries (flows/agent_task_shard → flows/fleet/shards),
 in a real local store: each waiting task run settled by its own entry, a task run the shard could
 not start failed with the shard's reason, entries not yet written left waiting, nothing read twice."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from prefect_agentenv.artifacts import LocalArtifactBackend
-from prefect_agentenv.flows.benchmark_shards import Shards, ShardTaskRunError, _Shard, _Waiting
-from prefect_agentenv.flows.shard_items import ShardEntry, ShardItem, shard_entry_key
+from prefect_agentenv.flows.fleet.shard_items import ShardEntry, ShardItem, shard_entry_key
+from prefect_agentenv.flows.fleet.shards import Shards, ShardTaskRunError, _Shard, _Waiting
 
 SHARD = "5f1c0a52-0000-4000-8000-000000000001"
 

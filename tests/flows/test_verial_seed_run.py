@@ -17,7 +17,7 @@ import pytest
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.documents import expand_tasks, load_benchmark
 from prefect_agentenv.flows.agent_task import run_task_document
-from prefect_agentenv.flows.reports.report import TaskReport
+from prefect_agentenv.results.task_report import TaskReport
 from prefect_agentenv.settings import get_settings
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

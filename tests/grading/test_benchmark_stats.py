@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from prefect_agentenv.grading.benchmark_stats import (
+from prefect_agentenv.grading.outcome import Outcome
+from prefect_agentenv.results import (
     FailureCause,
     RetriedAttempt,
     RunKey,
@@ -24,9 +25,8 @@ from prefect_agentenv.grading.benchmark_stats import (
     task_changes,
     wilson_interval,
 )
-from prefect_agentenv.grading.outcome import Outcome
-from prefect_agentenv.flows.reports.report import TaskReport
-from prefect_agentenv.flows.reports.results import result_from_report
+from prefect_agentenv.results.store import result_from_report
+from prefect_agentenv.results.task_report import TaskReport
 
 SCORES = {Outcome.PASSED: 1.0, Outcome.FAILED: 0.0, Outcome.TIMED_OUT: 0.0, Outcome.UNSCORED: None}
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from prefect_agentenv.grading.benchmark_stats import TaskResult, compare, summarize, summary_markdown, task_changes
 from prefect_agentenv.grading.outcome import Outcome
+from prefect_agentenv.results import TaskResult, compare, summarize, summary_markdown, task_changes
 
 GOLDEN = Path(__file__).parent / "golden"
 OUTCOMES = [Outcome.PASSED, Outcome.BELOW_ONE, Outcome.FAILED, Outcome.TIMED_OUT, Outcome.UNSCORED]

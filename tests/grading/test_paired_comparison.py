@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from prefect_agentenv.grading.benchmark_stats import (
+from prefect_agentenv.grading.outcome import Outcome
+from prefect_agentenv.results import (
     AgentSetup,
     PublishedVersion,
     SetupFingerprint,
@@ -23,8 +24,7 @@ from prefect_agentenv.grading.benchmark_stats import (
     sign_test,
     summarize,
 )
-from prefect_agentenv.grading.benchmark_stats.paired import EXACT_LIMIT
-from prefect_agentenv.grading.outcome import Outcome
+from prefect_agentenv.results.paired import EXACT_LIMIT
 from prefect_agentenv.runtime.overrides import RunOverrides
 
 SCRIPTED = SetupFingerprint(benchmark="mail", benchmark_version="1", package_version="0.1.0",

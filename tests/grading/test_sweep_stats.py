@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from prefect_agentenv.grading.benchmark_stats import (
+from prefect_agentenv.grading.outcome import Outcome
+from prefect_agentenv.results import (
     TaskResult,
     compare,
     results_of_cell,
@@ -12,7 +13,6 @@ from prefect_agentenv.grading.benchmark_stats import (
     sweep_gate,
     sweep_markdown,
 )
-from prefect_agentenv.grading.outcome import Outcome
 
 CELLS = [("model=a", {"model": "a"}), ("model=b", {"model": "b"}), ("model=c", {"model": "c"})]
 AXES = {"model": ["a", "b", "c"]}

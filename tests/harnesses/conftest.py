@@ -20,8 +20,8 @@ from prefect_agentenv.agents.harnesses.installed import HarnessManifest
 from prefect_agentenv.agents.harnesses.installer import install_harnesses
 from prefect_agentenv.documents import validate_file
 from prefect_agentenv.flows.agent_task import run_task_document
-from prefect_agentenv.flows.reports.report import TaskReport
-from prefect_agentenv.runtime.sweep import RUN_MARKER
+from prefect_agentenv.results.task_report import TaskReport
+from prefect_agentenv.runtime.leftovers import RUN_MARKER
 from prefect_agentenv.settings import get_settings
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import httpx
 import pytest
+from launcher_helpers import fake_command, is_gone, read_pid, wait_gone
 from pydantic import SecretStr
 
-from launcher_helpers import fake_command, is_gone, read_pid, wait_gone
 from prefect_agentenv.exceptions import DeployError
-from prefect_agentenv.runtime.launch import Instance, LaunchSpec, Launcher
+from prefect_agentenv.runtime.launch import Instance, Launcher, LaunchSpec
 from prefect_agentenv.runtime.process import ProcessLauncher
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process groups and prctl are Linux")
@@ -256,8 +256,8 @@ def test_an_instance_dies_when_the_process_that_launched_it_is_sigkilled(workdir
 async def test_a_start_cancelled_while_the_process_is_spawned_leaves_nothing_running(tmp_path: Path,
                                                                                      after_s: float) -> None:
     # The spawn happens in a worker thread: a cancel landing meanwhile must still stop what it starts.
+    from prefect_agentenv.runtime.leftovers import RUN_MARKER, _marked_processes
     from prefect_agentenv.runtime.process import _spawner, spawn_supervised
-    from prefect_agentenv.runtime.sweep import RUN_MARKER, _marked_processes
 
     marker = f"spawn-cancel-{uuid.uuid4().hex[:8]}"
     env = {**os.environ, RUN_MARKER: marker}

@@ -9,7 +9,7 @@ from typing import Any
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.documents import validate_data
 from prefect_agentenv.flows.agent_task import run_task_document
-from prefect_agentenv.flows.reports.report import TaskReport
+from prefect_agentenv.results.task_report import TaskReport
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

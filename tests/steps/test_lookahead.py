@@ -11,11 +11,11 @@ from urllib.parse import urlsplit
 import pytest
 
 from prefect_agentenv.documents import validate_data
-from prefect_agentenv.runtime.run import RunResources, bind_run, unbind_run
-from prefect_agentenv.runtime.sweep import _marked_processes
 from prefect_agentenv.jsontypes import JsonValue
-from prefect_agentenv.steps.support import agents
+from prefect_agentenv.runtime.leftovers import _marked_processes
+from prefect_agentenv.runtime.run import RunResources, bind_run, unbind_run
 from prefect_agentenv.steps.base import StepModel
+from prefect_agentenv.steps.support import agents
 from prefect_agentenv.steps.support.lookahead import start_lookahead, stop_lookahead
 
 

@@ -3,12 +3,12 @@ from the model block's table when the agent gave no cost."""
 
 from __future__ import annotations
 
-from prefect_agentenv.usage import ModelPrice, TokenUsage, total_usage
-from prefect_agentenv.grading.benchmark_stats.markdown import summary_markdown
-from prefect_agentenv.grading.benchmark_stats.results import TaskResult
-from prefect_agentenv.grading.benchmark_stats.summary import summarize
 from prefect_agentenv.grading.outcome import Outcome
+from prefect_agentenv.results.markdown import summary_markdown
+from prefect_agentenv.results.rows import TaskResult
+from prefect_agentenv.results.summary import summarize
 from prefect_agentenv.steps.support.usage import prompt_usage
+from prefect_agentenv.usage import ModelPrice, TokenUsage, total_usage
 
 OPENCODE_STEP = {"type": "step_finish", "part": {"type": "step-finish", "tokens": {"input": 900, "output": 35,
                                                                                   "total": 935}, "cost": 0}}

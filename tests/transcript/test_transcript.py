@@ -6,7 +6,7 @@ import json
 
 from prefect_agentenv.artifacts.local import LocalArtifactBackend
 from prefect_agentenv.context import PromptResponse, RunContext, StepRecord
-from prefect_agentenv.flows.reports.report import build_report
+from prefect_agentenv.engine.reporting import build_report
 from prefect_agentenv.transcript import StepFields, build_transcript, transcript_markdown
 from prefect_agentenv.transcript.build import tokens, tool_calls
 from prefect_agentenv.transcript.diff import diff_states

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from golden_reports import check, steady
 from prefect.client.orchestration import PrefectClient
 from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
-from golden_reports import check, steady
 from real_run import PLAN, SECRET, RealRun
 
-from prefect_agentenv.flows.reports.report import TaskReport
+from prefect_agentenv.results.task_report import TaskReport
 
 
 @pytest.fixture(scope="module")

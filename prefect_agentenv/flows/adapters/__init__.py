@@ -10,5 +10,6 @@
 * ``api_health`` — whether the Prefect API is still there, so a run can finish without it.
 * ``stale`` — flow runs of a killed process on this host, marked Crashed.
 * ``fleet`` — following flow runs a benchmark dispatched to a work pool.
-* ``redaction`` — secret values kept out of every log handler.
+* ``step_tasks`` — a step's attempt as a Prefect task run (graph edges, its retries as task retries).
+* ``failures`` — whose failure a task run was (agent or infrastructure), and the retries it gets.
 """

@@ -13,12 +13,11 @@ UI's event feed links back to it. docs/benchmarks.md has an automation example.
 
 from __future__ import annotations
 
-
 from prefect.context import FlowRunContext
 from prefect.events import emit_event
 
-from prefect_agentenv.grading.benchmark_stats import BenchmarkSummary, Comparison, TaskResult
 from prefect_agentenv.jsontypes import JsonObject
+from prefect_agentenv.results import BenchmarkSummary, Comparison, TaskResult
 
 PREFIX = "prefect-agentenv.benchmark"
 

@@ -1,5 +1,5 @@
 """Flow runs of this host whose process was killed outright stay RUNNING in Prefect forever;
-the next run marks them Crashed (their folders were found by ``runtime.sweep``)."""
+the next run marks them Crashed (their folders were found by ``runtime.leftovers``)."""
 
 from __future__ import annotations
 

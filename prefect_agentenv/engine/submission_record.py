@@ -1,0 +1,126 @@
+"""A task run's submission kept as a record, so the run can be scored again later (``rescore``).
+
+Every task run of a document keeps what its agents left — each env's exported state, each
+agent's sandbox files, and the run context with the replies and their trajectories — in the
+artifact store beside its report (``<run id>/submission.json``). Isolated scoring captured it
+already (the same :class:`~prefect_agentenv.engine.scoring_placement.Submission`, no second
+export); shared scoring captures it once every step has finished, before teardown: the steps of
+a shared task interleave, so there is no moment between the rollout and the verifiers. Sandbox
+files are base64; every text in the record has the run's secret values masked, as its report does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+from datetime import UTC, datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from prefect_agentenv.artifacts import ArtifactBackend
+from prefect_agentenv.context import RunContext
+from prefect_agentenv.engine.scoring_placement import Submission, capture
+from prefect_agentenv.exceptions import AgentEnvError
+from prefect_agentenv.jsontypes import JsonObject
+from prefect_agentenv.redaction import Redactor
+from prefect_agentenv.runtime.run import RunResources
+from prefect_agentenv.transcript import Transcript
+
+logger = logging.getLogger("prefect_agentenv.scoring")
+
+SUBMISSION_FORMAT = 1
+"""The record's format; a reader refuses a newer one instead of misreading it."""
+
+
+def submission_key(run_id: str) -> str:
+    """Where a task run's submission is kept among the store's run records (beside its report)."""
+    return f"{run_id}/submission.json"
+
+
+class StoredSubmission(BaseModel):
+    """``<run id>/submission.json``: what a rescore restores into fresh envs and sandboxes."""
+
+    format_version: int = SUBMISSION_FORMAT
+    task_id: str
+    run_id: str
+    captured_at: str
+    scoring_mode: Literal["shared", "isolated"] = "shared"
+    """Where the run's own verifiers ran (shared: the record was taken after them)."""
+    states: dict[str, JsonObject] = Field(default_factory=dict)
+    """Each env's exported state (``data/get``), by env id."""
+    stateless: dict[str, str] = Field(default_factory=dict)
+    """Envs without a data plane (a plain MCP server), with why: no state kept, a rescore deploys
+    them fresh."""
+    files: dict[str, dict[str, str]] = Field(default_factory=dict)
+    """Each agent's sandbox files, base64, by agent name and sandbox path."""
+    context: RunContext = Field(default_factory=RunContext)
+    """The run context the verifiers start from: deployed envs and agents, replies, trajectories."""
+    transcript: Transcript | None = None
+    """The run's transcript, step by step, as its report has it."""
+
+    @classmethod
+    def of(cls, submission: Submission, *, task_id: str, run_id: str, context: RunContext,
+           mode: Literal["shared", "isolated"], transcript: Transcript | None,
+           secrets: set[str], stateless: dict[str, str] | None = None) -> StoredSubmission:
+        """The record of ``submission``, every text with ``secrets`` masked."""
+        redactor = Redactor(secrets)
+        files = {agent: {path: base64.b64encode(_masked(redactor, data)).decode() for path, data in paths.items()}
+                 for agent, paths in submission.files.items()}
+        record = cls(task_id=task_id, run_id=run_id, captured_at=datetime.now(UTC).isoformat(), scoring_mode=mode,
+                     states=submission.states, stateless=dict(stateless or {}), files=files, context=context,
+                     transcript=transcript)
+        return cls.model_validate(redactor.data(record.model_dump(mode="json")))
+
+    def submission(self) -> Submission:
+        """The captured submission, as isolated scoring restores it."""
+        return Submission(states=dict(self.states),
+                          files={agent: {path: base64.b64decode(text) for path, text in paths.items()}
+                                 for agent, paths in self.files.items()})
+
+    def start_context(self) -> RunContext:
+        """The context verifiers start from: the run's, without the verdicts of its own verifiers."""
+        context = self.context.model_copy(deep=True)
+        context.metadata.verifications = {}
+        context.metadata.failed_steps = []
+        return context
+
+
+def read_submission(store: ArtifactBackend, run_id: str) -> StoredSubmission:
+    """The submission a task run kept.
+
+    Raises:
+        ArtifactNotFoundError: the run kept none.
+        ValueError: the record is not one this version can read (a newer format, or damaged).
+    """
+    record = StoredSubmission.model_validate_json(store.get_object(submission_key(run_id)))
+    if record.format_version > SUBMISSION_FORMAT:
+        raise ValueError(f"submission format {record.format_version} is newer than this version reads "
+                         f"({SUBMISSION_FORMAT})")
+    return record
+
+
+CAPTURE_TIMEOUT_SECONDS = 60.0
+"""Bound on capturing one run's submission: a hung env must not hold the run's teardown."""
+
+
+async def capture_quietly(run: RunResources, context: RunContext,
+                          stateless: dict[str, str]) -> tuple[Submission | None, str | None]:
+    """The submission of a run's context, or why it could not be captured: a by-product of the run,
+    so whatever goes wrong here (an env that died, one that hangs) never fails it. Envs without a
+    data plane are listed in ``stateless`` (a rescore deploys them fresh)."""
+    try:
+        async with asyncio.timeout(CAPTURE_TIMEOUT_SECONDS):
+            return await capture(run, context, stateless=stateless), None
+    except TimeoutError:
+        reason = f"capturing it took over {CAPTURE_TIMEOUT_SECONDS:g}s"
+    except Exception as exc:  # noqa: BLE001 - see the docstring
+        reason = f"{type(exc).__name__}: {exc}" if not isinstance(exc, AgentEnvError | OSError) else str(exc)
+    logger.warning("could not capture the submission: %s", reason)
+    return None, f"the submission was not kept, so this run cannot be rescored: {reason}"
+
+
+def _masked(redactor: Redactor, data: bytes) -> bytes:
+    masked = redactor.record(data)
+    return masked if isinstance(masked, bytes) else masked.encode()
