@@ -42,14 +42,14 @@ TARGETS: list[tuple[str, str, str]] = [
     ("prefect_agentenv.cli_run", "_run", "run command: flow call"),  # older trees
     ("prefect_agentenv.commands.run_flow", "_run", "run command: flow call"),
     ("prefect_agentenv.flows.agent_task", "run_task_document", "flow body"),  # older trees
-    ("prefect_agentenv.flows.engine.task_runner", "run_task_document", "flow body"),
+    ("prefect_agentenv.flows.task_runner", "run_task_document", "flow body"),
     ("prefect_agentenv.flows.agent_task", "_execute_as_prefect_task", "step: prefect task"),  # older trees
     ("prefect_agentenv.flows.agent_task", "_run_step", "step: body"),  # older trees
-    ("prefect_agentenv.flows.engine.step_tasks", "execute_as_prefect_task", "step: prefect task"),
-    ("prefect_agentenv.flows.engine.step_tasks", "run_step", "step: body"),  # older trees
-    ("prefect_agentenv.flows.engine.step_tasks", "run_body", "step: body"),
+    ("prefect_agentenv.flows.adapters.step_tasks", "execute_as_prefect_task", "step: prefect task"),
+    ("prefect_agentenv.flows.adapters.step_tasks", "run_step", "step: body"),  # older trees
+    ("prefect_agentenv.flows.adapters.step_tasks", "run_body", "step: body"),
     ("prefect_agentenv.documents", "validate_file", "validate the document"),
-    ("prefect_agentenv.runtime.sweep", "sweep_dead_runs", "sweep dead runs"),
+    ("prefect_agentenv.runtime.leftovers", "sweep_dead_runs", "sweep dead runs"),
     ("prefect_agentenv.steps.env_outcome_verifier", "_fetch_script", "verify script: fetch"),
     ("prefect_agentenv.steps.env_outcome_verifier", "_run_script", "verify script: its process"),
     ("prefect.concurrency._asyncio", "aacquire_concurrency_slots_with_lease", "Prefect: tag concurrency lease"),
@@ -73,13 +73,13 @@ TARGETS: list[tuple[str, str, str]] = [
     ("prefect_agentenv.steps.prompt_agent", "_store_trajectory", "trajectory fetch + store"),
     ("prefect_agentenv.steps.prompt_agent", "_store_turns", "turns store"),
     ("prefect_agentenv.runtime.teardown", "TeardownRegistry.stop_all", "teardown"),
-    ("prefect_agentenv.flows.reports.report", "build_report", "report: build"),
-    ("prefect_agentenv.flows.reports.report", "write_report", "report: write"),
+    ("prefect_agentenv.results.task_report", "build_report", "report: build"),
+    ("prefect_agentenv.results.task_report", "write_report", "report: write"),
     ("prefect_agentenv.flows.agent_task", "_upload_report", "report: upload to store"),  # older trees
-    ("prefect_agentenv.flows.engine.task_runner", "_upload_report", "report: upload to store"),
-    ("prefect_agentenv.flows.reports.report", "publish_artifacts", "Prefect artifacts"),
-    ("prefect_agentenv.flows.engine.submission_record", "capture_quietly", "submission: capture"),
-    ("prefect_agentenv.flows.engine.task_runner", "_store_submission", "submission: store"),
+    ("prefect_agentenv.flows.task_runner", "_upload_report", "report: upload to store"),
+    ("prefect_agentenv.results.task_report", "publish_artifacts", "Prefect artifacts"),
+    ("prefect_agentenv.engine.submission_record", "capture_quietly", "submission: capture"),
+    ("prefect_agentenv.flows.task_runner", "_store_submission", "submission: store"),
 ]
 
 

@@ -9,7 +9,7 @@ import tracemalloc
 from rich.console import Console
 
 from prefect_agentenv.commands.progress import _Board
-from prefect_agentenv.grading.benchmark_stats import TaskResult
+from prefect_agentenv.results import TaskResult
 from prefect_agentenv.grading.outcome import Outcome
 
 

@@ -60,8 +60,8 @@ def bench_command(
     if baseline is not None:
         _check_baseline(baseline, slug)
     from prefect_agentenv.commands.progress import run_benchmark_with_progress
-    from prefect_agentenv.flows.reports.baseline import Gate
-    from prefect_agentenv.runtime.sweep import sweep_dead_runs
+    from prefect_agentenv.results.baseline import Gate
+    from prefect_agentenv.runtime.leftovers import sweep_dead_runs
     from prefect_agentenv.settings import get_settings
 
     sweep_dead_runs(get_settings().runs_dir)  # what killed runs left behind (logged)
@@ -93,7 +93,7 @@ def _matrix(values: list[str]) -> dict[str, list[str]]:
 def _check_baseline(baseline: str, slug: str | None) -> None:
     """Refuse a baseline the artifact store does not have, before anything runs (exit 2)."""
     from prefect_agentenv.artifacts import ArtifactError, get_artifact_store
-    from prefect_agentenv.flows.reports.run_lookup import find_run
+    from prefect_agentenv.results.run_lookup import find_run
 
     try:
         with get_artifact_store() as store:

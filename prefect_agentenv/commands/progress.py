@@ -15,9 +15,9 @@ from rich.table import Table
 from rich.text import Text
 
 from prefect_agentenv.flows.benchmark import benchmark, progress_listener
-from prefect_agentenv.flows.reports.benchmark_result import BenchmarkRunResult
-from prefect_agentenv.flows.reports.baseline import Gate
-from prefect_agentenv.grading.benchmark_stats import GATE_EXIT_CODE, SweepSummary, TaskResult
+from prefect_agentenv.results.benchmark_result import BenchmarkRunResult
+from prefect_agentenv.results.baseline import Gate
+from prefect_agentenv.results import GATE_EXIT_CODE, SweepSummary, TaskResult
 from prefect_agentenv.jsontypes import JsonObject
 
 INFRASTRUCTURE_EXIT_CODE = 5

@@ -22,11 +22,11 @@ import typer
 from prefect_agentenv.documents import TaskDocument
 from prefect_agentenv.flows.adapters import api_health
 from prefect_agentenv.flows.agent_task import agent_task
-from prefect_agentenv.flows.reports.report import build_report, write_report
+from prefect_agentenv.results.task_report import build_report, write_report
 from prefect_agentenv.flows.adapters.stale import mark_dead_flow_runs_crashed
 from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.runtime.stop import DESCRIPTIONS, EXIT_CODES
-from prefect_agentenv.runtime.sweep import sweep_dead_runs
+from prefect_agentenv.runtime.leftovers import sweep_dead_runs
 from prefect_agentenv.settings import get_settings
 
 logger = logging.getLogger("prefect_agentenv.cli")
