@@ -39,7 +39,8 @@ _step: contextvars.ContextVar[str | None] = contextvars.ContextVar("bench_step",
 # (module, attribute path, label). A label starting with "step:" also names the current step.
 TARGETS: list[tuple[str, str, str]] = [
     ("prefect_agentenv.cli", "_run_flow", "run command: flow call"),  # older trees
-    ("prefect_agentenv.cli_run", "_run", "run command: flow call"),
+    ("prefect_agentenv.cli_run", "_run", "run command: flow call"),  # older trees
+    ("prefect_agentenv.commands.run_flow", "_run", "run command: flow call"),
     ("prefect_agentenv.flows.agent_task", "run_task_document", "flow body"),  # older trees
     ("prefect_agentenv.flows.task_runner", "run_task_document", "flow body"),
     ("prefect_agentenv.flows.agent_task", "_execute_as_prefect_task", "step: prefect task"),  # older trees

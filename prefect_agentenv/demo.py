@@ -60,7 +60,7 @@ def main(argv: list[str]) -> int:
     for ref in publish_example_artifacts(folder):
         print(f"  published example artifact {ref}")
     # Imported here: Prefect and the benchmark flow load only when something runs.
-    from prefect_agentenv.cli_progress import run_benchmark_with_progress
+    from prefect_agentenv.commands.progress import run_benchmark_with_progress
 
     code = run_benchmark_with_progress(folder / "benchmark.yaml", run_id=None, overrides={}, epochs=None,
                                        concurrency=None, report_dir=Path("reports"))

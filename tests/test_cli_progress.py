@@ -8,7 +8,7 @@ import tracemalloc
 
 from rich.console import Console
 
-from prefect_agentenv.cli_progress import _Board
+from prefect_agentenv.commands.progress import _Board
 from prefect_agentenv.grading.outcome import Outcome
 from prefect_agentenv.results import TaskResult
 

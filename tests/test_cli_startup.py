@@ -77,6 +77,14 @@ def test_the_help_listing_says_what_each_command_group_says_of_itself() -> None:
         assert getattr(importlib.import_module(module), attr).info.help == help_line, name
 
 
+def test_every_command_is_defined_in_a_module_of_its_own() -> None:
+    # cli.py holds the app and the registration; each command is a module under commands/.
+    modules = [info.callback.__module__ for info in app.registered_commands if info.callback is not None]
+    assert len(modules) == len(app.registered_commands)
+    assert all(m.startswith("prefect_agentenv.commands.") for m in modules), modules
+    assert len(set(modules)) == len(modules), modules
+
+
 def test_a_command_group_loads_when_it_is_run() -> None:
     result = CliRunner().invoke(app, ["env", "--help"])
     assert result.exit_code == 0

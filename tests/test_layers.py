@@ -41,7 +41,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("engine",),
     ("flows", "session", "tasks"),
     ("api", "deployments"),
-    ("cli", "cli_run", "cli_progress", "commands", "demo", "__init__"),
+    ("cli", "commands", "demo", "__init__"),
 ]
 
 RANK = {prefix: rank for rank, layer in enumerate(LAYERS) for prefix in layer}

@@ -1,1 +1,6 @@
-"""Sub-commands of the ``prefect-agentenv`` CLI, one module per noun."""
+"""Commands of the ``prefect-agentenv`` CLI, one module per command or command group (``cli`` registers them).
+
+Beside them: ``progress`` (the live board ``bench`` draws), ``run_flow`` (a task's flow run as ``run``
+starts it and every way it ends), and the helpers the commands share (``_options``, ``_registry``,
+``_harnesses``, ``check``).
+"""

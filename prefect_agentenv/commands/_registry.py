@@ -28,8 +28,8 @@ from prefect_agentenv.blocks.agent import A2AAgent
 from prefect_agentenv.blocks.environment import AgentEnvironment
 from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError
 from prefect_agentenv.jsontypes import JsonObject
-from prefect_agentenv.runtime.launch import LaunchSpec
 from prefect_agentenv.resolution.block_lookup import is_block_name
+from prefect_agentenv.runtime.launch import LaunchSpec
 
 MASK = "********"
 _PLAIN_ARG = re.compile(r"^[\w@%+=:,./{}-]+$")
