@@ -21,7 +21,8 @@ class A2AAgent(LaunchBlockFields, Block):
     Configuration only: deploy_agent reads it, creates the agent's sandbox and a launcher
     starts the instance there. Give exactly one of ``command`` (a local process; ``{host}`` and
     ``{port}`` are filled in), ``image`` (a docker container) or ``url`` (an agent that is
-    already running). The agent is ready once its card answers at ``card_path``.
+    already running); the launcher follows from which, unless ``kind`` names another one (a
+    plugin's, see docs/launchers.md). The agent is ready once its card answers at ``card_path``.
 
     Example:
         Register and load an agent::

@@ -17,7 +17,8 @@ class AgentEnvironment(LaunchBlockFields, Block):
 
     Configuration only: deploy_env reads it and a launcher starts the instance. Give exactly one
     of ``command`` (a local process; ``{host}`` and ``{port}`` are filled in), ``image`` (a
-    docker container) or ``url`` (a server that is already running).
+    docker container) or ``url`` (a server that is already running); the launcher follows from
+    which, unless ``kind`` names another one (a plugin's, see docs/launchers.md).
 
     Example:
         Register and load an env::

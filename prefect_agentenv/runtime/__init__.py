@@ -1,9 +1,11 @@
 """Launching and stopping what a run starts, and the resources of one running task.
 
 * ``run`` — a running task's resources, reached from steps through ``current_run()``.
-* ``launch`` / ``launchers`` — the launcher interface and the launchers of one run;
-  ``process``, ``docker`` and ``url`` are the three kinds; ``supervisor`` stops a process tree
-  when its parent dies; ``tree`` finds what a server started outside its process group.
+* ``launch`` / ``launchers`` — the launcher interface, the registry of launcher kinds and the
+  launchers of one run; ``process``, ``docker`` and ``url`` are the built-in kinds, and a plugin
+  adds its own through the ``prefect_agentenv.launchers`` entry-point group; ``supervisor``
+  stops a process tree when its parent dies; ``tree`` finds what a server started outside its
+  process group.
 * ``teardown`` / ``stop`` / ``sweep`` — stopping what a run started: on every ending, from
   outside, and what a killed run left behind.
 * ``sandbox`` — per-agent work folders and the host view of their paths.

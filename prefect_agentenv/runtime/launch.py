@@ -1,10 +1,13 @@
 """What a launcher is given (``LaunchSpec``), what it returns (``Instance``) and its interface.
 
-Three launchers share the :class:`Launcher` interface: a local process on a free loopback
-port (``runtime.process``), a docker container (``runtime.docker``) and a live URL that is
-only checked, never started (``runtime.url``). Readiness is the same for all three and lives
-here: the env card answers 200, or, for MCP-only servers without a card, the MCP endpoint
-answers at all.
+Launchers share the :class:`Launcher` interface and are found by kind in the registry of
+``runtime.launchers``. Three kinds are built in: a local process on a free loopback port
+(``runtime.process``), a docker container (``runtime.docker``) and a live URL that is only
+checked, never started (``runtime.url``); a plugin adds more through the
+``prefect_agentenv.launchers`` entry-point group. A launch source names its kind, or has it
+inferred from which of ``command``, ``image`` or ``url`` it sets (:func:`infer_kind`).
+Readiness is the same for all launchers and lives here: the env card answers 200, or, for
+MCP-only servers without a card, the MCP endpoint answers at all.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Literal, Protocol, Self, runtime_checkable
+from typing import Any, Protocol, Self, runtime_checkable
 from urllib.parse import urlsplit
 
 import httpx
@@ -28,7 +31,10 @@ from prefect_agentenv.protocols.tls import ssl_context
 
 logger = logging.getLogger("prefect_agentenv.runtime")
 
-LauncherKind = Literal["process", "docker", "url"]
+LauncherKind = str
+"""A launcher's registered name: ``process``, ``docker``, ``url`` or one a plugin registers."""
+INFERRED_KINDS: tuple[LauncherKind, ...] = ("process", "docker", "url")
+"""The kinds a launch source without ``kind`` gets from its fields (see :func:`infer_kind`)."""
 
 DEFAULT_READY_PATH = "/.well-known/agent-env.json"
 DEFAULT_MCP_PATH = "/mcp"
@@ -40,7 +46,8 @@ class LaunchSource(BaseModel):
     The fields a launch spec and the env and agent blocks share, written once: the blocks add
     their version and secrets, the spec adds the paths it checks. Exactly one of ``command``,
     ``image`` or ``url`` says where the server comes from; with ``image``, ``command`` may also be
-    given and becomes the container's command.
+    given and becomes the container's command. ``kind`` picks the launcher; left out, it follows
+    from those fields as it always has, so sources saved before it existed launch as before.
     """
 
     # The env and agent blocks inherit these fields, and a block's JSON Schema is built by
@@ -55,6 +62,9 @@ class LaunchSource(BaseModel):
     """Port the server listens on inside its container (image only)."""
     url: str | None = None
     """Base URL of a server that is already running; it is never started or stopped."""
+    kind: LauncherKind | None = Field(default=None, min_length=1)
+    """Launcher that starts the server: process, docker, url or a plugin's; inferred from command, image or url
+    when not given."""
     env: dict[str, str] = Field(default_factory=dict)
     """Environment variables for the server, on top of the current environment."""
     startup_timeout_seconds: float = Field(default=60.0, gt=0)
@@ -63,6 +73,8 @@ class LaunchSource(BaseModel):
     @model_validator(mode="after")
     def _one_source(self) -> Self:
         if (problem := source_problem(self.command, self.image, self.url)) is not None:
+            raise ValueError(problem)
+        if (problem := kind_problem(self.kind, self.command, self.image, self.url)) is not None:
             raise ValueError(problem)
         return self
 
@@ -86,26 +98,32 @@ class LaunchSpec(LaunchSource):
     """Stop, with the server, what it started outside its process group (a CLI in a session of its
     own, a tmux server): found by an instance marker in their environment and by parentage."""
 
-    @property
-    def kind(self) -> LauncherKind:
-        """Which launcher starts this spec."""
-        if self.url is not None:
-            return "url"
-        if self.image is not None:
-            return "docker"
-        return "process"
+    kind: LauncherKind = Field(default="process", min_length=1)
+    """Launcher that starts the server: process, docker, url or a plugin's; inferred from command, image or url
+    when not given."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _kind_given_or_inferred(cls, data: Any) -> Any:
+        """A spec always names its launcher: one without ``kind`` gets the one its source implies."""
+        if isinstance(data, dict) and data.get("kind") is None:
+            return {**data, "kind": infer_kind(data.get("command"), data.get("image"), data.get("url"))}
+        return data
 
     def secret_values(self) -> dict[str, str]:
         """The secret env vars revealed, for handing to a child process only."""
         return {k: v.get_secret_value() for k, v in self.secret_env.items()}
 
     def describe(self) -> str:
-        """One line saying where the server comes from (no secrets)."""
+        """One line saying where the server comes from (no secrets), and its launcher when not inferred."""
         if self.url is not None:
-            return f"url {self.url}"
-        if self.image is not None:
-            return f"image {self.image} (port {self.container_port})"
-        return "command " + " ".join(self.command or [])
+            text = f"url {self.url}"
+        elif self.image is not None:
+            text = f"image {self.image} (port {self.container_port})"
+        else:
+            text = "command " + " ".join(self.command or [])
+        inferred = infer_kind(self.command, self.image, self.url)
+        return text if self.kind == inferred else f"{text} (launcher {self.kind})"
 
 
 def source_problem(command: list[str] | None, image: str | None, url: str | None) -> str | None:
@@ -115,6 +133,30 @@ def source_problem(command: list[str] | None, image: str | None, url: str | None
     if url is None and image is None and not command:
         return "give one of command (argv template), image (docker) or url (live server)"
     return None
+
+
+def infer_kind(command: list[str] | None, image: str | None, url: str | None) -> LauncherKind:
+    """The launcher a source without ``kind`` gets: url, else docker for an image, else process."""
+    if url is not None:
+        return "url"
+    if image is not None:
+        return "docker"
+    return "process"
+
+
+def kind_problem(kind: LauncherKind | None, command: list[str] | None, image: str | None,
+                 url: str | None) -> str | None:
+    """Why a built-in ``kind`` cannot start this source (``kind: docker`` with no image), or None.
+
+    A plugin's kind is not checked here: its launcher says what it needs when it starts.
+    """
+    if kind is None or kind not in INFERRED_KINDS:
+        return None
+    inferred = infer_kind(command, image, url)
+    if kind == inferred:
+        return None
+    return (f"kind '{kind}' does not fit the source given, which the '{inferred}' launcher starts "
+            f"(leave kind out to have it inferred)")
 
 
 class Instance(BaseModel):
