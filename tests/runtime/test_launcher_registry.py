@@ -26,7 +26,7 @@ from prefect_agentenv.documents import validate_data
 from prefect_agentenv.envs.catalog import REFERENCE_ENVS
 from prefect_agentenv.exceptions import ConfigurationError
 from prefect_agentenv.flows.agent_task import run_task_document
-from prefect_agentenv.flows.reports.report import TaskReport
+from prefect_agentenv.results.task_report import TaskReport
 from prefect_agentenv.runtime import launchers
 from prefect_agentenv.runtime.launch import LaunchSpec
 from prefect_agentenv.runtime.launchers import (
