@@ -124,7 +124,13 @@ def _install() -> None:
 
 @contextmanager
 def redacting_logs(secrets: set[str]) -> Iterator[None]:
-    """Redact ``secrets`` (the set may grow while the run goes on) from every log record until exit."""
+    """Redact ``secrets`` (the set may grow while the run goes on) from every log record until exit.
+
+    A run enters it once; a set already registered (the run's scope inside its task run, a scoring
+    run sharing its parent's set) is left as it is, so the filter holds each run's set once."""
+    if any(held is secrets for held in _active):
+        yield
+        return
     _install()
     _active.append(secrets)
     try:

@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.context import DeployedAgent, DeployedEnv, RunContext
 from prefect_agentenv.exceptions import StepError
 from prefect_agentenv.jsontypes import JsonObject, JsonValue
@@ -15,6 +14,7 @@ from prefect_agentenv.runtime.run import RunResources, current_run
 from prefect_agentenv.steps.support.agents import a2a_client, effective_agent_id, start_agent
 from prefect_agentenv.steps.base import DEFAULT_AGENT_NAME, EnvRef, Provides, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
+from prefect_agentenv.steps.support.skill import Skill
 from prefect_agentenv.steps.support.services import deployed_env
 
 if TYPE_CHECKING:  # the runtime loads on use: `validate` imports step modules and stays light
@@ -23,19 +23,6 @@ if TYPE_CHECKING:  # the runtime loads on use: `validate` imports step modules a
 
 DEFAULT_AGENT_ID = "llm"
 """The agent deployed when a document names none (the reference tool-using LLM agent)."""
-
-
-class Skill(BaseModel):
-    """A skill registered with the agent through its skill-config extension."""
-
-    model_config = ConfigDict(extra="allow", json_schema_extra=attribute_docstrings)
-
-    name: str
-    """Skill name."""
-    description: str | None = None
-    """What the skill is for, as the agent lists it."""
-    content: str | None = Field(default=None, validation_alias=AliasChoices("content", "skill_md"))
-    """The skill's instructions (for example a SKILL.md body); AgentEnv calls it skill_md."""
 
 
 class DeployAgentStep(StepModel):

@@ -3,6 +3,7 @@
 * ``services`` — the run's shared clients (HTTP client, launchers, artifact store) on first use.
 * ``agents`` — deploying and reaching agents in their sandboxes.
 * ``agent_configuration`` — giving an agent envs, skills and config through its card's extensions.
+* ``skill`` — a skill a document gives an agent (the deploy step's and the configuration's).
 * ``sandboxes`` — reaching a sandbox by agent name or sandbox name.
 * ``pooling`` — deploys served from a benchmark's warm pool.
 * ``lookahead`` — what a run starts before its steps ask (its agent, its mock model).

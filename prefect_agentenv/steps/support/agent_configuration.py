@@ -24,7 +24,7 @@ from prefect_agentenv.context import DeployedAgent, DeployedEnv, RunContext, Uns
 from prefect_agentenv.exceptions import AgentTimeoutError, ProtocolError, StepError
 from prefect_agentenv.jsontypes import JsonObject, JsonValue
 from prefect_agentenv.steps.base import StepModel
-from prefect_agentenv.steps.deploy_agent import Skill
+from prefect_agentenv.steps.support.skill import Skill
 
 if TYPE_CHECKING:  # the runtime loads on use: `validate` imports step modules and stays light
     from prefect_agentenv.protocols.a2a import A2AClient

@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # the runtime (A2A client, launchers, models, pools) loads on
     from prefect_agentenv.runtime.launch import Instance, LaunchSpec
     from prefect_agentenv.resolution.models import ResolvedModel
     from prefect_agentenv.runtime.sandbox import Sandbox
-    from prefect_agentenv.steps.deploy_agent import Skill
+    from prefect_agentenv.steps.support.skill import Skill
 
 logger = logging.getLogger("prefect_agentenv.agents")
 
