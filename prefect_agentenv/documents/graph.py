@@ -9,6 +9,32 @@ Ancestor sets are Python ints used as bitsets (bit ``i`` = the step at position 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+
+class _Step(Protocol):
+    @property
+    def id(self) -> str: ...
+
+    def dependency_ids(self) -> list[str] | None: ...
+
+
+@dataclass(frozen=True)
+class StepGraph:
+    """A set of steps' resolved dependencies, resolved once per run and handed to whoever draws or
+    schedules the steps (the Prefect graph, the scheduler, isolated scoring's split)."""
+
+    deps: dict[str, list[str]]
+    """Each step's direct dependency ids, in document order (see :func:`resolve_dependencies`)."""
+
+    @classmethod
+    def of(cls, steps: Sequence[_Step]) -> StepGraph:
+        return cls(resolve_dependencies([s.id for s in steps], [s.dependency_ids() for s in steps]))
+
+    def covers(self, steps: Sequence[_Step]) -> bool:
+        """Whether this is the graph of exactly ``steps`` (the same ids in the same order)."""
+        return list(self.deps) == [s.id for s in steps]
 
 
 def resolve_dependencies(ids: Sequence[str], declared: Sequence[list[str] | None]) -> dict[str, list[str]]:

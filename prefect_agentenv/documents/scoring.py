@@ -23,7 +23,7 @@ from pydantic import (
 )
 
 from prefect_agentenv.attribute_docs import attribute_docstrings
-from prefect_agentenv.documents.graph import resolve_dependencies
+from prefect_agentenv.documents.graph import StepGraph
 from prefect_agentenv.grading.outcome import SkipPolicy
 from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.steps.base import StepModel, VerifierStep
@@ -198,10 +198,11 @@ def _updated(step: StepModel, update: dict[str, bool | dict[str, str]]) -> StepM
     return copy
 
 
-def split_for_isolation(steps: list[StepModel]) -> tuple[list[StepModel], list[StepModel]]:
+def split_for_isolation(steps: list[StepModel],
+                        graph: StepGraph | None = None) -> tuple[list[StepModel], list[StepModel]]:
     """The rollout (every step but the verifiers) and the scoring (the verifiers, each depending
     only on the verifiers it waited for) of a task scored in isolation: its verifiers run after
-    every other step, in fresh envs.
+    every other step, in fresh envs. ``graph``: the steps' graph, when the caller resolved it.
 
     Raises:
         ValueError: a rollout step depends on a verifier (it could not run before scoring).
@@ -212,13 +213,13 @@ def split_for_isolation(steps: list[StepModel]) -> tuple[list[StepModel], list[S
     if after:
         raise ValueError(f"mode isolated runs the verifiers after every other step, but {'; '.join(after)} "
                          "depends on a verifier: drop that depends_on, or score in mode shared")
-    return [s for s in steps if s.id not in verifier_ids], verifier_steps(steps)
+    return [s for s in steps if s.id not in verifier_ids], verifier_steps(steps, graph)
 
 
-def verifier_steps(steps: list[StepModel]) -> list[StepModel]:
+def verifier_steps(steps: list[StepModel], graph: StepGraph | None = None) -> list[StepModel]:
     """A task's verifiers, each depending only on the verifiers it waited for (directly or through
     other steps): what isolated scoring and a rescore run on a restored submission."""
     verifier_ids = {s.id for s in steps if isinstance(s, VerifierStep)}
-    deps = resolve_dependencies([s.id for s in steps], [s.dependency_ids() for s in steps])
+    deps = (graph if graph is not None and graph.covers(steps) else StepGraph.of(steps)).deps
     return [s.model_copy(update={"depends_on": [d for d in deps[s.id] if d in verifier_ids]})
             for s in steps if s.id in verifier_ids]

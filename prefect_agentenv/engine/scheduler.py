@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from prefect_agentenv.context import RunContext, StepRecord
-from prefect_agentenv.documents.graph import resolve_dependencies, retry_span
+from prefect_agentenv.documents.graph import StepGraph, retry_span
 from prefect_agentenv.engine.execute import Runner, attempt, execute_step, partial_context
 from prefect_agentenv.steps.base import StepModel
 
@@ -47,11 +47,13 @@ class DagScheduler:
         runner: how each attempt of a step is carried out (see ``execute``).
         initial: the input of the steps that depend on nothing (the restored context a scoring
             attempt grades); none: they start from an empty context.
+        graph: the steps' graph when the caller resolved it already (resolved here otherwise).
     """
 
-    def __init__(self, steps: Sequence[StepModel], runner: Runner, *, initial: RunContext | None = None) -> None:
+    def __init__(self, steps: Sequence[StepModel], runner: Runner, *, initial: RunContext | None = None,
+                 graph: StepGraph | None = None) -> None:
         self.steps = {s.id: s for s in steps}
-        self.deps = resolve_dependencies(list(self.steps), [s.dependency_ids() for s in steps])
+        self.deps = (graph if graph is not None and graph.covers(steps) else StepGraph.of(steps)).deps
         self.runner = runner
         self.initial = initial
         self.records = {s.id: StepRecord(id=s.id, type=s.type) for s in steps}

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from prefect_agentenv.context import DeployedAgent, RunContext
+from prefect_agentenv.documents.graph import StepGraph
 from prefect_agentenv.documents.scoring import ScoringConfig, runtime_step
 from prefect_agentenv.engine.execute import Runner, execute_step
 from prefect_agentenv.engine.run_scope import open_scoring_run
@@ -123,6 +124,14 @@ class IsolatedScoring:
     """What :meth:`run` captured (kept for a later rescore too)."""
     _current: DagScheduler | None = None
     _stopped: str | None = None
+    _graph: StepGraph | None = None
+
+    @property
+    def graph(self) -> StepGraph:
+        """The verifiers' graph, resolved once for every attempt."""
+        if self._graph is None:
+            self._graph = StepGraph.of(self.steps)
+        return self._graph
 
     def stop(self, reason: str) -> None:
         """Stop the attempt in flight (the run was stopped); no further attempt starts."""
@@ -138,7 +147,7 @@ class IsolatedScoring:
         try:
             submission = self.submission = await capture(parent, rollout.context)
         except (AgentEnvError, OSError) as exc:  # the run still ends with a report saying why
-            failed = _unrestored(DagScheduler(self.steps, self.runner), rollout.context,
+            failed = _unrestored(DagScheduler(self.steps, self.runner, graph=self.graph), rollout.context,
                                  f"capturing the submission failed: {exc}")
             return _combined(rollout, failed, 0)
         return _combined(rollout, await self.score(parent, rollout.context, submission), self.attempts)
@@ -166,10 +175,10 @@ class IsolatedScoring:
             try:
                 fresh = await restore(run, ctx, self.scoring, submission)
             except (AgentEnvError, OSError) as exc:
-                failed = _unrestored(DagScheduler(self.steps, self.runner), ctx,
+                failed = _unrestored(DagScheduler(self.steps, self.runner, graph=self.graph), ctx,
                                      f"restoring the submission failed: {exc}")
                 return failed, str(exc)
-            scheduler = self._current = DagScheduler(self.steps, self.runner, initial=fresh)
+            scheduler = self._current = DagScheduler(self.steps, self.runner, initial=fresh, graph=self.graph)
             if self._stopped:
                 scheduler.stop(self._stopped)
             result = await scheduler.run()

@@ -20,6 +20,7 @@ from prefect.context import FlowRunContext
 
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.context import RunContext
+from prefect_agentenv.documents.graph import StepGraph
 from prefect_agentenv.documents.loading import fill_placeholders
 from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.documents.scoring import ScoringConfig, split_for_isolation, with_scoring_env
@@ -68,7 +69,7 @@ async def run_task_document(
     """
     stop = stop or StopRequest()
     state = _prepare(document, seeds=seeds, overrides=overrides, keep=keep, run_id=run_id)
-    graph_token = steps_graph.set(PrefectSteps(state.document) if execute_in_prefect else None)
+    graph_token = steps_graph.set(PrefectSteps(state.document, state.graph) if execute_in_prefect else None)
     _plan(state, execute_as_prefect_task if execute_in_prefect else run_body, stop)
     # Secrets resolved by any step stay out of every log line; signals stop the run in order.
     with stop_on_signals(stop) if handle_signals else nullcontext(), redacting_logs(state.run.redact):
@@ -87,6 +88,9 @@ class _TaskRun:
     """One task document's run as it goes through its phases; the report is built from it."""
 
     document: TaskDocument
+    graph: StepGraph
+    """The document's step graph, resolved once: the Prefect graph draws it; the scheduler runs it
+    (or, scored in isolation, the rollout's own graph and the verifiers')."""
     isolated: _Isolated | None
     scope: RunScope
     """The run's resources, bound while the steps run and torn down after."""
@@ -118,21 +122,25 @@ def _prepare(document: TaskDocument, *, seeds: dict[str, str] | None, overrides:
     as the reason not to start."""
     if seeds:
         document = TaskDocument.model_validate(fill_placeholders(document.model_dump(mode="json"), seeds))
-    document, isolated = _placed(document)
+    graph = StepGraph.of(document.steps)
+    document, isolated = _placed(document, graph)
     parsed, override_error = _parse_overrides(overrides)
     flow_run_id = current_flow_run_id()
     scope = open_run(document.id, run_id=run_id or flow_run_id, keep=keep, overrides=parsed,
                      owner=True, flow_run_id=flow_run_id)
     warnings = [f"step '{s.id}': accepted but not acted on: {', '.join(s.ignored_fields)}"
                 for s in document.steps if s.ignored_fields]
-    return _TaskRun(document, isolated, scope, override_error or unset_env_vars(document.steps), warnings)
+    return _TaskRun(document, graph, isolated, scope, override_error or unset_env_vars(document.steps), warnings)
 
 
 def _plan(state: _TaskRun, runner: Runner, stop: StopRequest) -> None:
     """Phase 2: the scheduler of the steps (the rollout when scored in isolation) and the isolated
     scoring, both stopped in order by ``stop``."""
     isolated = state.isolated
-    state.scheduler = DagScheduler((state.document if isolated is None else isolated.rollout).steps, runner)
+    if isolated is None:
+        state.scheduler = DagScheduler(state.document.steps, runner, graph=state.graph)
+    else:
+        state.scheduler = DagScheduler(isolated.rollout.steps, runner, graph=isolated.rollout_graph)
     stop.on_stop(state.scheduler.stop)
     if isolated:
         state.scoring = IsolatedScoring(isolated.verifiers.steps, isolated.scoring, runner)
@@ -237,21 +245,22 @@ class _Isolated:
     """A task scored in isolation: its rollout steps, then its verifiers in fresh envs."""
 
     rollout: TaskDocument
+    rollout_graph: StepGraph
     verifiers: TaskDocument
     scoring: ScoringConfig
 
 
-def _placed(document: TaskDocument) -> tuple[TaskDocument, _Isolated | None]:
+def _placed(document: TaskDocument, graph: StepGraph) -> tuple[TaskDocument, _Isolated | None]:
     """The document with its ``scoring`` env and network on its verifiers, and, when it is scored
-    in isolation, its rollout and verifier halves."""
+    in isolation, its rollout and verifier halves (``graph``: the document's)."""
     scoring = document.scoring
     if scoring is None:
         return document, None
     document = document.model_copy(update={"steps": with_scoring_env(document.steps, scoring)})
     if scoring.mode != "isolated":
         return document, None
-    rollout, verifiers = split_for_isolation(document.steps)
-    return document, _Isolated(document.model_copy(update={"steps": rollout}),
+    rollout, verifiers = split_for_isolation(document.steps, graph)
+    return document, _Isolated(document.model_copy(update={"steps": rollout}), StepGraph.of(rollout),
                                document.model_copy(update={"steps": verifiers}), scoring)
 
 

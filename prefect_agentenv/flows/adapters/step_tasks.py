@@ -28,7 +28,7 @@ from prefect.task_engine import run_task_async
 from prefect.utilities.annotations import quote
 
 from prefect_agentenv.context import RunContext
-from prefect_agentenv.documents.graph import resolve_dependencies
+from prefect_agentenv.documents.graph import StepGraph
 from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.engine.execute import RetriesSpent, run_body
 from prefect_agentenv.exceptions import AgentEnvError, StepError
@@ -89,9 +89,8 @@ class PrefectSteps:
     task, so a step after a tolerated failure (or after a retried span) still shows its upstream.
     """
 
-    def __init__(self, document: TaskDocument) -> None:
-        self.deps = resolve_dependencies([s.id for s in document.steps],
-                                         [s.dependency_ids() for s in document.steps])
+    def __init__(self, document: TaskDocument, graph: StepGraph | None = None) -> None:
+        self.deps = (graph if graph is not None and graph.covers(document.steps) else StepGraph.of(document.steps)).deps
         self.task_runs: dict[str, TaskRun] = {}
         """Each step's task run as its engine left it; a span retry runs the step again in it."""
 
