@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, ...]] = [
     # The run's context model and the exception tree know each other (a failed step's error
     # carries what it produced); context.py imports only pydantic and exceptions.
     ("exceptions", "context", "problems", "settings", "redaction", "reference", "jsontypes", "attribute_docs",
-     "prefect_defaults", "usage"),
+     "prefect_defaults", "usage", "lazy"),
     ("protocols", "artifacts"),
     ("grading", "runtime", "transcript"),
     # A benchmark run's results: task reports, the results store, statistics and comparisons.

@@ -8,8 +8,9 @@ must not pay for ``ArtifactStore``, whose S3 support imports prefect-aws, boto3 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from prefect_agentenv.lazy import lazy_names
 
 if TYPE_CHECKING:
     from prefect_agentenv.blocks.agent import A2AAgent
@@ -27,10 +28,4 @@ _MODULES = {
 __all__ = ["A2AAgent", "AgentEnvironment", "ArtifactStore", "ModelEndpoint"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULES.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _MODULES, globals())

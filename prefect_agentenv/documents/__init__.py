@@ -9,13 +9,13 @@ process. Type checkers read the same names from the ``TYPE_CHECKING`` imports.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from prefect_agentenv.documents.loading import fill_placeholders, parse_text, read_document, resolve_env_vars
 from prefect_agentenv.documents.models import AnyStep, TaskDocument
 from prefect_agentenv.documents.problems import Problem
 from prefect_agentenv.documents.validation import ValidationResult, load_task, validate_data, validate_file
+from prefect_agentenv.lazy import lazy_names
 
 if TYPE_CHECKING:  # what checkers and editors see; at run time each name loads on first use
     from prefect_agentenv.documents.benchmark import Benchmark, StepDocumentTask, VerialTask
@@ -45,13 +45,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later reads skip this hook
-    return value
+__getattr__ = lazy_names(__name__, _LAZY, globals())
 
 
 __all__ = [

@@ -35,8 +35,9 @@ repeated attempts at the same problem.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from prefect_agentenv.lazy import lazy_names
 
 if TYPE_CHECKING:  # what checkers and editors see; at run time each name loads on first use, so a
     # task run that imports the task report (``results.task_report``) never loads the statistics.
@@ -176,13 +177,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later reads skip this hook
-    return value
+__getattr__ = lazy_names(__name__, _LAZY, globals())
 
 __all__ = [
     "AgentSetup",
