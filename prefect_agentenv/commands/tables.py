@@ -57,13 +57,17 @@ def task_table(rows: Sequence[tuple[str, ...]], *, width: int, sweep: bool,
     the errors shortened to the room the other columns leave — or, when that is under
     :data:`MIN_ERROR_WIDTH`, one line each under the table; with whether one had to be shortened."""
     errors = [" ".join(row[-1].split()) for row in rows]
+    # Task ids stay on one line unless the table cannot fit so with the outcomes wrapped: then they
+    # fold, whole, in the room the other columns leave.
+    fold = Measurement.get(console, console.options.update(width=10_000),
+                           _task_rows(rows, sweep, None, False)).minimum > width
     if not any(errors):
-        return [_task_rows(rows, sweep, None)], False
+        return [_task_rows(rows, sweep, None, fold)], False
     # The table with a one-character error column measures everything but the error's own room.
-    probe = _task_rows(rows, sweep, ["x"] * len(rows))
-    room = width - (Measurement.get(console, console.options.update(width=10_000), probe).maximum - 1)
+    probe = _task_rows(rows, sweep, ["x"] * len(rows), fold)
+    room = width - (_widest(console, probe) - 1)
     if room >= MIN_ERROR_WIDTH:
-        return [_task_rows(rows, sweep, [shorten(e, room) for e in errors])], any(len(e) > room for e in errors)
+        return [_task_rows(rows, sweep, [shorten(e, room) for e in errors], fold)], any(len(e) > room for e in errors)
     lines, shortened = [], False
     for row, error in zip(rows, errors, strict=True):
         if error:
@@ -72,15 +76,25 @@ def task_table(rows: Sequence[tuple[str, ...]], *, width: int, sweep: bool,
             room, lead = (width - len(who), who) if width - len(who) >= MIN_ERROR_WIDTH else (width - 2, who.rstrip() + "\n  ")
             shortened = shortened or len(error) > room
             lines.append(Text(lead + shorten(error, room), style="dim"))
-    return [_task_rows(rows, sweep, None), *lines], shortened
+    return [_task_rows(rows, sweep, None, fold), *lines], shortened
 
 
-def _task_rows(rows: Sequence[tuple[str, ...]], sweep: bool, errors: list[str] | None) -> Table:
+def _widest(console: Console, table: Table) -> int:
+    """The width ``table`` takes when nothing has to wrap."""
+    return Measurement.get(console, console.options.update(width=10_000), table).maximum
+
+
+def _task_rows(rows: Sequence[tuple[str, ...]], sweep: bool, errors: list[str] | None, fold: bool) -> Table:
+    """The table; rich narrows only the wrapable columns, so the outcome (``FAILED (infrastructure,
+    3 attempts)``) wraps at its spaces and, with ``fold``, a long task id folds whole; nothing is cut."""
     table = _table()
+    # When task ids fold, the outcomes wrap at every space first, so the ids keep all the room left.
+    narrow = max((len(word) for row in rows for word in row[4].split()), default=9) if fold else None
     for column in TASK_COLUMNS:
         if column != "cell" or sweep:
-            # A task id longer than the terminal folds onto a second line, whole; nothing is cut.
-            table.add_column(column, no_wrap=column != "task", overflow="fold",
+            wraps = column == "outcome" or (column == "task" and fold)
+            table.add_column(column, no_wrap=not wraps, overflow="fold", min_width=9 if column == "outcome" else None,
+                             max_width=narrow if column == "outcome" else None,
                              justify="right" if column in ("score", "seconds") else "left")
     if errors is not None:
         table.add_column("error", no_wrap=True)

@@ -27,6 +27,9 @@ def _results() -> list[TaskResult]:
             out.append(TaskResult(task_id=task, seed_index=i % 2, epoch=0, status="completed", cell=cell,
                                   outcome=Outcome.FAILED if failed else Outcome.PASSED, score=0.0 if failed else 1.0,
                                   duration_s=12.3, error=ERROR if failed else None))
+    # A long outcome (an infrastructure failure after retries) must not squeeze the task ids.
+    out[2] = out[2].model_copy(update={"outcome": Outcome.FAILED, "attempts": 3,
+                                       "score": 0.0, "error": ERROR})
     return out
 
 
@@ -58,6 +61,7 @@ def test_every_task_run_of_the_board_keeps_its_task_and_cell_whole(width: int) -
     long = TASKS[3]
     assert long in text or long in "".join(line.strip() for line in lines), text  # folded, never cut
     assert "a2a_agen…" not in text and "…" not in text.split("error")[0]
+    assert text.count("PASSED") == 5 and text.count("FAILED") == 3, text  # outcomes wrap at spaces, never cut
 
 
 @pytest.mark.parametrize("width", [80, 120])
@@ -66,7 +70,7 @@ def test_errors_are_shortened_at_a_word_boundary_and_the_run_says_where_they_are
     text = _text(width, board.render(None, width, Console(width=width, force_terminal=False)))
     assert board.shortened
     shortened = [line for line in text.splitlines() if "step reply:" in line]
-    assert len(shortened) == 2, text
+    assert len(shortened) == 3, text
     for line in shortened:
         kept = line.split("step reply:", 1)[1].rstrip().removesuffix("…").strip()
         assert ERROR.startswith("step reply: " + kept) and ERROR[len("step reply: " + kept)] == " ", line
