@@ -73,6 +73,5 @@ def _pair_row(p: CellPair) -> str:
         scores = (f"<td>{s.previous_mean:.3f} → {s.current_mean:.3f}</td><td>{s.difference:+.3f}{ci}</td>"
                   f"<td>p={s.p_value:.2g}</td>")
     kind = "few" if row.too_few_pairs else row.verdict
-    verdict = (f'<td class="verdict v-{escape(kind)}" title="{escape(row.reason or "")}">'
-               f"{escape(verdict_cell(row, bold=False))}</td>")
+    verdict = f'<td class="verdict v-{escape(kind)}">{escape(verdict_cell(row, bold=False))}</td>'
     return f'<tr>{cells}<td class="num">{row.pairs}</td>{passes}{scores or "<td></td>" * 3}{verdict}</tr>'
