@@ -50,7 +50,7 @@ demo: install
 	@# The demo's Run form must not offer the test-only step types a `make test` installed here.
 	@if $(BIN)/python -m pip show -q agentenv-teststeps 2>/dev/null; then \
 		$(BIN)/python -m pip uninstall -q -y agentenv-teststeps && rm -f $(TEST_STAMP); fi
-	$(BIN)/python -m prefect_agentenv.demo
+	$(BIN)/python -m prefect_agentenv.demo $(DEMO_ARGS)
 
 # The linter and the type checker run first, beside the harness installs (which mostly wait on the
 # registries): a lint or type error fails `make test` before pytest starts.

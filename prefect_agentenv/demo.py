@@ -3,7 +3,8 @@
 Publishes the example artifacts to the local store (once per content), runs
 ``examples/benchmark.yaml`` as a ``benchmark`` flow run (every task an ``agent_task`` subflow
 against the reference envs and agents, judged by the built-in mock model), shows live progress
-and the summary, and says where to look.
+and the summary, and says where to look. Prefect's own line per flow and task run stays in the
+Prefect UI; ``-v`` (``make demo DEMO_ARGS=-v``) prints those too.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 from pathlib import Path
 
 from prefect_agentenv.artifacts import ArtifactBackend, ArtifactNotFoundError, get_artifact_store
-from prefect_agentenv.prefect_defaults import set_prefect_defaults
+from prefect_agentenv.prefect_defaults import quiet_engine_logs, set_prefect_defaults
 from prefect_agentenv.settings import get_settings
 
 ENV_ARTIFACTS = {"inbox": ("email", "inbox.json"), "clinic": ("records", "clinic.json")}
@@ -51,8 +52,12 @@ def publish_example_artifacts(folder: Path) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
+    """Run the demo over ``argv``: ``[-v|--verbose] [FOLDER]`` (the examples' folder, ``examples`` by default)."""
+    verbose = any(a in ("-v", "--verbose") for a in argv)
+    folders = [a for a in argv if a not in ("-v", "--verbose")]
     set_prefect_defaults()  # before anything imports Prefect
-    folder = Path(argv[0] if argv else "examples")
+    quiet_engine_logs(verbose=verbose)
+    folder = Path(folders[0] if folders else "examples")
     settings = get_settings()
     print(f"prefect-agentenv demo: the example benchmark {folder / 'benchmark.yaml'} on the embedded defaults")
     print(f"  artifacts: local store in {settings.artifacts_dir}/; envs and agents: the reference ones; "

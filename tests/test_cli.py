@@ -114,6 +114,19 @@ def test_run_exits_0_and_writes_the_report_when_the_run_completes(tmp_path: Path
     task_runs, logs = asyncio.run(_task_runs_and_logs(report["flow_run_id"]))
     assert [(r.name, r.state.type.value if r.state else None) for r in task_runs] == [("a", "COMPLETED")]
     assert any("task good: UNSCORED" in line.message for line in logs), [line.message for line in logs]
+    # Prefect's line per flow and task run reached the API (the UI shows them), not the terminal.
+    assert any("Finished in state" in line.message for line in logs), [line.message for line in logs]
+    assert "Finished in state" not in proc.stderr and "Beginning flow run" not in proc.stderr, proc.stderr
+
+
+def test_run_verbose_prints_prefects_line_for_every_flow_and_task_run(tmp_path: Path,
+                                                                      cli_env: dict[str, str]) -> None:
+    path = write(tmp_path, "good.json", [{"id": "a", "type": "test_noop", "depends_on": []}])
+    env = {k: v for k, v in cli_env.items() if k != "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"}
+    proc = subprocess.run(cli("run", str(path), "-v"), env={**env, "PREFECT_LOGGING_LEVEL": "INFO"},
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "Beginning flow run" in proc.stderr and "Task run 'a' - Finished in state Completed()" in proc.stderr
 
 
 async def _task_runs_and_logs(flow_run_id: str) -> tuple[list[Any], list[Any]]:

@@ -7,10 +7,17 @@ Each helper refuses bad input the CLI's way, one line on stderr and exit 2, befo
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
 from prefect_agentenv.prefect_defaults import set_prefect_defaults
+
+
+Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Also print Prefect's log lines for every flow "
+                                        "and task run (the Prefect UI always has them).")]
+"""``-v/--verbose`` of the commands that run flows: without it the terminal shows the progress, warnings,
+errors and the summary (:func:`~prefect_agentenv.prefect_defaults.quiet_engine_logs`)."""
 
 
 def pairs(values: list[str], option: str) -> dict[str, str]:

@@ -11,8 +11,8 @@ from typing import Annotated
 
 import typer
 
-from prefect_agentenv.commands._options import check_published, check_writable, overrides, published_ref
-from prefect_agentenv.prefect_defaults import set_prefect_defaults
+from prefect_agentenv.commands._options import Verbose, check_published, check_writable, overrides, published_ref
+from prefect_agentenv.prefect_defaults import quiet_engine_logs, set_prefect_defaults
 
 
 def bench_command(
@@ -34,12 +34,14 @@ def bench_command(
                                                      "marks all task runs worse.")] = False,
     confidence: Annotated[float, typer.Option(help="Confidence of the comparison's verdicts.", min=0.5, max=0.999)]
     = 0.95,
+    verbose: Verbose = False,
 ) -> None:
     """Run a benchmark with live progress; exit 0 when it ran (whatever the scores), 1 when it failed, 2 invalid,
     4 when a gate (--fail-under, --fail-on-regression) failed, 5 when more task runs failed for infrastructure
     than its infrastructure.max_error_rate allows."""
     from prefect_agentenv.documents.benchmark_validation import validate_benchmark_file
 
+    quiet_engine_logs(verbose=verbose)  # before anything below imports Prefect
     run_overrides = overrides(override)
     axes = _matrix(matrix)
     if report_dir is not None:

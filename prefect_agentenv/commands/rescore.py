@@ -9,6 +9,9 @@ from typing import Annotated
 
 import typer
 
+from prefect_agentenv.commands._options import Verbose
+from prefect_agentenv.prefect_defaults import quiet_engine_logs, set_prefect_defaults
+
 
 def rescore_command(
     run: Annotated[str, typer.Argument(metavar="RUN", help="RUN_ID, SLUG/RUN_ID, or SLUG (its latest finished run).")],
@@ -20,10 +23,13 @@ def rescore_command(
     override: Annotated[list[str], typer.Option(help="KEY=VALUE run override for the verifiers, e.g. "
                                                 "judge_model=gpt-4.1-mini (repeatable).")] = [],  # noqa: B006
     as_json: Annotated[bool, typer.Option("--json", help="Print the rescore as JSON instead of markdown.")] = False,
+    verbose: Verbose = False,
 ) -> None:
     """Restore each task run's kept submission into fresh envs and run the current verifiers and judges
     (no agent is deployed); the scores are a new scoring version of the run, which its summary shows.
     Exit 0, 1 when a task run could not be rescored (it keeps its previous result), 2 on invalid input."""
+    set_prefect_defaults()
+    quiet_engine_logs(verbose=verbose)
     # Imported here so the other commands do not pay for the engine.
     from prefect_agentenv.artifacts import get_artifact_store
     from prefect_agentenv.exceptions import ArtifactError, ConfigurationError, TaskDocumentError

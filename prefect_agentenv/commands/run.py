@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from prefect_agentenv.commands._options import check_writable, overrides, pairs
-from prefect_agentenv.prefect_defaults import set_prefect_defaults
+from prefect_agentenv.commands._options import Verbose, check_writable, overrides, pairs
+from prefect_agentenv.prefect_defaults import quiet_engine_logs, set_prefect_defaults
 
 if TYPE_CHECKING:
     from prefect_agentenv.documents import TaskDocument
@@ -29,6 +29,7 @@ def run_command(
     ] = [],  # noqa: B006
     keep: Annotated[bool, typer.Option(help="Keep agent sandboxes after the run.")] = False,
     dry_run: Annotated[bool, typer.Option(help="Validate and print the plan without running.")] = False,
+    verbose: Verbose = False,
 ) -> None:
     """Run one task. Exit 0 when the run completed (whatever the score), 1 when it failed, 2 when invalid."""
     from prefect_agentenv.documents import validate_file
@@ -52,6 +53,7 @@ def run_command(
             typer.echo(f"  wave {i}: " + ", ".join(f"{s} ({doc.step(s).type})" for s in wave))
         raise typer.Exit(0)
     set_prefect_defaults()
+    quiet_engine_logs(verbose=verbose)
     # Prefect retries API calls on 5xx/connection errors with exponential backoff (2, 4, 8 s): a
     # run whose API went away gives up after ~15 s per call, not minutes.
     os.environ.setdefault("PREFECT_CLIENT_MAX_RETRIES", "3")

@@ -243,7 +243,8 @@ class _Runner:
         await asyncio.to_thread(self.results.record_started, published=self.source.ref,
                                 cells=[c.label for c in self.cells])
         _emit("start", {"run_id": self.run_id, "slug": self.bench.slug, "total": len(keys), "pending": len(pending),
-                        "published": str(self.source.ref) if self.source.ref else None})
+                        "published": str(self.source.ref) if self.source.ref else None,
+                        "cells": [c.label for c in self.cells], "axes": list(self.matrix)})
         self.progress = ProgressBar(await progress_artifact(self.bench.slug, len(keys) - len(pending), len(keys)),
                                     len(keys))
         self.done = len(keys) - len(pending)

@@ -12,7 +12,9 @@ runs, per tag, per axis and per task ``(task_id, seed_index)``:
 At ``confidence`` (α = 1 − confidence) a pass/fail change is *worse* or *better* when McNemar's
 p < α; a score change when its interval excludes 0 **and** the sign test's p < α (with few pairs
 the bootstrap interval alone is too narrow to trust). A row is worse when a test says worse and
-none says better, better the other way round, else tied. Runs of different benchmarks or
+none says better, better the other way round, else tied. A row with fewer pairs than either exact
+test needs to reach ``confidence`` (:func:`~.paired.fewest_decisive_pairs`: 6 at 95%) is tied and
+marked ``too_few_pairs``; every row says in ``reason`` which test decided it (:mod:`.verdicts`). Runs of different benchmarks or
 versions are compared on the keys they share; the comparison says how many, and names every
 difference of setup (:func:`~.setup.compare_setups`).
 """
@@ -31,6 +33,7 @@ from prefect_agentenv.results.intervals import DEFAULT_CONFIDENCE, Interval
 from prefect_agentenv.results.paired import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
+    fewest_decisive_pairs,
     mcnemar,
     paired_bootstrap,
     sign_test,
@@ -38,6 +41,7 @@ from prefect_agentenv.results.paired import (
 from prefect_agentenv.results.rows import RunKey, StatsModel, TaskResult, latest_per_run_key
 from prefect_agentenv.results.setup import SetupComparison, compare_setups
 from prefect_agentenv.results.summary import run_axis_values, task_axes
+from prefect_agentenv.results.verdicts import TOO_FEW, pass_fail_note, row_reason, score_note, too_few_reason
 
 Verdict = Literal["better", "worse", "tied"]
 RowKind = Literal["overall", "tag", "axis", "task"]
@@ -61,6 +65,9 @@ class PassFailTest(StatsModel):
     method: str
     """``exact`` (binomial), or ``chi-square`` above 1,000 discordant pairs."""
     verdict: Verdict
+    note: str | None = None
+    """Set when ``interval`` alone would say otherwise than ``verdict``: McNemar's test decides, and
+    the note says so; ``too few pairs to tell`` when the row has fewer pairs than any test needs."""
 
 
 class ScoreTest(StatsModel):
@@ -75,6 +82,9 @@ class ScoreTest(StatsModel):
     p_value: float
     """Two-sided p-value of the exact sign test on the differences."""
     verdict: Verdict
+    note: str | None = None
+    """Set when ``interval`` alone would say otherwise than ``verdict`` (which needs the interval *and*
+    the sign test): why it did not count; ``too few pairs to tell`` below the row's ``min_pairs``."""
 
 
 class PairedRow(StatsModel):
@@ -90,6 +100,14 @@ class PairedRow(StatsModel):
     """Not for axes: an axis has a score, not a pass."""
     score: ScoreTest | None = None
     verdict: Verdict
+    min_pairs: int | None = None
+    """The fewest pairs with which a test can decide at the comparison's confidence (6 at 95%);
+    ``None`` in comparisons recorded before it was kept."""
+    too_few_pairs: bool = False
+    """Fewer pairs than ``min_pairs``: no result, however lopsided, is told apart from chance, so the
+    verdict is ``tied`` and the row reads "too few pairs to tell" instead of showing an interval."""
+    reason: str | None = None
+    """Why the verdict, as the row says it: which test decided, and why another did not count."""
 
     def sentence(self) -> str:
         """``tag mail: pass rate 100% → 0% over 8 pairs (…)``: the row in one line."""
@@ -253,13 +271,31 @@ def _row(kind: RowKind, name: str, pairs: Sequence[_Pair], test: _Test, *, seed_
     label = f"{kind}:{name}:{seed_index}"
     pass_fail = _pass_fail([(p.previous.passed, p.current.passed) for p in pairs], test, label)
     score = _score([(p.previous.counted_score, p.current.counted_score) for p in pairs], test, label)
-    return PairedRow(kind=kind, name=name, seed_index=seed_index, pairs=len(pairs), pass_fail=pass_fail,
-                     score=score, verdict=_combined(pass_fail.verdict, score.verdict))
+    return _decided(PairedRow(kind=kind, name=name, seed_index=seed_index, pairs=len(pairs), pass_fail=pass_fail,
+                              score=score, verdict=_combined(pass_fail.verdict, score.verdict)), test)
 
 
 def _axis_row(axis: str, values: Sequence[tuple[float, float]], test: _Test) -> PairedRow:
     score = _score(values, test, f"axis:{axis}")
-    return PairedRow(kind="axis", name=axis, pairs=len(values), score=score, verdict=score.verdict)
+    return _decided(PairedRow(kind="axis", name=axis, pairs=len(values), score=score, verdict=score.verdict), test)
+
+
+def _decided(row: PairedRow, test: _Test) -> PairedRow:
+    """The row with its minimum of pairs, its tests' notes and the reason for its verdict."""
+    fewest = fewest_decisive_pairs(test.confidence)
+    if row.pairs < fewest:
+        # The exact tests cannot reach the level, so both verdicts are already tied; the intervals stay
+        # in the record but no row shows them.
+        reason = too_few_reason(row.pairs, fewest, test.confidence, scores_only=row.pass_fail is None)
+        notes = {"note": TOO_FEW}
+        return row.model_copy(update={
+            "min_pairs": fewest, "too_few_pairs": True, "reason": reason,
+            "pass_fail": row.pass_fail.model_copy(update=notes) if row.pass_fail else None,
+            "score": row.score.model_copy(update=notes) if row.score else None})
+    pass_fail = row.pass_fail.model_copy(update={"note": pass_fail_note(row.pass_fail)}) if row.pass_fail else None
+    score = row.score.model_copy(update={"note": score_note(row.score)}) if row.score else None
+    return row.model_copy(update={"min_pairs": fewest, "pass_fail": pass_fail, "score": score,
+                                  "reason": row_reason(row.verdict, pass_fail, score, test.confidence)})
 
 
 def _pass_fail(outcomes: Sequence[tuple[bool, bool]], test: _Test, label: str) -> PassFailTest:

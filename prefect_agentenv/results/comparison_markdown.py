@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from prefect_agentenv.results.intervals import Interval
 from prefect_agentenv.results.markdown import cell, percentage
+from prefect_agentenv.results.verdicts import TOO_FEW
 
 if TYPE_CHECKING:
     from prefect_agentenv.results.comparison import Comparison, PairedRow, PassFailTest, ScoreTest
@@ -31,8 +32,28 @@ def row_sentence(row: PairedRow) -> str:
     if row.pass_fail is not None and (row.verdict == "tied" or row.pass_fail.verdict == row.verdict):
         parts.append(pass_fail_text(row.pass_fail, row.pairs))
     if row.score is not None and (row.verdict == "tied" or row.score.verdict == row.verdict):
-        parts.append(score_text(row.score))
+        parts.append(score_text(row.score, row))
+    if row.too_few_pairs:
+        return f"{row_label(row)}: {TOO_FEW} ({row.pairs} of the {row.min_pairs} pairs a test needs): " + "; ".join(parts)
     return f"{row_label(row)} {row.verdict}: " + "; ".join(parts)
+
+
+def verdict_cell(row: PairedRow, *, bold: bool = True) -> str:
+    """The verdict as a row shows it: ``too few pairs to tell`` when no test could decide."""
+    if row.too_few_pairs:
+        return TOO_FEW
+    return _VERDICT[row.verdict] if bold else row.verdict
+
+
+def shown_interval(test: PassFailTest | ScoreTest, row: PairedRow, *, percent: bool = False, bare: bool = False) -> str:
+    """The test's interval as the row shows it: none when the row has too few pairs, and with the
+    test's note when the interval alone would say otherwise than the verdict."""
+    if row.too_few_pairs or test.interval is None:
+        return ""
+    text = _bare_interval(test.interval) if bare else interval_text(test.interval, percent=percent)
+    if test.note:
+        text = f"{text[:-1]}; {test.note})" if bare else f"{text} — {test.note}"
+    return text
 
 
 def pass_fail_text(test: PassFailTest, pairs: int) -> str:
@@ -40,9 +61,10 @@ def pass_fail_text(test: PassFailTest, pairs: int) -> str:
             f"({test.lost} lost, {test.gained} gained; McNemar {test.method} {p_text(test.p_value)})")
 
 
-def score_text(test: ScoreTest) -> str:
+def score_text(test: ScoreTest, row: PairedRow | None = None) -> str:
+    interval = interval_text(test.interval) if row is None else shown_interval(test, row)
     return (f"mean score {test.previous_mean:.3f} → {test.current_mean:.3f} "
-            f"({test.difference:+.3f}{interval_text(test.interval)}; sign test {p_text(test.p_value)})")
+            f"({test.difference:+.3f}{interval}; sign test {p_text(test.p_value)})")
 
 
 def comparison_markdown(comparison: Comparison) -> str:
@@ -56,6 +78,8 @@ def comparison_markdown(comparison: Comparison) -> str:
         return "\n".join([*lines, "No task run is in both runs: nothing to compare."])
     lines += ["| | pairs | baseline | this run | difference (CI) | test | verdict |", "|---|---|---|---|---|---|---|"]
     lines += _test_lines("pass rate", "mean score", comparison.overall)
+    if comparison.overall.reason:
+        lines += ["", f"Verdict: {comparison.overall.reason}."]
     regressions = comparison.regressions
     level = percentage(comparison.confidence)
     lines += [""] + ([f"**{len(regressions)} regression(s) at {level} confidence:**", ""] + [f"- {r}" for r in regressions]
@@ -68,8 +92,9 @@ def comparison_markdown(comparison: Comparison) -> str:
                             note=f"{len(comparison.by_task) - len(changed)} of {len(comparison.by_task)} paired tasks "
                                  "did not change (same pass/fail and score in every pair).")
     lines += ["", f"*Pairs matched by task, seed and epoch; pass/fail by McNemar's test, scores by a paired "
-                  f"bootstrap ({comparison.resamples} resamples, seed {comparison.seed}) and the sign test; "
-                  f"{level} confidence.*"]
+                  f"bootstrap ({comparison.resamples} resamples, seed {comparison.seed}) and the sign test together; "
+                  f"{level} confidence. A row with fewer pairs than a test needs to reach it reads "
+                  f"\"{TOO_FEW}\".*"]
     return "\n".join(lines)
 
 
@@ -91,14 +116,18 @@ def _test_lines(pass_label: str, score_label: str, row: PairedRow) -> list[str]:
     if row.pass_fail is not None:
         t = row.pass_fail
         lines.append(f"| {pass_label} | {row.pairs} | {percentage(t.previous_rate)} | {percentage(t.current_rate)} | "
-                     f"{t.difference * 100:+.1f} pt{interval_text(t.interval, percent=True)} | McNemar {t.method} "
-                     f"{p_text(t.p_value)} ({t.lost} lost, {t.gained} gained) | {_VERDICT[t.verdict]} |")
+                     f"{t.difference * 100:+.1f} pt{shown_interval(t, row, percent=True)} | McNemar {t.method} "
+                     f"{p_text(t.p_value)} ({t.lost} lost, {t.gained} gained) | {_test_verdict(t, row)} |")
     if row.score is not None:
         s = row.score
         lines.append(f"| {score_label} | {row.pairs} | {s.previous_mean:.3f} | {s.current_mean:.3f} | "
-                     f"{s.difference:+.3f}{interval_text(s.interval)} | sign test {p_text(s.p_value)} | "
-                     f"{_VERDICT[s.verdict]} |")
+                     f"{s.difference:+.3f}{shown_interval(s, row)} | sign test {p_text(s.p_value)} | "
+                     f"{_test_verdict(s, row)} |")
     return lines
+
+
+def _test_verdict(test: PassFailTest | ScoreTest, row: PairedRow) -> str:
+    return TOO_FEW if row.too_few_pairs else _VERDICT[test.verdict]
 
 
 def _breakdown(title: str, rows: list[PairedRow], *, note: str | None = None) -> list[str]:
@@ -115,8 +144,8 @@ def _breakdown(title: str, rows: list[PairedRow], *, note: str | None = None) ->
         passes = (f"{percentage(t.previous_rate)} → {percentage(t.current_rate)} | {t.lost} / {t.gained} | "
                   f"{p_text(t.p_value)}") if t else "— | — | —"
         scores = (f"{s.previous_mean:.3f} → {s.current_mean:.3f} | {s.difference:+.3f}"
-                  f"{_bare_interval(s.interval)} | {p_text(s.p_value)}") if s else "— | — | —"
-        lines.append(f"| {cell(row_label(row))} | {row.pairs} | {passes} | {scores} | {_VERDICT[row.verdict]} |")
+                  f"{shown_interval(s, row, bare=True)} | {p_text(s.p_value)}") if s else "— | — | —"
+        lines.append(f"| {cell(row_label(row))} | {row.pairs} | {passes} | {scores} | {verdict_cell(row)} |")
     return lines
 
 

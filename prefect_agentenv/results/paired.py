@@ -82,6 +82,25 @@ def sign_test(differences: Sequence[float]) -> float:
     return binomial_two_sided(positive, positive + negative)
 
 
+def fewest_decisive_pairs(confidence: float = DEFAULT_CONFIDENCE) -> int:
+    """The fewest pairs with which McNemar's exact test or the sign test can reach ``confidence``.
+
+    The smallest p-value either can give on ``n`` pairs is ``2 / 2ⁿ`` (every pair changed the same
+    way), so below the smallest ``n`` with ``2 / 2ⁿ < 1 − confidence`` no result, however lopsided,
+    is told apart from chance: 6 pairs at 95%, 8 at 99%. A bootstrap interval on fewer pairs can
+    exclude 0 and still mean nothing (five equal drops resample to a zero-width interval).
+
+    Raises:
+        ValueError: ``confidence`` is not in (0, 1).
+    """
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence={confidence} must be in (0, 1)")
+    n = 1
+    while 2 / 2**n >= 1 - confidence:
+        n += 1
+    return n
+
+
 def paired_bootstrap(differences: Sequence[float], confidence: float = DEFAULT_CONFIDENCE, *,
                      resamples: int = DEFAULT_RESAMPLES, seed: int | str = DEFAULT_SEED) -> Interval | None:
     """Percentile bootstrap interval of the mean paired difference (``None`` for fewer than 2 pairs).

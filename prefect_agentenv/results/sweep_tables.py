@@ -17,7 +17,7 @@ from itertools import combinations
 from pydantic import Field
 
 from prefect_agentenv.results.comparison import Comparison, PairedRow, compare
-from prefect_agentenv.results.comparison_markdown import interval_text, p_text
+from prefect_agentenv.results.comparison_markdown import p_text, shown_interval, verdict_cell
 from prefect_agentenv.results.gate import GateResult, check_gate
 from prefect_agentenv.results.intervals import DEFAULT_CONFIDENCE
 from prefect_agentenv.results.markdown import cell as md_cell
@@ -63,6 +63,48 @@ class SweepSummary(StatsModel):
 
     def cell(self, label: str) -> CellSummary | None:
         return next((c for c in self.cells if c.cell == label), None)
+
+
+def short_cell_names(labels: Sequence[str], keys: Sequence[str]) -> dict[str, str]:
+    """Each cell's label cut to the values that differ between the cells (``scripted``, ``llm``), in
+    the matrix's order: a terminal table at 80 columns cut ``a2a_agent_id=scripted`` and
+    ``a2a_agent_id=llm`` to the same ``a2a_agen…``. The full labels stay in every record.
+
+    A label that does not read as the keys' ``KEY=VALUE`` pairs, or names that would collide, give
+    the full labels back.
+    """
+    split = {label: _label_values(label, keys) for label in labels}
+    if not keys or any(values is None for values in split.values()):
+        return {label: label for label in labels}
+    rows = [values for values in split.values() if values is not None]
+    varying = [i for i in range(len(keys)) if len({values[i] for values in rows}) > 1] or list(range(len(keys)))
+    names = {label: ",".join(values[i] for i in varying) for label, values in split.items() if values is not None}
+    return names if len(set(names.values())) == len(names) else {label: label for label in labels}
+
+
+def varying_keys(labels: Sequence[str], keys: Sequence[str]) -> list[str]:
+    """The matrix keys whose value differs between the cells: what :func:`short_cell_names` keeps."""
+    split = [_label_values(label, keys) for label in labels]
+    rows = [values for values in split if values is not None]
+    if len(rows) != len(split):
+        return list(keys)
+    return [key for i, key in enumerate(keys) if len({values[i] for values in rows}) > 1] or list(keys)
+
+
+def _label_values(label: str, keys: Sequence[str]) -> list[str] | None:
+    """``a2a_agent_id=llm,model=m`` → ``["llm", "m"]`` for keys ``a2a_agent_id, model`` (None if it is not that)."""
+    values, rest = [], label
+    for i, key in enumerate(keys):
+        if not rest.startswith(f"{key}="):
+            return None
+        rest = rest[len(key) + 1:]
+        following = f",{keys[i + 1]}=" if i + 1 < len(keys) else None
+        value, sep, tail = rest.partition(following) if following else (rest, "", "")
+        if following and not sep:
+            return None
+        values.append(value)
+        rest = f"{keys[i + 1]}={tail}" if following else ""
+    return values
 
 
 def results_of_cell(results: Sequence[TaskResult], cell: str | None) -> list[TaskResult]:
@@ -134,7 +176,7 @@ def _cell_line(c: CellSummary) -> str:
     if s.pass_rate_ci is not None:
         rate += f" ({percentage(s.pass_rate_ci.low)}–{percentage(s.pass_rate_ci.high)})"
     pass_k = "—" if s.k is None or s.pass_at_k is None else f"pass@{s.k} {s.pass_at_k:.3f}"
-    versus = "—" if c.comparison is None or c.comparison.overall is None else c.comparison.overall.verdict
+    versus = "—" if c.comparison is None or c.comparison.overall is None else verdict_cell(c.comparison.overall, bold=False)
     gate = "—" if c.gate is None else ("passed" if c.gate.passed else "**failed**")
     return f"| {md_cell(c.cell)} | {s.counts.denominator} | {mean} | {rate} | {pass_k} | {versus} | {gate} |"
 
@@ -148,6 +190,5 @@ def _pair_line(p: CellPair) -> str:
     passes = (f" {percentage(t.previous_rate)} → {percentage(t.current_rate)} | {p_text(t.p_value)} "
               f"({t.lost} lost, {t.gained} gained) |") if t else " — | — |"
     scores = (f" {s.previous_mean:.3f} → {s.current_mean:.3f} | {s.difference:+.3f}"
-              f"{interval_text(s.interval)} | {p_text(s.p_value)} |") if s else " — | — | — |"
-    verdict = row.verdict if row.verdict == "tied" else f"**{row.verdict}**"
-    return f"{head}{passes}{scores} {verdict} |"
+              f"{shown_interval(s, row)} | {p_text(s.p_value)} |") if s else " — | — | — |"
+    return f"{head}{passes}{scores} {verdict_cell(row)} |"

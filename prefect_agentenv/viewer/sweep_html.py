@@ -6,6 +6,7 @@ from __future__ import annotations
 from html import escape
 
 from prefect_agentenv.results import CellPair, CellSummary, SweepSummary
+from prefect_agentenv.results.comparison_markdown import verdict_cell
 from prefect_agentenv.viewer.charts import trend_lines
 from prefect_agentenv.viewer.models import TrendPoint
 
@@ -23,7 +24,10 @@ def sweep_section(sweep: SweepSummary) -> list[str]:
         body += ["<h2>Cells compared pair by pair</h2>",
                  f'<table id="cell-pairs">{head}<tbody>{"".join(_pair_row(p) for p in sweep.pairwise)}</tbody></table>',
                  '<p class="muted">Paired by task, seed and epoch: pass/fail by McNemar\'s test, scores by a paired '
-                 "bootstrap and the sign test.</p>"]
+                 "bootstrap and the sign test together.</p>",
+                 '<ul class="muted" id="cell-pair-reasons">' + "".join(
+                     f"<li>{escape(p.baseline)} → {escape(p.other)}: {escape(p.overall.reason)}</li>"
+                     for p in sweep.pairwise if p.overall is not None and p.overall.reason) + "</ul>"]
     return body
 
 
@@ -47,7 +51,7 @@ def _cell_row(c: CellSummary) -> str:
         rate += f' <span class="muted">[{s.pass_rate_ci.low:.0%}, {s.pass_rate_ci.high:.0%}]</span>'
     pass_k = "—" if s.k is None or s.pass_at_k is None else f"pass@{s.k} {s.pass_at_k:.2f}"
     overall = c.comparison.overall if c.comparison else None
-    versus = "—" if overall is None else escape(overall.verdict)
+    versus = "—" if overall is None else escape(verdict_cell(overall, bold=False))
     gate = "—" if c.gate is None else ("passed" if c.gate.passed else '<b class="o-FAILED">failed</b>')
     return (f'<tr data-cell="{escape(c.cell)}"><td><code>{escape(c.cell)}</code></td>'
             f'<td class="num">{s.counts.denominator}</td><td class="num">{mean}</td><td class="num">{rate}</td>'
@@ -63,8 +67,11 @@ def _pair_row(p: CellPair) -> str:
     passes = f"<td>{t.previous_rate:.0%} → {t.current_rate:.0%}</td><td>p={t.p_value:.2g}</td>" if t else "<td></td>" * 2
     scores = ""
     if s is not None:
-        ci = f" [{s.interval.low:+.3f}, {s.interval.high:+.3f}]" if s.interval else ""
+        # No interval on too few pairs, and the note beside one that did not decide the verdict.
+        ci = f" [{s.interval.low:+.3f}, {s.interval.high:+.3f}]" if s.interval and not row.too_few_pairs else ""
+        ci += f' <span class="muted">{escape(s.note)}</span>' if s.note and not row.too_few_pairs else ""
         scores = (f"<td>{s.previous_mean:.3f} → {s.current_mean:.3f}</td><td>{s.difference:+.3f}{ci}</td>"
                   f"<td>p={s.p_value:.2g}</td>")
-    verdict = f'<td class="verdict v-{escape(row.verdict)}">{escape(row.verdict)}</td>'
+    kind = "few" if row.too_few_pairs else row.verdict
+    verdict = f'<td class="verdict v-{escape(kind)}">{escape(verdict_cell(row, bold=False))}</td>'
     return f'<tr>{cells}<td class="num">{row.pairs}</td>{passes}{scores or "<td></td>" * 3}{verdict}</tr>'

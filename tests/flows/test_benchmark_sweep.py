@@ -128,7 +128,7 @@ async def test_bench_sweeps_from_the_command_line_and_gates_each_cell_against_th
     swept = cli(["bench", str(bench), "--matrix", "a2a_agent_id=scripted,llm", "--fail-on-regression",
                  "--report-dir", str(tmp_path / "swept")], api_url, agentenv_home)
     assert swept.returncode == 4, swept.stdout + swept.stderr
-    assert "sweep: cells" in swept.stdout and "cells compared pair by pair" in swept.stdout
+    assert "sweep over a2a_agent_id: cells" in swept.stdout and "cells compared pair by pair" in swept.stdout
     [line] = [line for line in swept.stderr.splitlines() if line.startswith("gate failed:")]
     assert line.startswith(f"gate failed: cell {LLM}: worse than run {base['run_id']}: all task runs worse")
     summary = json.loads((tmp_path / "swept" / "summary.json").read_text())

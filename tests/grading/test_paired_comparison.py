@@ -23,8 +23,10 @@ from prefect_agentenv.results import (
     paired_bootstrap,
     sign_test,
     summarize,
+    summarize_sweep,
+    sweep_markdown,
 )
-from prefect_agentenv.results.paired import EXACT_LIMIT
+from prefect_agentenv.results.paired import EXACT_LIMIT, fewest_decisive_pairs
 from prefect_agentenv.runtime.overrides import RunOverrides
 
 SCRIPTED = SetupFingerprint(benchmark="mail", benchmark_version="1", package_version="0.1.0",
@@ -106,6 +108,13 @@ def test_the_paired_bootstrap_agrees_with_the_normal_interval_on_many_pairs() ->
     assert interval is not None
     assert interval.low == pytest.approx(0.5 - z * 0.025, abs=0.01)
     assert interval.high == pytest.approx(0.5 + z * 0.025, abs=0.01)
+
+
+@pytest.mark.parametrize(("confidence", "fewest"), [(0.95, 6), (0.9, 5), (0.99, 8)])
+def test_the_fewest_decisive_pairs_are_where_two_over_two_to_the_n_first_falls_under_alpha(
+        confidence: float, fewest: int) -> None:
+    assert fewest_decisive_pairs(confidence) == fewest
+    assert binomial_two_sided(0, fewest) < 1 - confidence <= binomial_two_sided(0, fewest - 1)
 
 
 def test_the_paired_bootstrap_needs_two_pairs_and_is_exact_on_equal_differences() -> None:
@@ -298,3 +307,66 @@ def test_the_regression_gate_looks_at_all_task_runs_together() -> None:
     gate = check_gate(summarize(current), comparison, fail_on_regression=True)
     assert gate is not None and gate.passed
     assert comparison.regressions == [comparison.by_task[0].sentence()]
+
+
+# -- verdicts and the intervals the rows show ------------------------------------------------------
+
+
+def _drops(n: int) -> tuple[list[TaskResult], list[TaskResult]]:
+    """``n`` pairs whose score each drops from 0.8 to 0.467 (and fail the pass either way)."""
+    return ([result("t", "BELOW_ONE", 0.467, seed=i) for i in range(n)],
+            [result("t", "BELOW_ONE", 0.8, seed=i) for i in range(n)])
+
+
+def test_five_pairs_that_all_drop_are_too_few_to_tell_and_no_row_shows_an_interval() -> None:
+    """The smallest sign-test p on 5 pairs is 2/32 = 0.0625: nothing could be worse at 95%."""
+    overall = compare(*_drops(5)).overall
+    assert overall is not None and overall.score is not None
+    assert (overall.verdict, overall.too_few_pairs, overall.min_pairs) == ("tied", True, 6)
+    assert overall.score.p_value == pytest.approx(0.0625) and overall.score.note == "too few pairs to tell"
+    assert overall.score.interval is not None  # kept in the JSON record, but shown nowhere
+    assert overall.reason is not None and overall.reason.startswith("too few pairs to tell: 5 pairs")
+    markdown = compare(*_drops(5)).markdown()
+    assert "95% CI" not in markdown and "| mean score | 5 | 0.800 | 0.467 | -0.333 | sign test p=0.062 | too few" in markdown
+    assert overall.sentence().startswith("all task runs: too few pairs to tell (5 of the 6 pairs a test needs)")
+    sweep = summarize_sweep([*[r.model_copy(update={"cell": "m=a"}) for r in _drops(5)[1]],
+                             *[r.model_copy(update={"cell": "m=b"}) for r in _drops(5)[0]]],
+                            [("m=a", {"m": "a"}), ("m=b", {"m": "b"})], {"m": ["a", "b"]})
+    pair_line = sweep_markdown(sweep).split("###")[1].splitlines()[-3]
+    assert pair_line.endswith("| -0.333 | p=0.062 | too few pairs to tell |") and "95%" not in pair_line
+
+
+def test_thirty_pairs_that_all_drop_are_worse_and_show_the_interval_that_decided() -> None:
+    comparison = compare(*_drops(30))
+    overall = comparison.overall
+    assert overall is not None and overall.score is not None
+    assert (overall.verdict, overall.too_few_pairs, overall.score.note) == ("worse", False, None)
+    assert overall.score.interval is not None and overall.score.interval.high < 0
+    assert overall.reason == "worse by the paired bootstrap with the sign test (p<0.0001)"
+    assert "| mean score | 30 | 0.800 | 0.467 | -0.333, 95% CI -0.333 to -0.333 | sign test p<0.0001 | **worse** |" in (
+        comparison.markdown())
+    dumped = comparison.model_dump(mode="json")["overall"]
+    assert {"min_pairs", "too_few_pairs", "reason", "verdict", "pairs"} <= dumped.keys()
+
+
+def test_an_interval_the_sign_test_does_not_confirm_says_so_in_its_row() -> None:
+    """8 pairs, 5 drop and 3 stay: the bootstrap excludes 0, the sign test on 5 changes cannot confirm it."""
+    previous = [result("t", "BELOW_ONE", 0.8 if i < 5 else 0.5, seed=i) for i in range(8)]
+    current = [result("t", "BELOW_ONE", 0.47 if i < 5 else 0.5, seed=i) for i in range(8)]
+    overall = compare(current, previous).overall
+    assert overall is not None and overall.score is not None and not overall.too_few_pairs
+    assert overall.verdict == "tied" and overall.score.interval is not None and overall.score.interval.high < 0
+    assert overall.score.note == "not confirmed by the sign test"
+    assert overall.reason == ("tied: the mean score's bootstrap interval excludes 0, but the sign test (p=0.062) "
+                              "does not confirm it")
+    assert "— not confirmed by the sign test" in overall.sentence()
+
+
+def test_a_comparison_recorded_before_the_reasons_reads_as_it_did() -> None:
+    dumped = compare(*_drops(30)).model_dump(mode="json")
+    for row in [dumped["overall"], *dumped["by_task"]]:
+        for key in ("min_pairs", "too_few_pairs", "reason"):
+            row.pop(key)
+    old = type(compare(*_drops(30))).model_validate(dumped)
+    assert old.overall is not None and old.overall.verdict == "worse" and not old.overall.too_few_pairs
+    assert "95% CI -0.333 to -0.333" in old.markdown()
