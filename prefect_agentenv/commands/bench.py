@@ -12,7 +12,6 @@ from typing import Annotated
 import typer
 
 from prefect_agentenv.commands._options import check_published, check_writable, overrides, published_ref
-from prefect_agentenv.prefect_defaults import set_prefect_defaults
 
 
 def bench_command(
@@ -34,10 +33,13 @@ def bench_command(
                                                      "marks all task runs worse.")] = False,
     confidence: Annotated[float, typer.Option(help="Confidence of the comparison's verdicts.", min=0.5, max=0.999)]
     = 0.95,
+    ephemeral: Annotated[bool, typer.Option(help="Record on Prefect's temporary server, started and stopped by "
+                                            "this command, instead of the home's local server.")] = False,
 ) -> None:
     """Run a benchmark with live progress; exit 0 when it ran (whatever the scores), 1 when it failed, 2 invalid,
     4 when a gate (--fail-under, --fail-on-regression) failed, 5 when more task runs failed for infrastructure
     than its infrastructure.max_error_rate allows."""
+    from prefect_agentenv.commands._prefect_server import use_prefect_server
     from prefect_agentenv.documents.benchmark_validation import validate_benchmark_file
 
     run_overrides = overrides(override)
@@ -47,6 +49,7 @@ def bench_command(
     published = published_ref(bench_file)
     slug = published[0] if published is not None else None
     if published is not None:
+        use_prefect_server(ephemeral=ephemeral)  # an S3 store's block is read through the Prefect API
         check_published(*published)
     else:
         checked = validate_benchmark_file(bench_file)
@@ -56,7 +59,8 @@ def bench_command(
                 typer.echo(f"  - {p.render()}", err=True)
             raise typer.Exit(2)
         slug = checked.benchmark.slug if checked.benchmark is not None else None
-    set_prefect_defaults()
+    if published is None:
+        use_prefect_server(ephemeral=ephemeral)
     if baseline is not None:
         _check_baseline(baseline, slug)
     from prefect_agentenv.commands.progress import run_benchmark_with_progress
