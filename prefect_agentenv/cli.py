@@ -41,6 +41,8 @@ _SUBGROUPS: dict[str, tuple[str, str, str]] = {
                  "Publish, list and fetch versioned artifacts in the artifact store."),
     "env": ("prefect_agentenv.commands.env", "env_app",
             "Register, list, show and check environments (AgentEnvironment blocks and the reference envs)."),
+    "server": ("prefect_agentenv.commands.server", "server_app",
+               "The local Prefect server of the agentenv home (the UI): status, start, stop, logs."),
 }
 """Command groups loaded only when invoked (they import Prefect's block machinery): name →
 (module, Typer app, the app's help, repeated here so `--help` can list it without the import)."""

@@ -8,6 +8,7 @@ Every error the package raises on purpose derives from ``AgentEnvError``::
     ├── InstanceExitedError      an env or agent process exited on its own during the run; ``.exit_code``
     ├── ConfigurationError       a registry entry, block or setting is missing or wrong
     ├── InstallError             a harness could not be installed; the message names the package and the answer
+    ├── LocalServerError         the home's local Prefect server could not be started or stopped; the message names its log
     ├── StepError                a step failed; ``.step_id`` and ``.step_type`` name it
     │   ├── DeployError          an env or agent could not be deployed or never became ready
     │   ├── NotInContextError    a step names an env/agent/prompt no ancestor provided
@@ -93,6 +94,11 @@ class PrefectApiUnavailableError(ConfigurationError):
 
 class InstallError(AgentEnvError):
     """A coding-agent harness could not be installed: a registry refused a package, a tool is missing."""
+
+
+class LocalServerError(AgentEnvError):
+    """The local Prefect server of the agentenv home did not start (or stop) in time; the message
+    names its log, where the server's own words are."""
 
 
 class NamedStep(Protocol):

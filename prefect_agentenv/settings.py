@@ -24,6 +24,19 @@ class AgentEnvSettings(PrefectBaseSettings):
     """Working folder for runs: logs, sandboxes, reports and the local artifact store."""
     artifact_store_block: str | None = None
     """Name of an ArtifactStore block to use instead of the local folder under ``home``."""
+    server: Literal["auto", "local", "ephemeral"] = "auto"
+    """The Prefect server of the commands when ``PREFECT_API_URL`` names none: ``local`` the home's
+    own server, started once in the background and reused; ``ephemeral`` Prefect's temporary server,
+    started and stopped by every command; ``auto`` the local server, except in CI or without a
+    terminal on stdin, where the local server is used only if it is already running (a pipeline is
+    never left with a server it did not ask for)."""
+    server_port: int = Field(default=4200, ge=1, le=65535)
+    """The port the local server asks for first (the port it had last time wins; a free one when
+    both are taken)."""
+    # Named ci_marker because Prefect's settings source drops variables whose name equals a field
+    # name (see model_base_url); CI systems set CI to "true", "1" or their own name.
+    ci_marker: str | None = Field(default=None, validation_alias=AliasChoices("CI"))
+    """The ``CI`` variable, which CI systems set: in CI the ``auto`` server is the temporary one."""
     tag_task_runs: Literal["auto"] | bool = "auto"
     """Tags of each step's task run: ``auto`` the step type and the run's tags that have a Prefect
     concurrency limit (so a tag limit still caps a step type), ``true`` all of them, ``false``
@@ -78,6 +91,15 @@ class AgentEnvSettings(PrefectBaseSettings):
     @property
     def openai_api_key(self) -> SecretStr | None:
         return self.model_api_key
+
+    @property
+    def in_ci(self) -> bool:
+        """Whether a CI system runs this process (its ``CI`` variable set, and not to a no)."""
+        return (self.ci_marker or "").strip().lower() not in ("", "0", "false", "no")
+
+    @property
+    def server_dir(self) -> Path:
+        return self.home / "server"
 
     @property
     def runs_dir(self) -> Path:

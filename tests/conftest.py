@@ -10,6 +10,11 @@ import pytest
 
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+# The suite never starts or uses the local Prefect server of an agentenv home (the developer's own,
+# maybe running): a command a test runs without PREFECT_API_URL gets Prefect's temporary server. A
+# test that wants the local server asks for it (PREFECT_AGENTENV_SERVER=local) with a temporary
+# home and Prefect home of its own, and stops it by its handle (tests/commands/test_server_command.py).
+os.environ["PREFECT_AGENTENV_SERVER"] = "ephemeral"
 
 
 @pytest.fixture(scope="session")
@@ -49,5 +54,6 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
     reason = skip_reason()
     skipped = terminalreporter.stats.get("skipped", [])
-    if reason and any("test_browser" in getattr(report, "nodeid", "") for report in skipped):
+    browser_tests = ("test_browser", "test_the_demo_ends_in_the_ui")
+    if reason and any(name in getattr(report, "nodeid", "") for report in skipped for name in browser_tests):
         terminalreporter.write_line(f"browser tests skipped: {reason}")

@@ -11,7 +11,6 @@ from typing import Annotated
 
 import typer
 
-from prefect_agentenv.prefect_defaults import set_prefect_defaults
 
 
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Also print Prefect's log lines for every flow "
@@ -73,7 +72,9 @@ def published_ref(text: str) -> tuple[str, str] | None:
 
 def check_published(slug: str, version: str) -> None:
     """Refuse a published version that cannot be read (exit 2, with the versions there are)."""
-    set_prefect_defaults()  # an S3 store's block is loaded through the Prefect API
+    from prefect_agentenv.commands._prefect_server import use_prefect_server
+
+    use_prefect_server()  # an S3 store's block is loaded through the Prefect API
     from prefect_agentenv.artifacts import get_artifact_store
     from prefect_agentenv.documents.published_store import read_published
     from prefect_agentenv.exceptions import AgentEnvError

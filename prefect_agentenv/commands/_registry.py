@@ -25,6 +25,7 @@ from prefect.exceptions import ObjectNotFound
 from pydantic import SecretStr, ValidationError
 
 from prefect_agentenv.blocks.agent import A2AAgent
+from prefect_agentenv.commands._prefect_server import use_prefect_server
 from prefect_agentenv.blocks.environment import AgentEnvironment
 from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError
 from prefect_agentenv.jsontypes import JsonObject
@@ -188,6 +189,7 @@ def register_block(block: LaunchBlock, name: str, *, noun: Noun, overwrite: bool
     Raises:
         UsageProblem: the name is taken and ``overwrite`` was not given.
     """
+    use_prefect_server()
     asyncio.run(save_block(block, name, noun=noun, overwrite=overwrite))
     typer.echo(f"registered {noun.word} {name!r} ({noun.block_type.__name__} block {name!r}): "
                f"{block.to_launch_spec().describe()}")
@@ -198,6 +200,7 @@ def register_block(block: LaunchBlock, name: str, *, noun: Noun, overwrite: bool
 def list_blocks(noun: Noun, extra: Sequence[tuple[str, str, str, str]] = ()) -> None:
     """Print the registered blocks of ``noun``, then the reference servers no block replaces, then
     ``extra`` rows (name, source, version, launch: the coding-agent harnesses)."""
+    use_prefect_server()
     blocks = asyncio.run(read_blocks(noun.block_type))
     echo_listing({name: (block.version, block.to_launch_spec().describe()) for name, block in blocks.items()},
                  {ref_id: (reference.version, f"python -m {reference.module}")

@@ -12,6 +12,7 @@ from prefect_agentenv.agents.catalog import REFERENCE_AGENTS
 from prefect_agentenv.blocks.agent import A2A_CARD_PATH, A2AAgent
 from prefect_agentenv.blocks.secret_env import secret_dict
 from prefect_agentenv.commands import _harnesses
+from prefect_agentenv.commands._prefect_server import use_prefect_server
 from prefect_agentenv.commands._registry import (
     Noun,
     UsageProblem,
@@ -94,6 +95,7 @@ def show(
 ) -> None:
     """Show how an agent is launched; secret values are masked."""
     with reported():
+        use_prefect_server()
         echo_view(describe(asyncio.run(resolve_agent(name, use_blocks=True))), as_json=as_json)
 
 
@@ -110,6 +112,7 @@ def check(
     """Deploy the agent, probe its card, A2A endpoint and extensions, print what works and what it lacks,
     stop it. Exit 0 when nothing failed, 1 when a probe or the deploy failed, 2 when NAME is unknown."""
     with reported():
+        use_prefect_server()
         asyncio.run(resolve_agent(name, use_blocks=True))
         code = run_check("agent", name, prompt=prompt, startup_timeout=startup_timeout, with_env=with_env,
                          as_json=as_json)

@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from prefect_agentenv.commands._options import Verbose, check_published, check_writable, overrides, published_ref
-from prefect_agentenv.prefect_defaults import quiet_engine_logs, set_prefect_defaults
+from prefect_agentenv.prefect_defaults import quiet_engine_logs
 
 
 def bench_command(
@@ -35,11 +35,13 @@ def bench_command(
     confidence: Annotated[float, typer.Option(help="Confidence of the comparison's verdicts.", min=0.5, max=0.999)]
     = 0.95,
     verbose: Verbose = False,
+    ephemeral: Annotated[bool, typer.Option(help="Record on Prefect's temporary server, started and stopped by "
+                                            "this command, instead of the home's local server.")] = False,
 ) -> None:
     """Run a benchmark with live progress; exit 0 when it ran (whatever the scores), 1 when it failed, 2 invalid,
     4 when a gate (--fail-under, --fail-on-regression) failed, 5 when more task runs failed for infrastructure
     than its infrastructure.max_error_rate allows."""
-    from prefect_agentenv.documents.benchmark_validation import validate_benchmark_file
+    from prefect_agentenv.commands._prefect_server import use_prefect_server
 
     quiet_engine_logs(verbose=verbose)  # before anything below imports Prefect
     run_overrides = overrides(override)
@@ -47,18 +49,13 @@ def bench_command(
     if report_dir is not None:
         check_writable(report_dir / "summary.json", "--report-dir")
     published = published_ref(bench_file)
-    slug = published[0] if published is not None else None
     if published is not None:
+        slug: str | None = published[0]
+        use_prefect_server(ephemeral=ephemeral)  # an S3 store's block is read through the Prefect API
         check_published(*published)
     else:
-        checked = validate_benchmark_file(bench_file)
-        if checked.problems:
-            typer.echo(f"{bench_file}: {len(checked.problems)} problem(s)", err=True)
-            for p in checked.problems:
-                typer.echo(f"  - {p.render()}", err=True)
-            raise typer.Exit(2)
-        slug = checked.benchmark.slug if checked.benchmark is not None else None
-    set_prefect_defaults()
+        slug = _checked_slug(bench_file)
+        use_prefect_server(ephemeral=ephemeral)
     if baseline is not None:
         _check_baseline(baseline, slug)
     from prefect_agentenv.commands.progress import run_benchmark_with_progress
@@ -103,3 +100,16 @@ def _check_baseline(baseline: str, slug: str | None) -> None:
     except ArtifactError as exc:
         typer.echo(f"error: --baseline: {exc}", err=True)
         raise typer.Exit(2) from None
+
+
+def _checked_slug(bench_file: str) -> str | None:
+    """The benchmark file's slug once it validates; every problem listed and exit 2 otherwise."""
+    from prefect_agentenv.documents.benchmark_validation import validate_benchmark_file
+
+    checked = validate_benchmark_file(bench_file)
+    if checked.problems:
+        typer.echo(f"{bench_file}: {len(checked.problems)} problem(s)", err=True)
+        for p in checked.problems:
+            typer.echo(f"  - {p.render()}", err=True)
+        raise typer.Exit(2)
+    return checked.benchmark.slug if checked.benchmark is not None else None

@@ -9,6 +9,7 @@ import typer
 
 from prefect_agentenv.blocks.environment import AgentEnvironment
 from prefect_agentenv.blocks.secret_env import secret_dict
+from prefect_agentenv.commands._prefect_server import use_prefect_server
 from prefect_agentenv.commands._registry import (
     Noun,
     echo_view,
@@ -73,6 +74,7 @@ def show(
 ) -> None:
     """Show how an env is launched; secret values are masked."""
     with reported():
+        use_prefect_server()
         echo_view(describe(asyncio.run(resolve_env(name, use_blocks=True))), as_json=as_json)
 
 
@@ -86,6 +88,7 @@ def check(
     """Deploy the env, probe its card, data plane, MCP tools and extensions, print what works and what it
     lacks, stop it. Exit 0 when nothing failed, 1 when a probe or the deploy failed, 2 when NAME is unknown."""
     with reported():
+        use_prefect_server()
         asyncio.run(resolve_env(name, use_blocks=True))
         code = run_check("env", name, startup_timeout=startup_timeout, as_json=as_json)
     raise typer.Exit(code)

@@ -23,6 +23,9 @@ def review_command(
         typer.echo(f"error: {flow_run_id!r} is not a flow run id", err=True)
         raise typer.Exit(2) from None
     # Imported here so the other commands do not pay for Prefect's client.
+    from prefect_agentenv.commands._prefect_server import use_prefect_server
+
+    use_prefect_server()  # the server the paused run is recorded on
     from prefect.exceptions import FlowPauseTimeout, NotPausedError, ObjectNotFound
     from prefect.flow_runs import resume_flow_run
 

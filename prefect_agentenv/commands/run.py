@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from prefect_agentenv.commands._options import Verbose, check_writable, overrides, pairs
-from prefect_agentenv.prefect_defaults import quiet_engine_logs, set_prefect_defaults
+from prefect_agentenv.prefect_defaults import quiet_engine_logs
 
 if TYPE_CHECKING:
     from prefect_agentenv.documents import TaskDocument
@@ -30,6 +30,8 @@ def run_command(
     keep: Annotated[bool, typer.Option(help="Keep agent sandboxes after the run.")] = False,
     dry_run: Annotated[bool, typer.Option(help="Validate and print the plan without running.")] = False,
     verbose: Verbose = False,
+    ephemeral: Annotated[bool, typer.Option(help="Record on Prefect's temporary server, started and stopped by "
+                                            "this command, instead of the home's local server.")] = False,
 ) -> None:
     """Run one task. Exit 0 when the run completed (whatever the score), 1 when it failed, 2 when invalid."""
     from prefect_agentenv.documents import validate_file
@@ -52,8 +54,11 @@ def run_command(
         for i, wave in enumerate(_waves(doc), 1):
             typer.echo(f"  wave {i}: " + ", ".join(f"{s} ({doc.step(s).type})" for s in wave))
         raise typer.Exit(0)
-    set_prefect_defaults()
     quiet_engine_logs(verbose=verbose)
+    # Imported here: the server's choice reads Prefect's settings, which `--help` and `validate` never load.
+    from prefect_agentenv.commands._prefect_server import use_prefect_server
+
+    use_prefect_server(ephemeral=ephemeral)
     # Prefect retries API calls on 5xx/connection errors with exponential backoff (2, 4, 8 s): a
     # run whose API went away gives up after ~15 s per call, not minutes.
     os.environ.setdefault("PREFECT_CLIENT_MAX_RETRIES", "3")

@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 
 from prefect_agentenv.commands._options import check_published, published_ref
-from prefect_agentenv.prefect_defaults import set_prefect_defaults
 
 
 def serve_command(
@@ -20,8 +19,10 @@ def serve_command(
     limit: Annotated[int | None, typer.Option(help="At most this many runs at once.")] = None,
 ) -> None:
     """Serve the agent-task, benchmark/nightly and rescore/rescore deployments from this process (Ctrl-C stops)."""
-    set_prefect_defaults()
-    # Imported here so other commands do not pay for Prefect's runner.
+    # Imported here so other commands do not pay for Prefect's settings and runner.
+    from prefect_agentenv.commands._prefect_server import use_prefect_server
+
+    use_prefect_server()
     from prefect_agentenv.deployments import serve_all
 
     published = published_ref(benchmark_file)

@@ -12,6 +12,9 @@ def upgrade_blocks_command() -> None:
     import asyncio
 
     from prefect_agentenv.blocks.upgrade import upgrade_blocks
+    from prefect_agentenv.commands._prefect_server import use_prefect_server
+
+    use_prefect_server()
 
     upgraded = asyncio.run(upgrade_blocks())
     for name in upgraded:

@@ -12,4 +12,6 @@
 * ``pool`` — warm pools of envs and agents across a benchmark's task runs.
 * ``command`` / ``script_runner`` — short-lived commands and run_code scripts, bounded.
 * ``ports`` / ``paths`` / ``overrides`` — free loopback ports, output-path checks, run overrides.
+* ``local_server`` — the local Prefect server of an agentenv home: started in the background,
+  found, health-checked and stopped by the PID it recorded.
 """
