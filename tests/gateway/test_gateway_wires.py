@@ -4,7 +4,6 @@ the tokens the mock reported."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import anthropic
@@ -15,32 +14,12 @@ from conftest import RUN
 from servers import Server
 
 from prefect_agentenv.gateway import ModelGateway
-
-PROMPT = "Summarise the plot of a long novel about a whale, in the words of the ship's cook, at length."
-_MOCK_IDS = re.compile(rb"(mockcmpl-|resp_mock_|msg_mock_)\d+")
-"""The mock numbers its answers per server: the one part of an answer that differs between two identical calls."""
-
-CASES: list[tuple[str, dict[str, Any]]] = [
-    ("/chat/completions", {"model": "m", "messages": [{"role": "user", "content": PROMPT}]}),
-    ("/chat/completions", {"model": "m", "messages": [{"role": "user", "content": PROMPT}], "stream": True,
-                           "stream_options": {"include_usage": True}}),
-    ("/chat/completions", {"model": "m", "messages": [{"role": "user", "content": "CALL lookup {\"q\": \"whale\"}"}],
-                           "tools": [{"type": "function", "function": {"name": "lookup", "parameters": {
-                               "type": "object", "properties": {"q": {"type": "string"}}}}}],
-                           "stream": True, "x-unknown-field": {"kept": True}}),
-    ("/responses", {"model": "m", "input": PROMPT}),
-    ("/responses", {"model": "m", "input": PROMPT, "stream": True}),
-    ("/messages", {"model": "m", "max_tokens": 200, "messages": [{"role": "user", "content": PROMPT}]}),
-    ("/messages", {"model": "m", "max_tokens": 200, "stream": True, "messages": [{"role": "user", "content": [
-        {"type": "text", "text": PROMPT},
-        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}]}]}),
-]
-
+from wire_cases import CASES, MOCK_IDS, PROMPT
 
 async def _raw(url: str, body: dict[str, Any], key: str) -> tuple[int, str, bytes]:
     async with httpx.AsyncClient(timeout=10.0) as http:
         answer = await http.post(url, json=body, headers={"authorization": f"Bearer {key}"})
-    return answer.status_code, answer.headers["content-type"], _MOCK_IDS.sub(rb"\1N", answer.content)
+    return answer.status_code, answer.headers["content-type"], MOCK_IDS.sub(rb"\1N", answer.content)
 
 
 @pytest.mark.parametrize(("path", "body"), CASES, ids=[f"{p}{'-stream' if b.get('stream') else ''}-{i}"
