@@ -41,7 +41,9 @@ async def serve_asgi(app: ASGIApp, host: str = LOOPBACK) -> AsyncIterator[str]:
     Raises:
         OSError: the port could not be bound or the server did not start.
     """
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP named, not left 0: asyncio turns Nagle off (TCP_NODELAY) only on sockets whose proto
+    # says TCP, and with Nagle on, a stream's last small write waits ~40 ms for the client's delayed ACK.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.bind((host, 0))
     except OSError:
