@@ -109,7 +109,7 @@ async def _measure(paths: dict[str, str], key: str, calls: int, warmup: int,
     results = {kind: {path: Samples() for path in paths} for kind in KINDS}
     async with httpx.AsyncClient(timeout=30.0) as direct, httpx.AsyncClient(timeout=30.0) as through:
         clients = {"direct": direct, "gateway": through}
-        for kind, (suffix, body) in KINDS.items():
+        for suffix, body in KINDS.values():
             for _ in range(warmup):
                 for path, base in paths.items():
                     await _call(clients[path], base + suffix, body, key)
