@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("exceptions", "context", "problems", "settings", "redaction", "reference", "jsontypes", "attribute_docs",
      "prefect_defaults", "usage", "lazy"),
     ("protocols", "artifacts"),
-    ("grading", "runtime", "transcript"),
+    ("grading", "runtime", "transcript", "gateway"),
     # A benchmark run's results: task reports, the results store, statistics and comparisons.
     ("results",),
     # The reference envs and agents are servers built on the wire clients and the judges.

@@ -66,7 +66,9 @@ async def serve_mock_model(host: str = "127.0.0.1") -> InProcessMockModel:
     Raises:
         OSError: the port could not be bound or the server did not start.
     """
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP named, not left 0: asyncio turns Nagle off only on sockets whose proto says TCP;
+    # with Nagle on, a stream's last small write waited ~40 ms for the client's delayed ACK.
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.bind((host, 0))
     except OSError:

@@ -1,0 +1,70 @@
+"""A tiny upstream of the tests' own, on loopback: it records the headers each request brought and
+answers as the test sets it (a status with headers, a stream held at a gate, an endless stream)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+from starlette.applications import Starlette
+
+USAGE_ANSWER = {"id": "chatcmpl-rec", "object": "chat.completion", "model": "recorded-model",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15,
+                          "prompt_tokens_details": {"cached_tokens": 8}}}
+
+
+def sse(data: str) -> bytes:
+    return f"data: {data}\n\n".encode()
+
+
+FIRST_CHUNK = sse('{"id":"c","object":"chat.completion.chunk","model":"recorded-model","choices":'
+                  '[{"index":0,"delta":{"role":"assistant","content":"first"}}]}')
+LAST_CHUNKS = sse('{"id":"c","object":"chat.completion.chunk","model":"recorded-model","choices":[],'
+                  '"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}') + sse("[DONE]")
+
+
+@dataclass
+class Recorder:
+    """What the upstream received, and how it answers the next requests."""
+
+    headers: list[dict[str, str]] = field(default_factory=list)
+    bodies: list[bytes] = field(default_factory=list)
+    status: int = 200
+    answer_headers: dict[str, str] = field(default_factory=dict)
+    answer: object = field(default_factory=lambda: USAGE_ANSWER)
+    mode: str = "json"
+    """``json``: ``answer`` with ``status``; ``gated``: one chunk, then the rest once ``gate`` is set;
+    ``endless``: a chunk every 10 ms until the client goes."""
+    gate: asyncio.Event = field(default_factory=asyncio.Event)
+    chunks_sent: int = 0
+    stream_closed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def app(self) -> Starlette:
+        async def anything(request: Request) -> Response:
+            self.headers.append({k.decode().lower(): v.decode() for k, v in request.headers.raw})
+            self.bodies.append(await request.body())
+            if self.mode == "json":
+                return JSONResponse(self.answer, status_code=self.status, headers=self.answer_headers)
+            stream = self._gated() if self.mode == "gated" else self._endless()
+            return StreamingResponse(stream, media_type="text/event-stream")
+
+        return Starlette(routes=[Route("/{path:path}", anything, methods=["GET", "POST"])])
+
+    async def _gated(self) -> AsyncIterator[bytes]:
+        yield FIRST_CHUNK
+        await self.gate.wait()
+        yield LAST_CHUNKS
+
+    async def _endless(self) -> AsyncIterator[bytes]:
+        try:
+            while True:
+                self.chunks_sent += 1
+                yield FIRST_CHUNK
+                await asyncio.sleep(0.01)
+        finally:
+            self.stream_closed.set()
