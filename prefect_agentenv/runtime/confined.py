@@ -4,7 +4,8 @@ An agent under evaluation is untrusted (DESIGN §15, docs/security.md). Started 
 
 * **files**: its sandbox's top folders at the root (``<sandbox>/app`` at ``/app``, its working
   folder; ``<sandbox>/tmp`` at ``/tmp``; ``<sandbox>/home`` at ``/home``, its ``HOME``), so the
-  sandbox paths documents use are real paths; the system and its own install folders (its venv
+  sandbox paths documents use are real paths, and the whole sandbox at ``/sandbox`` (its
+  ``$AGENTENV_SANDBOX_ROOT``); the system and its own install folders (its venv
   and Python, a harness's folder, ``install_paths``) read-only; nothing else of the host;
 * **environment**: only what the launch declares (the spec's env and secrets, what the run gives
   it, its own HOME/TMPDIR/PATH/locale, the run marker the clean-up looks for); nothing of the
@@ -40,6 +41,9 @@ logger = logging.getLogger("prefect_agentenv.runtime.confined")
 
 WORKSPACE = "/app"
 """The confined process's working folder: ``<sandbox>/app``, where AgentEnv's agents work."""
+SANDBOX_MOUNT = "/sandbox"
+"""Where the whole sandbox folder is mounted too: ``$AGENTENV_SANDBOX_ROOT``, under which sandbox paths map
+(``/app/x`` and ``/sandbox/app/x`` are one file), so a relative sandbox path means what it means on the host."""
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 DEFAULT_MEMORY_MB = 8192
 DEFAULT_PROCESSES = 1024
@@ -83,7 +87,7 @@ class ConfinedLauncher(ProcessLauncher):
         program = _program(name, argv[0], declared.get("PATH", os.environ.get("PATH", os.defpath)))
         installs = install_folders(spec, program, root)
         writable = sandbox_mounts(root)
-        env = confined_env(declared, root=root, visible=[*installs, *(h for h, _ in writable)])
+        env = confined_env(declared, root=root, visible=installs, tops=[inside for _, inside in writable[1:]])
         env[RUN_MARKER] = self.run_id or ""
         if spec.follow_tree:
             env[INSTANCE_MARKER] = instance_id
@@ -115,12 +119,13 @@ def _program(name: str, program: str, path: str) -> str:
 
 
 def sandbox_mounts(root: Path) -> list[tuple[Path, str]]:
-    """Each top folder of the sandbox at the same name at the root (``<root>/app`` → ``/app``), so
-    absolute sandbox paths are real; names the system uses are skipped (an agent cannot shadow /usr)."""
+    """The sandbox at ``/sandbox``, then each of its top folders at the same name at the root
+    (``<root>/app`` → ``/app``), so absolute sandbox paths are real; names the system uses are skipped
+    (an agent cannot shadow /usr)."""
     (root / "app").mkdir(exist_ok=True)
     (root / HOME_FOLDER).mkdir(exist_ok=True)
     (root / "tmp").mkdir(exist_ok=True)
-    mounts = []
+    mounts = [(root, SANDBOX_MOUNT)]
     for child in sorted(root.iterdir()):
         if child.is_dir() and not child.is_symlink() and child.name not in _RESERVED_TOPS:
             mounts.append((child, f"/{child.name}"))
@@ -158,26 +163,29 @@ def _under(path: Path, folders: list[Path]) -> bool:
     return any(path.is_relative_to(folder) for folder in folders)
 
 
-def confined_env(declared: dict[str, str], *, root: Path, visible: list[Path]) -> dict[str, str]:
+def confined_env(declared: dict[str, str], *, root: Path, visible: list[Path], tops: list[str]) -> dict[str, str]:
     """The process's whole environment: what the launch declares, its host sandbox paths rewritten to the
     paths inside (the sandbox root itself becomes the workspace), a PATH of what it can see, its own
     HOME, TMPDIR and locale."""
     env = {"HOME": f"/{HOME_FOLDER}", "TMPDIR": "/tmp", "LANG": "C.UTF-8", "USER": "agent", "LOGNAME": "agent"}
     for key, value in declared.items():
-        env[key] = _inside(value, root)
+        env[key] = _inside(value, root, tops)
     env["PATH"] = _visible_path(declared.get("PATH", ""), visible)
-    env[SANDBOX_ROOT_VARIABLE] = "/"
+    env[SANDBOX_ROOT_VARIABLE] = SANDBOX_MOUNT
     return env
 
 
-def _inside(value: str, root: Path) -> str:
-    """A host path in the sandbox as the confined process sees it; any other value as it is."""
+def _inside(value: str, root: Path, tops: list[str]) -> str:
+    """A host path in the sandbox as the confined process sees it (at its top folder's mount, else under
+    ``/sandbox``); the sandbox root itself is its workspace; any other value as it is."""
     text = str(root)
     if value == text:
         return WORKSPACE
-    if value.startswith(text + "/"):
-        return value[len(text):]
-    return value
+    if not value.startswith(text + "/"):
+        return value
+    rest = value[len(text):]
+    top = "/" + rest.split("/")[1]
+    return rest if top in tops else SANDBOX_MOUNT + rest
 
 
 def _visible_path(declared: str, visible: list[Path]) -> str:

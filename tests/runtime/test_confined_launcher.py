@@ -94,6 +94,7 @@ def test_a_confined_process_sees_its_sandbox_at_app_and_none_of_the_runners_file
         "echo root=$(ls / | tr '\\n' ' ')",
         "echo home=$HOME",
         "echo x > /app/artifact/x.txt && echo artifact=written",
+        "echo same_file=$(cat $AGENTENV_SANDBOX_ROOT/app/artifact/x.txt)",
     ])
     _, done = confined(world, script)
 
@@ -104,9 +105,11 @@ def test_a_confined_process_sees_its_sandbox_at_app_and_none_of_the_runners_file
     assert seen["run_folder"] == "refused" and seen["host_sandbox"] == "refused"
     assert world.canary not in done.stdout
     assert set(seen["root"].split()) <= {"app", "bin", "dev", "etc", "home", "lib", "lib64", "proc", "sbin", "tmp",
+                                          "sandbox",
                                           "usr", *Path(sys.prefix).resolve().parts[1:2],
                                           *Path(sys.base_prefix).resolve().parts[1:2], "root", "work"}
     assert seen["home"] == "/home" and seen["artifact"] == "written"
+    assert seen["same_file"] == "x", "sandbox paths map under $AGENTENV_SANDBOX_ROOT as on the host"
     assert world.sandbox.path("/app/artifact/x.txt").read_text() == "x\n", "the agent's file is in the host sandbox"
 
 
