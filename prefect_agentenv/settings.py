@@ -70,6 +70,10 @@ class AgentEnvSettings(PrefectBaseSettings):
     harness_python: str | None = None
     """Python interpreter a harness that needs a newer one than this (OpenHands: 3.12) builds its venv
     on; found on PATH or among pyenv's versions when unset."""
+    agent_confinement: Literal["confined", "none"] = "confined"
+    """How agents started from a command run when their launch names no kind: ``confined`` under
+    bubblewrap (docs/security.md; a deploy fails where it cannot work), ``none`` as plain processes
+    (recorded as unconfined). A block's own ``confinement`` or ``kind`` wins."""
     verify_python: str | None = None
     """Python interpreter that runs env_outcome_verifier scripts (this one when unset). Scripts written
     for another runtime (AgentEnv's examples use the mcp 1.x client) need an interpreter that has it."""

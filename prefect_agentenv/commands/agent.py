@@ -4,7 +4,9 @@ coding-agent harnesses AgentEnv wraps."""
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated
+import enum
+from pathlib import Path
+from typing import Annotated, Literal
 
 import typer
 
@@ -38,6 +40,13 @@ agent_app = typer.Typer(
 AGENT = Noun("agent", "an", A2AAgent, REFERENCE_AGENTS)
 
 
+class Confinement(str, enum.Enum):
+    """``--confinement`` values (docs/security.md)."""
+
+    confined = "confined"
+    none = "none"
+
+
 @agent_app.command("register")
 def register(
     name: Annotated[str, typer.Argument(help="Agent id (lowercase letters, digits, dashes), e.g. claude-code.")],
@@ -55,13 +64,19 @@ def register(
     container_port: Annotated[int, typer.Option("--container-port", min=1, max=65535,
                                                 help="Port the agent listens on inside its container.")] = 8000,
     description: Annotated[str | None, typer.Option("--description", help="What the agent is.")] = None,
+    install_path: Annotated[list[str] | None, typer.Option(
+        "--install-path", help="Folder the agent's code lives in, visible read-only when it runs confined; repeat for "
+                               "more.")] = None,
+    confinement: Annotated[Confinement | None, typer.Option(
+        "--confinement", help="none runs a local agent unconfined (recorded); confined by default.")] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing registration.")] = False,
 ) -> None:
     """Register how to launch an agent, as an A2AAgent block named NAME."""
     with reported():
         block = build_block(name, command=command, image=image, url=url, version=version, env=env or [],
                             secret_env=secret_env or [], startup_timeout=startup_timeout, card_path=card_path,
-                            container_port=container_port, description=description)
+                            container_port=container_port, description=description,
+                            install_paths=install_path or [], confinement=confinement.value if confinement else None)
         register_block(block, name, noun=AGENT, overwrite=overwrite)
 
 
@@ -121,7 +136,8 @@ def check(
 
 def build_block(name: str, *, command: str | None, image: str | None, url: str | None, version: str,
                 env: list[str], secret_env: list[str], startup_timeout: float, card_path: str,
-                container_port: int, description: str | None) -> A2AAgent:
+                container_port: int, description: str | None, install_paths: list[str] | None = None,
+                confinement: Literal["confined", "none"] | None = None) -> A2AAgent:
     """Check the command line and turn it into a block.
 
     Raises:
@@ -134,7 +150,8 @@ def build_block(name: str, *, command: str | None, image: str | None, url: str |
     with invalid_as_usage():
         return A2AAgent(version=version, command=options.command, image=options.image, url=options.url,
                         env=options.env, secret_env=secret_dict(options.secret_env), startup_timeout_seconds=startup_timeout,
-                        card_path=card_path, container_port=container_port, description=description)
+                        card_path=card_path, container_port=container_port, description=description,
+                        install_paths=[str(Path(p).resolve()) for p in install_paths or []], confinement=confinement)
 
 
 def describe(resolved: ResolvedAgent) -> JsonObject:

@@ -24,7 +24,7 @@ from prefect_agentenv.jsontypes import JsonObject, JsonValue
 from prefect_agentenv.usage import TokenUsage
 
 __all__ = [
-    "AgentPeering", "AgentSnapshot", "AgentTriggerRegistration", "Aggregator", "ArtifactRef", "Axes", "CollectedFiles",
+    "AgentPeering", "AgentSnapshot", "Confinement", "AgentTriggerRegistration", "Aggregator", "ArtifactRef", "Axes", "CollectedFiles",
     "DeployedAgent", "DeployedEnv", "DeployedSandbox", "EnvSnapshot", "FailedStep", "HumanAgent", "LoadedFiles",
     "PromptResponse", "Review", "RowResult", "RunContext", "RunMetadata", "StepRecord", "StepState", "StoppedEarly",
     "ToolAccessChange", "ToolAccessState", "UnsupportedAgentConfig", "Verification", "VerificationRow",
@@ -55,6 +55,24 @@ class DeployedEnv(_Model):
     """Root URL of the instance (card and data plane live under it)."""
 
 
+class Confinement(_Model):
+    """What confined a deployed agent's process (docs/security.md), as its launcher reported it."""
+
+    mechanism: str
+    """``bwrap <version>`` for a confined agent; ``none`` for one that runs as a plain process."""
+    network: str
+    """The network the agent reaches: ``host`` (the runner's own network: not confined yet) or ``none``."""
+    limits: dict[str, int] = Field(default_factory=dict)
+    """Resource limits in force (``memory_mb``, ``processes``, ``cpu_seconds``)."""
+    opted_out: str | None = None
+    """Why an agent that could have been confined was not (``confinement: none``, ``kind: process``)."""
+
+    @property
+    def confined(self) -> bool:
+        """Whether the agent ran confined (its scores are marked otherwise)."""
+        return self.mechanism != "none"
+
+
 class DeployedAgent(_Model):
     """An agent deployed by a `deploy_agent` step."""
 
@@ -72,6 +90,8 @@ class DeployedAgent(_Model):
     """The model the agent was configured with, if known."""
     version: str | None = Field(default=None, exclude_if=_unset)
     """The version the agent's A2A card declares (left out when it declares none)."""
+    confinement: Confinement | None = Field(default=None, exclude_if=_unset)
+    """How its process was confined; left out for an agent the run did not start as a local process."""
 
 
 class DeployedSandbox(_Model):

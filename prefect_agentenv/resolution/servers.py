@@ -6,7 +6,8 @@ says how to register one. An ``a2a_agent_id`` resolves the same way, to an ``A2A
 or a reference agent, with one stop between the two: a coding-agent harness installed by
 ``agent install`` (named as AgentEnv names it: its folder name, its ``@local/agentenv-framework/
 agents/<name>`` id or an alias). A harness this package knows but that is not installed is an
-error that says how to install it.
+error that says how to install it. An agent whose launch runs a command and names no launcher
+gets the confined one (``runtime/confined.py``, docs/security.md) unless it opts out.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.envs.catalog import REFERENCE_ENVS, ReferenceEnv
 from prefect_agentenv.exceptions import ConfigurationError
 from prefect_agentenv.resolution.block_lookup import is_block_name, load_block, prefect_api_configured
+from prefect_agentenv.runtime.confined import confine_by_default
 from prefect_agentenv.runtime.launch import DEFAULT_READY_PATH, LaunchSpec
 
 if TYPE_CHECKING:
@@ -142,15 +144,17 @@ async def resolve_agent(a2a_agent_id: str, *, use_blocks: bool | None = None) ->
 
     consult_blocks = prefect_api_configured() if use_blocks is None else use_blocks
     if consult_blocks and (block := await load_block(A2AAgent, a2a_agent_id)) is not None:
-        return ResolvedAgent(a2a_agent_id=a2a_agent_id, version=block.version, spec=block.to_launch_spec(),
+        spec = confine_by_default(block.to_launch_spec(), kind_given=block.kind is not None)
+        return ResolvedAgent(a2a_agent_id=a2a_agent_id, version=block.version, spec=spec,
                              source="block", description=block.description)
     if (harness := resolve_harness(a2a_agent_id)) is not None:
-        return harness
+        return harness.model_copy(update={"spec": confine_by_default(harness.spec, kind_given=False)})
     found = await _find(A2AAgent, a2a_agent_id, REFERENCE_AGENTS, consult_blocks=False,
                         reference_ready_path=A2A_CARD_PATH)
     if found is None:
         raise ConfigurationError(agent_not_found_message(a2a_agent_id, consulted_blocks=consult_blocks))
-    return ResolvedAgent(a2a_agent_id=a2a_agent_id, **found._asdict())
+    return ResolvedAgent(a2a_agent_id=a2a_agent_id,
+                         **{**found._asdict(), "spec": confine_by_default(found.spec, kind_given=False)})
 
 
 def resolve_harness(a2a_agent_id: str) -> ResolvedAgent | None:

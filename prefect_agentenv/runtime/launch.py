@@ -19,13 +19,14 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Protocol, Self, runtime_checkable
+from typing import Any, Literal, Protocol, Self, runtime_checkable
 from urllib.parse import urlsplit
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from prefect_agentenv.attribute_docs import attribute_docstrings
+from prefect_agentenv.context import Confinement
 from prefect_agentenv.exceptions import DeployError
 from prefect_agentenv.protocols.tls import ssl_context
 
@@ -35,6 +36,8 @@ LauncherKind = str
 """A launcher's registered name: ``process``, ``docker``, ``url`` or one a plugin registers."""
 INFERRED_KINDS: tuple[LauncherKind, ...] = ("process", "docker", "url")
 """The kinds a launch source without ``kind`` gets from its fields (see :func:`infer_kind`)."""
+CONFINED_KIND: LauncherKind = "confined"
+"""The launcher that runs a command under bubblewrap (``runtime/confined.py``); agents get it by default."""
 
 DEFAULT_READY_PATH = "/.well-known/agent-env.json"
 DEFAULT_MCP_PATH = "/mcp"
@@ -66,15 +69,30 @@ class LaunchSource(BaseModel):
     """Launcher that starts the server: process, docker, url or a plugin's; inferred from command, image or url
     when not given."""
     env: dict[str, str] = Field(default_factory=dict)
-    """Environment variables for the server, on top of the current environment."""
+    """Environment variables for the server, on top of the current environment (a confined server gets
+    only these and what the run gives it)."""
     startup_timeout_seconds: float = Field(default=60.0, gt=0)
     """How long the server may take to become ready."""
+    confinement: Literal["confined", "none"] | None = None
+    """Whether an agent started from a command runs confined (docs/security.md): none opts out and is recorded;
+    left out, agents run confined where bubblewrap works and envs do not."""
+    memory_limit_mb: int | None = Field(default=None, gt=0)
+    """Memory each process of a confined server may allocate (its private writable memory); 8192 when not given."""
+    process_limit: int | None = Field(default=None, gt=0)
+    """Processes a confined server may run at once (not enforced when the runner is root); 1024 when not given."""
+    cpu_limit_seconds: int | None = Field(default=None, gt=0)
+    """CPU time each process of a confined server may use before it is stopped; 7200 when not given."""
+    install_paths: list[str] = Field(default_factory=list)
+    """Host folders the server's own code lives in, visible read-only at the same paths when it runs confined
+    (the command's own venv and Python are found without them)."""
 
     @model_validator(mode="after")
     def _one_source(self) -> Self:
         if (problem := source_problem(self.command, self.image, self.url)) is not None:
             raise ValueError(problem)
         if (problem := kind_problem(self.kind, self.command, self.image, self.url)) is not None:
+            raise ValueError(problem)
+        if (problem := confinement_problem(self.kind, self.confinement, self.command)) is not None:
             raise ValueError(problem)
         return self
 
@@ -107,7 +125,9 @@ class LaunchSpec(LaunchSource):
     def _kind_given_or_inferred(cls, data: Any) -> Any:
         """A spec always names its launcher: one without ``kind`` gets the one its source implies."""
         if isinstance(data, dict) and data.get("kind") is None:
-            return {**data, "kind": infer_kind(data.get("command"), data.get("image"), data.get("url"))}
+            kind = (CONFINED_KIND if data.get("confinement") == "confined"
+                    else infer_kind(data.get("command"), data.get("image"), data.get("url")))
+            return {**data, "kind": kind}
         return data
 
     def secret_values(self) -> dict[str, str]:
@@ -159,6 +179,17 @@ def kind_problem(kind: LauncherKind | None, command: list[str] | None, image: st
             f"(leave kind out to have it inferred)")
 
 
+def confinement_problem(kind: LauncherKind | None, confinement: str | None, command: list[str] | None) -> str | None:
+    """Why ``kind`` and ``confinement`` contradict each other, or the confined launcher has nothing to run."""
+    if kind == CONFINED_KIND and confinement == "none":
+        return "kind 'confined' and confinement 'none' contradict each other: give one of them"
+    if (kind == CONFINED_KIND or confinement == "confined") and not command:
+        return "only a command can run confined (an image or a URL cannot): leave confinement out"
+    if confinement == "confined" and kind not in (None, CONFINED_KIND):
+        return f"confinement 'confined' needs the confined launcher, not kind '{kind}'"
+    return None
+
+
 class Instance(BaseModel):
     """A started (or checked) server, with what is needed to reach it and to stop it."""
 
@@ -184,6 +215,8 @@ class Instance(BaseModel):
     """File that receives the server's standard error."""
     started_at: float = Field(default_factory=time.time)
     """Unix time the instance was started."""
+    confinement: Confinement | None = None
+    """What confines the process, for a launcher that confines (the confined launcher)."""
 
 
 @runtime_checkable

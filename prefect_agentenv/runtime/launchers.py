@@ -1,6 +1,6 @@
 """The launcher registry, and the launchers of one run: one per kind, created on first use.
 
-A launcher kind is a name (``process``, ``docker``, ``url``, or one a plugin brings) mapped to a
+A launcher kind is a name (``process``, ``confined``, ``docker``, ``url``, or one a plugin brings) mapped to a
 factory that makes a :class:`Launcher` for a run. The built-in kinds are registered below with
 :func:`register_launcher`, exactly as a test or notebook would register one; an installed plugin
 lists its factory in the ``prefect_agentenv.launchers`` entry-point group (entry name == kind),
@@ -22,6 +22,7 @@ from typing import Protocol
 import httpx
 
 from prefect_agentenv.exceptions import ConfigurationError, DeployError
+from prefect_agentenv.runtime.confined import ConfinedLauncher
 from prefect_agentenv.runtime.docker import DockerLauncher
 from prefect_agentenv.runtime.launch import (
     Instance,
@@ -40,6 +41,7 @@ from prefect_agentenv.runtime.url import UrlLauncher
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "ConfinedLauncher",
     "DeployError",
     "DockerLauncher",
     "Instance",
@@ -94,6 +96,7 @@ def register_launcher(kind: LauncherKind, factory: LauncherFactory, *, replace: 
 register_launcher("process", ProcessLauncher)
 register_launcher("docker", DockerLauncher)
 register_launcher("url", UrlLauncher)
+register_launcher("confined", ConfinedLauncher)
 
 
 def _entry_points() -> dict[str, EntryPoint]:

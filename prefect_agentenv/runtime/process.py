@@ -40,6 +40,7 @@ from typing import Any
 
 import httpx
 
+from prefect_agentenv.context import Confinement
 from prefect_agentenv.exceptions import DeployError, InstanceExitedError
 from prefect_agentenv.runtime.launch import (
     Instance,
@@ -97,6 +98,19 @@ class _Running:
     instance: Instance
     process: subprocess.Popen[bytes]
     follow_tree: bool = False
+    spec: LaunchSpec | None = None
+
+
+@dataclass
+class Command:
+    """What a process launcher runs for one instance."""
+
+    argv: list[str]
+    env: dict[str, str]
+    """The whole environment of the process (nothing else is inherited)."""
+    cwd: Path | None
+    confinement: Confinement | None = None
+    """What confines it, recorded on the instance (None: a plain process)."""
 
 
 class ProcessLauncher:
@@ -154,25 +168,21 @@ class ProcessLauncher:
         logs.mkdir(parents=True, exist_ok=True)
         stdout_path = logs / f"{instance_id}.stdout.log"
         stderr_path = logs / f"{instance_id}.stderr.log"
-        argv = [fill_template(part, host=self.host, port=port) for part in spec.command or []]
-        env = _child_env(spec, host=self.host, port=port, extra_env=extra_env, run_id=self.run_id)
-        env.update(_sandbox_env(spec, cwd))
-        if spec.follow_tree:
-            env[INSTANCE_MARKER] = instance_id
-
-        process = await _spawn(argv, env=env, cwd=cwd, stdout_path=stdout_path, stderr_path=stderr_path, name=name)
-        instance = Instance(instance_id=instance_id, name=name, kind="process", base_url=base_url,
+        command = self._command(spec, name=name, port=port, cwd=cwd, extra_env=extra_env, instance_id=instance_id)
+        process = await _spawn(command.argv, env=command.env, cwd=command.cwd, stdout_path=stdout_path,
+                               stderr_path=stderr_path, name=name)
+        instance = Instance(instance_id=instance_id, name=name, kind=self.kind, base_url=base_url,
                             mcp_url=join_url(base_url, spec.mcp_path), pid=process.pid,
-                            stdout_path=stdout_path, stderr_path=stderr_path)
+                            stdout_path=stdout_path, stderr_path=stderr_path, confinement=command.confinement)
         logger.info("%s: started pid %s on %s", name, process.pid, base_url)
-        logger.debug("%s: argv %s", name, argv)
+        logger.debug("%s: argv %s", name, command.argv)
 
         exit_code: int | None = None
 
         async def exited() -> str | None:
             nonlocal exit_code
             exit_code = _exit_status(process)
-            return None if exit_code is None else f"exit code {exit_code}"
+            return None if exit_code is None else self._exit_reason(spec, exit_code, stderr_path)
 
         try:
             if self._client is not None:
@@ -193,8 +203,23 @@ class ProcessLauncher:
             _kill_now(process)
             _sweep_tree(spec, instance_id)
             raise
-        self._running[instance_id] = _Running(instance, process, spec.follow_tree)
+        self._running[instance_id] = _Running(instance, process, spec.follow_tree, spec)
         return instance
+
+    def _command(self, spec: LaunchSpec, *, name: str, port: int, cwd: Path | None,
+                 extra_env: dict[str, str] | None, instance_id: str) -> Command:
+        """What to run for one instance: the spec's argv in the runner's environment plus the spec's
+        (a launcher that confines the server, ``runtime/confined.py``, builds its own)."""
+        argv = [fill_template(part, host=self.host, port=port) for part in spec.command or []]
+        env = _child_env(spec, host=self.host, port=port, extra_env=extra_env, run_id=self.run_id)
+        env.update(sandbox_folders_env(spec, cwd))
+        if spec.follow_tree:
+            env[INSTANCE_MARKER] = instance_id
+        return Command(argv, env, cwd)
+
+    def _exit_reason(self, spec: LaunchSpec, code: int, stderr_path: Path | None) -> str:
+        """Why the server is gone, as errors say it (a confining launcher names the limit that killed it)."""
+        return f"exit code {code}"
 
     async def stop(self, instance: Instance) -> None:
         """SIGTERM the instance's process group, wait up to the grace, then SIGKILL it.
@@ -219,8 +244,9 @@ class ProcessLauncher:
                 kill_tree(instance.instance_id)
         if gone is not None:
             note = _stderr_note(tail(instance.stderr_path), instance.stderr_path) if instance.stderr_path else ""
+            reason = self._exit_reason(running.spec, gone, instance.stderr_path) if running.spec else f"exit code {gone}"
             raise InstanceExitedError(f"{instance.name} (pid {running.process.pid}) exited on its own during the "
-                                      f"run with exit code {gone}{note}", exit_code=gone)
+                                      f"run with {reason}{note}", exit_code=gone)
         logger.info("%s: stopped pid %s (exit %s)", instance.name, running.process.pid, code)
 
     async def cleanup(self, run_id: str, interrupted: bool) -> None:
@@ -260,7 +286,7 @@ def _child_env(spec: LaunchSpec, *, host: str, port: int, extra_env: dict[str, s
     return env
 
 
-def _sandbox_env(spec: LaunchSpec, cwd: Path | None) -> dict[str, str]:
+def sandbox_folders_env(spec: LaunchSpec, cwd: Path | None) -> dict[str, str]:
     """``spec.sandbox_env`` as absolute folders under the server's working folder, made now."""
     env: dict[str, str] = {}
     root = Path(cwd) if cwd is not None else Path.cwd()

@@ -208,17 +208,17 @@ class Sandbox:
         """Empty the folder and rebuild its standard layout, keeping the root itself.
 
         A pooled agent runs with this folder as its working directory, so the next task run
-        gets a fresh folder at the same path instead of a new one.
+        gets a fresh folder at the same path instead of a new one. The top folders of the layout
+        (``app``, ``tmp``, ``home``) are emptied, not removed: a confined agent sees each one through
+        a mount that must keep pointing at it.
         """
+        keep = {HOME_FOLDER, *(PurePosixPath(folder).parts[1] for folder in STANDARD_FOLDERS)}
         for child in list(self.root.iterdir()):
-            if child.is_dir() and not child.is_symlink():
-                try:
-                    shutil.rmtree(child)
-                except OSError:
-                    _make_writable(child)
-                    shutil.rmtree(child, ignore_errors=True)
+            if child.name in keep and child.is_dir() and not child.is_symlink():
+                for inner in list(child.iterdir()):
+                    _remove(inner)
             else:
-                child.unlink(missing_ok=True)
+                _remove(child)
         self.home.mkdir(exist_ok=True)
         for folder in STANDARD_FOLDERS:
             self.path(folder).mkdir(parents=True, exist_ok=True)
@@ -284,6 +284,18 @@ def _open_no_follow(path: Path, flags: int) -> BinaryIO:
     """Open without following a final symlink: one planted after :meth:`Sandbox.path` checked is refused."""
     fd = os.open(path, flags | getattr(os, "O_NOFOLLOW", 0), 0o644)
     return os.fdopen(fd, "wb" if flags & os.O_WRONLY else "rb")
+
+
+def _remove(path: Path) -> None:
+    """Delete a file or a folder tree (never through a symlink), making folders writable if it must."""
+    if not path.is_dir() or path.is_symlink():
+        path.unlink(missing_ok=True)
+        return
+    try:
+        shutil.rmtree(path)
+    except OSError:
+        _make_writable(path)
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _make_writable(root: Path) -> None:

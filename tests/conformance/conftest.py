@@ -26,8 +26,9 @@ ENVS = {
 }
 AGENTS = {
     "sdk-tool-caller": [f"{PEERS_PYTHON} {PEERS / 'sdk_agent.py'}", "--env", "A2A_HOST={host}",
-                        "--env", "A2A_PORT={port}"],
-    "plain-a2a": [f"{sys.executable} {PEERS / 'plain_agent.py'} --host {{host}} --port {{port}}"],
+                        "--env", "A2A_PORT={port}", "--install-path", str(PEERS)],
+    "plain-a2a": [f"{sys.executable} {PEERS / 'plain_agent.py'} --host {{host}} --port {{port}}",
+                  "--install-path", str(PEERS)],
 }
 
 

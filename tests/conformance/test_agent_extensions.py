@@ -23,7 +23,8 @@ pytestmark = pytest.mark.usefixtures("genuine_peers")
 @pytest.fixture(scope="module")
 def delegator(genuine_peers: None) -> None:
     code, out = cli("agent", "register", "sdk-delegator", "--command", f"{PEERS_PYTHON} {PEERS / 'sdk_delegating_agent.py'}",
-                    "--env", "A2A_HOST={host}", "--env", "A2A_PORT={port}", "--startup-timeout", "60", "--overwrite")
+                    "--env", "A2A_HOST={host}", "--env", "A2A_PORT={port}", "--install-path", str(PEERS),
+                    "--startup-timeout", "60", "--overwrite")
     assert code == 0, out
 
 

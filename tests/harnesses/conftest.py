@@ -93,6 +93,7 @@ def assert_smoke_passed(report: TaskReport, run_id: str, harness: str) -> None:
     assert report.transcript is not None and report.transcript.prompts[0].tokens is not None
     agent = report.context.deployed_agents["default-agent"]
     assert agent.a2a_agent_id == harness
+    assert agent.confinement is not None and agent.confinement.confined, "a harness runs confined by default"
     assert report.teardown and all(entry.ok for entry in report.teardown), report.teardown
     assert not Path(agent.sandbox).exists(), "the sandbox (its HOME and workspace) went at teardown"
     assert marked_processes(run_id) == [], "every process of the run (the wrapper, its CLIs) was stopped"

@@ -43,3 +43,11 @@ def test_the_defaults_follow_the_env_wire_contract() -> None:
     assert spec.ready_path == "/.well-known/agent-env.json"
     assert spec.mcp_path == "/mcp"
     assert spec.startup_timeout_seconds == 60
+
+
+def test_a_launch_cannot_be_both_confined_and_unconfined_nor_confine_an_image() -> None:
+    with pytest.raises(ValueError, match="contradict each other"):
+        LaunchSpec(command=["agent"], kind="confined", confinement="none")
+    with pytest.raises(ValueError, match="only a command can run confined"):
+        LaunchSpec(image="agent:1", confinement="confined")
+    assert LaunchSpec(command=["agent"], confinement="confined").kind == "confined"

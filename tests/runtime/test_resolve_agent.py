@@ -19,6 +19,7 @@ from prefect_agentenv.runtime.process import ProcessLauncher
 from prefect_agentenv.resolution.block_lookup import prefect_api_configured
 from prefect_agentenv.resolution.servers import resolve_agent
 from prefect_agentenv.runtime.sandbox import create_sandbox
+from prefect_agentenv.settings import get_settings
 
 
 @pytest.fixture
@@ -36,7 +37,31 @@ async def test_a_reference_agent_resolves_to_its_module_command_and_its_a2a_card
     assert resolved.version == REFERENCE_AGENTS["scripted"].version
     assert resolved.spec.command == REFERENCE_AGENTS["scripted"].command()
     assert resolved.spec.ready_path == "/.well-known/agent-card.json"
-    assert resolved.spec.kind == "process"
+    assert resolved.spec.kind == "confined", "an agent under evaluation runs confined by default"
+
+
+async def test_every_agent_block_with_a_command_and_no_kind_runs_confined_unless_it_opts_out(
+        prefect_harness: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    command = ["python", "-m", "my_agent", "--port", "{port}"]
+    blocks = {"default": A2AAgent(command=command), "opted-out": A2AAgent(command=command, confinement="none"),
+              "process": A2AAgent(command=command, kind="process"), "asked": A2AAgent(command=command, kind="confined"),
+              "remote": A2AAgent(url="https://agent.example.com")}
+    names = {key: f"confine-{key}-{uuid.uuid4().hex[:8]}" for key in blocks}
+    for key, block in blocks.items():
+        await block.asave(names[key])
+
+    kinds = {key: (await resolve_agent(name)).spec.kind for key, name in names.items()}
+    monkeypatch.setenv("PREFECT_AGENTENV_AGENT_CONFINEMENT", "none")
+    get_settings.cache_clear()
+    try:
+        everyone_opted_out = (await resolve_agent(names["default"])).spec.kind
+    finally:
+        monkeypatch.delenv("PREFECT_AGENTENV_AGENT_CONFINEMENT")
+        get_settings.cache_clear()
+
+    assert kinds == {"default": "confined", "opted-out": "process", "process": "process", "asked": "confined",
+                     "remote": "url"}
+    assert everyone_opted_out == "process"
 
 
 async def test_an_unknown_agent_says_how_to_register_it_and_lists_the_reference_agents(no_prefect_api: None) -> None:

@@ -43,6 +43,10 @@ async def test_reply_to_dana_runs_end_to_end_with_the_scripted_agent_in_place_of
     assert report.status == "completed", report.error
     assert report.context.deployed_agents["assistant"].a2a_agent_id == "scripted"
     assert report.context.deployed_agents["assistant"].version == "1.0.0"  # as its card declares it
+    confinement = report.context.deployed_agents["assistant"].confinement
+    assert confinement is not None and confinement.confined, "the agent under evaluation ran confined"
+    assert confinement.mechanism.startswith("bwrap ") and confinement.network == "host"
+    assert confinement.limits["memory_mb"] > 0 and confinement.limits["cpu_seconds"] > 0
 
 
 async def test_the_reply_goes_through_the_env_tools_and_the_prompt_response_carries_text_count_and_trajectory() -> None:
@@ -195,7 +199,8 @@ async def test_an_a2a_0_3_agent_registered_as_a_block_is_deployed_and_prompted()
 
     legacy = Path(__file__).resolve().parents[1] / "protocols" / "legacy_a2a_agent.py"
     await A2AAgent(command=[sys.executable, str(legacy), "--host", "{host}", "--port", "{port}"],
-                   card_path="/.well-known/agent.json", version="0.3-test").save("legacy-agent", overwrite=True)
+                   card_path="/.well-known/agent.json", version="0.3-test",
+                   install_paths=[str(legacy.parent)]).save("legacy-agent", overwrite=True)
     report = await run_doc([
         {"id": "agent", "type": "deploy_agent", "a2a_agent_id": "legacy-agent", "agent_name": "old", "depends_on": []},
         {"id": "ask", "type": "prompt_agent", "agent_name": "old", "prompt_id": "ask", "prompt": "hello there"},

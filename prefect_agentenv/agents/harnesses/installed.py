@@ -128,7 +128,8 @@ def launch_spec(harness: Harness, root: Path | None = None) -> LaunchSpec:
     env = {"PYTHONPATH": str(folder / "app"), "PATH": path, "A2A_PORT": "{port}", "A2A_HOST": "{host}",
            "PYTHONUNBUFFERED": "1", **harness.constant_env}
     return LaunchSpec(command=command, env=env, ready_path=A2A_CARD_PATH, startup_timeout_seconds=STARTUP_TIMEOUT_SECONDS,
-                      sandbox_env={**harness.home_env, harness.workspace_variable: "."}, follow_tree=True)
+                      sandbox_env={**harness.home_env, harness.workspace_variable: "."}, follow_tree=True,
+                      install_paths=[str(folder)])
 
 
 def framework_requirement() -> str:

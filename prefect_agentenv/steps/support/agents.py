@@ -13,7 +13,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from prefect_agentenv.context import DeployedAgent, DeployedEnv, RunContext
+from prefect_agentenv.context import Confinement, DeployedAgent, DeployedEnv, RunContext
 from prefect_agentenv.exceptions import DeployError, NotInContextError, StepError
 from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.runtime.run import RunResources, current_run
@@ -146,8 +146,17 @@ async def start_agent(step: StepModel, *, agent_name: str, a2a_agent_id: str, ro
     run.services.sandboxes[instance.instance_id] = sandbox
     agent = DeployedAgent(agent_name=agent_name, a2a_url=instance.base_url, sandbox=str(sandbox.root),
                           instance_id=instance.instance_id, a2a_agent_id=a2a_agent_id,
-                          model=launch.endpoint.model)
+                          model=launch.endpoint.model, confinement=_confinement(launch.spec, instance))
     return agent, sandbox
+
+
+def _confinement(spec: LaunchSpec, instance: Instance) -> Confinement | None:
+    """What confined the agent, as its launcher said; for a plain local process, that nothing did and why."""
+    from prefect_agentenv.runtime.confined import unconfined_record
+
+    if instance.confinement is not None:
+        return instance.confinement
+    return unconfined_record(spec) if instance.kind == "process" else None
 
 
 @dataclass

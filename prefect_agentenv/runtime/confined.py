@@ -1,0 +1,255 @@
+"""The confined launcher: the process launcher's server, started under bubblewrap (kind ``confined``).
+
+An agent under evaluation is untrusted (DESIGN §15, docs/security.md). Started here, it sees:
+
+* **files**: its sandbox's top folders at the root (``<sandbox>/app`` at ``/app``, its working
+  folder; ``<sandbox>/tmp`` at ``/tmp``; ``<sandbox>/home`` at ``/home``, its ``HOME``), so the
+  sandbox paths documents use are real paths, and the whole sandbox at ``/sandbox`` (its
+  ``$AGENTENV_SANDBOX_ROOT``); the system and its own install folders (its venv
+  and Python, a harness's folder, ``install_paths``) read-only; nothing else of the host;
+* **environment**: only what the launch declares (the spec's env and secrets, what the run gives
+  it, its own HOME/TMPDIR/PATH/locale, the run marker the clean-up looks for); nothing of the
+  runner's. bwrap's ``--clearenv``/``--setenv`` would put values, secrets included, on bwrap's
+  command line, readable in ``/proc``: the process is given a complete environment instead;
+* **processes**: its own PID namespace (the runner's pids do not exist there), no capabilities,
+  killed with its parent; rlimits set by ``prlimit`` inside: memory (private writable memory per
+  process), CPU time per process and, when the runner is not root, processes at once;
+* **network**: the host's, in this first cut: it reaches its model endpoint and its envs as an
+  unconfined agent does, and so does anything else on the host's network (docs/security.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+from prefect_agentenv.context import Confinement
+from prefect_agentenv.exceptions import DeployError
+from prefect_agentenv.runtime.bwrap import SYSTEM_DIRS, BwrapUnavailableError, Layout, bwrap_argv, working_bwrap
+from prefect_agentenv.runtime.launch import CONFINED_KIND, LauncherKind, LaunchSpec, fill_template, tail
+from prefect_agentenv.runtime.leftovers import RUN_MARKER
+from prefect_agentenv.runtime.process import Command, ProcessLauncher, sandbox_folders_env
+from prefect_agentenv.runtime.sandbox import HOME_FOLDER, SANDBOX_ROOT_VARIABLE
+from prefect_agentenv.runtime.tree import INSTANCE_MARKER
+from prefect_agentenv.settings import get_settings
+
+logger = logging.getLogger("prefect_agentenv.runtime.confined")
+
+WORKSPACE = "/app"
+"""The confined process's working folder: ``<sandbox>/app``, where AgentEnv's agents work."""
+SANDBOX_MOUNT = "/sandbox"
+"""Where the whole sandbox folder is mounted too: ``$AGENTENV_SANDBOX_ROOT``, under which sandbox paths map
+(``/app/x`` and ``/sandbox/app/x`` are one file), so a relative sandbox path means what it means on the host."""
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+DEFAULT_MEMORY_MB = 8192
+DEFAULT_PROCESSES = 1024
+DEFAULT_CPU_SECONDS = 7200
+CPU_GRACE_SECONDS = 10
+"""SIGXCPU first (the process may say why it stops), SIGKILL this much CPU time later."""
+PRLIMIT = "/usr/bin/prlimit"
+NETWORK_POLICY = "host"
+"""This cut shares the host's network namespace (docs/security.md: the next step confines it)."""
+OPT_OUT_HINT = ("set confinement: none on its A2AAgent block, or PREFECT_AGENTENV_AGENT_CONFINEMENT=none for "
+                "every agent, to run it unconfined (recorded as such)")
+_RESERVED_TOPS = frozenset({"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "proc", "dev", "sys"})
+_MEMORY_SIGNS = re.compile(r"MemoryError|out of memory|Cannot allocate memory|ENOMEM|allocation failed", re.I)
+_PROCESS_SIGNS = re.compile(r"Resource temporarily unavailable|EAGAIN|can't fork|fork failed", re.I)
+_SIGXCPU_EXITS = frozenset({128 + 24, -24})
+
+
+class ConfinedLauncher(ProcessLauncher):
+    """Starts servers as the process launcher does, each confined by bubblewrap in its sandbox.
+
+    Args: as :class:`ProcessLauncher`'s.
+    """
+
+    kind: LauncherKind = CONFINED_KIND
+
+    def _command(self, spec: LaunchSpec, *, name: str, port: int, cwd: Path | None,
+                 extra_env: dict[str, str] | None, instance_id: str) -> Command:
+        """The bwrap argv around the spec's command, and the process's whole environment."""
+        if cwd is None:
+            raise DeployError(f"{name!r}: the confined launcher starts a server in a sandbox folder, and none was given")
+        try:
+            bwrap = working_bwrap()
+        except BwrapUnavailableError as exc:
+            raise DeployError(f"{name!r} cannot run confined: {exc}; {OPT_OUT_HINT}") from None
+        root = Path(cwd).resolve()
+        declared = {k: fill_template(v, host=self.host, port=port) for k, v in spec.env.items()}
+        declared.update(spec.secret_values())
+        declared.update(extra_env or {})
+        declared.update(sandbox_folders_env(spec, root))
+        argv = [fill_template(part, host=self.host, port=port) for part in spec.command or []]
+        program = _program(name, argv[0], declared.get("PATH", os.environ.get("PATH", os.defpath)))
+        installs = install_folders(spec, program, root)
+        writable = sandbox_mounts(root)
+        env = confined_env(declared, root=root, visible=installs, tops=[inside for _, inside in writable[1:]])
+        env[RUN_MARKER] = self.run_id or ""
+        if spec.follow_tree:
+            env[INSTANCE_MARKER] = instance_id
+        limits = enforced_limits(spec)
+        inner = [*_prlimit_argv(limits), program, *argv[1:]]
+        layout = Layout(writable=tuple((host, inside) for host, inside in writable), read_only=tuple(installs),
+                        chdir=WORKSPACE)
+        record = Confinement(mechanism=f"bwrap {bwrap.version}", network=NETWORK_POLICY, limits=limits)
+        return Command(bwrap_argv(bwrap.path, layout, inner), env, root, record)
+
+    def _exit_reason(self, spec: LaunchSpec, code: int, stderr_path: Path | None) -> str:
+        """The exit code, and the limit that killed the process when its exit says so."""
+        limit = limit_hit(spec, code, tail(stderr_path))
+        if limit is not None:
+            return f"exit code {code}, stopped by its {limit}"
+        # The usual first surprise: the agent's code lives in a folder a confined process cannot see.
+        return (f"exit code {code} (confined: it sees its sandbox, the system and its install folders only; list "
+                "the folders its code needs in install_paths)")
+
+
+def _program(name: str, program: str, path: str) -> str:
+    """The command's executable as an absolute host path (the same path inside, where it is mounted)."""
+    if os.sep in program:
+        return program
+    found = shutil.which(program, path=path)
+    if found is None:
+        raise DeployError(f"{name!r}: cannot run {program!r}: not found on PATH ({path})")
+    return found
+
+
+def sandbox_mounts(root: Path) -> list[tuple[Path, str]]:
+    """The sandbox at ``/sandbox``, then each of its top folders at the same name at the root
+    (``<root>/app`` → ``/app``), so absolute sandbox paths are real; names the system uses are skipped
+    (an agent cannot shadow /usr)."""
+    (root / "app").mkdir(exist_ok=True)
+    (root / HOME_FOLDER).mkdir(exist_ok=True)
+    (root / "tmp").mkdir(exist_ok=True)
+    mounts = [(root, SANDBOX_MOUNT)]
+    for child in sorted(root.iterdir()):
+        if child.is_dir() and not child.is_symlink() and child.name not in _RESERVED_TOPS:
+            mounts.append((child, f"/{child.name}"))
+    return mounts
+
+
+def install_folders(spec: LaunchSpec, program: str, root: Path) -> list[Path]:
+    """Host folders the server's code lives in, read-only inside: ``install_paths``, and for a command
+    run by a Python of a venv the venv and its base Python (and this package, when it is the runner's
+    own venv: an editable install lives outside it). System folders are visible anyway.
+
+    Raises:
+        DeployError: an install folder would show the sandbox (or the run folder holding it).
+    """
+    found = [Path(p) for p in spec.install_paths]
+    executable = Path(program)
+    venv = executable.parent.parent
+    if (venv / "pyvenv.cfg").is_file():
+        found += [venv, Path(os.path.realpath(executable)).parent.parent]
+        if venv.resolve() == Path(sys.prefix).resolve():
+            found.append(Path(__file__).resolve().parents[1])
+    elif executable.is_absolute():
+        found.append(executable.parent)
+    folders: list[Path] = []
+    for folder in sorted({Path(os.path.realpath(p)) for p in found}, key=lambda p: len(p.parts)):
+        if root.is_relative_to(folder):
+            raise DeployError(f"install path {folder} holds the agent's own sandbox (and the run's folder): name the "
+                              "server's own folder instead")
+        if folder.is_dir() and not _under(folder, [*map(Path, SYSTEM_DIRS), *folders]):
+            folders.append(folder)
+    return folders
+
+
+def _under(path: Path, folders: list[Path]) -> bool:
+    return any(path.is_relative_to(folder) for folder in folders)
+
+
+def confined_env(declared: dict[str, str], *, root: Path, visible: list[Path], tops: list[str]) -> dict[str, str]:
+    """The process's whole environment: what the launch declares, its host sandbox paths rewritten to the
+    paths inside (the sandbox root itself becomes the workspace), a PATH of what it can see, its own
+    HOME, TMPDIR and locale."""
+    env = {"HOME": f"/{HOME_FOLDER}", "TMPDIR": "/tmp", "LANG": "C.UTF-8", "USER": "agent", "LOGNAME": "agent"}
+    for key, value in declared.items():
+        env[key] = _inside(value, root, tops)
+    env["PATH"] = _visible_path(declared.get("PATH", ""), visible)
+    env[SANDBOX_ROOT_VARIABLE] = SANDBOX_MOUNT
+    return env
+
+
+def _inside(value: str, root: Path, tops: list[str]) -> str:
+    """A host path in the sandbox as the confined process sees it (at its top folder's mount, else under
+    ``/sandbox``); the sandbox root itself is its workspace; any other value as it is."""
+    text = str(root)
+    if value == text:
+        return WORKSPACE
+    if not value.startswith(text + "/"):
+        return value
+    rest = value[len(text):]
+    top = "/" + rest.split("/")[1]
+    return rest if top in tops else SANDBOX_MOUNT + rest
+
+
+def _visible_path(declared: str, visible: list[Path]) -> str:
+    """The declared PATH's folders the process can see, then the system's."""
+    system = SYSTEM_PATH.split(":")
+    kept = [part for part in declared.split(os.pathsep)
+            if part and part not in system and _under(Path(part), visible)]
+    return os.pathsep.join([*kept, *system])
+
+
+def enforced_limits(spec: LaunchSpec) -> dict[str, int]:
+    """The limits the process gets, as recorded: only what the kernel will enforce (no ``prlimit`` here:
+    none; the process count is not enforced for root, whom the kernel exempts)."""
+    if not os.access(PRLIMIT, os.X_OK):
+        logger.warning("%s is missing: confined processes run without resource limits", PRLIMIT)
+        return {}
+    limits = {"memory_mb": spec.memory_limit_mb or DEFAULT_MEMORY_MB,
+              "cpu_seconds": spec.cpu_limit_seconds or DEFAULT_CPU_SECONDS}
+    if os.getuid() != 0:
+        limits["processes"] = spec.process_limit or DEFAULT_PROCESSES
+    return limits
+
+
+def _prlimit_argv(limits: dict[str, int]) -> list[str]:
+    """``prlimit`` run first inside, so a process count counts only the sandbox's own user namespace."""
+    if not limits:
+        return []
+    argv = [PRLIMIT, f"--data={limits['memory_mb'] * 1024 * 1024}", "--core=0",
+            f"--cpu={limits['cpu_seconds']}:{limits['cpu_seconds'] + CPU_GRACE_SECONDS}"]
+    if "processes" in limits:
+        argv.append(f"--nproc={limits['processes']}")
+    return [*argv, "--"]
+
+
+def limit_hit(spec: LaunchSpec, code: int, stderr: str) -> str | None:
+    """The limit a confined process's exit points at (``cpu time limit (cpu_limit_seconds=7200)``), or None."""
+    limits = enforced_limits(spec)
+    if code in _SIGXCPU_EXITS and "cpu_seconds" in limits:
+        return f"cpu time limit (cpu_limit_seconds={limits['cpu_seconds']})"
+    if _MEMORY_SIGNS.search(stderr) and "memory_mb" in limits:
+        return f"memory limit (memory_limit_mb={limits['memory_mb']})"
+    if _PROCESS_SIGNS.search(stderr) and "processes" in limits:
+        return f"process limit (process_limit={limits['processes']})"
+    return None
+
+
+def confine_by_default(spec: LaunchSpec, *, kind_given: bool) -> LaunchSpec:
+    """An agent's spec with the confined launcher when it names no launcher and runs a command (the
+    default of DESIGN §15); as it is when it opts out (``confinement: none``, a ``kind``, the setting)."""
+    if kind_given or spec.kind != "process" or spec.confinement == "none":
+        return spec
+    if get_settings().agent_confinement == "none" or not sys.platform.startswith("linux"):
+        return spec
+    return spec.model_copy(update={"kind": CONFINED_KIND})
+
+
+def unconfined_record(spec: LaunchSpec) -> Confinement:
+    """What is recorded for an agent run as a plain local process: that it was not confined, and why."""
+    if spec.confinement == "none":
+        why = "confinement: none"
+    elif not sys.platform.startswith("linux"):
+        why = f"not supported on {sys.platform}"
+    elif get_settings().agent_confinement == "none":
+        why = "PREFECT_AGENTENV_AGENT_CONFINEMENT=none"
+    else:
+        why = "kind: process"
+    return Confinement(mechanism="none", network="host", opted_out=why)

@@ -1,0 +1,215 @@
+"""The confined launcher, tested as an attacker would use it: a real agent server confined by bubblewrap,
+and probes run through the very argv and environment the launcher gives an agent.
+
+The runner (this test process) holds a canary secret in its environment, a file in its working
+folder, a file in the run folder and another agent's sandbox beside the confined one: the probes
+try to read each, write outside ``/app`` and ``/tmp``, and kill the runner.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+from launcher_helpers import is_gone
+
+from prefect_agentenv.agents.catalog import REFERENCE_AGENTS
+from prefect_agentenv.exceptions import DeployError
+from prefect_agentenv.protocols.a2a import A2AClient
+from prefect_agentenv.runtime.confined import ConfinedLauncher
+from prefect_agentenv.runtime.launch import LaunchSpec
+from prefect_agentenv.runtime.process import Command
+from prefect_agentenv.runtime.sandbox import Sandbox, create_sandbox
+
+CARD = "/.well-known/agent-card.json"
+CANARY_VARIABLE = "AGENTENV_TEST_RUNNER_SECRET"
+
+
+@dataclass
+class World:
+    """A runner's world as a confined agent must not see it."""
+
+    canary: str
+    runner_file: Path
+    run_file: Path
+    other_sandbox_file: Path
+    sandbox: Sandbox
+    run_folder: Path
+
+
+@pytest.fixture
+def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> World:
+    canary = f"canary-{uuid.uuid4().hex}"
+    monkeypatch.setenv(CANARY_VARIABLE, canary)
+    runner = tmp_path / "runner"
+    runner.mkdir()
+    monkeypatch.chdir(runner)
+    (runner / "secret.txt").write_text(canary)
+    run_folder = tmp_path / "home" / "runs" / "r1"
+    run_folder.mkdir(parents=True)
+    (run_folder / "report.json").write_text(canary)
+    other = create_sandbox(run_folder, "other")
+    other.path("/app/artifact/answer.txt").write_text(canary)
+    return World(canary, runner / "secret.txt", run_folder / "report.json", other.path("/app/artifact/answer.txt"),
+                 create_sandbox(run_folder, "agent"), run_folder)
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(timeout=10.0, trust_env=False) as client:
+        yield client
+
+
+def confined(world: World, script: str | list[str], **fields: object) -> tuple[Command, subprocess.CompletedProcess[str]]:
+    """Run a shell script (or an argv) exactly as the launcher would run an agent's command, in its sandbox."""
+    argv = ["/bin/sh", "-c", script] if isinstance(script, str) else script
+    spec = LaunchSpec(command=argv, kind="confined", **fields)  # type: ignore[arg-type]
+    command = ConfinedLauncher(run_id="r1")._command(spec, name="probe", port=1, cwd=world.sandbox.root,
+                                                      extra_env=world.sandbox.env(), instance_id="probe-1")
+    done = subprocess.run(command.argv, env=command.env, cwd=command.cwd, capture_output=True, text=True,
+                          timeout=60, stdin=subprocess.DEVNULL)
+    return command, done
+
+
+def probe_lines(done: subprocess.CompletedProcess[str]) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
+
+
+def test_a_confined_process_sees_its_sandbox_at_app_and_none_of_the_runners_files(world: World) -> None:
+    script = "; ".join([
+        "echo pwd=$(pwd)",
+        f"echo runner_file=$(cat {world.runner_file} 2>/dev/null || echo refused)",
+        f"echo run_file=$(cat {world.run_file} 2>/dev/null || echo refused)",
+        f"echo other_sandbox=$(cat {world.other_sandbox_file} 2>/dev/null || echo refused)",
+        f"echo run_folder=$(ls {world.run_folder} 2>/dev/null || echo refused)",
+        f"echo host_sandbox=$(ls {world.sandbox.root} 2>/dev/null || echo refused)",
+        "echo root=$(ls / | tr '\\n' ' ')",
+        "echo home=$HOME",
+        "echo x > /app/artifact/x.txt && echo artifact=written",
+        "echo same_file=$(cat $AGENTENV_SANDBOX_ROOT/app/artifact/x.txt)",
+    ])
+    _, done = confined(world, script)
+
+    seen = probe_lines(done)
+    assert done.returncode == 0, done.stderr
+    assert seen["pwd"] == "/app"
+    assert (seen["runner_file"], seen["run_file"], seen["other_sandbox"]) == ("refused", "refused", "refused")
+    assert seen["run_folder"] == "refused" and seen["host_sandbox"] == "refused"
+    assert world.canary not in done.stdout
+    assert set(seen["root"].split()) <= {"app", "bin", "dev", "etc", "home", "lib", "lib64", "proc", "sbin", "tmp",
+                                          "sandbox",
+                                          "usr", *Path(sys.prefix).resolve().parts[1:2],
+                                          *Path(sys.base_prefix).resolve().parts[1:2], "root", "work"}
+    assert seen["home"] == "/home" and seen["artifact"] == "written"
+    assert seen["same_file"] == "x", "sandbox paths map under $AGENTENV_SANDBOX_ROOT as on the host"
+    assert world.sandbox.path("/app/artifact/x.txt").read_text() == "x\n", "the agent's file is in the host sandbox"
+
+
+def test_a_confined_process_cannot_write_outside_its_sandbox(world: World) -> None:
+    targets = ["/planted", "/usr/planted", "/etc/planted", f"{world.run_folder}/planted", f"{sys.prefix}/planted",
+               f"{world.runner_file.parent}/planted"]
+    script = "; ".join(f"touch {t} 2>/dev/null && echo wrote={t} || echo refused={t}" for t in targets)
+    script += "; touch /tmp/mine /home/.mine && echo own=written"
+
+    _, done = confined(world, script)
+
+    assert "wrote=" not in done.stdout, done.stdout
+    assert done.stdout.count("refused=") == len(targets)
+    assert "own=written" in done.stdout
+    assert (world.sandbox.root / "tmp" / "mine").is_file() and (world.sandbox.home / ".mine").is_file()
+    assert not any(Path(t).exists() for t in targets[3:])
+
+
+def test_a_confined_process_gets_no_variable_of_the_runners_and_cannot_reach_its_process(world: World) -> None:
+    runner = os.getpid()
+    script = "; ".join([
+        f"echo canary=${{{CANARY_VARIABLE}:-absent}}",
+        "echo pid1=$(tr '\\0' '\\n' < /proc/1/environ | grep -c AGENTENV_TEST_RUNNER)",
+        f"echo runner_environ=$(cat /proc/{runner}/environ 2>/dev/null | tr '\\0' ' ' || echo refused)",
+        f"kill -9 {runner} 2>/dev/null && echo kill=delivered || echo kill=refused",
+        "echo processes=$(ls /proc | grep -c '^[0-9]')",
+        "echo caps=$(grep CapEff /proc/self/status | tr -d '\\t')",
+    ])
+    command, done = confined(world, script, env={"DECLARED": "yes"})
+
+    seen = probe_lines(done)
+    assert seen["canary"] == "absent" and seen["pid1"] == "0"
+    assert seen["runner_environ"] in ("", "refused") and seen["kill"] == "refused"
+    assert int(seen["processes"]) <= 5, "only its own processes exist in its PID namespace"
+    assert seen["caps"] == "CapEff:0000000000000000"
+    assert world.canary not in json.dumps(command.env) and world.canary not in " ".join(command.argv)
+    assert CANARY_VARIABLE not in command.env and command.env["DECLARED"] == "yes"
+    assert not set(command.env) - {"DECLARED", "HOME", "TMPDIR", "LANG", "USER", "LOGNAME", "PATH",
+                                   "AGENTENV_SANDBOX_ROOT", "PREFECT_AGENTENV_RUN_ID", "PREFECT_AGENTENV_INSTANCE_ID"}
+
+
+def test_a_process_over_its_cpu_time_limit_is_stopped_and_the_limit_named(world: World) -> None:
+    launcher = ConfinedLauncher(run_id="r1")
+    spec = LaunchSpec(command=[sys.executable, "-c", "while True: pass"], kind="confined", cpu_limit_seconds=1)
+    command, done = confined(world, spec.command or [], cpu_limit_seconds=1)
+
+    assert done.returncode == 128 + 24  # SIGXCPU, passed on by bwrap
+    assert command.confinement is not None and command.confinement.limits["cpu_seconds"] == 1
+    assert launcher._exit_reason(spec, done.returncode, None) == (
+        "exit code 152, stopped by its cpu time limit (cpu_limit_seconds=1)")
+
+
+def test_a_process_over_its_memory_limit_fails_and_the_limit_is_named(world: World, tmp_path: Path) -> None:
+    stderr = tmp_path / "stderr.log"
+    _, done = confined(world, [sys.executable, "-c", "bytearray(1 << 30)"], memory_limit_mb=256)
+    stderr.write_text(done.stderr)
+
+    reason = ConfinedLauncher()._exit_reason(LaunchSpec(command=["x"], kind="confined", memory_limit_mb=256),
+                                             done.returncode, stderr)
+    assert done.returncode == 1 and "MemoryError" in done.stderr
+    assert reason == "exit code 1, stopped by its memory limit (memory_limit_mb=256)"
+
+
+def test_without_user_namespaces_the_deploy_fails_in_one_line_saying_how_to_opt_out(world: World) -> None:
+    # A real machine without user namespaces: the confined process itself, where bwrap disabled them.
+    code = ("from prefect_agentenv.runtime.confined import ConfinedLauncher\n"
+            "from prefect_agentenv.runtime.launch import LaunchSpec\n"
+            "spec = LaunchSpec(command=['true'], kind='confined')\n"
+            "try:\n    ConfinedLauncher()._command(spec, name='agent', port=1, cwd='/app', extra_env={}, instance_id='i')\n"
+            "except Exception as exc:\n    print(exc)")
+    _, done = confined(world, [sys.executable, "-c", code])
+
+    message = done.stdout.strip()
+    assert len(message.splitlines()) == 1, done.stdout + done.stderr
+    assert message.startswith("'agent' cannot run confined: bubblewrap cannot create its namespaces here")
+    assert "confinement: none" in message and "PREFECT_AGENTENV_AGENT_CONFINEMENT=none" in message
+
+
+async def test_a_reference_agent_runs_confined_answers_and_writes_its_artifact_in_the_sandbox(
+        world: World, http: httpx.AsyncClient) -> None:
+    launcher = ConfinedLauncher(run_id="r1", http_client=http)
+    spec = LaunchSpec(command=REFERENCE_AGENTS["scripted"].command(), ready_path=CARD, kind="confined")
+    instance = await launcher.start(spec, name="agent", workdir=world.run_folder, cwd=world.sandbox.root,
+                                    extra_env=world.sandbox.env())
+    try:
+        plan = {"files": [{"path": "/app/artifact/x.txt", "content": "from inside"}], "reply": "done"}
+        reply = await A2AClient(instance.base_url, http=http).send(f"PLAN: {json.dumps(plan)}", timeout_seconds=20,
+                                                                   poll_interval_seconds=0.02)
+        assert (instance.kind, reply.state, reply.text) == ("confined", "completed", "done")
+        assert world.sandbox.path("/app/artifact/x.txt").read_text() == "from inside"
+        assert instance.confinement is not None and instance.confinement.mechanism.startswith("bwrap ")
+        assert instance.confinement.network == "host"
+    finally:
+        await launcher.stop(instance)
+    assert instance.pid is not None and is_gone(instance.pid)
+
+
+async def test_an_install_path_that_would_show_the_run_folder_is_refused(world: World) -> None:
+    spec = LaunchSpec(command=["/bin/true"], kind="confined", install_paths=[str(world.run_folder.parent)])
+
+    with pytest.raises(DeployError, match="holds the agent's own sandbox"):
+        await ConfinedLauncher(run_id="r1").start(spec, name="agent", workdir=world.run_folder,
+                                                  cwd=world.sandbox.root)
