@@ -21,3 +21,8 @@ class ReferenceServer:
     def command(self) -> list[str]:
         """argv template; ``{host}`` and ``{port}`` are filled by the launcher."""
         return [sys.executable, "-m", self.module, "--host", "{host}", "--port", "{port}"]
+
+    def install_paths(self) -> list[str]:
+        """Folders the server's code lives in beyond its Python and this package (a confined agent sees
+        only these, its sandbox and the system): none for the package's own servers."""
+        return []

@@ -96,7 +96,8 @@ async def _find(block_type: type[AgentEnvironment] | type[A2AAgent], name: str,
     reference = references.get(name)
     if reference is None:
         return None
-    spec = LaunchSpec(command=reference.command(), ready_path=reference_ready_path)
+    spec = LaunchSpec(command=reference.command(), ready_path=reference_ready_path,
+                      install_paths=reference.install_paths())
     return _Found(reference.version, spec, "reference", reference.description, reference.uses_model)
 
 

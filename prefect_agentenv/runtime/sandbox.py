@@ -210,13 +210,15 @@ class Sandbox:
         A pooled agent runs with this folder as its working directory, so the next task run
         gets a fresh folder at the same path instead of a new one. The top folders of the layout
         (``app``, ``tmp``, ``home``) are emptied, not removed: a confined agent sees each one through
-        a mount that must keep pointing at it.
+        a mount that must keep pointing at it. Inside them, folders that were empty already are kept:
+        they may be the mount points of the agent's install folders (a venv under ``/tmp`` is mounted
+        at its own path inside the agent's ``/tmp``), and removing one would unmount it under the
+        running agent.
         """
         keep = {HOME_FOLDER, *(PurePosixPath(folder).parts[1] for folder in STANDARD_FOLDERS)}
         for child in list(self.root.iterdir()):
             if child.name in keep and child.is_dir() and not child.is_symlink():
-                for inner in list(child.iterdir()):
-                    _remove(inner)
+                _empty_keeping_mount_points(child)
             else:
                 _remove(child)
         self.home.mkdir(exist_ok=True)
@@ -284,6 +286,19 @@ def _open_no_follow(path: Path, flags: int) -> BinaryIO:
     """Open without following a final symlink: one planted after :meth:`Sandbox.path` checked is refused."""
     fd = os.open(path, flags | getattr(os, "O_NOFOLLOW", 0), 0o644)
     return os.fdopen(fd, "wb" if flags & os.O_WRONLY else "rb")
+
+
+def _empty_keeping_mount_points(folder: Path) -> bool:
+    """Remove what ``folder`` holds, except folders that were empty (and the folders that lead to
+    them); True when something in it was kept."""
+    kept = False
+    for inner in list(folder.iterdir()):
+        if inner.is_dir() and not inner.is_symlink():
+            if inner.is_mount() or not any(inner.iterdir()) or _empty_keeping_mount_points(inner):
+                kept = True
+                continue
+        _remove(inner)
+    return kept
 
 
 def _remove(path: Path) -> None:

@@ -19,6 +19,10 @@ class FaultEnv(ReferenceServer):
     args: tuple[str, ...] = field(default=())
     shell: bool = False
 
+    def install_paths(self) -> list[str]:
+        """The fault suite's folder: a confined agent sees its script there."""
+        return [str(FAULT_ENV.parent)]
+
     def command(self) -> list[str]:
         argv = [sys.executable, str(FAULT_ENV), "--host", "{host}", "--port", "{port}", *self.args]
         if self.shell:

@@ -184,3 +184,17 @@ def test_clearing_a_sandbox_empties_it_and_rebuilds_its_layout_at_the_same_path(
     assert sandbox.root.is_dir() and sandbox.list_files() == []
     assert sandbox.home.is_dir() and sandbox.path("/app/artifact").is_dir()
     assert not (sandbox.root / "scratch").exists()
+
+
+def test_clearing_a_pooled_sandbox_keeps_the_empty_folders_a_confined_agent_mounts_its_code_on(tmp_path: Path) -> None:
+    sandbox = create_sandbox(tmp_path, "pooled")
+    mount_point = sandbox.root / "tmp" / "ci" / ".venv"  # bwrap made it for a venv under /tmp
+    mount_point.mkdir(parents=True)
+    (sandbox.root / "tmp" / "scratch").mkdir()
+    (sandbox.root / "tmp" / "scratch" / "notes.txt").write_text("left by the last task run")
+    (sandbox.root / "app" / "answer.txt").write_text("42")
+    sandbox.clear()
+    assert mount_point.is_dir()
+    assert not (sandbox.root / "tmp" / "scratch").exists()
+    assert not (sandbox.root / "app" / "answer.txt").exists()
+    assert (sandbox.root / "app" / "artifact").is_dir()
