@@ -6,32 +6,21 @@ no interpreter to start, one listening socket, and it ends when its ``async with
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import socket
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import httpx
-import uvicorn
 from starlette.types import ASGIApp
 
 from prefect_agentenv.gateway.config import GatewayConfig
 from prefect_agentenv.gateway.ledger import CallLedger, CallRecord, RunTotals
 from prefect_agentenv.gateway.proxy import GatewayState, build_app
 from prefect_agentenv.gateway.tokens import TokenRegistry
+from prefect_agentenv.runtime.guest_server import start_guest_server
 
 LOOPBACK = "127.0.0.1"
-_STARTUP_TIMEOUT_SECONDS = 10.0
 _GRACEFUL_SHUTDOWN_SECONDS = 2
 """Streams still open when the gateway stops are cut after this long (its run is ending)."""
-
-
-class _GuestServer(uvicorn.Server):
-    """A uvicorn server inside a process it does not own: the host keeps its signal handlers and logging."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
 
 
 @contextlib.asynccontextmanager
@@ -41,31 +30,12 @@ async def serve_asgi(app: ASGIApp, host: str = LOOPBACK) -> AsyncIterator[str]:
     Raises:
         OSError: the port could not be bound or the server did not start.
     """
-    # IPPROTO_TCP named, not left 0: asyncio turns Nagle off (TCP_NODELAY) only on sockets whose proto
-    # says TCP, and with Nagle on, a stream's last small write waits ~40 ms for the client's delayed ACK.
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    served = await start_guest_server(app, host, graceful_shutdown_seconds=_GRACEFUL_SHUTDOWN_SECONDS,
+                                      name="gateway")
     try:
-        sock.bind((host, 0))
-    except OSError:
-        sock.close()
-        raise
-    config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="off",
-                            timeout_graceful_shutdown=_GRACEFUL_SHUTDOWN_SECONDS)
-    server = _GuestServer(config)
-    serving = asyncio.ensure_future(server.serve(sockets=[sock]))
-    try:
-        async with asyncio.timeout(_STARTUP_TIMEOUT_SECONDS):
-            while not server.started:
-                if serving.done():
-                    serving.result()  # raises what stopped it
-                    raise OSError("the server stopped while starting")
-                await asyncio.sleep(0.005)
-        yield f"http://{host}:{sock.getsockname()[1]}"
+        yield served.base_url
     finally:
-        server.should_exit = True
-        with contextlib.suppress(asyncio.CancelledError):
-            await serving
-        sock.close()
+        await served.stop()
 
 
 class ModelGateway:

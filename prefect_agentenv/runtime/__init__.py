@@ -6,9 +6,12 @@
   adds its own through the ``prefect_agentenv.launchers`` entry-point group; ``supervisor``
   stops a process tree when its parent dies; ``tree`` finds what a server started outside its
   process group.
-* ``teardown`` / ``stop`` / ``sweep`` — stopping what a run started: on every ending, from
+* ``teardown`` / ``stop`` / ``leftovers`` — stopping what a run started: on every ending, from
   outside, and what a killed run left behind.
 * ``sandbox`` — per-agent work folders and the host view of their paths.
+* ``confined`` / ``bwrap`` — the ``confined`` launcher kind: an agent under bubblewrap, seeing its
+  sandbox, the system and its install folders only.
+* ``guest_server`` — an ASGI app served from the run's own event loop (the mock model, the gateway).
 * ``pool`` — warm pools of envs and agents across a benchmark's task runs.
 * ``command`` / ``script_runner`` — short-lived commands and run_code scripts, bounded.
 * ``ports`` / ``paths`` / ``overrides`` — free loopback ports, output-path checks, run overrides.

@@ -12,7 +12,7 @@ import anthropic
 import httpx
 import openai
 import pytest
-from conftest import CANARY_KEY, RUN, mock_config
+from gateway_upstreams import CANARY_KEY, RUN, mock_config
 from pydantic import SecretStr
 from recorder import FIRST_CHUNK, LAST_CHUNKS, USAGE_ANSWER, Recorder
 from servers import Server

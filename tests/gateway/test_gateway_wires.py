@@ -10,7 +10,7 @@ import anthropic
 import httpx
 import openai
 import pytest
-from conftest import RUN
+from gateway_upstreams import RUN
 from servers import Server
 
 from prefect_agentenv.gateway import ModelGateway

@@ -12,35 +12,17 @@ warm pool hands a server from one task run to the next instead, its state reset 
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import socket
-from collections.abc import Iterator
-
-import uvicorn
-
 from prefect_agentenv.agents.mock_model.app import GRACEFUL_SHUTDOWN_SECONDS, MockModelState, build_app
-
-_STARTUP_TIMEOUT_SECONDS = 10.0
-
-
-class _GuestServer(uvicorn.Server):
-    """A uvicorn server inside a process it does not own: the host keeps its signal handlers (a
-    Ctrl-C stops the run, which stops this server at teardown) and its logging configuration."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
+from prefect_agentenv.runtime.guest_server import GuestServer, start_guest_server
 
 
 class InProcessMockModel:
     """A running mock model; :meth:`stop` ends it."""
 
-    def __init__(self, server: uvicorn.Server, serving: asyncio.Task[None], base_url: str,
-                 state: MockModelState) -> None:
-        self._server, self._serving = server, serving
+    def __init__(self, served: GuestServer, state: MockModelState) -> None:
+        self._served = served
         self._state = state
-        self.base_url = base_url
+        self.base_url = served.base_url
         """``http://127.0.0.1:<port>``: an Anthropic client's base URL; an OpenAI client's is under ``/v1``."""
 
     @property
@@ -55,9 +37,7 @@ class InProcessMockModel:
     async def stop(self) -> None:
         """Close the socket and the connections (a held scripted delay is cut after
         ``GRACEFUL_SHUTDOWN_SECONDS``)."""
-        self._server.should_exit = True
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._serving
+        await self._served.stop()
 
 
 async def serve_mock_model(host: str = "127.0.0.1") -> InProcessMockModel:
@@ -66,31 +46,7 @@ async def serve_mock_model(host: str = "127.0.0.1") -> InProcessMockModel:
     Raises:
         OSError: the port could not be bound or the server did not start.
     """
-    # IPPROTO_TCP named, not left 0: asyncio turns Nagle off only on sockets whose proto says TCP;
-    # with Nagle on, a stream's last small write waited ~40 ms for the client's delayed ACK.
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    try:
-        sock.bind((host, 0))
-    except OSError:
-        sock.close()
-        raise
     state = MockModelState()
-    config = uvicorn.Config(build_app(state), log_config=None, access_log=False, lifespan="off",
-                            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS)
-    server = _GuestServer(config)
-    serving = asyncio.ensure_future(server.serve(sockets=[sock]))
-    try:
-        async with asyncio.timeout(_STARTUP_TIMEOUT_SECONDS):
-            while not server.started:
-                if serving.done():
-                    serving.result()  # raises what stopped it
-                    raise OSError("the mock model stopped while starting")
-                await asyncio.sleep(0.005)
-    except BaseException:
-        server.should_exit = True
-        serving.cancel()
-        sock.close()
-        raise
-    port = sock.getsockname()[1]
-    shown = f"[{host}]" if ":" in host else host
-    return InProcessMockModel(server, serving, f"http://{shown}:{port}", state)
+    served = await start_guest_server(build_app(state), host, graceful_shutdown_seconds=GRACEFUL_SHUTDOWN_SECONDS,
+                                      name="mock model")
+    return InProcessMockModel(served, state)
