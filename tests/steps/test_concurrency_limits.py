@@ -64,3 +64,28 @@ async def test_a_deploy_that_no_limit_names_asks_the_api_for_no_slot(monkeypatch
     run = RunResources(run_id="r", task_id="t", workdir=Path("."))
     await concurrency_slots.hold_slot(run, "env", f"unlimited-{uuid.uuid4().hex[:6]}", owner_step="env")
     assert not run.teardown.pending()
+
+
+async def test_an_api_that_drops_every_connection_is_unreachable_after_one_try_not_a_minute_of_retries() -> None:
+    # Prefect's client retries a dropped connection with back-off (about a minute in all); a step
+    # asking which tags have limits would wait that long for an API that is gone.
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    tries: list[int] = []
+
+    async def drop(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        tries.append(1)
+        writer.close()
+
+    server = await asyncio.start_server(drop, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    concurrency_slots.forget_limit_names()
+    try:
+        with temporary_settings({PREFECT_API_URL: f"http://127.0.0.1:{port}/api"}):
+            with pytest.raises(concurrency_slots.ApiUnreachable):
+                await asyncio.wait_for(concurrency_slots.limit_names(), timeout=30)
+    finally:
+        server.close()
+        await server.wait_closed()
+        concurrency_slots.forget_limit_names()
+    assert len(tries) == 1

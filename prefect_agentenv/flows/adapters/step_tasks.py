@@ -38,6 +38,7 @@ from prefect_agentenv.redaction import redact
 from prefect_agentenv.runtime.run import RunResources, current_run
 from prefect_agentenv.settings import get_settings
 from prefect_agentenv.steps.base import StepModel
+from prefect_agentenv.steps.support.concurrency_slots import ApiUnreachable
 
 logger = logging.getLogger("prefect_agentenv.flow")
 
@@ -114,7 +115,10 @@ async def execute_as_prefect_task(step: StepModel, inputs: list[RunContext]) -> 
     started = run.services.started_in_task
     started.discard(step.id)
     settings = get_settings()
-    chosen = await step_task_tags(step.type)
+    try:
+        chosen = await step_task_tags(step.type)
+    except ApiUnreachable as exc:
+        return await _without_prefect(run, step, inputs, f"the Prefect API is unreachable ({exc})")
     runnable = _named_step_task(step.id, frozenset({step.type} if chosen is None else chosen))
     retry = step.retry_config
     own_retries = bool(retry and retry.max_retries > 0 and retry.retry_from_step_id == step.id)

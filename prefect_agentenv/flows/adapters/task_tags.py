@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from prefect.context import TagsContext
 
 from prefect_agentenv.settings import get_settings
-from prefect_agentenv.steps.support.concurrency_slots import limit_names
+from prefect_agentenv.steps.support.concurrency_slots import ApiUnreachable, limit_names
 
 
 async def limited_tags() -> frozenset[str] | None:
@@ -35,7 +35,10 @@ async def limited_tags() -> frozenset[str] | None:
 
 
 async def step_task_tags(step_type: str) -> set[str] | None:
-    """The tags of a step's task run; None means "the step type plus the run's tags" (``true``)."""
+    """The tags of a step's task run; None means "the step type plus the run's tags" (``true``).
+
+    Raises :class:`ApiUnreachable` when the API does not answer: the step then runs without a task
+    run instead of waiting a minute for slots nobody can give."""
     return await _kept_tags({step_type})
 
 
@@ -43,8 +46,12 @@ async def benchmark_task_run_tags() -> set[str] | None:
     """The tags of a benchmark's task run recorded as a Prefect task run (``task_runs_as: tasks``):
     the run's tags (its benchmark, the task's tags, its epoch and seed), by the same rule as a step's.
     Measured on a pooled benchmark, the slot requests for tags that no limit uses drew a 503 and a
-    2 s back-off on about one task run in three."""
-    return await _kept_tags(set())
+    2 s back-off on about one task run in three. An unreachable API asks for no slot: the task run's
+    own calls then fail, and it is retried as an infrastructure failure."""
+    try:
+        return await _kept_tags(set())
+    except ApiUnreachable:
+        return set()
 
 
 async def _kept_tags(own: set[str]) -> set[str] | None:

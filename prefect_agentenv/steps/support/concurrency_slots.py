@@ -41,29 +41,52 @@ _PAGE = 200
 _limits: tuple[float, frozenset[str]] | None = None
 
 
+class ApiUnreachable(Exception):
+    """The Prefect API did not answer at all while its limits were read: no slot could be asked for
+    either, and Prefect's own slot requests would retry for about a minute before failing."""
+
+
 async def limit_names() -> frozenset[str] | None:
-    """Names of the API's global concurrency limits; None when the API cannot say (no API, or an error)."""
+    """Names of the API's global concurrency limits; None when the API cannot say (no API, or an
+    error it answered with). Raises :class:`ApiUnreachable` when nothing answers."""
+    import httpx
+
     global _limits
     now = time.monotonic()
     if _limits is not None and now - _limits[0] < LIMITS_TTL_SECONDS:
         return _limits[1]
-    from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_CLIENT_MAX_RETRIES, temporary_settings
 
-    names: set[str] = set()
     try:
-        async with get_client() as client:
-            offset = 0
-            while True:
-                page = await client.read_global_concurrency_limits(limit=_PAGE, offset=offset)
-                names.update(limit.name for limit in page)
-                if len(page) < _PAGE:
-                    break
-                offset += _PAGE
+        try:
+            # First without the client's retries: a client that has connected before retries a
+            # refused connection with back-off for about a minute, and a step would wait all that time.
+            with temporary_settings({PREFECT_CLIENT_MAX_RETRIES: 0}):
+                names = await _read_limit_names()
+        except httpx.HTTPStatusError:
+            names = await _read_limit_names()  # a busy server answered: ask again with the client's retries
+    except httpx.TransportError as exc:
+        raise ApiUnreachable(f"{type(exc).__name__}: {exc or 'no answer'}") from exc
     except Exception as exc:  # unknown limits: ask for every slot rather than risk ignoring a limit
         logger.debug("could not read concurrency limits: %s", exc)
         return None
     _limits = (now, frozenset(names))
     return _limits[1]
+
+
+async def _read_limit_names() -> set[str]:
+    """Every global concurrency limit's name, page by page."""
+    from prefect.client.orchestration import get_client
+
+    names: set[str] = set()
+    async with get_client() as client:
+        offset = 0
+        while True:
+            page = await client.read_global_concurrency_limits(limit=_PAGE, offset=offset)
+            names.update(limit.name for limit in page)
+            if len(page) < _PAGE:
+                return names
+            offset += _PAGE
 
 
 def forget_limit_names() -> None:
@@ -79,7 +102,11 @@ async def hold_slot(run: RunResources, kind: Literal["env", "agent"], ident: str
     if not prefect_api_configured():
         return
     name = f"{kind}:{ident}"
-    known = await limit_names()
+    try:
+        known = await limit_names()
+    except ApiUnreachable as exc:
+        logger.warning("the concurrency limit %s could not be held: the Prefect API is unreachable (%s)", name, exc)
+        return
     if known is not None and name not in known:
         return
     lease = await _acquire(name)
