@@ -7,6 +7,7 @@ between wires: a wire with no upstream is refused with an error that names it.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Awaitable, Callable
@@ -47,8 +48,12 @@ class GatewayState:
     ledger: CallLedger
     http: httpx.AsyncClient
 
-    def record(self, record: CallRecord) -> None:
-        self.ledger.add(priced(record, self.config.prices))
+    def record(self, record: CallRecord, config: GatewayConfig | None = None) -> None:
+        self.ledger.add(priced(record, (config or self.config).prices))
+
+    def config_for(self, grant: Grant) -> GatewayConfig:
+        """The upstreams a token's calls go to: its own, else the gateway's."""
+        return grant.upstreams or self.config
 
 
 def build_app(state: GatewayState) -> Starlette:
@@ -76,11 +81,13 @@ def _completions(state: GatewayState, wire: Wire, suffix: str) -> Endpoint:
         body = await request.body()
         call = CallStart(grant=grant, wire=wire, path=request.url.path, requested_model=_model_of(body),
                          started_at=started_at, started=started)
-        upstream = state.config.upstream(wire)
+        config = state.config_for(grant)
+        upstream = config.upstream(wire)
         if upstream is None:
-            state.record(call.record(status=404, usage=CallUsage(), streamed=False, error="no upstream for this wire"))
+            state.record(call.record(status=404, usage=CallUsage(), streamed=False, error="no upstream for this wire"),
+                         config)
             return _unconfigured(wire)
-        return await _forward(state, upstream, request, body, suffix, call)
+        return await _forward(state, config, upstream, request, body, suffix, call)
 
     return endpoint
 
@@ -89,10 +96,12 @@ def _models(state: GatewayState, suffix: str | None) -> Endpoint:
     """``GET /v1/models`` (and one model) passed through to the upstream of the wire the client speaks."""
 
     async def endpoint(request: Request) -> Response:
-        wire = models_wire(request.headers, state.config)
-        if _grant(state.tokens, request) is None:
+        grant = _grant(state.tokens, request)
+        config = state.config if grant is None else state.config_for(grant)
+        wire = models_wire(request.headers, config)
+        if grant is None:
             return _unauthorized(wire)
-        upstream = state.config.upstream(wire)
+        upstream = config.upstream(wire)
         if upstream is None:
             return _unconfigured(wire)
         path = suffix or "/models/" + request.path_params["model_id"]
@@ -106,17 +115,17 @@ def _models(state: GatewayState, suffix: str | None) -> Endpoint:
     return endpoint
 
 
-async def _forward(state: GatewayState, upstream: Upstream, request: Request, body: bytes, suffix: str,
-                   call: CallStart) -> Response | Relay:
+async def _forward(state: GatewayState, config: GatewayConfig, upstream: Upstream, request: Request, body: bytes,
+                   suffix: str, call: CallStart) -> Response | Relay:
     """Send the call on with the real key; relay the answer as it arrives (or say why it could not be sent)."""
     outgoing = _upstream_request(state.http, upstream, request, body, suffix)
     try:
         answer = await state.http.send(outgoing, stream=True)
     except httpx.HTTPError as exc:
         state.record(call.record(status=502, usage=CallUsage(), streamed=False,
-                                 error=f"the upstream did not answer: {type(exc).__name__}"))
+                                 error=f"the upstream did not answer: {type(exc).__name__}"), config)
         return _unreachable(call.wire, upstream, exc)
-    return Relay(answer, call, state.record)
+    return Relay(answer, call, functools.partial(state.record, config=config))
 
 
 def _upstream_request(http: httpx.AsyncClient, upstream: Upstream, request: Request, body: bytes,

@@ -55,9 +55,10 @@ class ModelGateway:
         """An OpenAI client's base URL (``<base_url>/v1``)."""
         return f"{self.base_url}/v1"
 
-    def issue(self, run_id: str, role: str) -> str:
-        """A token for ``role`` in ``run_id``: what the agent, judge or simulator gets instead of a key."""
-        return self._tokens.issue(run_id, role)
+    def issue(self, run_id: str, role: str, upstreams: GatewayConfig | None = None) -> str:
+        """A token for ``role`` in ``run_id``: what the agent, judge or simulator gets instead of a key.
+        Its calls go to ``upstreams`` when given (the endpoint its role resolved to), else the gateway's own."""
+        return self._tokens.issue(run_id, role, upstreams)
 
     def revoke(self, token: str) -> bool:
         """Refuse ``token`` from now on; False when it was not live."""

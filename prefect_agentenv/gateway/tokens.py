@@ -10,6 +10,8 @@ import secrets
 
 from pydantic import BaseModel, ConfigDict
 
+from prefect_agentenv.gateway.config import GatewayConfig
+
 TOKEN_PREFIX = "agentenv-gw-"
 """Marks a gateway token in a config file or an environment (it is not a provider key)."""
 
@@ -21,6 +23,8 @@ class Grant(BaseModel):
 
     run_id: str
     role: str
+    upstreams: GatewayConfig | None = None
+    """Where this token's calls go (each role may resolve to its own endpoint); None: the gateway's own."""
 
 
 class TokenRegistry:
@@ -32,10 +36,11 @@ class TokenRegistry:
     def __repr__(self) -> str:
         return f"TokenRegistry({len(self._grants)} live tokens)"
 
-    def issue(self, run_id: str, role: str) -> str:
-        """A fresh token for ``role`` in ``run_id`` (unguessable: 256 random bits)."""
+    def issue(self, run_id: str, role: str, upstreams: GatewayConfig | None = None) -> str:
+        """A fresh token for ``role`` in ``run_id`` (unguessable: 256 random bits), its calls sent to
+        ``upstreams`` (the gateway's own when None)."""
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        self._grants[token] = Grant(run_id=run_id, role=role)
+        self._grants[token] = Grant(run_id=run_id, role=role, upstreams=upstreams)
         return token
 
     def revoke(self, token: str) -> bool:

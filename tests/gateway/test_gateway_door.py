@@ -14,6 +14,8 @@ import openai
 import pytest
 from gateway_upstreams import CANARY_KEY, RUN, mock_config
 from pydantic import SecretStr
+
+from prefect_agentenv.usage import ModelPrice
 from recorder import FIRST_CHUNK, LAST_CHUNKS, USAGE_ANSWER, Recorder
 from servers import Server
 from wire_cases import CASES
@@ -222,3 +224,22 @@ async def test_an_upstream_that_does_not_answer_gets_a_502_naming_it() -> None:
         f"the model gateway could not reach the 'chat' upstream at {base_url}/v1: ConnectError")
     [call] = gateway.calls(RUN)
     assert call.status == 502 and call.error == "the upstream did not answer: ConnectError"
+
+
+async def test_a_token_issued_with_its_own_upstreams_sends_its_calls_there_and_is_priced_by_them(
+        recorder: tuple[Recorder, str], gateway: ModelGateway) -> None:
+    # One gateway per run, several roles: the judge's endpoint (here the recorder) is not the agent's.
+    upstream, base_url = recorder
+    own = GatewayConfig(chat=Upstream(base_url=base_url + "/v1", api_key=SecretStr("sk-judge-key")),
+                        prices={"m": ModelPrice(input_per_million=1000.0, output_per_million=1000.0)})
+    judge, agent = gateway.issue("run-2", "judge", own), gateway.issue("run-2", "agent")
+    async with httpx.AsyncClient(timeout=10.0) as http:
+        for token in (judge, agent):
+            answer = await http.post(gateway.openai_base_url + "/chat/completions", json=CHAT,
+                                     headers={"authorization": f"Bearer {token}"})
+            assert answer.status_code == 200, answer.text
+    (seen,) = upstream.headers  # only the judge's call reached the recorder, with the judge's key
+    assert seen["authorization"] == "Bearer sk-judge-key"
+    judged, acted = gateway.calls("run-2")
+    assert (judged.role, acted.role) == ("judge", "agent")
+    assert judged.cost_usd is not None and judged.cost_usd > 0 and acted.model == "mock"
