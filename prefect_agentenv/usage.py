@@ -26,9 +26,10 @@ class TokenUsage(BaseModel):
     output_tokens: int | None = None
     cost_usd: float | None = None
     """As the agent reported it, else priced from the model block's price table; None when neither says."""
-    source: Literal["agent", "trajectory", "sum"] = "agent"
+    source: Literal["agent", "trajectory", "sum", "gateway"] = "agent"
     """Where the tokens were read: the agent's reply (A2A ``usage``), its trajectory's model events,
-    or a sum over prompts or runs."""
+    a sum over prompts or runs, or the run's model gateway (every call it relayed, counted from the
+    provider's own answers)."""
 
     def plus(self, other: TokenUsage | None) -> TokenUsage:
         """The sum of two usages; a count neither knows stays unknown."""

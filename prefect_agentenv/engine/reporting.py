@@ -5,10 +5,12 @@ from __future__ import annotations
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.engine.scheduler import ScheduleResult
 from prefect_agentenv.grading.outcome import SkipPolicy, task_outcome
-from prefect_agentenv.results.task_report import ScoringSummary, TaskReport
+from prefect_agentenv.gateway.ledger import CallRecord, RunTotals, sum_calls
+from prefect_agentenv.results.task_report import ModelCalls, ScoringSummary, TaskReport
 from prefect_agentenv.runtime.stop import DESCRIPTIONS
 from prefect_agentenv.runtime.teardown import TeardownRecord
 from prefect_agentenv.transcript import Transcript
+from prefect_agentenv.usage import TokenUsage, total_usage
 
 
 def build_report(
@@ -26,6 +28,7 @@ def build_report(
     skip_policy: SkipPolicy = "zero",
     transcript: Transcript | None = None,
     scoring: ScoringSummary | None = None,
+    model_calls: list[CallRecord] | None = None,
 ) -> TaskReport:
     """Assemble the report of a run, with every secret value redacted."""
     context = result.context if result else RunContext()
@@ -43,6 +46,9 @@ def build_report(
         error = f"exited on its own during the run: {died}" + (f" (then {error})" if error else "")
     outcome, score = task_outcome(context.metadata.verifications, failed=failed, timed_out=timed_out,
                                   skip_policy=skip_policy, tolerated_failures=len(context.metadata.failed_steps))
+    calls = model_calls_of(model_calls, context)
+    if calls is not None and calls.mismatch:
+        warnings = [*warnings, calls.mismatch]
     report = TaskReport(
         task_id=task_id,
         flow_run_id=flow_run_id,
@@ -59,6 +65,7 @@ def build_report(
         stop_reason=stop_reason,
         scoring=scoring,
         transcript=transcript,
+        model_calls=calls,
     )
     report._secrets = frozenset(secrets or ())
     # Read back from what it writes: the report handed on holds no secret either, and is a copy.
@@ -69,3 +76,32 @@ def _unsupported_config_warnings(context: RunContext) -> list[str]:
     """One warning per thing the document asked to give an agent that its card could not take."""
     return [f"step '{r.step_id}': agent '{r.agent_name}' cannot take {r.field} ({r.extension}: {r.reason}); "
             "it was not sent" for r in context.metadata.unsupported_agent_config]
+
+
+MISMATCH_RATIO = 0.10
+"""How far (as a share of the gateway's count) the agents' own token figures may be from the gateway's
+before the report says so: trajectories count a little differently (cached input, retries)."""
+
+
+def model_calls_of(calls: list[CallRecord] | None, context: RunContext) -> ModelCalls | None:
+    """The run's model calls as its gateway counted them, beside what the agents reported."""
+    if not calls:
+        return None
+    run_id = calls[0].run_id
+    roles = sorted({call.role for call in calls})
+    by_role = {role: sum_calls(run_id, [c for c in calls if c.role == role]) for role in roles}
+    reported = total_usage(response.usage for response in context.prompt_responses.values())
+    return ModelCalls(totals=sum_calls(run_id, calls), by_role=by_role, reported=reported,
+                      mismatch=_mismatch(reported, by_role.get("agent")), calls=calls)
+
+
+def _mismatch(reported: TokenUsage | None, counted: RunTotals | None) -> str | None:
+    """Why the agents' own token figures disagree with the gateway's, when they do."""
+    if reported is None or counted is None or counted.unmetered:
+        return None
+    for name, theirs, ours in (("input", reported.input_tokens, counted.input_tokens),
+                               ("output", reported.output_tokens, counted.output_tokens)):
+        if theirs is not None and abs(theirs - ours) > max(MISMATCH_RATIO * ours, 1):
+            return (f"the agents reported {theirs} {name} tokens, the model gateway counted {ours}: "
+                    "the gateway's count is the one kept")
+    return None

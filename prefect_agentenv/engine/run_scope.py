@@ -123,6 +123,10 @@ def open_scoring_run(parent: RunResources, attempt: int) -> RunScope:
                        overrides=parent.overrides, redact=parent.redact,
                        teardown=TeardownRegistry(per_entry_timeout=settings.step_teardown_timeout_seconds))
     run.services.mock_model_url = parent.services.mock_model_url
+    run.services.gateway = parent.services.gateway  # its model calls are the task run's
+    run.services.gateway_pooled = parent.services.gateway_pooled
+    run.services.usage_run_id = parent.services.usage_run_id or parent.run_id
+    run.services.calls_kept_in = parent.services
     run.services.sandbox_env = parent.services.sandbox_env
     run.services.sandboxes = dict(parent.services.sandboxes)
     return RunScope(run, parent=parent)

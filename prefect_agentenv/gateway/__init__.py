@@ -16,8 +16,20 @@ upstream's own usage. See ``docs/models-and-keys.md``.
 
 from __future__ import annotations
 
-from prefect_agentenv.gateway.config import GatewayConfig, Upstream, Wire
-from prefect_agentenv.gateway.ledger import CallRecord, RunTotals
-from prefect_agentenv.gateway.server import ModelGateway, serve_gateway
+from typing import TYPE_CHECKING
+
+from prefect_agentenv.lazy import lazy_names
+
+if TYPE_CHECKING:
+    from prefect_agentenv.gateway.config import GatewayConfig, Upstream, Wire
+    from prefect_agentenv.gateway.ledger import CallRecord, RunTotals
+    from prefect_agentenv.gateway.server import ModelGateway, serve_gateway
+
+_NAMES = {"GatewayConfig": "prefect_agentenv.gateway.config", "Upstream": "prefect_agentenv.gateway.config",
+          "Wire": "prefect_agentenv.gateway.config", "CallRecord": "prefect_agentenv.gateway.ledger",
+          "RunTotals": "prefect_agentenv.gateway.ledger", "ModelGateway": "prefect_agentenv.gateway.server",
+          "serve_gateway": "prefect_agentenv.gateway.server"}
+__getattr__ = lazy_names(__name__, _NAMES, globals())
+"""The server (Starlette, uvicorn) loads on first use: a report that holds call records does not start it."""
 
 __all__ = ["CallRecord", "GatewayConfig", "ModelGateway", "RunTotals", "Upstream", "Wire", "serve_gateway"]

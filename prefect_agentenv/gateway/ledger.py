@@ -86,6 +86,19 @@ def priced(record: CallRecord, prices: dict[str, ModelPrice]) -> CallRecord:
     return record.model_copy(update={"cost_usd": price.cost(usage)})
 
 
+def sum_calls(run_id: str, records: list[CallRecord]) -> RunTotals:
+    """``records`` summed (zeros for none)."""
+    costs = [r.cost_usd for r in records if r.cost_usd is not None]
+    return RunTotals(
+        run_id=run_id, calls=len(records),
+        failed=sum(1 for r in records if r.status >= 400 or r.error is not None),
+        unmetered=sum(1 for r in records if r.status < 400 and r.error is None and not r.metered),
+        input_tokens=sum(r.input_tokens or 0 for r in records),
+        output_tokens=sum(r.output_tokens or 0 for r in records),
+        cached_tokens=sum(r.cached_tokens or 0 for r in records),
+        cost_usd=round(sum(costs), 6) if costs else None)
+
+
 class CallLedger:
     """The records of every run the gateway served, until the run is forgotten."""
 
@@ -104,16 +117,7 @@ class CallLedger:
 
     def totals(self, run_id: str) -> RunTotals:
         """The run's calls summed (zeros for a run with none)."""
-        records = self._runs.get(run_id, [])
-        costs = [r.cost_usd for r in records if r.cost_usd is not None]
-        return RunTotals(
-            run_id=run_id, calls=len(records),
-            failed=sum(1 for r in records if r.status >= 400 or r.error is not None),
-            unmetered=sum(1 for r in records if r.status < 400 and r.error is None and not r.metered),
-            input_tokens=sum(r.input_tokens or 0 for r in records),
-            output_tokens=sum(r.output_tokens or 0 for r in records),
-            cached_tokens=sum(r.cached_tokens or 0 for r in records),
-            cost_usd=round(sum(costs), 6) if costs else None)
+        return sum_calls(run_id, self._runs.get(run_id, []))
 
     def forget(self, run_id: str) -> None:
         """Drop a run's records (once its totals are stored elsewhere)."""

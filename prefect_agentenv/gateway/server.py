@@ -60,6 +60,11 @@ class ModelGateway:
         Its calls go to ``upstreams`` when given (the endpoint its role resolved to), else the gateway's own."""
         return self._tokens.issue(run_id, role, upstreams)
 
+    def rebind(self, token: str, run_id: str, upstreams: GatewayConfig | None = None) -> None:
+        """Count ``token``'s calls against ``run_id`` from now on, sent to ``upstreams`` (see
+        :meth:`TokenRegistry.rebind`)."""
+        self._tokens.rebind(token, run_id, upstreams)
+
     def revoke(self, token: str) -> bool:
         """Refuse ``token`` from now on; False when it was not live."""
         return self._tokens.revoke(token)

@@ -43,6 +43,12 @@ class TokenRegistry:
         self._grants[token] = Grant(run_id=run_id, role=role, upstreams=upstreams)
         return token
 
+    def rebind(self, token: str, run_id: str, upstreams: GatewayConfig | None) -> None:
+        """Count ``token``'s calls against ``run_id`` from now on, sent to ``upstreams``: a pooled
+        agent keeps its token when it is handed to the next task run."""
+        grant = self._grants[token]
+        self._grants[token] = grant.model_copy(update={"run_id": run_id, "upstreams": upstreams})
+
     def revoke(self, token: str) -> bool:
         """Refuse ``token`` from now on; False when it was not live."""
         return self._grants.pop(token, None) is not None

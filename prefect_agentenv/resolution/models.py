@@ -58,6 +58,8 @@ class ResolvedModel(BaseModel):
     """Upper bound for one completion request."""
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
     """The endpoint's price table (model name → price per million tokens), from its block."""
+    upstream_base_url: str | None = None
+    """Set when ``base_url`` is the run's model gateway: the endpoint the gateway relays to."""
 
     def client(self, *, http: httpx.AsyncClient | None = None) -> OpenAIClient:
         """A client for this endpoint with its key and request timeout.

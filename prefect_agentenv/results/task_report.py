@@ -21,11 +21,13 @@ from pydantic import (
 )
 
 from prefect_agentenv.context import RunContext, StepRecord
+from prefect_agentenv.gateway.ledger import CallRecord, RunTotals
 from prefect_agentenv.grading.outcome import Outcome
 from prefect_agentenv.jsontypes import JsonObject, JsonValue
 from prefect_agentenv.redaction import MASK, Redactor
 from prefect_agentenv.runtime.teardown import TeardownRecord
 from prefect_agentenv.transcript import Transcript
+from prefect_agentenv.usage import TokenUsage
 
 REDACTED = MASK
 
@@ -40,6 +42,24 @@ class ScoringSummary(BaseModel):
     """The network policy of the scoring processes (``open``, ``loopback``, ``allowlist``)."""
     env: list[str] = Field(default_factory=list)
     """The names of the scoring env variables (never their values)."""
+
+
+class ModelCalls(BaseModel):
+    """Every model call of the task run, as its model gateway relayed and counted it."""
+
+    totals: RunTotals
+    """All roles together (agents, judges, user simulators)."""
+    by_role: dict[str, RunTotals] = Field(default_factory=dict)
+    reported: TokenUsage | None = None
+    """What the agents themselves reported for their prompts (their replies or trajectories)."""
+    mismatch: str | None = None
+    """Set when the agents' own figures and the gateway's differ: the gateway's are the ones counted."""
+    calls: list[CallRecord] = Field(default_factory=list)
+    """One record per call, in the order they ended."""
+
+    def usage(self) -> TokenUsage:
+        """The totals in the terms benchmark results use."""
+        return self.totals.usage().model_copy(update={"source": "gateway"})
 
 
 class TaskReport(BaseModel):
@@ -65,6 +85,8 @@ class TaskReport(BaseModel):
     transcript: Transcript | None = None
     """What happened, step by step: prompts, turns, tool calls, replies, verdicts, env changes, files
     (docs/reading-results.md). ``None`` when it could not be built."""
+    model_calls: ModelCalls | None = None
+    """The run's model calls as its gateway counted them; ``None`` when no step called a model."""
 
     _secrets: frozenset[str] = PrivateAttr(default=frozenset())
     """The run's secret values: every string the report writes has them masked."""

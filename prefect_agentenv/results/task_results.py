@@ -20,7 +20,7 @@ from prefect_agentenv.results import (
     axis_scores,
 )
 from prefect_agentenv.results.task_report import TaskReport
-from prefect_agentenv.usage import total_usage
+from prefect_agentenv.usage import TokenUsage, total_usage
 
 
 def now_iso() -> str:
@@ -48,10 +48,18 @@ def result_from_report(report: TaskReport, key: RunKey, *, seed: Mapping[str, st
         axis_scores=axis_scores(metadata.verifications, skip_policy),
         axes_unknown_errors=axes_unknown_errors(metadata.verifications),
         files=collected_files(metadata.collected_artifacts),
-        usage=total_usage(response.usage for response in report.context.prompt_responses.values()),
+        usage=_usage(report),
         started_at=report.started_at, finished_at=finished_at or now_iso(), failure=failure, setup=setup,
         cell=key.cell,
     )
+
+
+def _usage(report: TaskReport) -> TokenUsage | None:
+    """The task run's model usage: every call its gateway counted (agents, judges, user simulators),
+    else what its agents reported."""
+    if report.model_calls is not None:
+        return report.model_calls.usage()
+    return total_usage(response.usage for response in report.context.prompt_responses.values())
 
 
 def crashed_result(key: RunKey, error: str, *, seed: Mapping[str, str] | None = None, tags: Sequence[str] = (),

@@ -40,7 +40,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import httpx
 
@@ -81,6 +81,9 @@ class SharedModel(Protocol):
         """Close it."""
 
 
+_Shared = TypeVar("_Shared", bound=SharedModel)
+
+
 @dataclass
 class WarmPool:
     """Instances shared by the task runs of one benchmark run (see the module docstring).
@@ -94,6 +97,8 @@ class WarmPool:
     _all: list[Warm] = field(default_factory=list)
     _idle_models: list[SharedModel] = field(default_factory=list)
     _models: list[SharedModel] = field(default_factory=list)
+    _idle_gateways: list[SharedModel] = field(default_factory=list)
+    _gateways: list[SharedModel] = field(default_factory=list)
 
     @staticmethod
     def key(kind: str, name: str, spec: LaunchSpec, extra_env: dict[str, str] | None = None) -> str:
@@ -148,11 +153,28 @@ class WarmPool:
         model.reset()
         self._idle_models.append(model)
 
+    async def acquire_gateway(self, start: Callable[[], Awaitable[_Shared]]) -> _Shared:
+        """An idle model gateway of the pool, else a new one from ``start``; the task run holds it alone."""
+        if self._idle_gateways:
+            return self._idle_gateways.pop()  # type: ignore[return-value]
+        gateway = await start()
+        self._gateways.append(gateway)
+        return gateway
+
+    async def release_gateway(self, gateway: SharedModel) -> None:
+        """Take a gateway back, its last holder's calls forgotten (its report kept them)."""
+        if gateway in self._gateways:
+            gateway.reset()
+            self._idle_gateways.append(gateway)
+
     async def close(self) -> None:
-        """Stop every instance and model server the pool started (all at once) and remove its sandboxes."""
+        """Stop every instance, model server and gateway the pool started (all at once) and remove its sandboxes."""
         everything, self._all, self._idle = self._all, [], {}
         models, self._models, self._idle_models = self._models, [], []
+        gateways, self._gateways, self._idle_gateways = self._gateways, [], []
         await asyncio.gather(*(self._stop(w) for w in everything), *(self._stop_model(m) for m in models))
+        # Last: the agents just stopped were the gateways' callers.
+        await asyncio.gather(*(self._stop_model(g) for g in gateways))
 
     @property
     def size(self) -> int:

@@ -93,6 +93,18 @@ class RunServices:
     """The start of that server, shared by the steps (and the run's lookahead) that need it."""
     mock_model_pooled: bool = False
     """That server came from the benchmark's warm pool and goes back to it (it outlives the run)."""
+    gateway: Any = None
+    """The run's model gateway (``steps.support.model_door.PooledGateway``), once a step needed a model."""
+    gateway_start: asyncio.Task[Any] | None = None
+    """The start of that gateway, shared by the steps that need it."""
+    gateway_pooled: bool = False
+    """That gateway came from the benchmark's warm pool and goes back to it."""
+    usage_run_id: str | None = None
+    """The run whose model calls this run's are counted with (an isolated-scoring run: its parent's)."""
+    model_calls: list[Any] | None = None
+    """The gateway's records of the run's model calls (``gateway.CallRecord``), kept before it stopped."""
+    calls_kept_in: RunServices | None = None
+    """Where a gateway this run started keeps its records when it stops (an isolated-scoring run: its parent's)."""
     early_agents: dict[str, tuple[str, asyncio.Future[Any]]] = field(default_factory=dict)
     """Agents the run's lookahead launched before their step, by step id: what they were launched
     with, and the launch (an instance and its sandbox)."""

@@ -19,8 +19,9 @@ from prefect_agentenv.exceptions import InstanceExitedError
 logger = logging.getLogger("prefect_agentenv.teardown")
 
 StopFunction = Callable[[], Awaitable[Any]]
-_AFTER_INSTANCES = ("sandbox", "client")
-"""Kinds stopped after every instance: sandbox folders, then shared clients."""
+_AFTER_INSTANCES = ("sandbox", "gateway", "client")
+"""Kinds stopped after every instance: sandbox folders, the model gateway (the agents it served have
+stopped calling it, so its record of the run's calls is whole), then shared clients."""
 
 
 @dataclass
@@ -106,15 +107,16 @@ class TeardownRegistry:
 
         Instances (envs, agents, models) are stopped all at once: each waits on its own process,
         so one slow stop no longer delays the others. Then the sandboxes they worked in are
-        removed, then the run's shared clients are closed newest first (a stopping instance may
-        still need them).
+        removed, then the model gateway stops, then the run's shared clients are closed newest
+        first (a stopping instance may still need them).
         """
         deadline = time.monotonic() + overall_timeout
         pending = [e for e in reversed(self.entries) if not e.done]
         instances = [e for e in pending if e.kind not in _AFTER_INSTANCES]
         sandboxes = [e for e in pending if e.kind == "sandbox"]
+        gateways = [e for e in pending if e.kind == "gateway"]
         clients = [e for e in pending if e.kind == "client"]
-        for group, together in ((instances, True), (sandboxes, True), (clients, False)):
+        for group, together in ((instances, True), (sandboxes, True), (gateways, True), (clients, False)):
             if group and time.monotonic() > deadline:
                 self._skip(group)
             elif together:

@@ -115,10 +115,9 @@ async def execute_as_prefect_task(step: StepModel, inputs: list[RunContext]) -> 
     started = run.services.started_in_task
     started.discard(step.id)
     settings = get_settings()
-    try:
-        chosen = await step_task_tags(step.type)
-    except ApiUnreachable as exc:
-        return await _without_prefect(run, step, inputs, f"the Prefect API is unreachable ({exc})")
+    unreachable, chosen = await _tags_of(step)
+    if unreachable:
+        return await _without_prefect(run, step, inputs, unreachable)
     runnable = _named_step_task(step.id, frozenset({step.type} if chosen is None else chosen))
     retry = step.retry_config
     own_retries = bool(retry and retry.max_retries > 0 and retry.retry_from_step_id == step.id)
@@ -166,6 +165,14 @@ async def execute_as_prefect_task(step: StepModel, inputs: list[RunContext]) -> 
     if not isinstance(result, RunContext):
         raise TypeError(f"step '{step.id}' returned {type(result).__name__}, not a RunContext")
     return result
+
+
+async def _tags_of(step: StepModel) -> tuple[str | None, set[str] | None]:
+    """The step's task-run tags (see :func:`step_task_tags`), or why the Prefect API cannot be asked."""
+    try:
+        return None, await step_task_tags(step.type)
+    except ApiUnreachable as exc:
+        return f"the Prefect API is unreachable ({exc})", None
 
 
 async def _without_prefect(run: RunResources, step: StepModel, inputs: list[RunContext], why: str) -> RunContext:

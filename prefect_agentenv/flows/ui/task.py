@@ -43,9 +43,26 @@ def summary_markdown(report: TaskReport) -> str:
         for vid, v in verifications.items():
             vscore = "skipped" if v.skipped else v.score
             lines.append(f"| {vid} | {vscore} | {len(v.results)} |")
+    lines += _model_call_lines(report)
     if report.warnings:
         lines += ["", "## Warnings", ""] + [f"- {w}" for w in report.warnings]
     return "\n".join(lines)
+
+
+def _model_call_lines(report: TaskReport) -> list[str]:
+    """The run's model calls per role, as its gateway counted them."""
+    if report.model_calls is None:
+        return []
+    lines = ["", "## Model calls (counted by the gateway)", "",
+             "| role | calls | failed | input tokens | output tokens | cost (USD) |", "|---|---|---|---|---|---|"]
+    for role, totals in [*report.model_calls.by_role.items(), ("all", report.model_calls.totals)]:
+        cost = "—" if totals.cost_usd is None else f"{totals.cost_usd:.4f}"
+        lines.append(f"| {role} | {totals.calls} | {totals.failed} | {totals.input_tokens:,} | "
+                     f"{totals.output_tokens:,} | {cost} |")
+    if report.model_calls.totals.unmetered:
+        lines.append(f"\n{report.model_calls.totals.unmetered} call(s) were not metered: the provider did not "
+                     "report their tokens.")
+    return lines
 
 
 async def publish_artifacts(report: TaskReport, secrets: set[str] | None = None) -> None:

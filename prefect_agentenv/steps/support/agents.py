@@ -61,10 +61,13 @@ def sandbox_of(run: RunResources, agent: DeployedAgent) -> Sandbox:
 
 
 async def model_for(run: RunResources, role: str, model: str | None = None, *,
-                    start_mock: bool = True) -> ResolvedModel:
-    """The model endpoint for a role; starts the run's mock model when nothing is configured
-    (unless ``start_mock`` is False: the caller only needs the model's name)."""
+                    start_mock: bool = True, route: bool = True) -> ResolvedModel:
+    """The model endpoint for a role, as the run's model gateway serves it (its URL and a token,
+    never the provider's key); starts the run's mock model when nothing is configured (unless
+    ``start_mock`` is False: the caller only needs the model's name). ``route=False`` gives the
+    endpoint itself, for a caller that only reads its model name or prices."""
     from prefect_agentenv.resolution.models import resolve_model_endpoint
+    from prefect_agentenv.steps.support.model_door import through_gateway
     from prefect_agentenv.steps.support.pooling import resolve_once
 
     resolved = await resolve_once(("model", role, model or ""), lambda: resolve_model_endpoint(role, model=model))
@@ -72,7 +75,7 @@ async def model_for(run: RunResources, role: str, model: str | None = None, *,
         resolved = resolved.model_copy(update={"base_url": await ensure_mock_model(run)})
     if resolved.api_key is not None:
         run.redact.add(resolved.api_key.get_secret_value())
-    return resolved
+    return await through_gateway(run, resolved) if route else resolved
 
 
 async def ensure_mock_model(run: RunResources) -> str:
@@ -190,7 +193,8 @@ async def _agent_launch(run: RunResources, step: StepModel, *, a2a_agent_id: str
         spec = spec.model_copy(update={"startup_timeout_seconds": startup})
     # An agent known to call no model (the scripted one) does not wait for a mock model to start.
     endpoint = await model_for(run, MODEL_ROLE_OF.get(a2a_agent_id, role), model, start_mock=resolved.uses_model)
-    per_run_model = endpoint.is_mock and endpoint.base_url is not None and not run.services.mock_model_pooled
+    # The agent holds the run's gateway's URL and token: it may be pooled only with a pooled gateway.
+    per_run_model = endpoint.base_url is not None and not run.services.gateway_pooled
     env = {**_model_env(endpoint), **_harness_env(resolved.harness, endpoint), **(extra_env or {})}
     return _Launch(spec, env, endpoint, per_run_model)
 

@@ -39,7 +39,7 @@ def start_lookahead(run: RunResources, steps: Sequence[StepModel]) -> asyncio.Ta
 
 async def stop_lookahead(run: RunResources, lookahead: asyncio.Task[None] | None) -> None:
     """End the lookahead, and the launches no step took, so teardown sees all they started."""
-    pending: list[asyncio.Future[Any]] = [t for t in (lookahead, run.services.mock_model_start)
+    pending: list[asyncio.Future[Any]] = [t for t in (lookahead, run.services.mock_model_start, run.services.gateway_start)
                                           if t is not None and not t.done()]
     for _, launch in run.services.early_agents.values():  # their steps never ran (an env failed, a stop)
         if not launch.done():

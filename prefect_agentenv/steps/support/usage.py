@@ -45,5 +45,5 @@ async def price_of(run: RunResources, model: str | None) -> ModelPrice | None:
     """The price of ``model`` in the agent role's endpoint's price table (never starts a mock model)."""
     if model is None:
         return None
-    endpoint = await model_for(run, "agent", start_mock=False)
+    endpoint = await model_for(run, "agent", start_mock=False, route=False)
     return endpoint.prices.get(model)

@@ -1,0 +1,147 @@
+"""The run's one door to the models: every role's endpoint is handed out as the run's gateway.
+
+An agent, a judge or a user simulator never gets a provider's key: :func:`through_gateway` turns
+the endpoint its role resolved to (a ``ModelEndpoint`` block, the settings, or the run's mock
+model) into the gateway's URL and a token of the gateway's. The real key and URL become the
+token's upstream, so every call is relayed there and counted by the gateway (``gateway/``).
+
+* One gateway per run, started on first use in the run's event loop and stopped at its teardown
+  after every agent that called it (teardown kind ``gateway``). Before it stops, its record of
+  the run's calls is kept in ``run.services.model_calls`` for the report.
+* In a benchmark with a warm pool, the pool hands a gateway to one task run at a time, as it does
+  the mock model: its tokens stay the same (so a pooled agent started with one can be handed on)
+  and are re-pointed to the task run that holds it.
+* One token per role per gateway; an isolated-scoring run uses its parent's gateway and counts
+  against the parent's run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from pydantic import SecretStr
+
+from prefect_agentenv.runtime.run import RunResources
+
+if TYPE_CHECKING:  # the gateway (Starlette, uvicorn) loads on use: `validate` stays light
+    from prefect_agentenv.gateway import GatewayConfig, ModelGateway
+    from prefect_agentenv.resolution.models import ResolvedModel
+
+logger = logging.getLogger("prefect_agentenv.models")
+
+
+@dataclass
+class PooledGateway:
+    """A gateway a warm pool hands from task run to task run, with the tokens it has issued."""
+
+    gateway: ModelGateway
+    stack: contextlib.AsyncExitStack
+    base_url: str = ""
+    tokens: dict[str, str] = field(default_factory=dict)
+    """Role → the token issued for it (the same for every task run that holds this gateway)."""
+    holder: str | None = None
+    """The run that holds it now."""
+
+    @property
+    def busy(self) -> bool:
+        """Never held back: a call still streaming when its task run ends belongs to an agent that
+        may still be working, which is stopped instead of pooled."""
+        return False
+
+    def reset(self) -> None:
+        """Forget the last holder's calls (its report kept them)."""
+        if self.holder is not None:
+            self.gateway.forget(self.holder)
+        self.holder = None
+
+    async def stop(self) -> None:
+        await self.stack.aclose()
+
+
+async def through_gateway(run: RunResources, resolved: ResolvedModel) -> ResolvedModel:
+    """``resolved`` as the run's gateway serves it: the gateway's URL and a token for the role, the
+    real endpoint its upstream. An endpoint with no URL yet (the mock, not started) is returned as is."""
+    if resolved.base_url is None:
+        return resolved
+    door = await ensure_gateway(run)
+    usage_run = run.services.usage_run_id or run.run_id
+    upstreams = upstreams_of(resolved)
+    token = door.tokens.get(resolved.role)
+    if token is None:
+        token = door.tokens[resolved.role] = door.gateway.issue(usage_run, resolved.role, upstreams)
+    else:
+        door.gateway.rebind(token, usage_run, upstreams)
+    run.redact.add(token)
+    return resolved.model_copy(update={"base_url": door.gateway.openai_base_url, "api_key": SecretStr(token),
+                                       "upstream_base_url": resolved.base_url})
+
+
+def upstreams_of(resolved: ResolvedModel) -> GatewayConfig:
+    """The endpoint as the gateway's upstream for every wire: an OpenAI-compatible endpoint (a LiteLLM
+    gateway, the mock model) answers chat completions, Responses and Messages at the same root."""
+    from prefect_agentenv.gateway import GatewayConfig, Upstream
+
+    assert resolved.base_url is not None
+    upstream = Upstream(base_url=resolved.base_url, api_key=resolved.api_key,
+                        timeout_seconds=resolved.request_timeout_seconds)
+    return GatewayConfig(chat=upstream, responses=upstream, messages=upstream, prices=dict(resolved.prices))
+
+
+async def ensure_gateway(run: RunResources) -> PooledGateway:
+    """The run's gateway, started by the first step that needs a model; the others wait for the same start."""
+    if run.services.gateway is not None:
+        return run.services.gateway
+    if run.services.gateway_start is None:
+        start = run.services.gateway_start = asyncio.ensure_future(_open_gateway(run))
+        start.add_done_callback(functools.partial(_forget_cancelled_start, run))
+    return await asyncio.shield(run.services.gateway_start)
+
+
+def _forget_cancelled_start(run: RunResources, start: asyncio.Task[PooledGateway]) -> None:
+    """A start cancelled before it ran never reaches its own ``except``: the next step tries again."""
+    if start.cancelled() and run.services.gateway_start is start:
+        run.services.gateway_start = None
+
+
+async def _open_gateway(run: RunResources) -> PooledGateway:
+    from prefect_agentenv.runtime.pool import active_pool
+
+    pool = active_pool()
+    try:
+        door = await (pool.acquire_gateway(_start_gateway) if pool is not None else _start_gateway())
+    except BaseException:
+        run.services.gateway_start = None  # the next step that needs it tries again
+        raise
+    door.holder = run.services.usage_run_id or run.run_id
+    release: Callable[[], Awaitable[None]] = (functools.partial(pool.release_gateway, door) if pool is not None
+                                              else door.stop)
+    label = f"model gateway ({door.base_url})" + (" back to the pool" if pool is not None else "")
+    run.teardown.add(label, functools.partial(_keep_calls_then, run, door, release), kind="gateway")
+    run.services.gateway = door
+    run.services.gateway_pooled = pool is not None
+    return door
+
+
+async def _start_gateway() -> PooledGateway:
+    from prefect_agentenv.gateway import GatewayConfig, serve_gateway
+
+    stack = contextlib.AsyncExitStack()
+    gateway = await stack.enter_async_context(serve_gateway(GatewayConfig()))
+    logger.info("the run's model gateway serves at %s", gateway.base_url)
+    return PooledGateway(gateway, stack, gateway.base_url)
+
+
+async def _keep_calls_then(run: RunResources, door: PooledGateway, release: Callable[[], Awaitable[None]]) -> None:
+    """Keep the run's call records for its report, then stop the gateway (or hand it back)."""
+    usage_run = run.services.usage_run_id or run.run_id
+    kept = run.services.calls_kept_in or run.services
+    kept.model_calls = [*(kept.model_calls or []), *door.gateway.calls(usage_run)]
+    for token in door.tokens.values():
+        door.gateway.rebind(token, "", None)  # nobody's until the next holder: its calls are refused
+    await release()
