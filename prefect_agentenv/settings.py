@@ -87,6 +87,19 @@ class AgentEnvSettings(PrefectBaseSettings):
         default=None, validation_alias=AliasChoices("PREFECT_AGENTENV_OPENAI_API_KEY", "OPENAI_API_KEY")
     )
     """Its API key."""
+    model_responses_base_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("PREFECT_AGENTENV_RESPONSES_BASE_URL"))
+    """Where OpenAI's Responses API goes (Codex), when not to ``OPENAI_BASE_URL``."""
+    model_responses_api_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("PREFECT_AGENTENV_RESPONSES_API_KEY"))
+    """Its key (``OPENAI_API_KEY`` when unset)."""
+    model_messages_base_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("PREFECT_AGENTENV_ANTHROPIC_BASE_URL", "ANTHROPIC_BASE_URL"))
+    """Where Anthropic's Messages API goes (Claude Code), e.g. https://api.anthropic.com/v1, when not
+    to ``OPENAI_BASE_URL``; it is sent Anthropic's ``x-api-key``."""
+    model_messages_api_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("PREFECT_AGENTENV_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY"))
+    """Its key."""
 
     @property
     def openai_base_url(self) -> str | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from prefect.blocks.core import Block
 from pydantic import ConfigDict, Field, SecretStr
@@ -11,6 +11,7 @@ from prefect_agentenv.blocks.documentation import DOCUMENTATION_URL
 from prefect_agentenv.usage import ModelPrice
 
 MODEL_ENDPOINT_BLOCK_SLUG = "agentenv-model-endpoint"
+_ALL_WIRES: tuple[Literal["chat", "responses", "messages"], ...] = ("chat", "responses", "messages")
 
 
 class ModelEndpoint(Block):
@@ -69,6 +70,21 @@ model = endpoint.model_for("judge")
     """Optional price table, model name to US dollars per million input and output tokens, e.g.
     {"gpt-4.1": {"input_per_million": 2.0, "output_per_million": 8.0}}: it prices the tokens an agent
     reports without a cost, in the report, the transcript and a benchmark's results."""
+
+    responses_base_url: str | None = None
+    """Where OpenAI's Responses API (Codex) goes when base_url does not serve it, e.g.
+    https://api.openai.com/v1; sent responses_api_key (else api_key) as a bearer token."""
+    responses_api_key: SecretStr | None = None
+    """The key of responses_base_url; api_key when empty."""
+    messages_base_url: str | None = None
+    """Where Anthropic's Messages API (Claude Code) goes when base_url does not serve it, e.g.
+    https://api.anthropic.com/v1; sent messages_api_key as Anthropic's x-api-key."""
+    messages_api_key: SecretStr | None = None
+    """The key of messages_base_url."""
+    base_url_wires: list[Literal["chat", "responses", "messages"]] = Field(
+        default_factory=lambda: list(_ALL_WIRES))
+    """The model APIs base_url answers: all three for a LiteLLM gateway, ["chat", "responses"] for
+    OpenAI itself. A harness whose API no upstream answers is refused at deploy with the fix."""
 
     def model_for(self, role: str) -> str:
         """The model configured for ``role``, else the default model."""

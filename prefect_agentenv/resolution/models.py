@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.usage import ModelPrice
 from prefect_agentenv.exceptions import ConfigurationError
+from prefect_agentenv.gateway.config import AuthStyle, GatewayConfig, Upstream, Wire
 from prefect_agentenv.protocols.openai import OpenAIClient
 from prefect_agentenv.resolution.block_lookup import is_block_name, load_block, prefect_api_configured
 
@@ -60,6 +61,9 @@ class ResolvedModel(BaseModel):
     """The endpoint's price table (model name → price per million tokens), from its block."""
     upstream_base_url: str | None = None
     """Set when ``base_url`` is the run's model gateway: the endpoint the gateway relays to."""
+    upstreams: GatewayConfig | None = None
+    """Where the run's model gateway sends each wire of this role's calls, with the keys; None for
+    the mock model (it answers every wire at ``base_url``)."""
 
     def client(self, *, http: httpx.AsyncClient | None = None) -> OpenAIClient:
         """A client for this endpoint with its key and request timeout.
@@ -114,14 +118,40 @@ async def resolve_model_endpoint(
     if consult_blocks:
         block = await load_model_endpoint_block(block_name)
         if block is not None:
+            upstreams = _upstreams(block.base_url, block.api_key, block.base_url_wires,
+                                   responses=(block.responses_base_url, block.responses_api_key),
+                                   messages=(block.messages_base_url, block.messages_api_key),
+                                   timeout=block.request_timeout_seconds, prices=dict(block.prices))
             return ResolvedModel(role=role, base_url=block.base_url, api_key=block.api_key,
                                  model=model or block.model_for(role), source="block",
-                                 request_timeout_seconds=block.request_timeout_seconds, prices=dict(block.prices))
+                                 request_timeout_seconds=block.request_timeout_seconds, prices=dict(block.prices),
+                                 upstreams=upstreams)
     from prefect_agentenv.settings import get_settings  # on Prefect's settings base: read on use
 
     settings = get_settings()
     if settings.openai_base_url:
+        upstreams = _upstreams(settings.openai_base_url, settings.openai_api_key, ["chat", "responses", "messages"],
+                               responses=(settings.model_responses_base_url, settings.model_responses_api_key),
+                               messages=(settings.model_messages_base_url, settings.model_messages_api_key))
         return ResolvedModel(role=role, base_url=settings.openai_base_url, api_key=settings.openai_api_key,
-                             model=model or DEFAULT_OPENAI_MODEL, source="settings")
+                             model=model or DEFAULT_OPENAI_MODEL, source="settings", upstreams=upstreams)
     logger.info("no model endpoint is configured for the %s role: using the built-in mock model", role)
     return ResolvedModel(role=role, base_url=mock_base_url, model=MOCK_MODEL, is_mock=True, source="mock")
+
+
+def _upstreams(base_url: str, api_key: SecretStr | None, wires: list[Wire], *,
+               responses: tuple[str | None, SecretStr | None], messages: tuple[str | None, SecretStr | None],
+               timeout: float = 120.0, prices: dict[str, ModelPrice] | None = None) -> GatewayConfig:
+    """Each wire's upstream: its own URL when one is named (Responses with a bearer key, Messages with
+    Anthropic's ``x-api-key``), else ``base_url`` when it answers that wire, else none."""
+    main = Upstream(base_url=base_url, api_key=api_key, timeout_seconds=timeout)
+
+    def own(url: str | None, key: SecretStr | None, wire: Wire, auth: AuthStyle = "bearer") -> Upstream | None:
+        if url:
+            return Upstream(base_url=url, api_key=key, timeout_seconds=timeout, auth=auth)
+        return main if wire in wires else None
+
+    return GatewayConfig(chat=main if "chat" in wires else None,
+                         responses=own(responses[0], responses[1] or api_key, "responses"),
+                         messages=own(messages[0], messages[1], "messages", "x-api-key"),
+                         prices=prices or {})

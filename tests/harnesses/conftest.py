@@ -82,15 +82,18 @@ def marked_processes(run_id: str) -> list[str]:
     return found
 
 
-def assert_smoke_passed(report: TaskReport, run_id: str, harness: str) -> None:
+def assert_smoke_passed(report: TaskReport, run_id: str, harness: str, model: str = "mock") -> None:
     """The smoke task's own check passed on the harness's own work, and the run left nothing behind."""
     prompt = report.context.prompt_responses["ask"]
     assert report.outcome == "PASSED", (report.error, prompt, report.steps)
     assert prompt.response.strip() == "42"
     assert prompt.tool_call_count and prompt.tool_call_count >= 1, "the harness ran the command with its shell tool"
-    assert prompt.model == "mock", "the mock model answered, and the report says so"
+    assert prompt.model == model, "the model that answered is the one the report names"
     assert prompt.usage is not None and (prompt.usage.input_tokens or 0) > 0, "the tokens the model reported"
     assert report.transcript is not None and report.transcript.prompts[0].tokens is not None
+    calls = report.model_calls
+    assert calls is not None and calls.by_role["agent"].calls >= 1, "every model call went through the run's gateway"
+    assert calls.by_role["agent"].input_tokens > 0 and calls.totals.failed == 0
     agent = report.context.deployed_agents["default-agent"]
     assert agent.a2a_agent_id == harness
     assert agent.confinement is not None and agent.confinement.confined, "a harness runs confined by default"

@@ -86,6 +86,8 @@ class Harness:
     """(command, why) pairs the harness takes from the system's PATH; their absence is reported."""
     model_api: str = ""
     """What it calls on the model endpoint (for the docs and errors)."""
+    wire: Literal["chat", "responses", "messages"] | None = "chat"
+    """The model wire it speaks through the run's model gateway; None: one the gateway does not relay."""
 
     @property
     def framework_id(self) -> str:
@@ -118,7 +120,7 @@ HARNESSES: dict[str, Harness] = {h.name: h for h in (
         version_command=("codex", "--version"),
         workspace_variable="CODEX_WORKSPACE_DIR", model_variable=None, base_url="root",
         home_env={**_XDG, "CODEX_HOME": "home/.codex"},
-        model_api="the Responses API at <root>/openai/v1/responses (a LiteLLM gateway's path)"),
+        model_api="the Responses API at <root>/openai/v1/responses (a LiteLLM gateway's path)", wire="responses"),
     Harness(
         name="pi", title="pi",
         cli=NpmCli("@earendil-works/pi-coding-agent", "1.3.0", lockfile="shipped"),
@@ -146,7 +148,7 @@ HARNESSES: dict[str, Harness] = {h.name: h for h in (
         constant_env={"DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1", "DISABLE_ERROR_REPORTING": "1",
                       "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "IS_SANDBOX": "1"},
         home_env={**_XDG, "CLAUDE_CONFIG_DIR": "home/.claude"},
-        model_api="Anthropic's Messages API at <root>/v1/messages"),
+        model_api="Anthropic's Messages API at <root>/v1/messages", wire="messages"),
     Harness(
         name="gemini", title="Gemini CLI",
         cli=NpmCli("@google/gemini-cli", "0.38.2"),
@@ -155,7 +157,7 @@ HARNESSES: dict[str, Harness] = {h.name: h for h in (
         workspace_variable="GEMINI_CWD", model_variable=None, base_url="root",
         home_env={**_XDG, "GEMINI_CLI_HOME": "home"},
         model_api="Gemini's API at <root>/gemini (a LiteLLM passthrough); a provider-prefixed model "
-                  "(vertex_ai/...) goes to <root>/v1/chat/completions"),
+                  "(vertex_ai/...) goes to <root>/v1/chat/completions", wire=None),
 )}
 """Every harness that ``agent install`` knows, by AgentEnv's folder name."""
 

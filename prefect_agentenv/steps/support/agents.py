@@ -194,6 +194,7 @@ async def _agent_launch(run: RunResources, step: StepModel, *, a2a_agent_id: str
     # An agent known to call no model (the scripted one) does not wait for a mock model to start.
     endpoint = await model_for(run, MODEL_ROLE_OF.get(a2a_agent_id, role), model, start_mock=resolved.uses_model)
     # The agent holds the run's gateway's URL and token: it may be pooled only with a pooled gateway.
+    _check_wire(resolved.harness, endpoint, step)
     per_run_model = endpoint.base_url is not None and not run.services.gateway_pooled
     env = {**_model_env(endpoint), **_harness_env(resolved.harness, endpoint), **(extra_env or {})}
     return _Launch(spec, env, endpoint, per_run_model)
@@ -249,6 +250,28 @@ def _model_env(endpoint: ResolvedModel) -> dict[str, str]:
     if endpoint.api_key is not None:
         env["OPENAI_API_KEY"] = endpoint.api_key.get_secret_value()
     return env
+
+
+def _check_wire(harness_name: str | None, endpoint: ResolvedModel, step: StepModel) -> None:
+    """Refuse a harness whose model API no upstream of its endpoint answers (the gateway translates
+    nothing between wires), with the fix."""
+    from prefect_agentenv.agents.harnesses.catalog import HARNESSES
+
+    if harness_name is None or endpoint.base_url is None:
+        return
+    harness = HARNESSES[harness_name]
+    if harness.wire is None:
+        raise DeployError(f"{harness.title} calls {harness.model_api}, which the run's model gateway does not relay; "
+                          "run it with confinement: none and its own endpoint, or use another harness",
+                          step=step)
+    if endpoint.upstreams is not None and endpoint.upstreams.upstream(harness.wire) is None:
+        where = {"responses": "responses_base_url (PREFECT_AGENTENV_RESPONSES_BASE_URL)",
+                 "messages": "messages_base_url and messages_api_key (ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY)",
+                 "chat": "a base_url that answers chat completions"}[harness.wire]
+        raise DeployError(f"{harness.title} speaks the {harness.wire!r} model API and the {endpoint.role} model "
+                          f"endpoint ({endpoint.source}) has no upstream for it: set {where} on the ModelEndpoint "
+                          "block, or point base_url at a gateway that answers every API (LiteLLM)",
+                          step=step)
 
 
 def _harness_env(harness_name: str | None, endpoint: ResolvedModel) -> dict[str, str]:

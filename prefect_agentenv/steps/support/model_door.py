@@ -71,7 +71,7 @@ async def through_gateway(run: RunResources, resolved: ResolvedModel) -> Resolve
         return resolved
     door = await ensure_gateway(run)
     usage_run = run.services.usage_run_id or run.run_id
-    upstreams = upstreams_of(resolved)
+    upstreams = resolved.upstreams or upstreams_of(resolved)
     token = door.tokens.get(resolved.role)
     if token is None:
         token = door.tokens[resolved.role] = door.gateway.issue(usage_run, resolved.role, upstreams)
