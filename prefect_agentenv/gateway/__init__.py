@@ -11,13 +11,19 @@ upstream's own usage. See ``docs/models-and-keys.md``.
 * ``relay`` — one answer relayed as it arrives, metered, recorded when it ends.
 * ``metering`` — model and tokens read from a whole answer or a stream's events.
 * ``ledger`` — the call records and per-run totals.
+* ``limits`` — per-run ``CallLimits`` and run-wide ``Budget``: what the next call is refused for.
+* ``retries`` — per-upstream concurrency, and retries of the provider's 429s and 5xx.
+* ``cassette`` — record a run's calls, replay them without a provider.
 * ``server`` — ``serve_gateway``: the gateway on a free loopback port, and its handle.
 """
 
 from __future__ import annotations
 
-from prefect_agentenv.gateway.config import GatewayConfig, Upstream, Wire
-from prefect_agentenv.gateway.ledger import CallRecord, RunTotals
+from prefect_agentenv.gateway.cassette import Cassette, CassetteEntry
+from prefect_agentenv.gateway.config import GatewayConfig, RetryPolicy, Upstream, Wire
+from prefect_agentenv.gateway.ledger import CallRecord, Failure, LimitName, RunTotals
+from prefect_agentenv.gateway.limits import Budget, CallLimits, Spent
 from prefect_agentenv.gateway.server import ModelGateway, serve_gateway
 
-__all__ = ["CallRecord", "GatewayConfig", "ModelGateway", "RunTotals", "Upstream", "Wire", "serve_gateway"]
+__all__ = ["Budget", "CallLimits", "CallRecord", "Cassette", "CassetteEntry", "Failure", "GatewayConfig",
+           "LimitName", "ModelGateway", "RetryPolicy", "RunTotals", "Spent", "Upstream", "Wire", "serve_gateway"]
