@@ -80,7 +80,8 @@ class ModelGateway:
         return self._limits.reached(run_id)
 
     def spent(self, run_id: str) -> Spent:
-        """What the run has used as its limits count it (calls let through, tokens and cost of those ended)."""
+        """What the run has used as its limits count it: calls let through, tokens and cost of those ended.
+        Kept for runs issued with limits or a budget only (zeros otherwise: ``totals`` counts every run)."""
         return self._limits.spent(run_id)
 
     def revoke(self, token: str) -> bool:

@@ -252,3 +252,17 @@ async def test_a_token_issued_with_its_own_upstreams_sends_its_calls_there_and_i
     judged, acted = gateway.calls("run-2")
     assert (judged.role, acted.role) == ("judge", "agent")
     assert judged.cost_usd is not None and judged.cost_usd > 0 and acted.model == "mock"
+
+
+async def test_the_request_reaches_the_upstream_byte_for_byte_with_nothing_added(
+        recorded: tuple[Recorder, ModelGateway]) -> None:
+    # A chat stream without stream_options.include_usage is sent on as it is: the gateway does not ask
+    # for the usage the client did not (its answer would change under the client).
+    upstream, gateway = recorded
+    sent = b'{"model":"m",  "stream":true, "messages":[{"role":"user","content":"hi"}], "x-unknown":[1]}'
+    async with httpx.AsyncClient(timeout=10.0) as http:
+        await http.post(gateway.openai_base_url + "/chat/completions", content=sent,
+                        headers={"authorization": f"Bearer {gateway.issue(RUN, 'agent')}",
+                                 "content-type": "application/json"})
+
+    assert upstream.bodies == [sent]
