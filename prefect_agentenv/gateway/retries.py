@@ -112,6 +112,9 @@ async def send(http: httpx.AsyncClient, upstream: Upstream, build: Callable[[], 
             response = await http.send(build(), stream=True)
         except httpx.HTTPError as exc:
             error = exc
+        except BaseException:
+            release()  # cancelled (the gateway is stopping): the slot must not stay taken
+            raise
         if response is not None and response.status_code not in RETRYABLE_STATUSES:
             return Sent(response, None, retries, release)
         wait = _next_wait(policy, retries, waited, response)

@@ -49,6 +49,12 @@ class Recorder:
     chunks_sent: int = 0
     stream_closed: asyncio.Event = field(default_factory=asyncio.Event)
 
+    async def requests_arrived(self, count: int, timeout: float = 10.0) -> None:
+        """Return once ``count`` requests have arrived (TimeoutError after ``timeout`` seconds)."""
+        async with asyncio.timeout(timeout):
+            while len(self.bodies) < count:
+                await asyncio.sleep(0.01)
+
     def app(self) -> Starlette:
         async def anything(request: Request) -> Response:
             self.arrivals.append(time.monotonic())

@@ -79,9 +79,9 @@ async def test_calls_started_together_never_pass_the_model_calls_limit(gateway: 
 
 
 async def test_a_run_past_its_seconds_is_refused(gateway: ModelGateway) -> None:
-    token = gateway.issue(RUN, "agent", limits=CallLimits(seconds=0.3))
+    token = gateway.issue(RUN, "agent", limits=CallLimits(seconds=1.0))
     await _chat(gateway, token)
-    await asyncio.sleep(0.35)
+    await asyncio.sleep(1.05)
     with pytest.raises(openai.BadRequestError, match=r"limit \(seconds\)"):
         await _chat(gateway, token)
 
@@ -109,8 +109,7 @@ async def test_calls_in_flight_when_the_limit_is_crossed_finish_and_are_counted(
         return answer.content
 
     both = asyncio.gather(stream(), stream())
-    while len(upstream.bodies) < 2:  # both admitted before either has used a token
-        await asyncio.sleep(0.01)
+    await upstream.requests_arrived(2)  # both let through before either used a token
     upstream.gate.set()
     first, second = await both
     with pytest.raises(openai.BadRequestError, match=r"limit \(tokens\)"):

@@ -136,7 +136,8 @@ async def test_an_upstreams_max_concurrency_holds_further_calls_until_a_stream_e
             return answer.status_code
 
         both = asyncio.gather(stream(), stream())
-        await asyncio.sleep(0.5)
+        await recorder.requests_arrived(1)
+        await asyncio.sleep(0.3)
         held = len(recorder.bodies)  # the first stream holds the only slot, waiting at the gate
         recorder.gate.set()
         assert await both == [200, 200]
