@@ -113,6 +113,10 @@ class Cassette(BaseModel):
     def add(self, entry: CassetteEntry) -> None:
         self.entries.append(entry)
 
+    def for_run(self, run_id: str) -> Cassette:
+        """The calls one run made (a gateway shared by several runs records them all into one cassette)."""
+        return Cassette(entries=[entry for entry in self.entries if entry.run_id == run_id])
+
     def to_jsonl(self) -> str:
         return "".join(entry.model_dump_json() + "\n" for entry in self.entries)
 

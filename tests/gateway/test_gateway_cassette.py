@@ -82,6 +82,7 @@ async def test_a_cassette_holds_neither_the_key_nor_the_token(gateway: ModelGate
     text = cassette.to_jsonl()
 
     assert len(cassette.entries) == 6 and CANARY_KEY not in text and token not in text
+    assert cassette.for_run(RUN) == cassette and cassette.for_run("run-2").entries == []
     for entry in cassette.entries:
         assert {name for name, _ in entry.headers} <= {"content-type", "request-id", "x-request-id", "retry-after"}
         assert (entry.run_id, entry.role, entry.model) == (RUN, "agent", "m")
