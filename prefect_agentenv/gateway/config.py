@@ -22,6 +22,24 @@ AuthStyle = Literal["bearer", "x-api-key"]
 DEFAULT_ANTHROPIC_VERSION = "2023-06-01"
 
 
+class RetryPolicy(BaseModel):
+    """How the gateway absorbs a provider's rate limits and outages: 429, 500, 502, 503, 504, 529 and
+    no answer at all are sent again, with exponential backoff (``Retry-After`` honoured when longer),
+    but only before any byte of an answer has reached the client."""
+
+    model_config = _CONFIG
+
+    attempts: int = Field(default=5, ge=0)
+    """Retries after the first try (0: relay the provider's first answer, whatever it is)."""
+    max_seconds: float = Field(default=60.0, ge=0)
+    """The most a call waits in all between tries; a ``Retry-After`` that would pass it ends the retrying
+    and the provider's answer is relayed."""
+    initial_backoff_seconds: float = Field(default=0.5, gt=0)
+    """The first wait; each further one doubles, up to ``max_backoff_seconds``."""
+    max_backoff_seconds: float = Field(default=20.0, gt=0)
+    """The longest wait the backoff alone chooses (a ``Retry-After`` may ask for more)."""
+
+
 class Upstream(BaseModel):
     """One provider endpoint the gateway forwards a wire's calls to, with the real key."""
 
@@ -38,6 +56,10 @@ class Upstream(BaseModel):
     """Sent as ``anthropic-version`` with ``x-api-key`` auth when the client sent none."""
     timeout_seconds: float = Field(default=600.0, gt=0)
     """Upper bound for connecting and for each read from the upstream; a long generation streams within it."""
+    max_concurrency: int | None = Field(default=None, gt=0)
+    """Calls in flight to this upstream at once (streams included); more wait their turn. None: no bound."""
+    retry: RetryPolicy = RetryPolicy()
+    """Retries of the provider's rate limits and outages."""
 
     @field_validator("base_url")
     @classmethod

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import datetime
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -11,6 +12,21 @@ from prefect_agentenv.gateway.config import Wire
 from prefect_agentenv.usage import ModelPrice, TokenUsage
 
 _CONFIG = ConfigDict(extra="forbid", frozen=True)
+
+LimitName = Literal["tokens", "output_tokens", "cost_usd", "model_calls", "seconds", "budget_usd", "budget_tokens"]
+"""Which limit refused a call: one of ``CallLimits``' fields, or a ``Budget``'s ``usd`` / ``tokens``."""
+
+Failure = Literal["limit", "infrastructure", "request", "configuration", "replay", "client"]
+"""Why a call did not end well, for whoever scores it:
+
+* ``limit`` — the gateway refused it: the run's limit or its budget was reached (the prompt is truncated);
+* ``infrastructure`` — the provider was unreachable, rate-limiting or unavailable (429, 5xx) after the
+  gateway's retries, or its stream broke off: never the agent's wrong answer;
+* ``request`` — the upstream refused the request itself (another 4xx);
+* ``configuration`` — the gateway has no upstream for the wire;
+* ``replay`` — a replay's cassette has no answer for the request (the agent did something new);
+* ``client`` — the client went away before the answer ended.
+"""
 
 
 class CallRecord(BaseModel):
@@ -46,6 +62,12 @@ class CallRecord(BaseModel):
     """Streams only: to the first event carrying output (text, a tool call)."""
     error: str | None = None
     """Why the call did not end normally (upstream unreachable, its stream broke, the client went away)."""
+    failure: Failure | None = None
+    """The kind of failure (see ``Failure``); None for a call answered with a 2xx and relayed whole."""
+    limit: LimitName | None = None
+    """The limit or budget that refused the call (``failure == "limit"``)."""
+    retries: int = 0
+    """Times the gateway sent the call again after a 429, a 5xx or no answer, before relaying one."""
 
     @property
     def metered(self) -> bool:
@@ -62,6 +84,14 @@ class RunTotals(BaseModel):
     calls: int = 0
     failed: int = 0
     """Calls answered with an HTTP error or cut short."""
+    refused: int = 0
+    """Calls the gateway refused because a limit or the budget was reached."""
+    infrastructure: int = 0
+    """Calls that failed on the provider's side (rate limits, outages) after the gateway's retries."""
+    retries: int = 0
+    """Retries of provider 429s and 5xx the gateway absorbed over the run's calls."""
+    limit_reached: LimitName | None = None
+    """The limit that refused the run's first refused call: the run's prompt ended truncated."""
     unmetered: int = 0
     """Successful calls whose tokens the upstream did not report (e.g. a chat stream without
     ``include_usage``): the token totals miss them."""
@@ -92,6 +122,10 @@ def sum_calls(run_id: str, records: list[CallRecord]) -> RunTotals:
     return RunTotals(
         run_id=run_id, calls=len(records),
         failed=sum(1 for r in records if r.status >= 400 or r.error is not None),
+        refused=sum(1 for r in records if r.failure == "limit"),
+        infrastructure=sum(1 for r in records if r.failure == "infrastructure"),
+        retries=sum(r.retries for r in records),
+        limit_reached=next((r.limit for r in records if r.limit is not None), None),
         unmetered=sum(1 for r in records if r.status < 400 and r.error is None and not r.metered),
         input_tokens=sum(r.input_tokens or 0 for r in records),
         output_tokens=sum(r.output_tokens or 0 for r in records),

@@ -7,11 +7,12 @@ between wires: a wire with no upstream is refused with an error that names it.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import httpx
@@ -21,10 +22,13 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from prefect_agentenv.gateway.config import GatewayConfig, Upstream, Wire
-from prefect_agentenv.gateway.errors import error_response, models_wire
+from prefect_agentenv.gateway.cassette import Cassette, CassetteEntry, Player, request_hash
+from prefect_agentenv.gateway.errors import error_response, limit_refusal, models_wire, replay_miss
 from prefect_agentenv.gateway.ledger import CallLedger, CallRecord, priced
+from prefect_agentenv.gateway.limits import LimitBook
 from prefect_agentenv.gateway.metering import CallUsage
-from prefect_agentenv.gateway.relay import CallStart, Relay
+from prefect_agentenv.gateway.relay import CallStart, Relay, Taped
+from prefect_agentenv.gateway.retries import Slots, send
 from prefect_agentenv.gateway.tokens import Grant, TokenRegistry
 
 _DROPPED_REQUEST_HEADERS = frozenset({
@@ -41,15 +45,23 @@ Endpoint = Callable[[Request], Awaitable[Response | Relay]]
 
 @dataclass(frozen=True)
 class GatewayState:
-    """What the routes share: the upstreams, the live tokens, the ledger and the one upstream client."""
+    """What the routes share: the upstreams, the live tokens, the ledger, the limits, the one upstream
+    client and its slots; and the cassette being recorded, or the player answering instead of upstreams."""
 
     config: GatewayConfig
     tokens: TokenRegistry
     ledger: CallLedger
     http: httpx.AsyncClient
+    limits: LimitBook = field(default_factory=LimitBook)
+    slots: Slots = field(default_factory=Slots)
+    recording: Cassette | None = None
+    player: Player | None = None
 
     def record(self, record: CallRecord, config: GatewayConfig | None = None) -> None:
-        self.ledger.add(priced(record, (config or self.config).prices))
+        """Price an ended call, count it against its run's limits and budget, and keep it."""
+        record = priced(record, (config or self.config).prices)
+        self.limits.count(record)
+        self.ledger.add(record)
 
     def config_for(self, grant: Grant) -> GatewayConfig:
         """The upstreams a token's calls go to: its own, else the gateway's."""
@@ -83,10 +95,20 @@ def _completions(state: GatewayState, wire: Wire, suffix: str) -> Endpoint:
                          started_at=started_at, started=started)
         config = state.config_for(grant)
         upstream = config.upstream(wire)
-        if upstream is None:
-            state.record(call.record(status=404, usage=CallUsage(), streamed=False, error="no upstream for this wire"),
-                         config)
+        if upstream is None and state.player is None:
+            state.record(call.record(status=404, usage=CallUsage(), streamed=False, error="no upstream for this wire",
+                                     failure="configuration"), config)
             return _unconfigured(wire)
+        reached = state.limits.admit(grant.run_id)
+        if reached is not None:
+            refusal = limit_refusal(wire, reached)
+            state.record(call.record(status=refusal.status_code, usage=CallUsage(), streamed=False,
+                                     error=f"refused: the {reached} limit was reached", failure="limit",
+                                     limit=reached), config)
+            return refusal
+        if state.player is not None:
+            return _replay(state, state.player, body, call, config)
+        assert upstream is not None  # checked above: only a replay answers without one
         return await _forward(state, config, upstream, request, body, suffix, call)
 
     return endpoint
@@ -117,15 +139,49 @@ def _models(state: GatewayState, suffix: str | None) -> Endpoint:
 
 async def _forward(state: GatewayState, config: GatewayConfig, upstream: Upstream, request: Request, body: bytes,
                    suffix: str, call: CallStart) -> Response | Relay:
-    """Send the call on with the real key; relay the answer as it arrives (or say why it could not be sent)."""
-    outgoing = _upstream_request(state.http, upstream, request, body, suffix)
-    try:
-        answer = await state.http.send(outgoing, stream=True)
-    except httpx.HTTPError as exc:
-        state.record(call.record(status=502, usage=CallUsage(), streamed=False,
-                                 error=f"the upstream did not answer: {type(exc).__name__}"), config)
-        return _unreachable(call.wire, upstream, exc)
-    return Relay(answer, call, functools.partial(state.record, config=config))
+    """Send the call on with the real key, retrying the provider's rate limits and outages; relay the
+    answer as it arrives (or say why there was none)."""
+    sent = await send(state.http, upstream, lambda: _upstream_request(state.http, upstream, request, body, suffix),
+                      state.slots)
+    call = dataclasses.replace(call, retries=sent.retries)
+    if sent.response is None:
+        error = sent.error or httpx.TransportError("no answer")
+        state.record(call.record(status=502, usage=CallUsage(), streamed=False, failure="infrastructure",
+                                 error=f"the upstream did not answer: {type(error).__name__}"), config)
+        return _unreachable(call.wire, upstream, error)
+
+    def done(record: CallRecord) -> None:
+        sent.release()
+        state.record(record, config)
+
+    return Relay(sent.response, call, done, _taper(state.recording, call, body))
+
+
+def _replay(state: GatewayState, player: Player, body: bytes, call: CallStart, config: GatewayConfig) -> Response | Relay:
+    """Answer from the cassette, relayed and counted like an upstream's answer; a request never recorded
+    is refused with its model and hash, so the new request can be found."""
+    digest = request_hash(call.wire, body)
+    answer = player.answer(call.wire, digest)
+    if answer is None:
+        refusal = replay_miss(call.wire, call.requested_model, digest)
+        state.record(call.record(status=refusal.status_code, usage=CallUsage(), streamed=False, failure="replay",
+                                 error=f"not in the cassette: {digest}"), config)
+        return refusal
+    return Relay(answer, call, functools.partial(state.record, config=config), _taper(state.recording, call, body))
+
+
+def _taper(cassette: Cassette | None, call: CallStart, body: bytes) -> Taped | None:
+    """What keeps a relayed answer in ``cassette`` (nothing when the gateway does not record)."""
+    if cassette is None:
+        return None
+
+    def taped(answer: httpx.Response, content: bytes) -> None:
+        cassette.add(CassetteEntry.of(
+            wire=call.wire, path=call.path, model=call.requested_model, request_hash=request_hash(call.wire, body),
+            status=answer.status_code, headers=[(k, v) for k, v in answer.headers.multi_items()], body=content,
+            run_id=call.grant.run_id, role=call.grant.role))
+
+    return taped
 
 
 def _upstream_request(http: httpx.AsyncClient, upstream: Upstream, request: Request, body: bytes,

@@ -20,8 +20,9 @@ import httpx
 from starlette.types import Message, Receive, Scope, Send
 
 from prefect_agentenv.gateway.config import Wire
-from prefect_agentenv.gateway.ledger import CallRecord
+from prefect_agentenv.gateway.ledger import CallRecord, Failure, LimitName
 from prefect_agentenv.gateway.metering import MAX_METERED_BODY_BYTES, CallUsage, StreamMeter, body_usage
+from prefect_agentenv.gateway.retries import failure_of
 from prefect_agentenv.gateway.tokens import Grant
 
 _DROPPED_RESPONSE_HEADERS = frozenset({
@@ -41,9 +42,12 @@ class CallStart:
     started_at: datetime
     started: float
     """``time.perf_counter()`` at the request's arrival."""
+    retries: int = 0
+    """Times the call was sent again before an answer was relayed."""
 
     def record(self, *, status: int, usage: CallUsage, streamed: bool, first_byte: float | None = None,
-               first_token: float | None = None, error: str | None = None) -> CallRecord:
+               first_token: float | None = None, error: str | None = None, failure: Failure | None = None,
+               limit: LimitName | None = None) -> CallRecord:
         """The call's record, with its times measured from the request's arrival."""
         return CallRecord(
             run_id=self.grant.run_id, role=self.grant.role, wire=self.wire, path=self.path,
@@ -51,7 +55,8 @@ class CallStart:
             status=status, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
             cached_tokens=usage.cached_tokens, started_at=self.started_at,
             latency_seconds=time.perf_counter() - self.started, first_byte_seconds=self._since(first_byte),
-            first_token_seconds=self._since(first_token), error=error)
+            first_token_seconds=self._since(first_token), error=error, failure=failure, limit=limit,
+            retries=self.retries)
 
     def _since(self, moment: float | None) -> float | None:
         return None if moment is None else moment - self.started
@@ -62,11 +67,18 @@ def client_headers(upstream: httpx.Response) -> list[tuple[bytes, bytes]]:
     return [(name, value) for name, value in upstream.headers.raw if name.lower() not in _DROPPED_RESPONSE_HEADERS]
 
 
-class Relay:
-    """The ASGI response that relays one upstream answer, then hands its record to ``done``."""
+Taped = Callable[[httpx.Response, bytes], None]
+"""Given an answer relayed to its end and its bytes: how a recording gateway keeps it."""
 
-    def __init__(self, upstream: httpx.Response, call: CallStart, done: Callable[[CallRecord], None]) -> None:
-        self._upstream, self._call, self._done = upstream, call, done
+
+class Relay:
+    """The ASGI response that relays one upstream answer, then hands its record to ``done``
+    (and, when recording, the whole answer to ``taped``)."""
+
+    def __init__(self, upstream: httpx.Response, call: CallStart, done: Callable[[CallRecord], None],
+                 taped: Taped | None = None) -> None:
+        self._upstream, self._call, self._done, self._taped = upstream, call, done, taped
+        self._tape = bytearray() if taped is not None else None
         content_type = upstream.headers.get("content-type", "")
         self._streamed = content_type.startswith("text/event-stream")
         self._meter = StreamMeter(call.wire) if self._streamed else None
@@ -74,6 +86,7 @@ class Relay:
         self._first_byte: float | None = None
         self._first_token: float | None = None
         self._error: str | None = None
+        self._failure: Failure | None = None
         self._complete = False
         """The upstream's answer has been relayed to its end (uvicorn reports a disconnect after that too)."""
 
@@ -85,8 +98,8 @@ class Relay:
 
             group.start_soon(relay_then_stop)
             await _disconnected(receive)
-            if not self._complete:
-                self._error = self._error or "the client went away before the answer ended"
+            if not self._complete and self._error is None:
+                self._error, self._failure = "the client went away before the answer ended", "client"
             group.cancel_scope.cancel()
 
     async def _relay(self, send: Send) -> None:
@@ -101,15 +114,20 @@ class Relay:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         except httpx.HTTPError as exc:
             self._error = f"the upstream's answer broke off: {type(exc).__name__}"
+            self._failure = "infrastructure"
         finally:
             with anyio.CancelScope(shield=True):
                 await upstream.aclose()
+            if self._taped is not None and self._tape is not None and self._complete:
+                self._taped(upstream, bytes(self._tape))
             self._done(self._record())
 
     def _read(self, chunk: bytes) -> None:
         now = time.perf_counter()
         if self._first_byte is None:
             self._first_byte = now
+        if self._tape is not None:
+            self._tape += chunk
         if self._meter is not None:
             if self._meter.feed(chunk):
                 self._first_token = now
@@ -121,8 +139,10 @@ class Relay:
             usage = self._meter.usage()
         else:
             usage = body_usage(self._call.wire, bytes(self._body)) if self._body else CallUsage()
-        return self._call.record(status=self._upstream.status_code, usage=usage, streamed=self._streamed,
-                                 first_byte=self._first_byte, first_token=self._first_token, error=self._error)
+        status = self._upstream.status_code
+        return self._call.record(status=status, usage=usage, streamed=self._streamed,
+                                 first_byte=self._first_byte, first_token=self._first_token, error=self._error,
+                                 failure=self._failure or failure_of(status))
 
 
 async def _disconnected(receive: Receive) -> None:

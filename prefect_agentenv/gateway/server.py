@@ -12,8 +12,10 @@ from collections.abc import AsyncIterator
 import httpx
 from starlette.types import ASGIApp
 
+from prefect_agentenv.gateway.cassette import Cassette, Player
 from prefect_agentenv.gateway.config import GatewayConfig
-from prefect_agentenv.gateway.ledger import CallLedger, CallRecord, RunTotals
+from prefect_agentenv.gateway.ledger import CallLedger, CallRecord, LimitName, RunTotals
+from prefect_agentenv.gateway.limits import Budget, CallLimits, Spent
 from prefect_agentenv.gateway.proxy import GatewayState, build_app
 from prefect_agentenv.gateway.tokens import TokenRegistry
 from prefect_agentenv.runtime.guest_server import start_guest_server
@@ -41,11 +43,13 @@ async def serve_asgi(app: ASGIApp, host: str = LOOPBACK) -> AsyncIterator[str]:
 class ModelGateway:
     """A running gateway: its address, the tokens it takes, and what each run's calls used."""
 
-    def __init__(self, base_url: str, config: GatewayConfig, tokens: TokenRegistry, ledger: CallLedger) -> None:
+    def __init__(self, base_url: str, state: GatewayState) -> None:
         self.base_url = base_url
         """``http://127.0.0.1:<port>``: an Anthropic client's base URL."""
-        self.config = config
-        self._tokens, self._ledger = tokens, ledger
+        self.config = state.config
+        self.recording = state.recording
+        """The cassette the gateway records every relayed call into (None: not recording)."""
+        self._tokens, self._ledger, self._limits = state.tokens, state.ledger, state.limits
 
     def __repr__(self) -> str:
         return f"ModelGateway({self.base_url!r})"
@@ -55,15 +59,38 @@ class ModelGateway:
         """An OpenAI client's base URL (``<base_url>/v1``)."""
         return f"{self.base_url}/v1"
 
-    def issue(self, run_id: str, role: str, upstreams: GatewayConfig | None = None) -> str:
+    def issue(self, run_id: str, role: str, upstreams: GatewayConfig | None = None, *,
+              limits: CallLimits | None = None, budget: Budget | None = None) -> str:
         """A token for ``role`` in ``run_id``: what the agent, judge or simulator gets instead of a key.
-        Its calls go to ``upstreams`` when given (the endpoint its role resolved to), else the gateway's own."""
+
+        Args:
+            run_id: The run the token's calls are counted against (every token of a run shares its limits).
+            role: Who holds it (``agent``, ``judge``, ``user``), as its call records will say.
+            upstreams: Where its calls go (the endpoint its role resolved to); None: the gateway's own.
+            limits: The run's limits, from now on (replacing any given before, their clock restarted).
+            budget: A budget the run's calls are counted against, shared with other runs.
+        """
+        if limits is not None or budget is not None:
+            self._limits.attach(run_id, limits, budget)
         return self._tokens.issue(run_id, role, upstreams)
 
-    def rebind(self, token: str, run_id: str, upstreams: GatewayConfig | None = None) -> None:
+    def rebind(self, token: str, run_id: str, upstreams: GatewayConfig | None = None, *,
+               limits: CallLimits | None = None, budget: Budget | None = None) -> None:
         """Count ``token``'s calls against ``run_id`` from now on, sent to ``upstreams`` (see
-        :meth:`TokenRegistry.rebind`)."""
+        :meth:`TokenRegistry.rebind`), under ``limits`` and ``budget`` as :meth:`issue` takes them."""
+        if limits is not None or budget is not None:
+            self._limits.attach(run_id, limits, budget)
         self._tokens.rebind(token, run_id, upstreams)
+
+    def limit_reached(self, run_id: str) -> LimitName | None:
+        """The limit (or budget) that refused one of the run's calls (the first), or None: when set, the
+        run's prompt ended truncated."""
+        return self._limits.reached(run_id)
+
+    def spent(self, run_id: str) -> Spent:
+        """What the run has used as its limits count it: calls let through, tokens and cost of those ended.
+        Kept for runs issued with limits or a budget only (zeros otherwise: ``totals`` counts every run)."""
+        return self._limits.spent(run_id)
 
     def revoke(self, token: str) -> bool:
         """Refuse ``token`` from now on; False when it was not live."""
@@ -82,13 +109,23 @@ class ModelGateway:
         return self._ledger.totals(run_id)
 
     def forget(self, run_id: str) -> None:
-        """Drop the records of ``run_id`` (once its totals are kept elsewhere)."""
+        """Drop the records and limits of ``run_id`` (once its totals are kept elsewhere; a budget keeps
+        what the run spent)."""
         self._ledger.forget(run_id)
+        self._limits.forget(run_id)
 
 
 @contextlib.asynccontextmanager
-async def serve_gateway(config: GatewayConfig, host: str = LOOPBACK) -> AsyncIterator[ModelGateway]:
+async def serve_gateway(config: GatewayConfig, host: str = LOOPBACK, *, recording: Cassette | None = None,
+                        replay: Cassette | None = None) -> AsyncIterator[ModelGateway]:
     """Start the gateway on a free port of ``host`` (loopback); stop it, and close its upstream client, on exit.
+
+    Args:
+        config: The upstreams and prices of tokens issued without their own.
+        host: The address to listen on.
+        recording: A cassette every completion call relayed to its end is added to.
+        replay: A cassette the gateway answers from instead of any upstream (matched by request; a
+            request never recorded is refused with its model and hash).
 
     Example:
         ```python
@@ -104,6 +141,7 @@ async def serve_gateway(config: GatewayConfig, host: str = LOOPBACK) -> AsyncIte
     # upstreams must not be sent to one), no limit on connections (each open stream holds one).
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=64)
     async with httpx.AsyncClient(limits=limits, trust_env=False) as http:
-        app = build_app(GatewayState(config=config, tokens=tokens, ledger=ledger, http=http))
-        async with serve_asgi(app, host) as base_url:
-            yield ModelGateway(base_url, config, tokens, ledger)
+        state = GatewayState(config=config, tokens=tokens, ledger=ledger, http=http, recording=recording,
+                             player=Player(replay) if replay is not None else None)
+        async with serve_asgi(build_app(state), host) as base_url:
+            yield ModelGateway(base_url, state)

@@ -4,6 +4,7 @@ answers as the test sets it (a status with headers, a stream held at a gate, an 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
@@ -40,14 +41,29 @@ class Recorder:
     mode: str = "json"
     """``json``: ``answer`` with ``status``; ``gated``: one chunk, then the rest once ``gate`` is set;
     ``endless``: a chunk every 10 ms until the client goes."""
+    script: list[tuple[int, dict[str, str]]] = field(default_factory=list)
+    """Answers given before any other, one per request: an error status with its headers."""
+    arrivals: list[float] = field(default_factory=list)
+    """``time.monotonic()`` at each request."""
     gate: asyncio.Event = field(default_factory=asyncio.Event)
     chunks_sent: int = 0
     stream_closed: asyncio.Event = field(default_factory=asyncio.Event)
 
+    async def requests_arrived(self, count: int, timeout: float = 10.0) -> None:
+        """Return once ``count`` requests have arrived (TimeoutError after ``timeout`` seconds)."""
+        async with asyncio.timeout(timeout):
+            while len(self.bodies) < count:
+                await asyncio.sleep(0.01)
+
     def app(self) -> Starlette:
         async def anything(request: Request) -> Response:
+            self.arrivals.append(time.monotonic())
             self.headers.append({k.decode().lower(): v.decode() for k, v in request.headers.raw})
             self.bodies.append(await request.body())
+            if self.script:
+                status, headers = self.script.pop(0)
+                return JSONResponse({"error": {"message": f"scripted {status}", "type": "server_error"}},
+                                    status_code=status, headers=headers)
             if self.mode == "json":
                 return JSONResponse(self.answer, status_code=self.status, headers=self.answer_headers)
             stream = self._gated() if self.mode == "gated" else self._endless()

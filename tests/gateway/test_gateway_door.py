@@ -20,10 +20,12 @@ from recorder import FIRST_CHUNK, LAST_CHUNKS, USAGE_ANSWER, Recorder
 from servers import Server
 from wire_cases import CASES
 
-from prefect_agentenv.gateway import GatewayConfig, ModelGateway, Upstream, serve_gateway
+from prefect_agentenv.gateway import GatewayConfig, ModelGateway, RetryPolicy, Upstream, serve_gateway
 from prefect_agentenv.gateway.server import serve_asgi
 
 CHAT = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+QUICK_RETRIES = RetryPolicy(attempts=2, max_seconds=1.0, initial_backoff_seconds=0.01)
+"""Two quick retries, and a ``Retry-After`` beyond a second relayed at once."""
 
 
 @pytest.fixture
@@ -38,8 +40,9 @@ async def recorded(recorder: tuple[Recorder, str]) -> AsyncIterator[tuple[Record
     """A gateway whose chat and Messages wires go to the recorder (Messages with Anthropic's header)."""
     upstream, base_url = recorder
     key = SecretStr(CANARY_KEY)
-    config = GatewayConfig(chat=Upstream(base_url=base_url + "/v1", api_key=key),
-                           messages=Upstream(base_url=base_url + "/v1", auth="x-api-key", api_key=key))
+    config = GatewayConfig(chat=Upstream(base_url=base_url + "/v1", api_key=key, retry=QUICK_RETRIES),
+                           messages=Upstream(base_url=base_url + "/v1", auth="x-api-key", api_key=key,
+                                             retry=QUICK_RETRIES))
     async with serve_gateway(config) as gateway:
         yield upstream, gateway
 
@@ -121,10 +124,12 @@ async def test_a_wire_without_an_upstream_is_refused_with_an_error_naming_it(moc
     assert (call.wire, call.status, call.error) == ("messages", 404, "no upstream for this wire")
 
 
-@pytest.mark.parametrize(("status", "headers"), [(429, {"retry-after": "7", "x-ratelimit-remaining-tokens": "0"}),
-                                                 (500, {})])
-async def test_the_upstreams_error_status_headers_and_body_come_back_unchanged(
-        recorded: tuple[Recorder, ModelGateway], status: int, headers: dict[str, str]) -> None:
+@pytest.mark.parametrize(("status", "headers", "tries", "failure"), [
+    (429, {"retry-after": "7", "x-ratelimit-remaining-tokens": "0"}, 1, "infrastructure"),
+    (500, {}, 3, "infrastructure"), (400, {"x-request-id": "r1"}, 1, "request")])
+async def test_the_upstreams_error_status_headers_and_body_come_back_unchanged_once_retries_are_spent(
+        recorded: tuple[Recorder, ModelGateway], status: int, headers: dict[str, str], tries: int,
+        failure: str) -> None:
     upstream, gateway = recorded
     upstream.status, upstream.answer_headers = status, headers
     upstream.answer = {"error": {"message": f"upstream said {status}", "type": "rate_limit_exceeded", "x": [1]}}
@@ -138,6 +143,8 @@ async def test_the_upstreams_error_status_headers_and_body_come_back_unchanged(
     assert "x-agentenv-gateway" not in answer.headers
     [call] = gateway.calls(RUN)
     assert call.status == status and gateway.totals(RUN).failed == 1
+    # A Retry-After beyond the time allowed is relayed at once; a 500 is tried again; a 400 is the request's.
+    assert len(upstream.bodies) == tries and call.retries == tries - 1 and call.failure == failure
 
 
 async def test_the_openai_sdk_sees_the_upstreams_429_with_its_retry_after(
@@ -214,7 +221,8 @@ async def test_a_client_that_leaves_mid_stream_stops_the_upstream_stream(
 async def test_an_upstream_that_does_not_answer_gets_a_502_naming_it() -> None:
     async with serve_asgi(Recorder().app()) as base_url:
         pass  # the port is closed now: nothing listens there
-    config = GatewayConfig(chat=Upstream(base_url=base_url + "/v1", api_key=SecretStr(CANARY_KEY)))
+    config = GatewayConfig(chat=Upstream(base_url=base_url + "/v1", api_key=SecretStr(CANARY_KEY),
+                                         retry=RetryPolicy(attempts=0)))
     async with serve_gateway(config) as gateway, httpx.AsyncClient() as http:
         answer = await http.post(gateway.openai_base_url + "/chat/completions", json=CHAT,
                                  headers={"authorization": f"Bearer {gateway.issue(RUN, 'agent')}"})
@@ -224,6 +232,7 @@ async def test_an_upstream_that_does_not_answer_gets_a_502_naming_it() -> None:
         f"the model gateway could not reach the 'chat' upstream at {base_url}/v1: ConnectError")
     [call] = gateway.calls(RUN)
     assert call.status == 502 and call.error == "the upstream did not answer: ConnectError"
+    assert call.failure == "infrastructure" and call.retries == 0
 
 
 async def test_a_token_issued_with_its_own_upstreams_sends_its_calls_there_and_is_priced_by_them(
@@ -243,3 +252,17 @@ async def test_a_token_issued_with_its_own_upstreams_sends_its_calls_there_and_i
     judged, acted = gateway.calls("run-2")
     assert (judged.role, acted.role) == ("judge", "agent")
     assert judged.cost_usd is not None and judged.cost_usd > 0 and acted.model == "mock"
+
+
+async def test_the_request_reaches_the_upstream_byte_for_byte_with_nothing_added(
+        recorded: tuple[Recorder, ModelGateway]) -> None:
+    # A chat stream without stream_options.include_usage is sent on as it is: the gateway does not ask
+    # for the usage the client did not (its answer would change under the client).
+    upstream, gateway = recorded
+    sent = b'{"model":"m",  "stream":true, "messages":[{"role":"user","content":"hi"}], "x-unknown":[1]}'
+    async with httpx.AsyncClient(timeout=10.0) as http:
+        await http.post(gateway.openai_base_url + "/chat/completions", content=sent,
+                        headers={"authorization": f"Bearer {gateway.issue(RUN, 'agent')}",
+                                 "content-type": "application/json"})
+
+    assert upstream.bodies == [sent]

@@ -13,7 +13,7 @@ import pytest
 from gateway_upstreams import RUN
 from servers import Server
 
-from prefect_agentenv.gateway import ModelGateway
+from prefect_agentenv.gateway import CallLimits, ModelGateway
 from wire_cases import CASES, MOCK_IDS, PROMPT
 
 async def _raw(url: str, body: dict[str, Any], key: str) -> tuple[int, str, bytes]:
@@ -62,15 +62,25 @@ async def test_openai_chat_completions_streamed_arrive_in_many_chunks_and_count_
     assert call.first_byte_seconds <= call.first_token_seconds <= call.latency_seconds  # type: ignore[operator]
 
 
-async def test_a_chat_stream_without_include_usage_is_counted_as_unmetered(gateway: ModelGateway, token: str) -> None:
+async def test_a_chat_stream_without_include_usage_is_counted_as_unmetered_and_escapes_token_limits_not_call_limits(
+        gateway: ModelGateway) -> None:
+    # The gateway does not add include_usage (docs/models-and-keys.md says why): the call's tokens are
+    # unknown, so a token limit cannot see them; model_calls and seconds still hold.
+    token = gateway.issue(RUN, "agent", limits=CallLimits(tokens=1, model_calls=2))
     async with openai.AsyncOpenAI(base_url=gateway.openai_base_url, api_key=token, max_retries=0) as client:
-        stream = await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}],
-                                                      stream=True)
-        assert len([chunk async for chunk in stream]) > 1
+        for _ in range(2):
+            stream = await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}],
+                                                          stream=True)
+            chunks = [chunk async for chunk in stream]
+            assert len(chunks) > 1 and all(chunk.usage is None for chunk in chunks)
+        with pytest.raises(openai.BadRequestError, match=r"limit \(model_calls\)"):
+            await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
 
-    [call] = gateway.calls(RUN)
-    assert (call.input_tokens, call.output_tokens, call.model) == (None, None, "mock")
-    assert gateway.totals(RUN).unmetered == 1
+    first, second, refused = gateway.calls(RUN)
+    assert (first.input_tokens, first.output_tokens, first.model, first.metered) == (None, None, "mock", False)
+    assert second.status == 200 and not second.metered and refused.limit == "model_calls"
+    totals = gateway.totals(RUN)
+    assert (totals.unmetered, totals.input_tokens, totals.refused) == (2, 0, 1)
 
 
 async def test_the_responses_api_whole_and_streamed_is_answered_and_counted(gateway: ModelGateway, token: str) -> None:
