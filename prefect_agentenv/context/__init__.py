@@ -122,6 +122,9 @@ class PromptResponse(_Model):
     """Set when the agent failed; the reply may then be partial or empty."""
     is_truncated: bool = False
     is_timeout: bool = False
+    limit: str | None = Field(default=None, exclude_if=_unset)
+    """The model-call limit (``tokens``, ``cost_usd``, …, ``budget_usd``) that refused the agent's
+    next call, when one did: the reply is truncated."""
     usage: TokenUsage | None = None
     """Tokens and cost of the model calls behind the reply, when the agent or its trajectory says."""
 

@@ -14,6 +14,7 @@ from prefect_agentenv.documents.scoring import ScoringConfig, apply_skip_default
 from prefect_agentenv.steps.base import Identifier, StepModel
 from prefect_agentenv.steps.registry import all_steps, get_step, unknown_type_message
 from prefect_agentenv.exceptions import ConfigurationError
+from prefect_agentenv.gateway.limits import CallLimits
 from prefect_agentenv.jsontypes import JsonObject
 
 
@@ -93,6 +94,10 @@ class TaskDocument(BaseModel):
     skip_policy: Literal["zero", "exclude"] = "zero"
     """How a skipped verifier (skip_on_truncated / skip_on_timeout) counts in the task score:
     as 0 (``zero``) or not at all (``exclude``)."""
+    limits: CallLimits | None = None
+    """Limits on the task run's model calls (``tokens``, ``output_tokens``, ``cost_usd``,
+    ``model_calls``, ``seconds``), counted by the run's model gateway: once one is reached the next
+    call is refused and the prompt it belongs to ends truncated. Overrides ``limit_<name>`` win."""
     scoring: ScoringConfig | None = None
     """Where and how the verifiers run: ``mode`` (``shared``, or ``isolated``: the submission is
     restored into fresh envs and sandboxes first), ``retries``, ``runtime``, ``env``, ``network``;

@@ -128,6 +128,7 @@ def _prepare(document: TaskDocument, *, seeds: dict[str, str] | None, overrides:
     flow_run_id = current_flow_run_id()
     scope = open_run(document.id, run_id=run_id or flow_run_id, keep=keep, overrides=parsed,
                      owner=True, flow_run_id=flow_run_id)
+    scope.run.services.model_limits = document.limits
     warnings = [f"step '{s.id}': accepted but not acted on: {', '.join(s.ignored_fields)}"
                 for s in document.steps if s.ignored_fields]
     return _TaskRun(document, graph, isolated, scope, override_error or unset_env_vars(document.steps), warnings)

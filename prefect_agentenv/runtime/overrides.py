@@ -10,7 +10,7 @@ import difflib
 import hashlib
 from collections.abc import Mapping
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from prefect_agentenv.exceptions import ConfigurationError
 
@@ -22,6 +22,11 @@ RUN_KEYS: dict[str, str] = {
     "judge_agent_id": "the agent that judges rubrics",
     "verify_python": "the Python that runs env_outcome_verifier scripts",
     "human_a2a_url": "the A2A endpoint of the person a deploy_human_agent step talks to",
+    "limit_tokens": "the most input plus output tokens the run's model calls may use (its limits.tokens)",
+    "limit_output_tokens": "the most output tokens the run's model calls may use (its limits.output_tokens)",
+    "limit_cost_usd": "the most US dollars the run's model calls may cost (its limits.cost_usd)",
+    "limit_model_calls": "the most model calls the run may make (its limits.model_calls)",
+    "limit_seconds": "the most seconds the run may call models for (its limits.seconds)",
 }
 """Keys that apply to the whole run, and what each overrides."""
 AGENT_KEYS = ("a2a_agent_id", "agent_config")
@@ -52,6 +57,11 @@ class RunOverrides(BaseModel):
     judge_agent_id: str | None = None
     verify_python: str | None = None
     human_a2a_url: str | None = None
+    limit_tokens: int | None = Field(default=None, gt=0)
+    limit_output_tokens: int | None = Field(default=None, gt=0)
+    limit_cost_usd: float | None = Field(default=None, gt=0)
+    limit_model_calls: int | None = Field(default=None, gt=0)
+    limit_seconds: float | None = Field(default=None, gt=0)
     agents: dict[str, AgentOverrides] = {}
     """Per-agent overrides by agent name."""
     _given: dict[str, str] = PrivateAttr(default_factory=dict)
@@ -76,9 +86,20 @@ class RunOverrides(BaseModel):
                 unknown.append(key)
         if unknown:
             raise ConfigurationError("; ".join(_unknown(key) for key in unknown))
-        parsed = cls(**fields, agents={name: AgentOverrides(**values) for name, values in agents.items()})
+        try:
+            parsed = cls.model_validate({**fields, "agents": {name: AgentOverrides(**values) for name, values in agents.items()}})
+        except ValidationError as exc:
+            raise ConfigurationError("; ".join(f"override '{e['loc'][0]}': {e['msg']} (got {e['input']!r})"
+                                               for e in exc.errors())) from None
         parsed._given = {str(k): str(v) for k, v in (given or {}).items()}
         return parsed
+
+    def limits(self) -> dict[str, float]:
+        """The model-call limits given as overrides, by their ``limits`` field name."""
+        named = {"tokens": self.limit_tokens, "output_tokens": self.limit_output_tokens,
+                 "cost_usd": self.limit_cost_usd, "model_calls": self.limit_model_calls,
+                 "seconds": self.limit_seconds}
+        return {name: value for name, value in named.items() if value is not None}
 
     def agent_id(self, agent_name: str) -> str | None:
         """The agent to run as ``agent_name``: its own override first, then the run's."""

@@ -99,6 +99,8 @@ class RunServices:
     """The start of that gateway, shared by the steps that need it."""
     gateway_pooled: bool = False
     """That gateway came from the benchmark's warm pool and goes back to it."""
+    model_limits: Any = None
+    """The document's limits on the run's model calls (``gateway.CallLimits``), when it sets some."""
     usage_run_id: str | None = None
     """The run whose model calls this run's are counted with (an isolated-scoring run: its parent's)."""
     model_calls: list[Any] | None = None

@@ -17,6 +17,7 @@ from prefect_agentenv.steps.support.agents import a2a_client, deployed_agent
 from prefect_agentenv.steps.base import DEFAULT_AGENT_NAME, AgentRef, Provides, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.support.services import artifact_store, http_client, peer_read_timeout
+from prefect_agentenv.steps.support.model_door import limit_reached
 from prefect_agentenv.steps.support.usage import price_of, prompt_usage
 
 if TYPE_CHECKING:  # the runtime loads on use: `validate` imports step modules and stays light
@@ -145,14 +146,17 @@ async def run(step: PromptAgentStep, ctx: RunContext) -> RunContext:
     trajectory, events = await _store_trajectory(run_, step, agent, reply)
     await _store_turns(run_, step, turns)
     model = reply.model or agent.model
+    # A model-call limit (or the budget) refused the agent's next call: the reply is cut short, as
+    # by max_turn_tokens: truncated, whatever the agent made of the refusal, and not its failure.
+    limit = limit_reached(run_)
     response = PromptResponse(
         prompt_id=step.prompt_id, prompt=step.prompt, response=reply.text, trajectory=trajectory,
-        tool_call_count=reply.tool_call_count, model=model, error=error,
-        is_truncated=reply.is_truncated, is_timeout=reply.is_timeout,
+        tool_call_count=reply.tool_call_count, model=model, error=None if limit else error,
+        is_truncated=reply.is_truncated or limit is not None, is_timeout=reply.is_timeout, limit=limit,
         usage=prompt_usage(reply.usage, events, await price_of(run_, model)),
     )
     ctx.prompt_responses[step.prompt_id] = response
-    if error:
+    if error and not limit:
         raise StepError(f"agent '{agent.agent_name}' failed: {error}", step=step,
                         context=ctx)
     return ctx

@@ -62,9 +62,10 @@ async def test_an_agent_that_calls_a_model_finds_the_mock_model_started_by_the_l
     await asyncio.wait_for(lookahead, 60)
     url = run.services.mock_model_url
     assert url is not None and starts == ["t"]
-    # The step asks the way start_agent does: the same server, no second start.
+    # The step asks the way start_agent does: the same server (behind the run's gateway), no second start.
     endpoint = await agents.model_for(run, "agent", None)
-    assert (endpoint.base_url, endpoint.is_mock) == (url, True)
+    assert (endpoint.upstream_base_url, endpoint.is_mock) == (url, True)
+    assert endpoint.base_url == run.services.gateway.gateway.openai_base_url
     assert starts == ["t"]
     labels = [entry.label for entry in run.teardown.pending()]
     assert sum(label.startswith("mock model") for label in labels) == 1

@@ -101,3 +101,44 @@ async def test_a_run_that_calls_no_model_starts_no_gateway(provider: str) -> Non
     report = await run_doc([{"id": "hold", "type": "test_sleep", "seconds": 0.1}])
     assert report.status == "completed" and report.model_calls is None
     assert not any(t.kind == "gateway" for t in report.teardown)
+
+
+async def test_a_task_run_limit_refuses_the_next_call_and_ends_the_prompt_truncated_not_failed(
+        provider: str) -> None:
+    steps = [
+        {"id": "assistant", "type": "deploy_agent", "a2a_agent_id": "llm", "agent_name": "assistant"},
+        {"id": "first", "type": "prompt_agent", "agent_name": "assistant", "prompt_id": "first",
+         "prompt": "Say hello.", "depends_on": ["assistant"]},
+        {"id": "second", "type": "prompt_agent", "agent_name": "assistant", "prompt_id": "second",
+         "prompt": "Say goodbye.", "depends_on": ["first"]},
+        {"id": "tone", "type": "rubrics_verifier", "prompt_id": "second", "verifier_id": "tone", "criteria": TONE,
+         "judge_mode": "model", "depends_on": ["second"]},
+    ]
+    from prefect_agentenv.documents import validate_data
+    from prefect_agentenv.flows.agent_task import run_task_document
+
+    result = validate_data({"id": "limited", "limits": {"model_calls": 1}, "steps": steps})
+    assert result.ok and result.document is not None, [p.render() for p in result.problems]
+    report = await run_task_document(result.document, execute_in_prefect=False, publish=False)
+
+    assert report.status == "completed", report.error  # a limit is not the agent's failure
+    first, second = (report.context.prompt_responses[p] for p in ("first", "second"))
+    assert not first.is_truncated and first.limit is None and first.response
+    assert second.is_truncated and second.limit == "model_calls" and second.error is None
+    calls = report.model_calls
+    assert calls is not None
+    agent = calls.by_role["agent"]
+    assert (agent.calls, agent.refused, agent.limit_reached) == (2, 1, "model_calls")
+    # The limit is the agent's: its judge still had a model.
+    assert calls.by_role["judge"].calls >= 1 and calls.by_role["judge"].refused == 0
+
+
+async def test_a_limit_given_as_an_override_wins_and_a_bad_one_is_refused_before_anything_starts(
+        provider: str) -> None:
+    from prefect_agentenv.exceptions import ConfigurationError
+    from prefect_agentenv.runtime.overrides import RunOverrides
+
+    assert RunOverrides.parse({"limit_tokens": "500", "limit_seconds": "2.5"}).limits() == {
+        "tokens": 500, "seconds": 2.5}
+    with pytest.raises(ConfigurationError, match="limit_tokens"):
+        RunOverrides.parse({"limit_tokens": "lots"})

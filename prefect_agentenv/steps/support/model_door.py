@@ -19,18 +19,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import functools
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import SecretStr
 
 from prefect_agentenv.runtime.run import RunResources
 
 if TYPE_CHECKING:  # the gateway (Starlette, uvicorn) loads on use: `validate` stays light
-    from prefect_agentenv.gateway import GatewayConfig, ModelGateway
+    from prefect_agentenv.gateway import Budget, CallLimits, GatewayConfig, ModelGateway
     from prefect_agentenv.resolution.models import ResolvedModel
 
 logger = logging.getLogger("prefect_agentenv.models")
@@ -45,6 +46,8 @@ class PooledGateway:
     base_url: str = ""
     tokens: dict[str, str] = field(default_factory=dict)
     """Role → the token issued for it (the same for every task run that holds this gateway)."""
+    accounts: set[str] = field(default_factory=set)
+    """Whom the holder's calls are counted against (see :func:`account_of`)."""
     holder: str | None = None
     """The run that holds it now."""
 
@@ -55,9 +58,10 @@ class PooledGateway:
         return False
 
     def reset(self) -> None:
-        """Forget the last holder's calls (its report kept them)."""
-        if self.holder is not None:
-            self.gateway.forget(self.holder)
+        """Forget the last holder's calls and limits (its report kept them)."""
+        for account in self.accounts:
+            self.gateway.forget(account)
+        self.accounts.clear()
         self.holder = None
 
     async def stop(self) -> None:
@@ -70,16 +74,54 @@ async def through_gateway(run: RunResources, resolved: ResolvedModel) -> Resolve
     if resolved.base_url is None:
         return resolved
     door = await ensure_gateway(run)
-    usage_run = run.services.usage_run_id or run.run_id
+    account = account_of(run, resolved.role)
     upstreams = resolved.upstreams or upstreams_of(resolved)
+    # Limits apply to what is evaluated (the agent role); the budget to every call of the run.
+    first = account not in door.accounts
+    limits = limits_of(run) if first and resolved.role == "agent" else None
+    budget = model_budget.get() if first else None
+    door.accounts.add(account)
     token = door.tokens.get(resolved.role)
     if token is None:
-        token = door.tokens[resolved.role] = door.gateway.issue(usage_run, resolved.role, upstreams)
+        token = door.tokens[resolved.role] = door.gateway.issue(account, resolved.role, upstreams,
+                                                                limits=limits, budget=budget)
     else:
-        door.gateway.rebind(token, usage_run, upstreams)
+        door.gateway.rebind(token, account, upstreams, limits=limits, budget=budget)
     run.redact.add(token)
     return resolved.model_copy(update={"base_url": door.gateway.openai_base_url, "api_key": SecretStr(token),
                                        "upstream_base_url": resolved.base_url})
+
+
+def account_of(run: RunResources, role: str) -> str:
+    """Whom the gateway counts a role's calls against: the run itself for its agents (its limits
+    apply to them), the run and the role for its judges and simulated users (the agent spending its
+    limit must not leave its grader without a model)."""
+    usage_run = run.services.usage_run_id or run.run_id
+    return usage_run if role == "agent" else f"{usage_run}#{role}"
+
+
+def limits_of(run: RunResources) -> CallLimits | None:
+    """The run's model-call limits: its document's ``limits``, each field overridden by ``limit_<name>``."""
+    from prefect_agentenv.gateway.limits import CallLimits
+
+    given: dict[str, Any] = {}
+    if run.services.model_limits is not None:
+        given.update(run.services.model_limits.model_dump(exclude_none=True))
+    given.update(run.overrides.limits())
+    return CallLimits(**given) if given else None
+
+
+def limit_reached(run: RunResources) -> str | None:
+    """The limit that refused one of the run's agents' model calls (or the budget), if one did."""
+    door = run.services.gateway
+    if door is None:
+        return None
+    reached = door.gateway.limit_reached(account_of(run, "agent"))
+    return str(reached) if reached else None
+
+
+model_budget: contextvars.ContextVar[Budget | None] = contextvars.ContextVar("agentenv_model_budget", default=None)
+"""The budget of the benchmark run the current task run belongs to (bound by the benchmark flow)."""
 
 
 def upstreams_of(resolved: ResolvedModel) -> GatewayConfig:
@@ -139,9 +181,9 @@ async def _start_gateway() -> PooledGateway:
 
 async def _keep_calls_then(run: RunResources, door: PooledGateway, release: Callable[[], Awaitable[None]]) -> None:
     """Keep the run's call records for its report, then stop the gateway (or hand it back)."""
-    usage_run = run.services.usage_run_id or run.run_id
+    calls = [call for account in sorted(door.accounts) for call in door.gateway.calls(account)]
     kept = run.services.calls_kept_in or run.services
-    kept.model_calls = [*(kept.model_calls or []), *door.gateway.calls(usage_run)]
+    kept.model_calls = sorted([*(kept.model_calls or []), *calls], key=lambda call: call.started_at)
     for token in door.tokens.values():
         door.gateway.rebind(token, "", None)  # nobody's until the next holder: its calls are refused
     await release()
