@@ -34,13 +34,17 @@ def bench_command(
                                                      "marks all task runs worse.")] = False,
     confidence: Annotated[float, typer.Option(help="Confidence of the comparison's verdicts.", min=0.5, max=0.999)]
     = 0.95,
+    budget_usd: Annotated[float | None, typer.Option(help="Start no task run once the run's model calls cost this "
+                                                     "many US dollars; the rest are not run (exit 6).", min=0.0)] = None,
+    budget_tokens: Annotated[int | None, typer.Option(help="The same, in input plus output tokens.", min=1)] = None,
     verbose: Verbose = False,
     ephemeral: Annotated[bool, typer.Option(help="Record on Prefect's temporary server, started and stopped by "
                                             "this command, instead of the home's local server.")] = False,
 ) -> None:
     """Run a benchmark with live progress; exit 0 when it ran (whatever the scores), 1 when it failed, 2 invalid,
     4 when a gate (--fail-under, --fail-on-regression) failed, 5 when more task runs failed for infrastructure
-    than its infrastructure.max_error_rate allows."""
+    than its infrastructure.max_error_rate allows, 6 when its budget (--budget-usd, --budget-tokens, the
+    document's budget) was spent before every task run started."""
     from prefect_agentenv.commands._prefect_server import use_prefect_server
 
     quiet_engine_logs(verbose=verbose)  # before anything below imports Prefect
@@ -66,7 +70,8 @@ def bench_command(
     sweep_dead_runs(get_settings().runs_dir)  # what killed runs left behind (logged)
     gate = Gate(baseline=baseline, confidence=confidence, fail_under=fail_under, fail_on_regression=fail_on_regression)
     code = run_benchmark_with_progress(bench_file, run_id=resume, overrides=run_overrides, epochs=epochs,
-                                       concurrency=concurrency, report_dir=report_dir, gate=gate, matrix=axes)
+                                       concurrency=concurrency, report_dir=report_dir, gate=gate, matrix=axes,
+                                       budget_usd=budget_usd or None, budget_tokens=budget_tokens)
     raise typer.Exit(code)
 
 

@@ -23,6 +23,8 @@ from prefect_agentenv.results.sweep_tables import short_cell_names
 
 INFRASTRUCTURE_EXIT_CODE = 5
 """``bench`` exits 5 when more task runs failed for infrastructure than ``infrastructure.max_error_rate`` allows."""
+BUDGET_EXIT_CODE = 6
+"""``bench``'s exit code when the run's budget was spent before every task run started."""
 
 _STYLE = {"PASSED": "green", "BELOW_ONE": "yellow", "FAILED": "red", "TIMED_OUT": "red", "UNSCORED": "dim"}
 
@@ -106,9 +108,10 @@ def _outcome(result: TaskResult) -> str:
 
 def run_benchmark_with_progress(path: Path | str, *, run_id: str | None, overrides: dict[str, str], epochs: int | None,
                                 concurrency: int | None, report_dir: Path | None,
-                                gate: Gate | None = None, matrix: dict[str, list[str]] | None = None) -> int:
+                                gate: Gate | None = None, matrix: dict[str, list[str]] | None = None,
+                                budget_usd: float | None = None, budget_tokens: int | None = None) -> int:
     """Run the benchmark flow in this process, drawing progress; the exit code for the CLI (0 ran,
-    1 failed, 4 a gate failed, 5 too many infrastructure failures, 130 interrupted).
+    1 failed, 4 a gate failed, 5 too many infrastructure failures, 6 the budget was spent, 130 interrupted).
 
     ``path`` is a benchmark file or a published version ``SLUG@VERSION``."""
     board = _Board()
@@ -119,6 +122,7 @@ def run_benchmark_with_progress(path: Path | str, *, run_id: str | None, overrid
     async def go() -> Any:
         state = await benchmark(path=str(path), run_id=run_id, overrides=overrides, matrix=matrix or None, epochs=epochs,
                                 concurrency=concurrency, report_dir=str(report_dir) if report_dir else None,
+                                budget_usd=budget_usd, budget_tokens=budget_tokens,
                                 return_state=True, **dataclasses.asdict(options))
         return state, await state.aresult(raise_on_failure=False)
 
@@ -150,6 +154,10 @@ def run_benchmark_with_progress(path: Path | str, *, run_id: str | None, overrid
     if result.infrastructure_error:
         console.print(f"[red]the benchmark failed:[/red] {result.infrastructure_error}")
         return INFRASTRUCTURE_EXIT_CODE  # before the gate: too many infrastructure failures make its verdict moot
+    if result.summary.counts.not_run:
+        sys.stderr.write(f"budget spent: {result.summary.counts.not_run} task run(s) not run; "
+                         f"resume with --resume {result.run_id} and a larger budget\n")
+        return BUDGET_EXIT_CODE  # before the gate: a verdict on part of the tasks would mislead
     if result.gate is not None and not result.gate.passed:
         # One line on stderr, whatever the terminal's width: a pipeline's log shows why it stopped.
         sys.stderr.write(f"gate failed: {result.gate.reason}\n")

@@ -64,6 +64,15 @@ def _fold_scoring_policy(model: _M) -> _M:
 # -- benchmark-wide settings ----------------------------------------------------------------------
 
 
+class RunBudget(_Strict):
+    """A benchmark run's budget for model calls, as its model gateways count them."""
+
+    usd: float | None = Field(default=None, gt=0)
+    """US dollars over every model call of the run (agents, judges, simulated users), from the price table."""
+    tokens: int | None = Field(default=None, gt=0)
+    """Input plus output tokens over every model call of the run."""
+
+
 class BenchmarkDefaults(_Strict):
     """Values every task gets unless it says otherwise."""
 
@@ -406,6 +415,10 @@ class BenchmarkHeader(_Strict):
     infrastructure: InfrastructurePolicy = Field(default_factory=InfrastructurePolicy)
     """Task runs that failed for infrastructure (not the agent's failure): retries, back-off, whether
     they count in the mean, and the share of them that fails the benchmark."""
+    budget: RunBudget | None = None
+    """What the whole benchmark run may spend on model calls (``usd``, ``tokens``); once spent, no task
+    run starts, the ones in flight have their next model call refused, and the rest are recorded as
+    not run. ``bench --budget-usd`` / ``--budget-tokens`` win."""
     env: TaskEnv | None = None
     """The env of every Verial-style task that names none (Verial's playground)."""
     envs: list[TaskEnv] | None = Field(default=None, min_length=1)

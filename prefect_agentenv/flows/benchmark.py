@@ -29,7 +29,7 @@ from prefect.states import Completed, Failed, State
 from pydantic import Field
 
 from prefect_agentenv.artifacts import ArtifactBackend, ArtifactNotFoundError, get_artifact_store
-from prefect_agentenv.documents.benchmark import Benchmark
+from prefect_agentenv.documents.benchmark import Benchmark, RunBudget
 from prefect_agentenv.documents.compile import ExpandedTask
 from prefect_agentenv.documents.matrix import Matrix, SweepCell, merge_matrix, sweep_cells
 from prefect_agentenv.documents.models import TaskDocument
@@ -47,6 +47,7 @@ from prefect_agentenv.flows.adapters.failures import (
 )
 from prefect_agentenv.flows.adapters.json_flow import json_parameter_flow
 from prefect_agentenv.flows.adapters.subflow_start import subflow_starter
+from prefect_agentenv.flows.fleet.budget import RunSpend, not_run_result
 from prefect_agentenv.flows.fleet.dispatch import SHARD_DEPLOYMENT, Dispatcher, current_flow_run_id
 from prefect_agentenv.flows.task_runner import report_key
 from prefect_agentenv.flows.ui.benchmark import (
@@ -90,6 +91,7 @@ from prefect_agentenv.runtime.overrides import RunOverrides
 from prefect_agentenv.runtime.pool import WarmPool, bind_pool, unbind_pool
 from prefect_agentenv.runtime.run import bind_lookups, unbind_lookups
 from prefect_agentenv.settings import get_settings
+from prefect_agentenv.steps.support.model_door import model_budget
 
 logger = logging.getLogger("prefect_agentenv.benchmark")
 
@@ -132,6 +134,8 @@ async def benchmark(
     confidence: Annotated[float, Field(gt=0, lt=1)] = DEFAULT_CONFIDENCE,
     fail_under: Annotated[float | None, Field(ge=0, le=1)] = None,
     fail_on_regression: bool = False,
+    budget_usd: Annotated[float | None, Field(gt=0)] = None,
+    budget_tokens: Annotated[int | None, Field(gt=0)] = None,
 ) -> State:
     """Run a benchmark: tasks × seeds × epochs with bounded concurrency, then summarize, compare and gate.
 
@@ -157,6 +161,9 @@ async def benchmark(
         fail_under: Fail the flow run when the mean score is under this (0 to 1); in a sweep, any cell's.
         fail_on_regression: Fail the flow run when the paired comparison with the baseline marks all task runs
             worse (McNemar's test, or the paired bootstrap and sign test); in a sweep, any cell against its own.
+        budget_usd: Stop starting task runs once the run's model calls cost this many US dollars (the
+            document's `budget.usd` otherwise); the rest are recorded as not run.
+        budget_tokens: The same, in input plus output tokens (the document's `budget.tokens` otherwise).
     """
     try:
         source = await asyncio.to_thread(load_source, benchmark, path)
@@ -168,13 +175,21 @@ async def benchmark(
                          epochs=epochs or bench.epochs, concurrency=concurrency or bench.concurrency, dispatch=dispatch,
                          deployment=deployment, tasks_per_flow_run=tasks_per_flow_run or bench.tasks_per_flow_run,
                          shard_deployment=shard_deployment, report_dir=Path(report_dir) if report_dir else None,
-                         gate=Gate(baseline, confidence, fail_under, fail_on_regression), matrix=axes)
+                         gate=Gate(baseline, confidence, fail_under, fail_on_regression), matrix=axes,
+                         budget=_budget(bench.budget, budget_usd, budget_tokens))
         await asyncio.to_thread(runner.results.check_source, source.ref, [c.label for c in runner.cells])
         runner.baseline = await asyncio.to_thread(find_baseline, runner.results, baseline)  # before anything runs
     except (TaskDocumentError, ConfigurationError, ArtifactError) as exc:  # a user mistake: no traceback
         get_run_logger().error("%s", exc)
         return Failed(message=str(exc))
     return _final_state(await runner.run())
+
+
+def _budget(document: RunBudget | None, usd: float | None, tokens: int | None) -> RunBudget | None:
+    """The run's budget: the flow's parameters, field by field, over the document's."""
+    usd = usd if usd is not None else document.usd if document else None
+    tokens = tokens if tokens is not None else document.tokens if document else None
+    return RunBudget(usd=usd, tokens=tokens) if usd is not None or tokens is not None else None
 
 
 def _final_state(result: BenchmarkRunResult) -> State:
@@ -206,7 +221,7 @@ class _Runner:
     def __init__(self, source: BenchmarkSource, *, run_id: str | None, overrides: dict[str, str], epochs: int,
                  concurrency: int, dispatch: str, deployment: str, report_dir: Path | None,
                  tasks_per_flow_run: int = 1, shard_deployment: str = SHARD_DEPLOYMENT, gate: Gate | None = None,
-                 matrix: Matrix | None = None) -> None:
+                 matrix: Matrix | None = None, budget: RunBudget | None = None) -> None:
         self.source, self.bench, self.tasks = source, source.header, {t.task_id: t for t in source.tasks}
         self.run_id = run_id or time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
         self.overrides = {**self.bench.defaults.overrides, **overrides}
@@ -230,6 +245,8 @@ class _Runner:
         self.dispatcher = Dispatcher(source, dispatch=dispatch, deployment=deployment, store=self.store,
                                      tasks_per_flow_run=tasks_per_flow_run if dispatch == "deployment" else 1,
                                      shard_deployment=shard_deployment)
+        self.budget = RunSpend(budget) if budget is not None else None
+        """What the run may spend on model calls and has spent (``None``: no budget)."""
         self.verification_rows: list[JsonObject] = []
         """Rows of the verifications table artifact (Prefect's API takes them as JSON)."""
 
@@ -250,8 +267,12 @@ class _Runner:
         self.done = len(keys) - len(pending)
         gate = asyncio.Semaphore(self.concurrency)
         self.dispatcher.expect(len(pending))
-        async with self._shared():
-            await asyncio.gather(*(self._run_key(k, gate) for k in pending))
+        bound = model_budget.set(self.budget.gateway if self.budget else None)
+        try:
+            async with self._shared():
+                await asyncio.gather(*(self._run_key(k, gate) for k in pending))
+        finally:
+            model_budget.reset(bound)
         return await self._finish()
 
     async def _run_key(self, key: RunKey, gate: asyncio.Semaphore) -> None:
@@ -268,6 +289,9 @@ class _Runner:
         retried: list[RetriedAttempt] = []
         while True:
             async with gate:
+                if self.budget is not None and (spent := self.budget.spent_by()) is not None:
+                    await self._record(not_run_result(key, self.tasks[key.task_id], self.budget.describe(spent)))
+                    return
                 result, report = await self._attempt(key)
                 if not should_retry(result.failure, len(retried), self.policy):
                     # The bookkeeping ends before the gate lets the next task run start: its progress
@@ -289,6 +313,8 @@ class _Runner:
     async def _record(self, result: TaskResult) -> None:
         """Append a run key's result, announce it, move the progress bar."""
         result = result.model_copy(update={"published": self.source.ref})
+        if self.budget is not None:
+            self.budget.add(result.usage)
         await self.results.append_async(result)
         task_result_event(self.bench.slug, self.run_id, result)
         self.done += 1

@@ -74,8 +74,9 @@ class RunKey(NamedTuple):
 TaskKey = tuple[str, int]
 """``(task_id, seed_index)``: one problem of the benchmark, attempted once per epoch."""
 
-RunStatus = Literal["completed", "failed", "crashed"]
-"""``completed`` / ``failed`` as in the task report; ``crashed``: the flow run ended without one."""
+RunStatus = Literal["completed", "failed", "crashed", "not_run"]
+"""``completed`` / ``failed`` as in the task report; ``crashed``: the flow run ended without one;
+``not_run``: never started (``not_run`` says why: the run's budget was spent)."""
 
 FailureKind = Literal["agent", "infrastructure"]
 """Whose failure a run's is: the agent's (it answered wrongly, failed or ran out of time) or the
@@ -247,6 +248,9 @@ class TaskResult(StatsModel):
     cell: str | None = None
     """The sweep cell the run belongs to (``a2a_agent_id=llm,model=m``: its overrides); ``None``
     outside a sweep and in results recorded before sweeps."""
+    not_run: Literal["budget"] | None = None
+    """Why the run never started: ``budget``, the benchmark run's budget was spent first. Such a run
+    is UNSCORED (in no mean), counted apart, and run by a resume."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -282,7 +286,7 @@ class TaskResult(StatsModel):
     def rerun_on_resume(self) -> bool:
         """Whether a resumed benchmark runs it again: it errored, or failed for infrastructure
         (a verifier that errored leaves a completed run below one)."""
-        return self.errored or self.infrastructure_failed
+        return self.errored or self.infrastructure_failed or self.not_run is not None
 
     @property
     def passed(self) -> bool:

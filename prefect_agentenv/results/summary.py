@@ -46,6 +46,8 @@ class OutcomeCounts(StatsModel):
     excluded: int = 0
     """FAILED runs left out of the denominator (also counted in ``failed``): infrastructure
     failures still failed after their retries, under ``infrastructure.exclude_from_mean``."""
+    not_run: int = 0
+    """UNSCORED runs that never started because the run's budget was spent (also counted in ``unscored``)."""
 
     @property
     def total(self) -> int:
@@ -185,6 +187,7 @@ def summarize(results: Iterable[TaskResult], *, k: int | None = None,
     for run in runs:
         counts.add(run.outcome)
         counts.excluded += run.excluded
+        counts.not_run += run.not_run is not None
     scores = [run.counted_score for run in runs if run.counted]
     epochs = len({run.epoch for run in runs})
     k_used = k if k is not None else (epochs or None)

@@ -40,8 +40,9 @@ def headline_text(summary: BenchmarkSummary) -> str:
         excluded = summary.counts.excluded
         infrastructure = f"; {h.infrastructure_failed} failed for infrastructure" + (
             f", {excluded} excluded" if excluded else "")
+    not_run = f"; {summary.counts.not_run} not run: budget spent" if summary.counts.not_run else ""
     return (f"mean score {mean}, pass rate {rate} ({h.passed}/{h.denominator} passed; "
-            f"{h.errored} errored, {h.unscored} unscored{infrastructure})")
+            f"{h.errored} errored, {h.unscored} unscored{infrastructure}{not_run})")
 
 
 async def progress_artifact(slug: str, done: int, total: int) -> UUID | None:
