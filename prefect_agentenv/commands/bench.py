@@ -37,6 +37,11 @@ def bench_command(
     budget_usd: Annotated[float | None, typer.Option(help="Start no task run once the run's model calls cost this "
                                                      "many US dollars; the rest are not run (exit 6).", min=0.0)] = None,
     budget_tokens: Annotated[int | None, typer.Option(help="The same, in input plus output tokens.", min=1)] = None,
+    record_model_calls: Annotated[bool, typer.Option(help="Keep every model call of the run in the artifact store, "
+                                                     "for --replay.")] = False,
+    replay: Annotated[str | None, typer.Option(help="Answer every model call from a run of this benchmark that "
+                                               "recorded them (--record-model-calls), not from a provider.",
+                                               metavar="RUN_ID")] = None,
     verbose: Verbose = False,
     ephemeral: Annotated[bool, typer.Option(help="Record on Prefect's temporary server, started and stopped by "
                                             "this command, instead of the home's local server.")] = False,
@@ -71,7 +76,8 @@ def bench_command(
     gate = Gate(baseline=baseline, confidence=confidence, fail_under=fail_under, fail_on_regression=fail_on_regression)
     code = run_benchmark_with_progress(bench_file, run_id=resume, overrides=run_overrides, epochs=epochs,
                                        concurrency=concurrency, report_dir=report_dir, gate=gate, matrix=axes,
-                                       budget_usd=budget_usd or None, budget_tokens=budget_tokens)
+                                       budget_usd=budget_usd or None, budget_tokens=budget_tokens,
+                                       record_model_calls=record_model_calls, replay=replay)
     raise typer.Exit(code)
 
 

@@ -109,7 +109,8 @@ def _outcome(result: TaskResult) -> str:
 def run_benchmark_with_progress(path: Path | str, *, run_id: str | None, overrides: dict[str, str], epochs: int | None,
                                 concurrency: int | None, report_dir: Path | None,
                                 gate: Gate | None = None, matrix: dict[str, list[str]] | None = None,
-                                budget_usd: float | None = None, budget_tokens: int | None = None) -> int:
+                                budget_usd: float | None = None, budget_tokens: int | None = None,
+                                record_model_calls: bool = False, replay: str | None = None) -> int:
     """Run the benchmark flow in this process, drawing progress; the exit code for the CLI (0 ran,
     1 failed, 4 a gate failed, 5 too many infrastructure failures, 6 the budget was spent, 130 interrupted).
 
@@ -123,7 +124,7 @@ def run_benchmark_with_progress(path: Path | str, *, run_id: str | None, overrid
         state = await benchmark(path=str(path), run_id=run_id, overrides=overrides, matrix=matrix or None, epochs=epochs,
                                 concurrency=concurrency, report_dir=str(report_dir) if report_dir else None,
                                 budget_usd=budget_usd, budget_tokens=budget_tokens,
-                                return_state=True, **dataclasses.asdict(options))
+                                record_model_calls=record_model_calls, replay=replay, return_state=True, **dataclasses.asdict(options))
         return state, await state.aresult(raise_on_failure=False)
 
     # A terminal shows the newest rows that fit; a log (no terminal) gets the whole table once, at the end.

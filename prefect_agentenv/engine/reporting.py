@@ -29,6 +29,7 @@ def build_report(
     transcript: Transcript | None = None,
     scoring: ScoringSummary | None = None,
     model_calls: list[CallRecord] | None = None,
+    run_id: str = "",
 ) -> TaskReport:
     """Assemble the report of a run, with every secret value redacted."""
     context = result.context if result else RunContext()
@@ -46,7 +47,7 @@ def build_report(
         error = f"exited on its own during the run: {died}" + (f" (then {error})" if error else "")
     outcome, score = task_outcome(context.metadata.verifications, failed=failed, timed_out=timed_out,
                                   skip_policy=skip_policy, tolerated_failures=len(context.metadata.failed_steps))
-    calls = model_calls_of(model_calls, context)
+    calls = model_calls_of(model_calls, context, run_id)
     if calls is not None and calls.mismatch:
         warnings = [*warnings, calls.mismatch]
     report = TaskReport(
@@ -83,11 +84,10 @@ MISMATCH_RATIO = 0.10
 before the report says so: trajectories count a little differently (cached input, retries)."""
 
 
-def model_calls_of(calls: list[CallRecord] | None, context: RunContext) -> ModelCalls | None:
+def model_calls_of(calls: list[CallRecord] | None, context: RunContext, run_id: str) -> ModelCalls | None:
     """The run's model calls as its gateway counted them, beside what the agents reported."""
     if not calls:
         return None
-    run_id = calls[0].run_id
     roles = sorted({call.role for call in calls})
     by_role = {role: sum_calls(run_id, [c for c in calls if c.role == role]) for role in roles}
     reported = total_usage(response.usage for response in context.prompt_responses.values())

@@ -48,6 +48,7 @@ from prefect_agentenv.flows.adapters.failures import (
 from prefect_agentenv.flows.adapters.json_flow import json_parameter_flow
 from prefect_agentenv.flows.adapters.subflow_start import subflow_starter
 from prefect_agentenv.flows.fleet.budget import RunSpend, not_run_result
+from prefect_agentenv.flows.fleet.cassettes import keep_model_calls, model_traffic_of
 from prefect_agentenv.flows.fleet.dispatch import SHARD_DEPLOYMENT, Dispatcher, current_flow_run_id
 from prefect_agentenv.flows.task_runner import report_key
 from prefect_agentenv.flows.ui.benchmark import (
@@ -91,7 +92,7 @@ from prefect_agentenv.runtime.overrides import RunOverrides
 from prefect_agentenv.runtime.pool import WarmPool, bind_pool, unbind_pool
 from prefect_agentenv.runtime.run import bind_lookups, unbind_lookups
 from prefect_agentenv.settings import get_settings
-from prefect_agentenv.steps.support.model_door import model_budget
+from prefect_agentenv.steps.support.model_door import ModelTraffic, model_budget, model_traffic
 
 logger = logging.getLogger("prefect_agentenv.benchmark")
 
@@ -136,6 +137,8 @@ async def benchmark(
     fail_on_regression: bool = False,
     budget_usd: Annotated[float | None, Field(gt=0)] = None,
     budget_tokens: Annotated[int | None, Field(gt=0)] = None,
+    record_model_calls: bool = False,
+    replay: str | None = None,
 ) -> State:
     """Run a benchmark: tasks × seeds × epochs with bounded concurrency, then summarize, compare and gate.
 
@@ -164,6 +167,10 @@ async def benchmark(
         budget_usd: Stop starting task runs once the run's model calls cost this many US dollars (the
             document's `budget.usd` otherwise); the rest are recorded as not run.
         budget_tokens: The same, in input plus output tokens (the document's `budget.tokens` otherwise).
+        record_model_calls: Keep every model call of the run (requests by hash, answers whole) in the
+            artifact store, for `replay`.
+        replay: A run of this benchmark that recorded its model calls: its answers are given again
+            instead of asking any provider (a request it never saw is refused, naming its model).
     """
     try:
         source = await asyncio.to_thread(load_source, benchmark, path)
@@ -177,6 +184,7 @@ async def benchmark(
                          shard_deployment=shard_deployment, report_dir=Path(report_dir) if report_dir else None,
                          gate=Gate(baseline, confidence, fail_under, fail_on_regression), matrix=axes,
                          budget=_budget(bench.budget, budget_usd, budget_tokens))
+        runner.traffic = await asyncio.to_thread(model_traffic_of, runner.results, record_model_calls, replay)
         await asyncio.to_thread(runner.results.check_source, source.ref, [c.label for c in runner.cells])
         runner.baseline = await asyncio.to_thread(find_baseline, runner.results, baseline)  # before anything runs
     except (TaskDocumentError, ConfigurationError, ArtifactError) as exc:  # a user mistake: no traceback
@@ -245,6 +253,8 @@ class _Runner:
         self.dispatcher = Dispatcher(source, dispatch=dispatch, deployment=deployment, store=self.store,
                                      tasks_per_flow_run=tasks_per_flow_run if dispatch == "deployment" else 1,
                                      shard_deployment=shard_deployment)
+        self.traffic: ModelTraffic | None = None
+        """The run's model calls recorded, or replayed from another run (``None``: neither)."""
         self.budget = RunSpend(budget) if budget is not None else None
         """What the run may spend on model calls and has spent (``None``: no budget)."""
         self.verification_rows: list[JsonObject] = []
@@ -268,11 +278,15 @@ class _Runner:
         gate = asyncio.Semaphore(self.concurrency)
         self.dispatcher.expect(len(pending))
         bound = model_budget.set(self.budget.gateway if self.budget else None)
+        traffic = model_traffic.set(self.traffic)
         try:
             async with self._shared():
                 await asyncio.gather(*(self._run_key(k, gate) for k in pending))
         finally:
             model_budget.reset(bound)
+            model_traffic.reset(traffic)
+        if self.traffic is not None and self.traffic.recording is not None:
+            await asyncio.to_thread(keep_model_calls, self.results, self.traffic.recording)
         return await self._finish()
 
     async def _run_key(self, key: RunKey, gate: asyncio.Semaphore) -> None:

@@ -194,6 +194,7 @@ async def _report(state: _TaskRun, teardown: list[TeardownRecord], *, in_prefect
         transcript=transcript,
         scoring=_scoring_summary(document, state.scoring),
         model_calls=run.services.model_calls,
+        run_id=run.run_id,
     )
     await _keep_report(report, run, report_path, publish=publish)
     await _store_submission(state, transcript)

@@ -9,7 +9,8 @@ Requests are matched by ``request_hash``: SHA-256 over the wire and the request 
 JSON (keys sorted, no whitespace), without the top-level fields that name a caller or a
 conversation rather than ask anything (``IGNORED_REQUEST_FIELDS``: a harness puts a fresh id
 there on every run, and a replay must still match). Every other byte counts, the prompt's
-included. The same request asked n times gets the n recorded answers in order, then the last one
+included, but for the random token a rubric judge's prompt fences the agent's words with (a fresh
+one each time). The same request asked n times gets the n recorded answers in order, then the last one
 again.
 """
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 from collections import deque
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -35,6 +37,18 @@ KEPT_RESPONSE_HEADERS = frozenset({"content-type", "request-id", "x-request-id",
 """The response headers a cassette keeps: what clients read. Nothing else (and no request header)."""
 
 
+_FENCE = re.compile(r"UNTRUSTED [A-Z][A-Z_]* ([0-9a-f]{16})>>>")
+"""The delimiters a rubric judge's prompt fences the agent's words with: a fresh random token each
+time (so the agent cannot close the fence), which a replay of the judge's request must not see."""
+
+
+def _without_fence_tokens(text: str) -> str:
+    """``text`` with every judge fence token (wherever it appears) replaced by the same placeholder."""
+    for token in set(_FENCE.findall(text)):
+        text = text.replace(token, "<fence>")
+    return text
+
+
 def request_hash(wire: Wire, body: bytes) -> str:
     """``sha256:<hex>`` of the wire and the request body in canonical form (see the module docstring);
     a body that is not a JSON object is hashed as it came."""
@@ -44,7 +58,8 @@ def request_hash(wire: Wire, body: bytes) -> str:
         request = None
     if isinstance(request, dict):
         kept = {key: value for key, value in request.items() if key not in IGNORED_REQUEST_FIELDS}
-        canonical = json.dumps(kept, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+        text = json.dumps(kept, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        canonical = _without_fence_tokens(text).encode()
     else:
         canonical = body
     return "sha256:" + hashlib.sha256(wire.encode() + b"\n" + canonical).hexdigest()

@@ -131,16 +131,24 @@ def fence(label: str, text: str, token: str) -> str:
             f"<<<END UNTRUSTED {label} {token}>>>")
 
 
+_CLOCK_FIELDS = frozenset({"at"})
+"""Trajectory event fields a judge is not shown (see :func:`render_trajectory`)."""
+
+
 def render_trajectory(trajectory: str | Sequence[Mapping[str, Any] | BaseModel] | None,
                       max_chars: int = DEFAULT_MAX_TRAJECTORY_CHARS) -> str:
-    """One JSON object per event and line; the middle is cut when it exceeds ``max_chars``."""
+    """One JSON object per event and line; the middle is cut when it exceeds ``max_chars``.
+
+    An event's wall-clock time (``at``) is left out: it says nothing of the work, costs the judge
+    tokens, and would make the same work a different request each run (a replay must match it)."""
     if trajectory is None:
         return ""
     if isinstance(trajectory, str):
         text = trajectory
     else:
         events = [e.model_dump(mode="json") if isinstance(e, BaseModel) else dict(e) for e in trajectory]
-        text = "\n".join(json.dumps(event, ensure_ascii=False, default=str) for event in events)
+        text = "\n".join(json.dumps({k: v for k, v in event.items() if k not in _CLOCK_FIELDS}, ensure_ascii=False,
+                                     default=str) for event in events)
     if len(text) <= max_chars:
         return text
     head, tail = text[: max_chars * 2 // 3], text[-(max_chars // 3):]

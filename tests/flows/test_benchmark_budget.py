@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
+from servers import mock_model
 
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.flows.benchmark import benchmark
@@ -66,3 +67,49 @@ def test_bench_exits_6_with_one_line_when_its_budget_is_spent(tmp_path: Path, ag
     assert done.returncode == 6, done.stdout + done.stderr
     [line] = [line for line in done.stderr.splitlines() if line.startswith("budget spent:")]
     assert "task run(s) not run; resume with --resume" in line and "Traceback" not in done.stderr
+
+
+async def test_a_recorded_benchmark_replays_to_the_same_scores_with_no_provider_to_ask(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from prefect_agentenv.settings import get_settings
+
+    # Scored by the judge model on the agent's reply: the replayed replies must be the recorded ones.
+    bench = tmp_path / "judged.yaml"
+
+    def steps(name: str) -> list[dict[str, Any]]:
+        return [{"id": "assistant", "type": "deploy_agent", "a2a_agent_id": "llm", "agent_name": "assistant"},
+                {"id": "ask", "type": "prompt_agent", "agent_name": "assistant", "prompt_id": "ask",
+                 "prompt": f"Say hello to {name}.", "depends_on": ["assistant"]},
+                {"id": "tone", "type": "rubrics_verifier", "prompt_id": "ask", "verifier_id": "tone",
+                 "judge_mode": "model", "criteria": [{"id": "polite", "criterion": "The reply is polite."}],
+                 "depends_on": ["ask"]}]
+
+    bench.write_text(yaml.safe_dump({"name": "Judged", "slug": "judged-bench", "concurrency": 2,
+                                     "tasks": [{"id": name.lower(), "steps": steps(name)} for name in ("Dana", "Sam")]}))
+    # The provider is a mock model of its own at OPENAI_BASE_URL: stopped before the replay.
+    with mock_model(tmp_path / "provider.log") as provider:
+        monkeypatch.setenv("OPENAI_BASE_URL", provider.url("/v1"))
+        get_settings.cache_clear()
+        state = await benchmark(path=str(bench), record_model_calls=True, return_state=True)
+        recorded = await state.result(raise_on_failure=False)
+    assert state.is_completed(), state.message
+    with get_artifact_store() as store:
+        kept = store.get_object(f"benchmarks/judged-bench/{recorded['run_id']}/model-calls.jsonl").decode()
+        first = {r.run_key: r.score for r in read_results(store, "judged-bench", recorded["run_id"])}
+    assert kept.count("\n") >= 4, "two prompts and two judgements, at least"
+    assert set(first.values()) == {1.0}, first
+
+    try:  # nothing listens at OPENAI_BASE_URL now
+        state = await benchmark(path=str(bench), replay=recorded["run_id"], return_state=True)
+        replayed = await state.result(raise_on_failure=False)
+    finally:
+        get_settings.cache_clear()
+    assert state.is_completed(), state.message
+    with get_artifact_store() as store:
+        again = {r.run_key: r.score for r in read_results(store, "judged-bench", replayed["run_id"])}
+    assert again == first and replayed["summary"]["mean_score"] == recorded["summary"]["mean_score"]
+
+
+async def test_replaying_a_run_that_kept_no_model_calls_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    state = await benchmark(path=str(write_bench(tmp_path, epochs=1)), replay="no-such-run", return_state=True)
+    assert state.is_failed() and "kept no model calls; run it with --record-model-calls" in (state.message or "")

@@ -31,7 +31,7 @@ from pydantic import SecretStr
 from prefect_agentenv.runtime.run import RunResources
 
 if TYPE_CHECKING:  # the gateway (Starlette, uvicorn) loads on use: `validate` stays light
-    from prefect_agentenv.gateway import Budget, CallLimits, GatewayConfig, ModelGateway
+    from prefect_agentenv.gateway import Budget, CallLimits, Cassette, GatewayConfig, ModelGateway
     from prefect_agentenv.resolution.models import ResolvedModel
 
 logger = logging.getLogger("prefect_agentenv.models")
@@ -124,6 +124,21 @@ model_budget: contextvars.ContextVar[Budget | None] = contextvars.ContextVar("ag
 """The budget of the benchmark run the current task run belongs to (bound by the benchmark flow)."""
 
 
+@dataclass(frozen=True)
+class ModelTraffic:
+    """What the gateways of a benchmark run do with their calls besides relaying them."""
+
+    recording: Cassette | None = None
+    """Every call relayed is added here (the benchmark keeps it in the artifact store)."""
+    replay: Cassette | None = None
+    """The gateways answer from here instead of any provider."""
+
+
+model_traffic: contextvars.ContextVar[ModelTraffic | None] = contextvars.ContextVar("agentenv_model_traffic",
+                                                                                     default=None)
+"""The current benchmark run's recording or replay (bound by the benchmark flow)."""
+
+
 def upstreams_of(resolved: ResolvedModel) -> GatewayConfig:
     """The endpoint as the gateway's upstream for every wire: an OpenAI-compatible endpoint (a LiteLLM
     gateway, the mock model) answers chat completions, Responses and Messages at the same root."""
@@ -173,8 +188,10 @@ async def _open_gateway(run: RunResources) -> PooledGateway:
 async def _start_gateway() -> PooledGateway:
     from prefect_agentenv.gateway import GatewayConfig, serve_gateway
 
+    traffic = model_traffic.get() or ModelTraffic()
     stack = contextlib.AsyncExitStack()
-    gateway = await stack.enter_async_context(serve_gateway(GatewayConfig()))
+    gateway = await stack.enter_async_context(serve_gateway(GatewayConfig(), recording=traffic.recording,
+                                                            replay=traffic.replay))
     logger.info("the run's model gateway serves at %s", gateway.base_url)
     return PooledGateway(gateway, stack, gateway.base_url)
 
