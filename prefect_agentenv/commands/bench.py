@@ -14,6 +14,16 @@ import typer
 from prefect_agentenv.commands._options import Verbose, check_published, check_writable, overrides, published_ref
 from prefect_agentenv.prefect_defaults import quiet_engine_logs
 
+BudgetUsd = Annotated[float | None, typer.Option(
+    help="Start no task run once the run's model calls cost this many US dollars; the rest are not run (exit 6).",
+    min=0.0)]
+BudgetTokens = Annotated[int | None, typer.Option(help="The same, in input plus output tokens.", min=1)]
+RecordModelCalls = Annotated[bool, typer.Option(help="Keep every model call of the run in the artifact store, "
+                                                "for --replay.")]
+Replay = Annotated[str | None, typer.Option(help="Answer every model call from a run of this benchmark that "
+                                            "recorded them (--record-model-calls), not from a provider.",
+                                            metavar="RUN_ID")]
+
 
 def bench_command(
     bench_file: Annotated[str, typer.Argument(
@@ -34,14 +44,10 @@ def bench_command(
                                                      "marks all task runs worse.")] = False,
     confidence: Annotated[float, typer.Option(help="Confidence of the comparison's verdicts.", min=0.5, max=0.999)]
     = 0.95,
-    budget_usd: Annotated[float | None, typer.Option(help="Start no task run once the run's model calls cost this "
-                                                     "many US dollars; the rest are not run (exit 6).", min=0.0)] = None,
-    budget_tokens: Annotated[int | None, typer.Option(help="The same, in input plus output tokens.", min=1)] = None,
-    record_model_calls: Annotated[bool, typer.Option(help="Keep every model call of the run in the artifact store, "
-                                                     "for --replay.")] = False,
-    replay: Annotated[str | None, typer.Option(help="Answer every model call from a run of this benchmark that "
-                                               "recorded them (--record-model-calls), not from a provider.",
-                                               metavar="RUN_ID")] = None,
+    budget_usd: BudgetUsd = None,
+    budget_tokens: BudgetTokens = None,
+    record_model_calls: RecordModelCalls = False,
+    replay: Replay = None,
     verbose: Verbose = False,
     ephemeral: Annotated[bool, typer.Option(help="Record on Prefect's temporary server, started and stopped by "
                                             "this command, instead of the home's local server.")] = False,

@@ -17,6 +17,7 @@ from prefect_agentenv.commands.tables import FULL_ERRORS, sweep_tables, task_tab
 from prefect_agentenv.flows.benchmark import benchmark, progress_listener
 from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.results import GATE_EXIT_CODE, TaskResult
+from prefect_agentenv.documents.benchmark import RunBudget
 from prefect_agentenv.results.baseline import Gate
 from prefect_agentenv.results.benchmark_result import BenchmarkRunResult
 from prefect_agentenv.results.sweep_tables import short_cell_names
@@ -123,8 +124,8 @@ def run_benchmark_with_progress(path: Path | str, *, run_id: str | None, overrid
     async def go() -> Any:
         state = await benchmark(path=str(path), run_id=run_id, overrides=overrides, matrix=matrix or None, epochs=epochs,
                                 concurrency=concurrency, report_dir=str(report_dir) if report_dir else None,
-                                budget_usd=budget_usd, budget_tokens=budget_tokens,
-                                record_model_calls=record_model_calls, replay=replay, return_state=True, **dataclasses.asdict(options))
+                                budget=_budget(budget_usd, budget_tokens), record_model_calls=record_model_calls,
+                                replay=replay, return_state=True, **dataclasses.asdict(options))
         return state, await state.aresult(raise_on_failure=False)
 
     # A terminal shows the newest rows that fit; a log (no terminal) gets the whole table once, at the end.
@@ -166,6 +167,11 @@ def run_benchmark_with_progress(path: Path | str, *, run_id: str | None, overrid
     if result.gate is not None:
         console.print(f"gate passed: {result.gate.reason}", markup=False, highlight=False, soft_wrap=True)
     return 0 if state.is_completed() else 1
+
+
+def _budget(usd: float | None, tokens: int | None) -> RunBudget | None:
+    """``--budget-usd`` and ``--budget-tokens`` as the flow's ``budget`` (the document's when neither is given)."""
+    return RunBudget(usd=usd, tokens=tokens) if usd is not None or tokens is not None else None
 
 
 def _print_after_run(console: Console, board: _Board, result: BenchmarkRunResult, path: Path | str,

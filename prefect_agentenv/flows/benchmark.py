@@ -135,22 +135,18 @@ async def benchmark(
     confidence: Annotated[float, Field(gt=0, lt=1)] = DEFAULT_CONFIDENCE,
     fail_under: Annotated[float | None, Field(ge=0, le=1)] = None,
     fail_on_regression: bool = False,
-    budget_usd: Annotated[float | None, Field(gt=0)] = None,
-    budget_tokens: Annotated[int | None, Field(gt=0)] = None,
+    budget: RunBudget | None = None,
     record_model_calls: bool = False,
     replay: str | None = None,
 ) -> State:
     """Run a benchmark: tasks × seeds × epochs with bounded concurrency, then summarize, compare and gate.
 
     Args:
-        path: The benchmark document (YAML or JSON) on the worker's disk; task paths in it are relative to it.
-            A published version (`SLUG@VERSION`, `SLUG@latest`) runs exactly as `prefect-agentenv publish` froze it.
-        benchmark: The benchmark document itself, a published version `SLUG@VERSION`, or a path (as `path`,
-            which wins when both are given).
+        path: The benchmark file (YAML or JSON) on the worker's disk, or a published version (`SLUG@VERSION`).
+        benchmark: The benchmark document itself, a published version or a path (`path` wins over it).
         run_id: Resume this run: only its missing or errored task runs run again. Empty: the flow run's id.
         overrides: Overrides for every task, e.g. `{"a2a_agent_id": "llm", "model": "gpt-4.1"}`.
-        matrix: A sweep: override keys with the values to try, e.g. `{"a2a_agent_id": ["scripted", "llm"]}`; each
-            combination (a cell) runs every task on top of `overrides`. Replaces the document's `matrix` key by key.
+        matrix: A sweep: override keys and the values to try (`{"model": ["a", "b"]}`), over the document's.
         epochs: How many times each task runs (overrides the document's `epochs`).
         concurrency: How many task runs at once (overrides the document's `concurrency`).
         dispatch: `subflow` runs every task here; `deployment` starts each on the work pool of `deployment`.
@@ -158,46 +154,30 @@ async def benchmark(
         tasks_per_flow_run: With `dispatch=deployment`, task runs per flow run on the pool (overrides the document's).
         shard_deployment: The agent-task-shard deployment that runs them when that is above 1.
         report_dir: Also write each task's report and the summary into this folder on the worker.
-        baseline: Compare with this run instead of the previous finished one: a run id of this benchmark,
-            `<slug>/<run id>` of another, or `<slug>` for its latest finished run.
+        baseline: Compare with this run, not the previous finished one: `<run id>`, `<slug>/<run id>`, `<slug>`.
         confidence: The confidence of the paired comparison's intervals and verdicts (0.95: 95%).
         fail_under: Fail the flow run when the mean score is under this (0 to 1); in a sweep, any cell's.
-        fail_on_regression: Fail the flow run when the paired comparison with the baseline marks all task runs
-            worse (McNemar's test, or the paired bootstrap and sign test); in a sweep, any cell against its own.
-        budget_usd: Stop starting task runs once the run's model calls cost this many US dollars (the
-            document's `budget.usd` otherwise); the rest are recorded as not run.
-        budget_tokens: The same, in input plus output tokens (the document's `budget.tokens` otherwise).
-        record_model_calls: Keep every model call of the run (requests by hash, answers whole) in the
-            artifact store, for `replay`.
-        replay: A run of this benchmark that recorded its model calls: its answers are given again
-            instead of asking any provider (a request it never saw is refused, naming its model).
+        fail_on_regression: Fail the flow run when the paired comparison marks all task runs worse than the baseline.
+        budget: What the run's model calls may cost (`usd`, `tokens`; the document's `budget` otherwise).
+        record_model_calls: Keep the run's model calls in the artifact store, for `replay`.
+        replay: Answer every model call from this recorded run of the benchmark, asking no provider.
     """
     try:
         source = await asyncio.to_thread(load_source, benchmark, path)
         bench = source.header
         RunOverrides.parse({**bench.defaults.overrides, **(overrides or {})})  # refused before any task runs
-        axes = merge_matrix(bench.matrix, matrix)
         # The flow run's id by default: the UI's Retry reruns the same flow run, so it resumes this benchmark run.
         runner = _Runner(source, run_id=run_id or current_flow_run_id(), overrides=overrides or {},
                          epochs=epochs or bench.epochs, concurrency=concurrency or bench.concurrency, dispatch=dispatch,
                          deployment=deployment, tasks_per_flow_run=tasks_per_flow_run or bench.tasks_per_flow_run,
                          shard_deployment=shard_deployment, report_dir=Path(report_dir) if report_dir else None,
-                         gate=Gate(baseline, confidence, fail_under, fail_on_regression), matrix=axes,
-                         budget=_budget(bench.budget, budget_usd, budget_tokens))
-        runner.traffic = await asyncio.to_thread(model_traffic_of, runner.results, record_model_calls, replay)
-        await asyncio.to_thread(runner.results.check_source, source.ref, [c.label for c in runner.cells])
-        runner.baseline = await asyncio.to_thread(find_baseline, runner.results, baseline)  # before anything runs
+                         gate=Gate(baseline, confidence, fail_under, fail_on_regression),
+                         matrix=merge_matrix(bench.matrix, matrix), budget=budget or bench.budget)
+        await runner.prepare(baseline, record=record_model_calls, replay=replay)  # refused before anything runs
     except (TaskDocumentError, ConfigurationError, ArtifactError) as exc:  # a user mistake: no traceback
         get_run_logger().error("%s", exc)
         return Failed(message=str(exc))
     return _final_state(await runner.run())
-
-
-def _budget(document: RunBudget | None, usd: float | None, tokens: int | None) -> RunBudget | None:
-    """The run's budget: the flow's parameters, field by field, over the document's."""
-    usd = usd if usd is not None else document.usd if document else None
-    tokens = tokens if tokens is not None else document.tokens if document else None
-    return RunBudget(usd=usd, tokens=tokens) if usd is not None or tokens is not None else None
 
 
 def _final_state(result: BenchmarkRunResult) -> State:
@@ -259,6 +239,13 @@ class _Runner:
         """What the run may spend on model calls and has spent (``None``: no budget)."""
         self.verification_rows: list[JsonObject] = []
         """Rows of the verifications table artifact (Prefect's API takes them as JSON)."""
+
+    async def prepare(self, baseline: str | None, *, record: bool, replay: str | None) -> None:
+        """What is checked and read before anything runs: the source against a resumed run's, the
+        baseline, and the recorded model calls to replay."""
+        await asyncio.to_thread(self.results.check_source, self.source.ref, [c.label for c in self.cells])
+        self.baseline = await asyncio.to_thread(find_baseline, self.results, baseline)
+        self.traffic = await asyncio.to_thread(model_traffic_of, self.results, record, replay)
 
     def keys(self) -> list[RunKey]:
         return [RunKey(t.task_id, t.seed_index, e, cell) for cell in self.cell_overrides

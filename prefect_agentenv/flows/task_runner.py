@@ -42,6 +42,8 @@ from prefect_agentenv.runtime.stop import StopRequest, stop_on_signals
 from prefect_agentenv.runtime.teardown import TeardownRecord
 from prefect_agentenv.steps.support.lookahead import start_lookahead, stop_lookahead
 from prefect_agentenv.transcript import StepFields, Transcript, build_transcript
+from prefect_agentenv.transcript.models import ModelCallLine
+from prefect_agentenv.gateway.ledger import CallRecord
 
 logger = logging.getLogger("prefect_agentenv.flow")
 
@@ -179,6 +181,8 @@ async def _report(state: _TaskRun, teardown: list[TeardownRecord], *, in_prefect
     assert state.scheduler is not None
     result = state.result or state.scheduler.result()
     transcript = await _transcript(document, run.run_id, result, state.error)
+    if transcript is not None and run.services.model_calls:
+        transcript.model_calls = [model_call_line(call) for call in run.services.model_calls]
     report = build_report(
         task_id=document.id,
         flow_run_id=current_flow_run_id(),
@@ -326,6 +330,13 @@ async def _transcript(document: TaskDocument, run_id: str, result: ScheduleResul
     except Exception as exc:  # a view of the run: its failure must not cost the report
         logger.warning("could not build the transcript: %s", exc)
         return None
+
+
+def model_call_line(call: CallRecord) -> ModelCallLine:
+    """A gateway's record of a call as the transcript shows it."""
+    return ModelCallLine(role=call.role, wire=call.wire, model=call.model, status=call.status,
+                         input_tokens=call.input_tokens, output_tokens=call.output_tokens, cost_usd=call.cost_usd,
+                         latency_seconds=round(call.latency_seconds, 3), failure=call.failure, limit=call.limit)
 
 
 async def _upload_report(report: TaskReport, run_id: str) -> None:

@@ -194,6 +194,25 @@ class FileLink(_Model):
     step_id: str
 
 
+class ModelCallLine(_Model):
+    """One model call of the run, as the run's model gateway relayed and counted it."""
+
+    role: str
+    """``agent``, ``judge``, ``user``…: who made it."""
+    wire: str
+    """``chat``, ``responses`` or ``messages``."""
+    model: str | None = None
+    status: int
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    latency_seconds: float
+    failure: str | None = None
+    """Why it did not end normally (``limit``, ``infrastructure``, …); ``None`` when it did."""
+    limit: str | None = None
+    """The limit that refused it."""
+
+
 class Transcript(_Model):
     """Everything a reader needs to see what happened in a task run."""
 
@@ -206,3 +225,5 @@ class Transcript(_Model):
     files: list[FileLink] = Field(default_factory=list)
     errors: list[str] = Field(default_factory=list)
     """The run's error and every failed step's error."""
+    model_calls: list[ModelCallLine] = Field(default_factory=list)
+    """Every model call of the run, in the order they ended (counted by the run's gateway)."""

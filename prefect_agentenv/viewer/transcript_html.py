@@ -27,11 +27,29 @@ def transcript_html(t: Transcript, link: Link) -> str:
     if t.verifiers:
         parts.append("<h2>Verifiers</h2>" + "".join(_verifier(v, link) for v in t.verifiers))
     parts += [_env(e, link) for e in t.env_changes]
+    if t.model_calls:
+        parts.append(_model_calls(t))
     if t.files:
         parts.append('<h2>Collected files</h2><ul class="files">' + "".join(
             f'<li><a href="{escape(link(f.url))}">{escape(f.name)}</a> <span class="muted">(step '
             f'{escape(f.step_id)})</span></li>' for f in t.files) + "</ul>")
     return "\n".join(parts)
+
+
+def _model_calls(t: Transcript) -> str:
+    """Every model call of the run, as its gateway counted it: who, which API, tokens, time, why it failed."""
+    rows = []
+    for call in t.model_calls:
+        tokens = "—" if call.input_tokens is None and call.output_tokens is None else \
+            f"{call.input_tokens or 0:,} in · {call.output_tokens or 0:,} out"
+        cost = "" if call.cost_usd is None else f" · ${call.cost_usd:.4f}"
+        why = f' <span class="r-fail">{escape(call.failure)}{": " + escape(call.limit) if call.limit else ""}</span>' \
+            if call.failure else ""
+        rows.append(f"<tr><td>{escape(call.role)}</td><td>{escape(call.wire)}</td><td>{escape(call.model or '—')}</td>"
+                    f"<td>{call.status}{why}</td><td>{tokens}{cost}</td><td>{call.latency_seconds:.2f}s</td></tr>")
+    return ('<h2>Model calls</h2><p class="muted">counted by the run\'s model gateway</p><table class="calls">'
+            "<tr><th>role</th><th>API</th><th>model</th><th>status</th><th>tokens</th><th>time</th></tr>"
+            + "".join(rows) + "</table>")
 
 
 def _pre(value: Clip | None) -> str:

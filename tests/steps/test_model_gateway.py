@@ -95,6 +95,14 @@ async def test_an_agent_and_its_judge_reach_the_model_only_through_the_gateway_w
     written = report.model_dump_json()
     assert CANARY not in written and TOKEN_PREFIX not in written
     assert any(t.kind == "gateway" and t.ok for t in report.teardown)
+    # The transcript lists every call, and its page shows them.
+    from prefect_agentenv.viewer.transcript_html import transcript_html
+
+    assert report.transcript is not None
+    assert [(c.role, c.input_tokens) for c in report.transcript.model_calls] == [
+        (c.role, c.input_tokens) for c in calls.calls]
+    page = transcript_html(report.transcript, lambda url: url)
+    assert "<h2>Model calls</h2>" in page and page.count("<tr><td>") == len(calls.calls)
 
 
 async def test_a_run_that_calls_no_model_starts_no_gateway(provider: str) -> None:
