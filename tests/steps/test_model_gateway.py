@@ -102,7 +102,8 @@ async def test_an_agent_and_its_judge_reach_the_model_only_through_the_gateway_w
     assert [(c.role, c.input_tokens) for c in report.transcript.model_calls] == [
         (c.role, c.input_tokens) for c in calls.calls]
     page = transcript_html(report.transcript, lambda url: url)
-    assert "<h2>Model calls</h2>" in page and page.count("<tr><td>") == len(calls.calls)
+    assert "<h2>Model calls</h2>" in page
+    assert page.split("<table class=\"calls\">")[1].count("<tr><td>") == len(calls.calls)
 
 
 async def test_a_run_that_calls_no_model_starts_no_gateway(provider: str) -> None:
