@@ -201,7 +201,7 @@ async def test_a_reference_agent_runs_confined_answers_and_writes_its_artifact_i
         assert (instance.kind, reply.state, reply.text) == ("confined", "completed", "done")
         assert world.sandbox.path("/app/artifact/x.txt").read_text() == "from inside"
         assert instance.confinement is not None and instance.confinement.mechanism.startswith("bwrap ")
-        assert instance.confinement.network == "host"
+        assert instance.confinement.network == "confined"
     finally:
         await launcher.stop(instance)
     assert instance.pid is not None and is_gone(instance.pid)
