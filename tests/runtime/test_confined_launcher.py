@@ -8,25 +8,32 @@ try to read each, write outside ``/app`` and ``/tmp``, and kill the runner.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import socket
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
-from launcher_helpers import is_gone
+from launcher_helpers import fake_command, is_gone
 
 from prefect_agentenv.agents.catalog import REFERENCE_AGENTS
+from prefect_agentenv.agents.mock_model.in_process import InProcessMockModel, serve_mock_model
+from prefect_agentenv.envs.catalog import REFERENCE_ENVS
 from prefect_agentenv.exceptions import DeployError
 from prefect_agentenv.protocols.a2a import A2AClient
 from prefect_agentenv.runtime.confined import ConfinedLauncher
-from prefect_agentenv.runtime.launch import LaunchSpec
-from prefect_agentenv.runtime.process import Command
+from prefect_agentenv.runtime.launch import Door, Instance, LaunchSpec
+from prefect_agentenv.runtime.netns import open_doors, path_allowed, request_framing
+from prefect_agentenv.runtime.process import Command, ProcessLauncher
 from prefect_agentenv.runtime.sandbox import Sandbox, create_sandbox
 
 CARD = "/.well-known/agent-card.json"
@@ -213,3 +220,173 @@ async def test_an_install_path_that_would_show_the_run_folder_is_refused(world: 
     with pytest.raises(DeployError, match="holds the agent's own sandbox"):
         await ConfinedLauncher(run_id="r1").start(spec, name="agent", workdir=world.run_folder,
                                                   cwd=world.sandbox.root)
+
+
+# The network: a confined agent reaches its model door and its envs' MCP paths, nothing else.
+
+NET_PROBE = Path(__file__).with_name("net_probe_server.py")
+MCP_INITIALIZE = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "probe", "version": "1"}}})
+MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+DATA_GET = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "data/get", "params": {}})
+
+
+@dataclass
+class Net:
+    """What is on the runner's loopback around a confined agent: an env, a model door, an unrelated server."""
+
+    env: Instance
+    model: InProcessMockModel
+    other: Instance
+
+
+@pytest.fixture
+async def net(world: World, http: httpx.AsyncClient) -> AsyncIterator[Net]:
+    launcher = ProcessLauncher(run_id="r1", http_client=http)
+    env = await launcher.start(LaunchSpec(command=REFERENCE_ENVS["email"].command()), name="email",
+                               workdir=world.run_folder)
+    other = await launcher.start(LaunchSpec(command=fake_command()), name="other", workdir=world.run_folder)
+    model = await serve_mock_model()
+    try:
+        yield Net(env, model, other)
+    finally:
+        await model.stop()
+        await launcher.stop(other)
+        await launcher.stop(env)
+
+
+def probe_spec(**fields: Any) -> LaunchSpec:
+    return LaunchSpec(command=[sys.executable, str(NET_PROBE), "--host", "{host}", "--port", "{port}"],
+                      ready_path=CARD, kind="confined", install_paths=[str(NET_PROBE.parent)], **fields)
+
+
+async def from_inside(http: httpx.AsyncClient, agent: Instance, url: str, method: str = "GET", body: str | None = None,
+                      headers: dict[str, str] | None = None, raw_target: str | None = None) -> dict[str, Any]:
+    """An HTTP request made by the confined agent itself, as it went."""
+    answer = await http.post(f"{agent.base_url}/probe", json={"url": url, "method": method, "body": body,
+                                                              "headers": headers or {}, "raw_target": raw_target})
+    return dict(answer.json())
+
+
+async def test_a_confined_agent_reaches_its_model_and_its_env_s_mcp_path_and_nothing_else(
+        world: World, http: httpx.AsyncClient, net: Net, prefect_harness: None) -> None:
+    from prefect.settings import PREFECT_API_URL
+
+    launcher = ConfinedLauncher(run_id="r1", http_client=http)
+    model_url = f"{net.model.base_url}/v1"
+    agent = await launcher.start(probe_spec(doors=(Door.from_url("model", model_url),)), name="agent",
+                                 workdir=world.run_folder, cwd=world.sandbox.root, extra_env=world.sandbox.env())
+    env_url = net.env.base_url
+    try:
+        assert await open_doors(agent.instance_id, [Door.from_url("mcp", net.env.mcp_url)]) == [
+            f"model {model_url.split('//')[1].rsplit('/', 1)[0]}", f"mcp {net.env.mcp_url.split('//')[1]}"]
+
+        model = await from_inside(http, agent, f"{model_url}/models")
+        mcp = await from_inside(http, agent, net.env.mcp_url, "POST", MCP_INITIALIZE, MCP_HEADERS)
+        data_plane = await from_inside(http, agent, f"{env_url}/agentenv", "POST", DATA_GET,
+                                       {"Content-Type": "application/json"})
+        card = await from_inside(http, agent, f"{env_url}/.well-known/agent-env.json")
+        dotted = await from_inside(http, agent, f"{env_url}/mcp/../agentenv", "POST", DATA_GET,
+                                   raw_target="/mcp/../agentenv")
+        encoded = await from_inside(http, agent, f"{env_url}/mcp", "POST", DATA_GET, raw_target="/mcp%2F..%2Fagentenv")
+        other = await from_inside(http, agent, f"{net.other.base_url}/env")
+        prefect_api = await from_inside(http, agent, f"{PREFECT_API_URL.value()}/health")
+        internet = (await http.post(f"{agent.base_url}/connect", json={"host": "1.1.1.1", "port": 443})).json()
+
+        assert model["status"] == 200 and "mock" in model["body"], model
+        assert mcp["status"] == 200 and '"serverInfo"' in mcp["body"], mcp
+        for refused in (data_plane, card, dotted, encoded):
+            assert refused["status"] == 403, refused
+            assert len(refused["body"].strip().splitlines()) == 1
+            assert "may reach only /mcp" in refused["body"], refused
+        assert "ConnectionRefusedError" in other["error"], other
+        assert "ConnectionRefusedError" in prefect_api["error"], prefect_api
+        assert "unreachable" in internet["error"], internet
+        assert agent.confinement is not None and agent.confinement.network == "confined"
+    finally:
+        await launcher.stop(agent)
+    assert agent.pid is not None and is_gone(agent.pid)
+    with pytest.raises(httpx.ConnectError):
+        await http.get(f"{agent.base_url}{CARD}")
+
+
+async def test_after_the_agent_stops_its_bridge_is_gone_port_folder_and_connections(
+        world: World, http: httpx.AsyncClient) -> None:
+    launcher = ConfinedLauncher(run_id="r1", http_client=http)
+    agent = await launcher.start(probe_spec(), name="agent", workdir=world.run_folder, cwd=world.sandbox.root,
+                                 extra_env=world.sandbox.env())
+    bridge = launcher._bridges[agent.instance_id]
+    folder, port = bridge.folder, bridge.port
+    assert (folder / "a2a.sock").exists() and (folder / "control.sock").exists()
+    held = await asyncio.open_connection("127.0.0.1", port)  # a connection still open at stop is cut
+
+    await launcher.stop(agent)
+
+    assert not folder.exists() and await open_doors(agent.instance_id, []) is None
+    assert await held[0].read() == b""
+    held[1].close()
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers bind: TIME_WAIT is no listener
+        probe.bind(("127.0.0.1", port))  # nothing listens on the host port any more
+
+
+async def test_a_block_widens_the_network_and_the_record_says_so(world: World, http: httpx.AsyncClient,
+                                                                 net: Net) -> None:
+    launcher = ConfinedLauncher(run_id="r1", http_client=http)
+    allowed = net.other.base_url.split("//", 1)[1]
+    widened = await launcher.start(probe_spec(network={"allow": [allowed]}), name="widened", workdir=world.run_folder,
+                                   cwd=world.sandbox.root, extra_env=world.sandbox.env())
+    try:
+        other = await from_inside(http, widened, f"{net.other.base_url}/env")
+        env = await from_inside(http, widened, f"{net.env.base_url}{CARD}")
+        assert other["status"] == 200 and "ConnectionRefusedError" in env["error"], (other, env)
+        assert widened.confinement is not None and widened.confinement.doors == [f"allowed {allowed}"]
+    finally:
+        await launcher.stop(widened)
+    public = await launcher.start(probe_spec(network="public"), name="public", workdir=world.run_folder,
+                                  cwd=world.sandbox.root, extra_env=world.sandbox.env())
+    try:
+        data_plane = await from_inside(http, public, f"{net.env.base_url}/agentenv", "POST", DATA_GET,
+                                       {"Content-Type": "application/json"})
+        assert data_plane["status"] == 200, "public is the host's network, as an unconfined agent has it"
+        assert public.confinement is not None and (public.confinement.network, public.confinement.doors) == (
+            "public", [])
+    finally:
+        await launcher.stop(public)
+
+
+async def test_a_model_door_off_the_loopback_fails_the_deploy_in_one_line_saying_how_to_widen(
+        world: World, http: httpx.AsyncClient) -> None:
+    spec = probe_spec(doors=(Door.from_url("model", "https://models.example.org/v1"),))
+    before = set(Path(tempfile.gettempdir()).glob("agentenv-net-*"))
+
+    with pytest.raises(DeployError) as raised:
+        await ConfinedLauncher(run_id="r1", http_client=http).start(spec, name="agent", workdir=world.run_folder,
+                                                                    cwd=world.sandbox.root)
+    assert len(str(raised.value).splitlines()) == 1
+    assert "model models.example.org:443 is not on this machine's loopback" in str(raised.value)
+    assert "network: public" in str(raised.value)
+    assert set(Path(tempfile.gettempdir()).glob("agentenv-net-*")) <= before, "the failed start left no folder"
+
+
+@pytest.mark.parametrize(("path", "allowed"), [
+    ("/mcp", True), ("/mcp/", True), ("/mcp/messages", True), ("/mcpx", False), ("/agentenv", False),
+    ("/mcp/../agentenv", False), ("/mcp/%2e%2e/agentenv", False), ("/mcp%2F..%2Fagentenv", False),
+    ("/mcp/.%2e/agentenv", False), ("/MCP", False), ("/mcp\\..\\agentenv", False), ("/", False)])
+def test_an_mcp_door_lets_through_its_path_and_below_only(path: str, allowed: bool) -> None:
+    assert path_allowed(path, "/mcp") is allowed
+
+
+def test_a_request_with_an_ambiguous_body_or_an_upgrade_is_refused_before_it_reaches_the_env() -> None:
+    door = Door.from_url("mcp", "http://127.0.0.1:5000/mcp")
+
+    def head(*lines: str) -> bytes:
+        return ("\r\n".join(["POST /mcp HTTP/1.1", "Host: 127.0.0.1:5000", *lines]) + "\r\n\r\n").encode()
+
+    assert request_framing(head("Content-Length: 12"), door) == 12
+    assert request_framing(head("Transfer-Encoding: chunked"), door) is None
+    assert "both" in str(request_framing(head("Content-Length: 3", "Transfer-Encoding: chunked"), door))
+    assert "ambiguous" in str(request_framing(head("Content-Length: 3", "Content-Length: 4"), door))
+    assert "upgrade" in str(request_framing(head("Upgrade: websocket", "Connection: Upgrade"), door))
+    assert "may reach only /mcp" in str(request_framing(b"GET http://127.0.0.1:5000/agentenv HTTP/1.1\r\n\r\n", door))
+    assert "may reach only /mcp" in str(request_framing(b"CONNECT 127.0.0.1:5000 HTTP/1.1\r\n\r\n", door))
