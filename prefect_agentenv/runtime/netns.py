@@ -6,8 +6,10 @@ both sides see (mounted at :data:`INSIDE_FOLDER`), as Anthropic's sandbox-runtim
 proxies; a forwarder inside (``runtime/netns_inside.py``, standard library only, run by the base
 Python installation) listens on the same ``host:port`` numbers inside, so no URL is rewritten:
 
-* **its A2A port**: this side listens on the agent's port on the host (picked by the launcher)
-  and passes each connection to ``a2a.sock``, where the forwarder connects to the agent;
+* **its A2A port**: this side takes the agent's port on the host (picked by the launcher) at once,
+  listens on it once ``a2a.sock`` exists (the forwarder makes it when the agent's port accepts: the
+  readiness check sees a refused port until then, as for an unconfined agent) and passes each
+  connection to it, where the forwarder connects to the agent;
 * **doors**: a model endpoint, a widening (any request), an env's MCP endpoint. An MCP door is
   filtered at the HTTP level: each request's path must be the env URL's path or below it (its
   ``/mcp``), never the env's data plane (``/agentenv``) or card on the same port; anything else
@@ -25,6 +27,7 @@ import contextlib
 import logging
 import os
 import shutil
+import socket
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
@@ -43,6 +46,7 @@ FORWARDER = Path(__file__).with_name("netns_inside.py")
 LOOPBACK_NAMES = frozenset({"localhost", "::1"})
 _BUFFER = 65536
 _CONTROL_TIMEOUT = 10.0
+_READY_POLL_SECONDS = 0.01
 _DRAIN_SECONDS = 1.0
 
 _bridges: dict[str, Bridge] = {}
@@ -82,7 +86,8 @@ class Bridge:
         """Each door and its socket's name in the folder."""
         self._servers: list[asyncio.AbstractServer] = []
         self._writers: set[asyncio.StreamWriter] = set()
-        self._started = False
+        self._port = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+        self._serving: asyncio.Future[None] | None = None
 
     async def listen(self, doors: tuple[Door, ...]) -> None:
         """Take the agent's A2A port on the host and open the first doors (before the agent starts).
@@ -92,9 +97,17 @@ class Bridge:
             DeployError: a door is not on this machine's loopback.
         """
         _bridges[self.instance_id] = self
-        self._servers.append(await asyncio.start_server(self._a2a_connection, self.host, self.port))
+        self._port.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._port.bind((self.host, self.port))  # taken now; connections are refused until it listens
+        self._port.setblocking(False)
         for door in doors:
             await self._add(door)
+        self._serving = asyncio.ensure_future(self._serve_when_ready())
+
+    async def _serve_when_ready(self) -> None:
+        while not (self.folder / "a2a.sock").exists():
+            await asyncio.sleep(_READY_POLL_SECONDS)
+        self._servers.append(await asyncio.start_server(self._a2a_connection, sock=self._port))
 
     def forwarder_argv(self) -> list[str]:
         """The forwarder's argv inside, before the agent's command (which follows it after ``--``)."""
@@ -122,8 +135,11 @@ class Bridge:
     def close(self) -> None:
         """Stop listening, cut live connections, remove the folder (synchronous: it runs on cancel paths too)."""
         _bridges.pop(self.instance_id, None)
+        if self._serving is not None:
+            self._serving.cancel()
         for server in self._servers:
             server.close()
+        self._port.close()
         # Aborting the sockets ends each connection's copies at once; cancelling their tasks instead
         # would make asyncio's stream server log every one as an error.
         for writer in list(self._writers):

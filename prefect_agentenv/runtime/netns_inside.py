@@ -8,7 +8,9 @@ it through Unix sockets in a folder both sides see (``runtime/netns.py`` holds t
   same ``host:port`` inside, and each connection is passed to the door's socket, where the host
   side connects to the real endpoint (and filters what an MCP door may ask for);
 * ``a2a.sock``: each connection the runner makes to the agent's A2A port is passed to the same
-  port on this loopback, where the agent listens;
+  port on this loopback, where the agent listens. It is made only once the agent's port accepts
+  connections, and the host side listens on the port only then, so the runner's readiness check
+  sees a refused port until the agent is up, as with an unconfined agent;
 * ``control.sock``: a line ``listen <host> <port> <socket name>`` opens one more door (an env
   given to the agent after it started), answered by ``ok`` or ``error <why>``.
 
@@ -26,9 +28,11 @@ import os
 import socket
 import sys
 import threading
+import time
 
 _BUFFER = 65536
 _BACKLOG = 128
+_PORT_POLL_SECONDS = 0.01
 
 
 def _pump(source: socket.socket, target: socket.socket) -> None:
@@ -119,6 +123,16 @@ def _control(listener: socket.socket, folder: str) -> None:
                 client.sendall(f"error {exc}\n".encode())
 
 
+def _await_port(address: tuple[str, int]) -> None:
+    """Until the agent's port accepts a connection (a refused connect costs microseconds)."""
+    while True:
+        try:
+            socket.create_connection(address, timeout=1.0).close()
+            return
+        except OSError:
+            time.sleep(_PORT_POLL_SECONDS)
+
+
 def _parse(argv: list[str]) -> tuple[str, tuple[str, int], list[tuple[str, int, str]], list[str]]:
     split = argv.index("--")
     folder, a2a_host, a2a_port, *doors = argv[:split]
@@ -134,21 +148,22 @@ def main(argv: list[str]) -> None:
     """Bind every listener, then run the command here and serve from a grandchild."""
     folder, a2a, doors, command = _parse(argv)
     servers: list[tuple[socket.socket, object]] = [_door(folder, *door) for door in doors]
-    servers.append((_unix_listener(os.path.join(folder, "a2a.sock")), a2a))
     control = _unix_listener(os.path.join(folder, "control.sock"))
+    servers.append((control, None))
     child = os.fork()
     if child == 0:
         os.setsid()
         if os.fork() != 0:
             os._exit(0)
-        for listener, target in servers:
+        for listener, target in servers[:-1]:
             threading.Thread(target=_serve, args=(listener, target), daemon=True).start()
-        _control(control, folder)
+        threading.Thread(target=_control, args=(control, folder), daemon=True).start()
+        _await_port(a2a)
+        _serve(_unix_listener(os.path.join(folder, "a2a.sock")), a2a)
         os._exit(0)
     os.waitpid(child, 0)
     for listener, _ in servers:
         listener.close()
-    control.close()
     os.execvp(command[0], command)
 
 
