@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -32,7 +33,8 @@ from prefect_agentenv.exceptions import DeployError
 from prefect_agentenv.protocols.a2a import A2AClient
 from prefect_agentenv.runtime.confined import ConfinedLauncher
 from prefect_agentenv.runtime.launch import Door, Instance, LaunchSpec
-from prefect_agentenv.runtime.netns import open_doors, path_allowed, request_framing
+from prefect_agentenv.runtime.leftovers import RUN_MARKER
+from prefect_agentenv.runtime.netns import FORWARDER_INSIDE, base_python, open_doors, path_allowed, request_framing
 from prefect_agentenv.runtime.process import Command, ProcessLauncher
 from prefect_agentenv.runtime.sandbox import Sandbox, create_sandbox
 
@@ -268,11 +270,27 @@ async def from_inside(http: httpx.AsyncClient, agent: Instance, url: str, method
     return dict(answer.json())
 
 
+def forwarders(run_id: str) -> list[int]:
+    """Live network forwarders of a run's confined agents (the base Python running the forwarder, with the run
+    marker in its environment; the supervisor's and bwrap's command lines name the forwarder too)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            if (argv[0] == str(base_python()).encode() and FORWARDER_INSIDE.encode() in argv
+                    and f"{RUN_MARKER}={run_id}".encode() in (entry / "environ").read_bytes()):
+                found.append(int(entry.name))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
 async def test_a_confined_agent_reaches_its_model_and_its_env_s_mcp_path_and_nothing_else(
         world: World, http: httpx.AsyncClient, net: Net, prefect_harness: None) -> None:
     from prefect.settings import PREFECT_API_URL
 
-    launcher = ConfinedLauncher(run_id="r1", http_client=http)
+    run_id = f"net-{uuid.uuid4().hex}"
+    launcher = ConfinedLauncher(run_id=run_id, http_client=http)
     model_url = f"{net.model.base_url}/v1"
     agent = await launcher.start(probe_spec(doors=(Door.from_url("model", model_url),)), name="agent",
                                  workdir=world.run_folder, cwd=world.sandbox.root, extra_env=world.sandbox.env())
@@ -303,9 +321,11 @@ async def test_a_confined_agent_reaches_its_model_and_its_env_s_mcp_path_and_not
         assert "ConnectionRefusedError" in prefect_api["error"], prefect_api
         assert "unreachable" in internet["error"], internet
         assert agent.confinement is not None and agent.confinement.network == "confined"
+        assert len(forwarders(run_id)) == 1
     finally:
         await launcher.stop(agent)
     assert agent.pid is not None and is_gone(agent.pid)
+    assert forwarders(run_id) == [], "the forwarder inside died with the agent's sandbox"
     with pytest.raises(httpx.ConnectError):
         await http.get(f"{agent.base_url}{CARD}")
 
@@ -390,3 +410,32 @@ def test_a_request_with_an_ambiguous_body_or_an_upgrade_is_refused_before_it_rea
     assert "upgrade" in str(request_framing(head("Upgrade: websocket", "Connection: Upgrade"), door))
     assert "may reach only /mcp" in str(request_framing(b"GET http://127.0.0.1:5000/agentenv HTTP/1.1\r\n\r\n", door))
     assert "may reach only /mcp" in str(request_framing(b"CONNECT 127.0.0.1:5000 HTTP/1.1\r\n\r\n", door))
+
+
+NO_NETWORK_NAMESPACES = "echo 0 > /proc/sys/user/max_net_namespaces && exec \"$0\" \"$@\""
+"""Run a command in a user namespace of its own where no network namespace may be created (a real limit
+of the kernel's, as a locked-down machine sets it), user namespaces still allowed."""
+
+
+def test_without_network_namespaces_the_deploy_fails_in_one_line_saying_how_to_opt_out(tmp_path: Path) -> None:
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        pytest.skip("util-linux's unshare is not installed: no way to take network namespaces away here")
+    code = ("import asyncio, sys\nfrom pathlib import Path\n"
+            "from prefect_agentenv.runtime.confined import ConfinedLauncher\n"
+            "from prefect_agentenv.runtime.launch import LaunchSpec\n"
+            "async def main():\n"
+            "    folder = Path(sys.argv[1])\n"
+            "    try:\n"
+            "        await ConfinedLauncher().start(LaunchSpec(command=['/bin/true'], kind='confined'), name='agent',"
+            " workdir=folder, cwd=folder)\n"
+            "    except Exception as exc:\n        print(exc)\n"
+            "asyncio.run(main())\n")
+    done = subprocess.run([unshare, "--user", "--map-root-user", "sh", "-c", NO_NETWORK_NAMESPACES, sys.executable,
+                           "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60)
+
+    message = done.stdout.strip()
+    assert len(message.splitlines()) == 1, done.stdout + done.stderr
+    assert message.startswith("'agent' cannot run confined: bubblewrap cannot create a network namespace here")
+    assert "network: public" in message and "confinement: none" in message
+    assert not list(tmp_path.iterdir()) or all(p.name == "logs" for p in tmp_path.iterdir())
