@@ -16,7 +16,10 @@ Python installation) listens on the same ``host:port`` numbers inside, so no URL
   is answered ``403`` with a one-line reason and the connection closed.
 
 Everything else is refused by the namespace itself: other loopback ports (the Prefect API), the
-internet. Each bridge is reached by its instance id (:func:`open_doors`) and closed by its
+internet. The sockets the forwarder makes (``a2a.sock``, ``control.sock``) are in a folder the agent
+can write, so before this side sends anything to one it checks that the path is a socket, not a link
+the agent put there to a socket of the host's, and that what answers lives outside the runner's
+own network namespace. Each bridge is reached by its instance id (:func:`open_doors`) and closed by its
 launcher when the agent stops (:meth:`Bridge.close`): listeners, live connections, the folder.
 """
 
@@ -28,6 +31,8 @@ import logging
 import os
 import shutil
 import socket
+import stat
+import struct
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
@@ -159,8 +164,7 @@ class Bridge:
 
     async def _ask_inside(self, line: str) -> None:
         try:
-            reader, writer = await asyncio.wait_for(asyncio.open_unix_connection(str(self.folder / "control.sock")),
-                                                    _CONTROL_TIMEOUT)
+            reader, writer = await asyncio.wait_for(self._connect_inside("control.sock"), _CONTROL_TIMEOUT)
             writer.write(f"{line}\n".encode())
             answer = (await asyncio.wait_for(reader.readline(), _CONTROL_TIMEOUT)).decode().strip()
             writer.close()
@@ -169,9 +173,26 @@ class Bridge:
         if answer != "ok":
             raise DeployError(f"the confined agent's network forwarder could not {line.split()[0]}: {answer}")
 
+    async def _connect_inside(self, name: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """A connection to a socket the forwarder made, refused when the agent swapped it for a way out.
+
+        Raises:
+            OSError: not a socket, or answered from the runner's own network namespace.
+        """
+        path = self.folder / name
+        if not stat.S_ISSOCK(os.lstat(path).st_mode):
+            raise OSError(f"{path} is not a socket")
+        reader, writer = await asyncio.open_unix_connection(str(path))
+        if _peer_network(writer) in (None, _own_network()):
+            writer.close()
+            logger.warning("%s: %s answered from outside the agent's network namespace: not used", self.instance_id,
+                           name)
+            raise OSError(f"{path} is not the agent's")
+        return reader, writer
+
     async def _a2a_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """The runner reaching the agent: passed to ``a2a.sock`` inside (refused until the agent is up)."""
-        await self._tracked(reader, writer, lambda: asyncio.open_unix_connection(str(self.folder / "a2a.sock")), None)
+        await self._tracked(reader, writer, lambda: self._connect_inside("a2a.sock"), None)
 
     def _door_connection(self, door: Door) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]:
         async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -219,6 +240,20 @@ class Bridge:
             await writer.drain()
         finally:
             answers.cancel()
+
+
+def _own_network() -> int:
+    return os.stat("/proc/self/ns/net").st_ino
+
+
+def _peer_network(writer: asyncio.StreamWriter) -> int | None:
+    """The network namespace of the process at the other end of a Unix socket (None: cannot tell)."""
+    sock = writer.get_extra_info("socket")
+    try:
+        pid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))[0]
+        return os.stat(f"/proc/{pid}/ns/net").st_ino if pid > 0 else None
+    except OSError:
+        return None
 
 
 async def open_doors(instance_id: str, doors: list[Door]) -> list[str] | None:

@@ -5,6 +5,7 @@ It serves an A2A-like card at ``/.well-known/agent-card.json`` (so the launcher 
 bridge to its port) and ``POST /probe`` with ``{"method", "url", "body", "headers"}``: it makes that HTTP
 request itself, from inside, and answers ``{"status", "body"}`` or ``{"error"}`` (connection refused,
 network unreachable, ...). ``POST /connect`` with ``{"host", "port"}`` tries a bare TCP connect.
+``POST /relink`` with ``{"path", "target"}`` puts a symbolic link at ``path`` (over what is there).
 
     python net_probe_server.py --host 127.0.0.1 --port 8123
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import os
 import socket
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -70,6 +72,10 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, request(probe))
         elif self.path == "/connect":
             self._send(200, connect(probe))
+        elif self.path == "/relink":
+            os.symlink(probe["target"], probe["path"] + ".new")
+            os.replace(probe["path"] + ".new", probe["path"])
+            self._send(200, {"relinked": True})
         else:
             self._send(404, {})
 

@@ -439,3 +439,29 @@ def test_without_network_namespaces_the_deploy_fails_in_one_line_saying_how_to_o
     assert message.startswith("'agent' cannot run confined: bubblewrap cannot create a network namespace here")
     assert "network: public" in message and "confinement: none" in message
     assert not list(tmp_path.iterdir()) or all(p.name == "logs" for p in tmp_path.iterdir())
+
+
+async def test_an_agent_that_swaps_its_a2a_socket_for_a_link_to_a_host_socket_gets_no_runner_traffic_through_it(
+        world: World, http: httpx.AsyncClient, tmp_path: Path) -> None:
+    reached: list[bytes] = []
+
+    async def host_service(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        reached.append(await reader.read(1024))
+        writer.close()
+
+    service = await asyncio.start_unix_server(host_service, str(tmp_path / "service.sock"))
+    launcher = ConfinedLauncher(run_id="r1", http_client=http)
+    agent = await launcher.start(probe_spec(), name="agent", workdir=world.run_folder, cwd=world.sandbox.root,
+                                 extra_env=world.sandbox.env())
+    try:
+        relinked = await http.post(f"{agent.base_url}/relink", json={"path": "/run/agentenv-net/a2a.sock",
+                                                                     "target": str(tmp_path / "service.sock")})
+        assert relinked.json() == {"relinked": True}
+        async with httpx.AsyncClient(timeout=5.0, trust_env=False) as fresh:  # a new connection, not a kept one
+            with pytest.raises(httpx.HTTPError):
+                await fresh.get(f"{agent.base_url}{CARD}")
+        assert reached == [], "the runner's request never reached the host's socket"
+    finally:
+        await launcher.stop(agent)
+        service.close()
+        await service.wait_closed()
