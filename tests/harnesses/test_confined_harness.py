@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -94,6 +95,7 @@ async def test_pi_confined_by_default_finds_none_of_the_runners_secrets_with_its
         {"id": "collect", "type": "collect_artifacts", "agent_name": "default-agent", "depends_on": ["ask"]},
     ]))
 
+    bridges = set(Path(tempfile.gettempdir()).glob("agentenv-net-*"))
     try:
         report, run_id = await run_document(document)
     finally:
@@ -115,3 +117,4 @@ async def test_pi_confined_by_default_finds_none_of_the_runners_secrets_with_its
     assert agent.confinement.network == "confined"
     assert [door.split()[0] for door in agent.confinement.doors] == ["model", "mcp"], agent.confinement.doors
     assert marked_processes(run_id) == []
+    assert set(Path(tempfile.gettempdir()).glob("agentenv-net-*")) <= bridges, "its network bridge's folder is gone"

@@ -290,6 +290,7 @@ async def test_a_confined_agent_reaches_its_model_and_its_env_s_mcp_path_and_not
     from prefect.settings import PREFECT_API_URL
 
     run_id = f"net-{uuid.uuid4().hex}"
+    bridges = set(Path(tempfile.gettempdir()).glob("agentenv-net-*"))
     launcher = ConfinedLauncher(run_id=run_id, http_client=http)
     model_url = f"{net.model.base_url}/v1"
     agent = await launcher.start(probe_spec(doors=(Door.from_url("model", model_url),)), name="agent",
@@ -326,6 +327,7 @@ async def test_a_confined_agent_reaches_its_model_and_its_env_s_mcp_path_and_not
         await launcher.stop(agent)
     assert agent.pid is not None and is_gone(agent.pid)
     assert forwarders(run_id) == [], "the forwarder inside died with the agent's sandbox"
+    assert set(Path(tempfile.gettempdir()).glob("agentenv-net-*")) <= bridges, "the bridge's folder is gone"
     with pytest.raises(httpx.ConnectError):
         await http.get(f"{agent.base_url}{CARD}")
 
