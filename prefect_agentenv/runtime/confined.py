@@ -28,7 +28,7 @@ import shutil
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from prefect_agentenv.context import Confinement
 from prefect_agentenv.exceptions import DeployError
@@ -65,8 +65,8 @@ CPU_GRACE_SECONDS = 10
 PRLIMIT = "/usr/bin/prlimit"
 OPT_OUT_HINT = ("set confinement: none on its A2AAgent block, or PREFECT_AGENTENV_AGENT_CONFINEMENT=none for "
                 "every agent, to run it unconfined (recorded as such)")
-NETWORK_OPT_OUT_HINT = ("set network: public on its A2AAgent block to keep the host's network (recorded), or "
-                        f"{OPT_OUT_HINT}")
+NETWORK_OPT_OUT_HINT = ("set network: public on its A2AAgent block, or PREFECT_AGENTENV_AGENT_NETWORK=public for "
+                        f"every agent, to keep the host's network (recorded); or {OPT_OUT_HINT}")
 _RESERVED_TOPS = frozenset({"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "proc", "dev", "sys"})
 _MEMORY_SIGNS = re.compile(r"MemoryError|out of memory|Cannot allocate memory|ENOMEM|allocation failed", re.I)
 _PROCESS_SIGNS = re.compile(r"Resource temporarily unavailable|EAGAIN|can't fork|fork failed", re.I)
@@ -88,7 +88,7 @@ class ConfinedLauncher(ProcessLauncher):
     async def _prepare(self, spec: LaunchSpec, *, name: str, instance_id: str, port: int) -> None:
         """The network bridge of an agent whose network is confined: its A2A port taken on the host, its
         first doors open (docs/security.md, "Network")."""
-        if spec.network == "public":
+        if network_of(spec) == "public":
             return
         bwrap = _bwrap(name)
         try:
@@ -125,7 +125,7 @@ class ConfinedLauncher(ProcessLauncher):
         limits = enforced_limits(spec)
         inner = [*_prlimit_argv(limits), program, *argv[1:]]
         layout = Layout(writable=tuple((host, inside) for host, inside in writable), read_only=tuple(installs),
-                        chdir=WORKSPACE, share_net=spec.network == "public")
+                        chdir=WORKSPACE, share_net=network_of(spec) == "public")
         bridge = self._bridges.get(instance_id)
         if bridge is not None:
             inner = [*bridge.forwarder_argv(), *inner]
@@ -151,9 +151,17 @@ def _bwrap(name: str) -> Bwrap:
         raise DeployError(f"{name!r} cannot run confined: {exc}; {OPT_OUT_HINT}") from None
 
 
+def network_of(spec: LaunchSpec) -> Literal["public"] | NetworkAllow | None:
+    """The agent's network: its block's widening, else the setting's (``public``), else its own (None)."""
+    if spec.network is not None:
+        return spec.network
+    return "public" if get_settings().agent_network == "public" else None
+
+
 def network_doors(spec: LaunchSpec) -> tuple[Door, ...]:
     """The doors a confined network opens at start: the run's (its model endpoint), then what the block allows."""
-    allowed = tuple(Door.parse(entry) for entry in spec.network.allow) if isinstance(spec.network, NetworkAllow) else ()
+    network = network_of(spec)
+    allowed = tuple(Door.parse(entry) for entry in network.allow) if isinstance(network, NetworkAllow) else ()
     return (*spec.doors, *allowed)
 
 

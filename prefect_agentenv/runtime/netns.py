@@ -155,7 +155,8 @@ class Bridge:
         if not is_loopback(door.host):
             raise DeployError(f"a confined agent's network reaches loopback endpoints only, and its {door.label} is "
                               "not on this machine's loopback: serve it on the loopback (the run's model gateway), or "
-                              "widen the agent's network with network: public on its block (recorded)")
+                              "widen the agent's network with network: public on its block or "
+                              "PREFECT_AGENTENV_AGENT_NETWORK=public (recorded)")
         name = f"door-{len(self.doors) + 1}.sock"
         handler = self._door_connection(door)
         self._servers.append(await asyncio.start_unix_server(handler, str(self.folder / name)))

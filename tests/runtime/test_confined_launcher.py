@@ -37,6 +37,7 @@ from prefect_agentenv.runtime.leftovers import RUN_MARKER
 from prefect_agentenv.runtime.netns import FORWARDER_INSIDE, base_python, open_doors, path_allowed, request_framing
 from prefect_agentenv.runtime.process import Command, ProcessLauncher
 from prefect_agentenv.runtime.sandbox import Sandbox, create_sandbox
+from prefect_agentenv.settings import get_settings
 
 CARD = "/.well-known/agent-card.json"
 CANARY_VARIABLE = "AGENTENV_TEST_RUNNER_SECRET"
@@ -467,3 +468,21 @@ async def test_an_agent_that_swaps_its_a2a_socket_for_a_link_to_a_host_socket_ge
         await launcher.stop(agent)
         service.close()
         await service.wait_closed()
+
+
+async def test_the_setting_gives_every_agent_without_a_widening_of_its_own_the_host_s_network(
+        world: World, http: httpx.AsyncClient, net: Net, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PREFECT_AGENTENV_AGENT_NETWORK", "public")
+    get_settings.cache_clear()
+    launcher = ConfinedLauncher(run_id="r1", http_client=http)
+    try:
+        agent = await launcher.start(probe_spec(), name="agent", workdir=world.run_folder, cwd=world.sandbox.root,
+                                     extra_env=world.sandbox.env())
+        try:
+            other = await from_inside(http, agent, f"{net.other.base_url}/env")
+            assert other["status"] == 200 and agent.confinement is not None
+            assert agent.confinement.network == "public"
+        finally:
+            await launcher.stop(agent)
+    finally:
+        get_settings.cache_clear()
