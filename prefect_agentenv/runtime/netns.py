@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import os
 import shutil
@@ -48,7 +49,6 @@ INSIDE_FOLDER = "/run/agentenv-net"
 """Where the bridge's socket folder is mounted inside."""
 FORWARDER_INSIDE = "/run/agentenv-forward.py"
 FORWARDER = Path(__file__).with_name("netns_inside.py")
-LOOPBACK_NAMES = frozenset({"localhost", "::1"})
 _BUFFER = 65536
 _CONTROL_TIMEOUT = 10.0
 _READY_POLL_SECONDS = 0.01
@@ -59,8 +59,19 @@ _bridges: dict[str, Bridge] = {}
 
 
 def is_loopback(host: str) -> bool:
-    """Whether ``host`` names this machine's loopback (the only hosts a door can forward to)."""
-    return host in LOOPBACK_NAMES or host.startswith("127.")
+    """Whether ``host`` names this machine's loopback (the only hosts a door can forward to): ``localhost`` or
+    a loopback address, never a name that merely starts like one."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _address(door: Door) -> tuple[str, int]:
+    """Where a door listens inside (``localhost`` is 127.0.0.1 there): doors on one address share a listener."""
+    return ("127.0.0.1" if door.host == "localhost" else door.host), door.port
 
 
 def base_python() -> Path:
@@ -88,7 +99,8 @@ class Bridge:
         self.port = port
         self.folder = Path(tempfile.mkdtemp(prefix="agentenv-net-"))
         self.doors: dict[Door, str] = {}
-        """Each door and its socket's name in the folder."""
+        """Each door and its socket's name in the folder (doors on one host:port share one)."""
+        self._sockets: dict[tuple[str, int], str] = {}
         self._servers: list[asyncio.AbstractServer] = []
         self._writers: set[asyncio.StreamWriter] = set()
         self._port = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
@@ -116,7 +128,7 @@ class Bridge:
 
     def forwarder_argv(self) -> list[str]:
         """The forwarder's argv inside, before the agent's command (which follows it after ``--``)."""
-        doors = [f"{door.host}:{door.port}={name}" for door, name in self.doors.items()]
+        doors = [f"{host}:{port}={name}" for (host, port), name in self._sockets.items()]
         return [str(base_python()), "-I", "-S", "-B", FORWARDER_INSIDE, INSIDE_FOLDER, self.host, str(self.port),
                 *doors, "--"]
 
@@ -127,10 +139,8 @@ class Bridge:
             DeployError: a door is not on the loopback, or the forwarder inside did not open it.
         """
         for door in doors:
-            if door in self.doors:
-                continue
-            name = await self._add(door)
-            await self._ask_inside(f"listen {door.host} {door.port} {name}")
+            if door not in self.doors and (name := await self._add(door)) is not None:
+                await self._ask_inside(f"listen {door.host} {door.port} {name}")
 
     @property
     def labels(self) -> list[str]:
@@ -151,16 +161,22 @@ class Bridge:
             writer.transport.abort()
         shutil.rmtree(self.folder, ignore_errors=True)
 
-    async def _add(self, door: Door) -> str:
+    async def _add(self, door: Door) -> str | None:
+        """Listen for a door's connections on this side; its socket's name, or None when its host:port already
+        has one (a connection there may then also ask for this door's path)."""
         if not is_loopback(door.host):
             raise DeployError(f"a confined agent's network reaches loopback endpoints only, and its {door.label} is "
                               "not on this machine's loopback: serve it on the loopback (the run's model gateway), or "
                               "widen the agent's network with network: public on its block or "
                               "PREFECT_AGENTENV_AGENT_NETWORK=public (recorded)")
-        name = f"door-{len(self.doors) + 1}.sock"
+        address = _address(door)
+        if address in self._sockets:
+            self.doors[door] = self._sockets[address]
+            return None
+        name = f"door-{len(self._sockets) + 1}.sock"
         handler = self._door_connection(door)
         self._servers.append(await asyncio.start_unix_server(handler, str(self.folder / name)))
-        self.doors[door] = name
+        self._sockets[address] = self.doors[door] = name
         return name
 
     async def _ask_inside(self, line: str) -> None:
@@ -195,25 +211,29 @@ class Bridge:
         """The runner reaching the agent: passed to ``a2a.sock`` inside (refused until the agent is up)."""
         await self._tracked(reader, writer, lambda: self._connect_inside("a2a.sock"), None)
 
-    def _door_connection(self, door: Door) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]:
+    def _door_connection(self, first: Door) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]:
+        """Connections to the listener of ``first``'s host:port, held to every door there (as opened by then)."""
+        address = _address(first)
+
         async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            await self._tracked(reader, writer, lambda: asyncio.open_connection(door.host, door.port), door)
+            doors = [door for door in self.doors if _address(door) == address]
+            await self._tracked(reader, writer, lambda: asyncio.open_connection(first.host, first.port), doors)
 
         return connection
 
     async def _tracked(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                        connect: Callable[[], Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWriter]]],
-                       door: Door | None) -> None:
+                       doors: list[Door] | None) -> None:
         """One connection joined to the other side, both ends where :meth:`close` can cut them, closed after."""
         self._writers.add(writer)
         up_writer: asyncio.StreamWriter | None = None
         try:
             up_reader, up_writer = await connect()
             self._writers.add(up_writer)
-            if door is None or door.path is None:
+            if doors is None or any(door.path is None for door in doors):
                 await asyncio.gather(_copy(reader, up_writer), _copy(up_reader, writer))
             else:
-                await self._filtered(door, reader, writer, up_reader, up_writer)
+                await self._filtered(doors, reader, writer, up_reader, up_writer)
         except (OSError, ValueError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             pass  # an end went away, nothing listens yet, or the agent sent a broken chunk: the connection ends
         finally:
@@ -222,18 +242,18 @@ class Bridge:
                     self._writers.discard(end)
                     end.close()
 
-    async def _filtered(self, door: Door, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+    async def _filtered(self, doors: list[Door], reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                         up_reader: asyncio.StreamReader, up_writer: asyncio.StreamWriter) -> None:
-        """An MCP door, request by request: the first request outside its path is answered 403, and the
+        """MCP doors, request by request: the first request outside their paths is answered 403, and the
         connection ends once what the endpoint was still answering has reached the agent."""
         answers = asyncio.ensure_future(_copy(up_reader, writer, eof=False))
         try:
-            refused = await _requests(reader, up_writer, door)
+            refused = await _requests(reader, up_writer, doors)
             if refused is None:
                 await answers
                 return
-            logger.warning("%s: refused a request of the confined agent to %s:%s: %s", self.instance_id, door.host,
-                           door.port, refused)
+            logger.warning("%s: refused a request of the confined agent to %s:%s: %s", self.instance_id,
+                           doors[0].host, doors[0].port, refused)
             up_writer.close()
             with contextlib.suppress(TimeoutError, OSError):
                 await asyncio.wait_for(asyncio.shield(answers), _DRAIN_SECONDS)
@@ -287,7 +307,7 @@ def _forbidden(reason: str) -> bytes:
             b"Content-Length: %d\r\n\r\n" % len(body)) + body
 
 
-async def _requests(reader: asyncio.StreamReader, upstream: asyncio.StreamWriter, door: Door) -> str | None:
+async def _requests(reader: asyncio.StreamReader, upstream: asyncio.StreamWriter, doors: list[Door]) -> str | None:
     """Pass the agent's requests to an MCP door one at a time while each asks for its path; the reason the
     first one that does not was refused, or None once the agent closed its end."""
     while True:
@@ -301,24 +321,25 @@ async def _requests(reader: asyncio.StreamReader, upstream: asyncio.StreamWriter
             return None
         except asyncio.LimitOverrunError:
             return "an HTTP request head over 64 KiB"
-        framing = request_framing(head, door)
+        framing = request_framing(head, doors)
         if isinstance(framing, str):
             return framing
         upstream.write(head)
         await _copy_body(reader, upstream, framing)
 
 
-def request_framing(head: bytes, door: Door) -> int | None | str:
-    """How the body of a request to an MCP door is framed (its length, None for chunked), or why the request
-    is refused: a path outside the door's, a protocol upgrade, an ambiguous length."""
+def request_framing(head: bytes, doors: list[Door]) -> int | None | str:
+    """How the body of a request to MCP doors of one host:port is framed (its length, None for chunked), or why
+    the request is refused: a path outside theirs, a protocol upgrade, an ambiguous length."""
     lines = head.decode("latin-1").split("\r\n")
     words = lines[0].split(" ")
     if len(words) != 3 or not words[2].startswith("HTTP/1."):
         return "not an HTTP/1.x request"
     method, target, _ = words
     path = _path_of(target)
-    if method == "CONNECT" or path is None or not path_allowed(path, door.path or "/"):
-        return (f"a confined agent may reach only {door.path} on {door.host}:{door.port} (its env's MCP endpoint), "
+    if method == "CONNECT" or path is None or not any(path_allowed(path, door.path or "/") for door in doors):
+        paths = " or ".join(sorted({door.path or "/" for door in doors}))
+        return (f"a confined agent may reach only {paths} on {doors[0].host}:{doors[0].port} (its env's MCP endpoint), "
                 f"not {method} {target[:200]}")
     headers: dict[str, list[str]] = {}
     for line in lines[1:]:

@@ -34,7 +34,7 @@ from prefect_agentenv.protocols.a2a import A2AClient
 from prefect_agentenv.runtime.confined import ConfinedLauncher
 from prefect_agentenv.runtime.launch import Door, Instance, LaunchSpec
 from prefect_agentenv.runtime.leftovers import RUN_MARKER
-from prefect_agentenv.runtime.netns import FORWARDER_INSIDE, base_python, open_doors, path_allowed, request_framing
+from prefect_agentenv.runtime.netns import FORWARDER_INSIDE, base_python, is_loopback, open_doors, path_allowed, request_framing
 from prefect_agentenv.runtime.process import Command, ProcessLauncher
 from prefect_agentenv.runtime.sandbox import Sandbox, create_sandbox
 from prefect_agentenv.settings import get_settings
@@ -401,7 +401,7 @@ def test_an_mcp_door_lets_through_its_path_and_below_only(path: str, allowed: bo
 
 
 def test_a_request_with_an_ambiguous_body_or_an_upgrade_is_refused_before_it_reaches_the_env() -> None:
-    door = Door.from_url("mcp", "http://127.0.0.1:5000/mcp")
+    door = [Door.from_url("mcp", "http://127.0.0.1:5000/mcp")]
 
     def head(*lines: str) -> bytes:
         return ("\r\n".join(["POST /mcp HTTP/1.1", "Host: 127.0.0.1:5000", *lines]) + "\r\n\r\n").encode()
@@ -486,3 +486,34 @@ async def test_the_setting_gives_every_agent_without_a_widening_of_its_own_the_h
             await launcher.stop(agent)
     finally:
         get_settings.cache_clear()
+
+
+def test_only_loopback_addresses_and_localhost_are_loopback_doors() -> None:
+    assert all(is_loopback(host) for host in ("127.0.0.1", "127.1.2.3", "localhost", "::1"))
+    assert not any(is_loopback(host) for host in ("127.example.org", "10.0.0.1", "localhost.example.org", "0.0.0.0"))
+
+
+def test_two_envs_on_one_host_port_share_a_listener_and_each_path_is_let_through() -> None:
+    doors = [Door.from_url("mcp", "http://127.0.0.1:5000/mcp"), Door.from_url("mcp", "http://localhost:5000/tools")]
+    request = "POST {} HTTP/1.1\r\nContent-Length: 0\r\n\r\n"
+
+    assert request_framing(request.format("/tools/x").encode(), doors) == 0
+    assert request_framing(request.format("/mcp").encode(), doors) == 0
+    assert "only /mcp or /tools" in str(request_framing(request.format("/agentenv").encode(), doors))
+
+
+async def test_an_allowed_endpoint_on_an_env_s_port_shares_its_listener_and_opens_the_whole_port(
+        world: World, http: httpx.AsyncClient, net: Net) -> None:
+    launcher = ConfinedLauncher(run_id="r1", http_client=http)
+    address = net.env.base_url.split("//", 1)[1]
+    spec = probe_spec(doors=(Door.from_url("mcp", net.env.mcp_url),), network={"allow": [address]})
+    agent = await launcher.start(spec, name="agent", workdir=world.run_folder, cwd=world.sandbox.root,
+                                 extra_env=world.sandbox.env())
+    try:
+        data_plane = await from_inside(http, agent, f"{net.env.base_url}/agentenv", "POST", DATA_GET,
+                                       {"Content-Type": "application/json"})
+        assert data_plane["status"] == 200, "a block that allows the env's port widens past its /mcp, recorded"
+        assert agent.confinement is not None
+        assert agent.confinement.doors == [f"mcp {net.env.mcp_url.split('//', 1)[1]}", f"allowed {address}"]
+    finally:
+        await launcher.stop(agent)
