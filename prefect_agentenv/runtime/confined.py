@@ -87,7 +87,7 @@ class ConfinedLauncher(ProcessLauncher):
 
     async def _prepare(self, spec: LaunchSpec, *, name: str, instance_id: str, port: int) -> None:
         """The network bridge of an agent whose network is confined: its A2A port taken on the host, its
-        first doors open (docs/security.md, "Network")."""
+        first doors open (docs/security.md, "The network")."""
         if network_of(spec) == "public":
             return
         bwrap = _bwrap(name)

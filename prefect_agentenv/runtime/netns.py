@@ -1,4 +1,4 @@
-"""The host's end of a confined agent's network (docs/security.md, "Network").
+"""The host's end of a confined agent's network (docs/security.md, "The network").
 
 A confined agent runs in a network namespace of its own (bwrap ``--unshare-net``): only its own
 loopback. What it may reach, and what must reach it, crosses through Unix sockets in a folder

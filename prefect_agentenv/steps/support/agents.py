@@ -153,7 +153,7 @@ async def start_agent(step: StepModel, *, agent_name: str, a2a_agent_id: str, ro
 
 def network_to_model(spec: LaunchSpec, endpoint: ResolvedModel) -> LaunchSpec:
     """A confined agent's network opens its model door: the endpoint URL its launch gives it (the run's mock
-    model, a configured endpoint or the run's gateway), whichever it is (docs/security.md, "Network")."""
+    model, a configured endpoint or the run's gateway), whichever it is (docs/security.md, "The network")."""
     from prefect_agentenv.runtime.launch import CONFINED_KIND, Door
 
     if spec.kind != CONFINED_KIND or not endpoint.base_url:
