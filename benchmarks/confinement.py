@@ -1,8 +1,10 @@
 """What confinement adds to an agent's deploy: one reference agent started confined and unconfined, side
 by side in one invocation.
 
-Each round starts the ``scripted`` reference agent once through the process launcher and once through
-the confined launcher (alternating which goes first), each in a fresh sandbox, and times ``start()``:
+Each round starts the ``scripted`` reference agent through the process launcher, through the confined
+launcher with the host's network (``network: public``) and confined with a network of its own (the
+default: a namespace bridged to its doors, here one model door; rotating which goes first), each in a
+fresh sandbox, and times ``start()``:
 from the launch until its A2A card answers, which is what a ``deploy_agent`` step waits for. Each is
 stopped by its handle before the next start. The bwrap check the confined launcher makes once per
 process is done before the rounds (a run makes it once). Also timed, as the floor of the difference:
@@ -27,21 +29,32 @@ from pathlib import Path
 from typing import Any
 
 from prefect_agentenv.agents.catalog import REFERENCE_AGENTS
-from prefect_agentenv.runtime.bwrap import Layout, bwrap_argv, working_bwrap
+from prefect_agentenv.agents.mock_model.in_process import serve_mock_model
+from prefect_agentenv.runtime.bwrap import Layout, bwrap_argv, check_network_namespace, working_bwrap
 from prefect_agentenv.runtime.confined import ConfinedLauncher
-from prefect_agentenv.runtime.launch import LaunchSpec
+from prefect_agentenv.runtime.launch import Door, LaunchSpec
 from prefect_agentenv.runtime.process import ProcessLauncher
 from prefect_agentenv.runtime.sandbox import create_sandbox
 
 CARD = "/.well-known/agent-card.json"
 
 
-async def _deploy_seconds(launcher: ProcessLauncher, kind: str, folder: Path) -> float:
+VARIANTS: dict[str, dict[str, Any]] = {
+    "process": {"kind": "process"},
+    "confined, host network": {"kind": "confined", "network": "public"},
+    "confined": {"kind": "confined"},
+}
+"""What each arm starts: the launcher and the network."""
+
+
+async def _deploy_seconds(launcher: ProcessLauncher, variant: str, folder: Path, model_url: str) -> float:
     """One start of the scripted agent until its card answers, in a fresh sandbox; stopped after."""
-    sandbox = create_sandbox(folder, f"bench-{kind}")
-    spec = LaunchSpec(command=REFERENCE_AGENTS["scripted"].command(), ready_path=CARD, kind=kind)
+    sandbox = create_sandbox(folder, "bench")
+    fields = VARIANTS[variant]
+    doors = (Door.from_url("model", model_url),) if fields["kind"] == "confined" else ()
+    spec = LaunchSpec(command=REFERENCE_AGENTS["scripted"].command(), ready_path=CARD, doors=doors, **fields)
     started = time.perf_counter()
-    instance = await launcher.start(spec, name=f"bench-{kind}", workdir=folder, cwd=sandbox.root,
+    instance = await launcher.start(spec, name="bench", workdir=folder, cwd=sandbox.root,
                                     extra_env=sandbox.env())
     seconds = time.perf_counter() - started
     await launcher.stop(instance)
@@ -58,24 +71,37 @@ def _true_seconds(argv: list[str]) -> float:
 async def measure(rounds: int) -> dict[str, Any]:
     """Interleaved rounds of both deploys, and of /bin/true plain and confined."""
     bwrap = working_bwrap()
-    launchers = {"process": ProcessLauncher(run_id="bench"), "confined": ConfinedLauncher(run_id="bench")}
-    times: dict[str, list[float]] = {"process": [], "confined": [], "true": [], "true confined": []}
+    confined = ConfinedLauncher(run_id="bench")
+    launchers = {"process": ProcessLauncher(run_id="bench"), "confined, host network": confined, "confined": confined}
+    times: dict[str, list[float]] = {**{variant: [] for variant in VARIANTS}, "true": [], "true confined": []}
     confined_true = bwrap_argv(bwrap.path, Layout(writable=()), ["/bin/true"])
-    with tempfile.TemporaryDirectory(prefix="confinement-bench-") as tmp:
-        folder = Path(tmp)
-        await _deploy_seconds(launchers["process"], "process", folder)  # warm the interpreter's file cache
-        for round_ in range(rounds):
-            order = ["process", "confined"] if round_ % 2 == 0 else ["confined", "process"]
-            for kind in order:
-                times[kind].append(await _deploy_seconds(launchers[kind], kind, folder))
-            times["true"].append(_true_seconds(["/bin/true"]))
-            times["true confined"].append(_true_seconds(confined_true))
+    check_network_namespace(bwrap.path)
+    model = await serve_mock_model()
+    model_url = f"{model.base_url}/v1"
+    try:
+        with tempfile.TemporaryDirectory(prefix="confinement-bench-") as tmp:
+            folder = Path(tmp)
+            await _deploy_seconds(launchers["process"], "process", folder, model_url)  # warm the file cache
+            for round_ in range(rounds):
+                order = list(VARIANTS)[round_ % 3:] + list(VARIANTS)[:round_ % 3]
+                for variant in order:
+                    times[variant].append(await _deploy_seconds(launchers[variant], variant, folder, model_url))
+                times["true"].append(_true_seconds(["/bin/true"]))
+                times["true confined"].append(_true_seconds(confined_true))
+    finally:
+        await model.stop()
     medians = {name: statistics.median(values) for name, values in times.items()}
     return {"bwrap": bwrap.version, "rounds": rounds, "load_average": os.getloadavg(),
             "median_seconds": medians, "times": times,
             "deploy_overhead_ms": 1000 * (medians["confined"] - medians["process"]),
-            "paired_overhead_ms": 1000 * statistics.median(c - p for c, p in zip(times["confined"], times["process"])),
+            "paired_overhead_ms": _paired_ms(times, "confined", "process"),
+            "network_paired_overhead_ms": _paired_ms(times, "confined", "confined, host network"),
             "bwrap_floor_ms": 1000 * (medians["true confined"] - medians["true"])}
+
+
+def _paired_ms(times: dict[str, list[float]], slower: str, faster: str) -> float:
+    """The median of the per-round differences, in ms (rounds see the same load)."""
+    return 1000 * statistics.median(s - f for s, f in zip(times[slower], times[faster], strict=True))
 
 
 def main() -> None:
@@ -86,8 +112,11 @@ def main() -> None:
     result = asyncio.run(measure(args.rounds))
     medians = result["median_seconds"]
     print(f"bwrap {result['bwrap']}, {args.rounds} rounds, load {result['load_average']}")
-    print(f"deploy, unconfined: {medians['process'] * 1000:.0f} ms   confined: {medians['confined'] * 1000:.0f} ms   "
-          f"difference: {result['deploy_overhead_ms']:+.0f} ms (paired by round: {result['paired_overhead_ms']:+.0f} ms)")
+    print(f"deploy, unconfined: {medians['process'] * 1000:.0f} ms   confined with the host's network: "
+          f"{medians['confined, host network'] * 1000:.0f} ms   confined: {medians['confined'] * 1000:.0f} ms")
+    print(f"confined against unconfined: {result['deploy_overhead_ms']:+.0f} ms (paired by round: "
+          f"{result['paired_overhead_ms']:+.0f} ms); its own network against the host's, paired: "
+          f"{result['network_paired_overhead_ms']:+.0f} ms")
     print(f"/bin/true, plain: {medians['true'] * 1000:.1f} ms   confined: {medians['true confined'] * 1000:.1f} ms   "
           f"difference: {result['bwrap_floor_ms']:+.1f} ms")
     if args.out:

@@ -74,6 +74,10 @@ class AgentEnvSettings(PrefectBaseSettings):
     """How agents started from a command run when their launch names no kind: ``confined`` under
     bubblewrap (docs/security.md; a deploy fails where it cannot work), ``none`` as plain processes
     (recorded as unconfined). A block's own ``confinement`` or ``kind`` wins."""
+    agent_network: Literal["confined", "public"] = "confined"
+    """The network of a confined agent whose launch names none: ``confined``, its own namespace that reaches
+    only its model endpoint and its envs' MCP paths (docs/security.md); ``public``, the host's (recorded). A
+    block's own ``network`` wins."""
     verify_python: str | None = None
     """Python interpreter that runs env_outcome_verifier scripts (this one when unset). Scripts written
     for another runtime (AgentEnv's examples use the mcp 1.x client) need an interpreter that has it."""

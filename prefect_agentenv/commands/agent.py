@@ -29,6 +29,7 @@ from prefect_agentenv.commands._registry import (
 from prefect_agentenv.commands.check import run_check
 from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.resolution.servers import ResolvedAgent, resolve_agent
+from prefect_agentenv.runtime.launch import NetworkAllow
 
 agent_app = typer.Typer(
     help="Register, list, show and check agents (A2AAgent blocks, the reference agents, the installed "
@@ -69,6 +70,10 @@ def register(
                                "more.")] = None,
     confinement: Annotated[Confinement | None, typer.Option(
         "--confinement", help="none runs a local agent unconfined (recorded); confined by default.")] = None,
+    network: Annotated[list[str] | None, typer.Option(
+        "--network", help="Widen a confined agent's network (recorded): host:port on the loopback it may reach too "
+                          "(repeat for more), or public for the host's whole network. Default: its model and its "
+                          "envs' MCP paths only.")] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing registration.")] = False,
 ) -> None:
     """Register how to launch an agent, as an A2AAgent block named NAME."""
@@ -76,7 +81,8 @@ def register(
         block = build_block(name, command=command, image=image, url=url, version=version, env=env or [],
                             secret_env=secret_env or [], startup_timeout=startup_timeout, card_path=card_path,
                             container_port=container_port, description=description,
-                            install_paths=install_path or [], confinement=confinement.value if confinement else None)
+                            install_paths=install_path or [], confinement=confinement.value if confinement else None,
+                            network=network or [])
         register_block(block, name, noun=AGENT, overwrite=overwrite)
 
 
@@ -137,7 +143,7 @@ def check(
 def build_block(name: str, *, command: str | None, image: str | None, url: str | None, version: str,
                 env: list[str], secret_env: list[str], startup_timeout: float, card_path: str,
                 container_port: int, description: str | None, install_paths: list[str] | None = None,
-                confinement: Literal["confined", "none"] | None = None) -> A2AAgent:
+                confinement: Literal["confined", "none"] | None = None, network: list[str] | None = None) -> A2AAgent:
     """Check the command line and turn it into a block.
 
     Raises:
@@ -151,7 +157,24 @@ def build_block(name: str, *, command: str | None, image: str | None, url: str |
         return A2AAgent(version=version, command=options.command, image=options.image, url=options.url,
                         env=options.env, secret_env=secret_dict(options.secret_env), startup_timeout_seconds=startup_timeout,
                         card_path=card_path, container_port=container_port, description=description,
-                        install_paths=[str(Path(p).resolve()) for p in install_paths or []], confinement=confinement)
+                        install_paths=[str(Path(p).resolve()) for p in install_paths or []], confinement=confinement,
+                        network=_network(network or []))
+
+
+def _network(values: list[str]) -> Literal["public"] | NetworkAllow | None:
+    """``--network`` as the block's field: nothing, ``public`` alone, or the endpoints to allow.
+
+    Raises:
+        UsageProblem: ``public`` given with endpoints, or an endpoint that is not host:port.
+    """
+    if not values:
+        return None
+    if "public" in values:
+        if len(values) > 1:
+            raise UsageProblem("--network public is the host's whole network: give it alone, not with host:port")
+        return "public"
+    with invalid_as_usage():
+        return NetworkAllow(allow=values)
 
 
 def describe(resolved: ResolvedAgent) -> JsonObject:
@@ -163,4 +186,12 @@ def describe(resolved: ResolvedAgent) -> JsonObject:
         "description": resolved.description,
         **launch_view(resolved.spec),
         "card_path": resolved.spec.ready_path,
+        **_network_view(resolved.spec.network),
     }
+
+
+def _network_view(network: Literal["public"] | NetworkAllow | None) -> JsonObject:
+    """A widened network as ``show`` prints it; nothing for the default (its model and its envs' MCP paths)."""
+    if network is None:
+        return {}
+    return {"network": network if isinstance(network, str) else {"allow": [*network.allow]}}

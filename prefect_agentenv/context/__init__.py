@@ -61,7 +61,11 @@ class Confinement(_Model):
     mechanism: str
     """``bwrap <version>`` for a confined agent; ``none`` for one that runs as a plain process."""
     network: str
-    """The network the agent reaches: ``host`` (the runner's own network: not confined yet) or ``none``."""
+    """The network the agent reaches: ``confined`` (only its doors), ``public`` (the host's network, widened on
+    purpose) or ``host`` (an unconfined agent's: the runner's own network)."""
+    doors: list[str] = Field(default_factory=list)
+    """What a ``confined`` network lets it reach: ``model 127.0.0.1:4000``, ``mcp 127.0.0.1:5001/mcp`` (that
+    path and below only), ``allowed 127.0.0.1:9000`` (a widening its block or task asked for)."""
     limits: dict[str, int] = Field(default_factory=dict)
     """Resource limits in force (``memory_mb``, ``processes``, ``cpu_seconds``)."""
     opted_out: str | None = None

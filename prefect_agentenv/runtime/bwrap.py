@@ -11,7 +11,8 @@ root). What the argv builds, and why, is in docs/security.md:
 * new user, PID, IPC, UTS and cgroup namespaces, no capabilities, no nested user namespaces, a
   session of its own (no terminal to inject keystrokes into), killed when its parent dies.
 
-The network namespace is the host's in this first cut (see docs/security.md).
+* a network namespace of its own when the layout says so (only its loopback; ``runtime/netns.py``
+  bridges the endpoints it may reach).
 """
 
 from __future__ import annotations
@@ -61,8 +62,13 @@ class Layout:
     """(host folder, path inside) pairs, writable."""
     read_only: tuple[Path, ...] = ()
     """Host folders visible read-only at the same path inside."""
+    read_only_at: tuple[tuple[Path, str], ...] = ()
+    """(host file or folder, path inside) pairs, read-only: the network forwarder's script."""
     chdir: str = "/"
     """Its working folder inside."""
+    share_net: bool = True
+    """Whether it shares the host's network namespace; False: a namespace of its own with only its loopback
+    (``runtime/netns.py`` bridges what it may reach)."""
     hostname: str = "sandbox"
     extra: tuple[str, ...] = field(default=())
     """More bwrap options, placed before the command (tests, plugins)."""
@@ -107,17 +113,40 @@ def working_bwrap() -> Bwrap:
     return Bwrap(path=binary, version=version[-1] if version else "unknown")
 
 
+@functools.lru_cache(maxsize=1)
+def check_network_namespace(binary: str) -> None:
+    """That bwrap can give a process a network namespace of its own here (seen once, cached).
+
+    Raises:
+        BwrapUnavailableError: it cannot (one line: why).
+    """
+    probe = bwrap_argv(binary, Layout(writable=(), share_net=False), ["/bin/true" if Path("/bin/true").exists()
+                                                                       else "true"])
+    try:
+        done = subprocess.run(probe, capture_output=True, text=True, timeout=_PROBE_TIMEOUT,
+                              stdin=subprocess.DEVNULL, env={"PATH": "/usr/bin:/bin"})
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise BwrapUnavailableError(f"bubblewrap ({binary}) cannot run: {exc}") from None
+    if done.returncode != 0:
+        why = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+        raise BwrapUnavailableError(f"bubblewrap cannot create a network namespace here ({why})")
+
+
 def bwrap_argv(binary: str, layout: Layout, command: Sequence[str]) -> list[str]:
     """The whole argv that runs ``command`` confined as ``layout`` says (no environment in it: the caller
     passes the process a complete environment, so no value, secret or not, is ever on a command line)."""
     argv = [binary, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
             "--disable-userns", "--cap-drop", "ALL", "--die-with-parent", "--new-session",
             "--hostname", layout.hostname]
+    if not layout.share_net:
+        argv.append("--unshare-net")
     argv += _system_mounts()
     for host, inside in layout.writable:
         argv += ["--bind", str(host), inside]
     for folder in layout.read_only:
         argv += ["--ro-bind", str(folder), str(folder)]
+    for host, inside in layout.read_only_at:
+        argv += ["--ro-bind", str(host), inside]
     # The root tmpfs is read-only once every mount point in it exists: nothing written outside
     # the writable folders outlives the process, or is written at all.
     argv += ["--remount-ro", "/", "--chdir", layout.chdir, *layout.extra, "--", *command]

@@ -14,8 +14,9 @@ An agent under evaluation is untrusted (DESIGN §15, docs/security.md). Started 
 * **processes**: its own PID namespace (the runner's pids do not exist there), no capabilities,
   killed with its parent; rlimits set by ``prlimit`` inside: memory (private writable memory per
   process), CPU time per process and, when the runner is not root, processes at once;
-* **network**: the host's, in this first cut: it reaches its model endpoint and its envs as an
-  unconfined agent does, and so does anything else on the host's network (docs/security.md).
+* **network**: a namespace of its own with only its loopback, bridged by ``runtime/netns.py`` to its
+  doors (its model endpoint, its envs' MCP paths, what its block allows) and from the runner to its
+  A2A port, on the same ``host:port`` numbers inside; ``network: public`` keeps the host's network.
 """
 
 from __future__ import annotations
@@ -25,12 +26,23 @@ import os
 import re
 import shutil
 import sys
+from dataclasses import replace
 from pathlib import Path
+from typing import Any, Literal
 
 from prefect_agentenv.context import Confinement
 from prefect_agentenv.exceptions import DeployError
-from prefect_agentenv.runtime.bwrap import SYSTEM_DIRS, BwrapUnavailableError, Layout, bwrap_argv, working_bwrap
-from prefect_agentenv.runtime.launch import CONFINED_KIND, LauncherKind, LaunchSpec, fill_template, tail
+from prefect_agentenv.runtime.bwrap import (
+    SYSTEM_DIRS,
+    Bwrap,
+    BwrapUnavailableError,
+    Layout,
+    bwrap_argv,
+    check_network_namespace,
+    working_bwrap,
+)
+from prefect_agentenv.runtime.launch import CONFINED_KIND, Door, LauncherKind, LaunchSpec, NetworkAllow, fill_template, tail
+from prefect_agentenv.runtime.netns import FORWARDER, FORWARDER_INSIDE, INSIDE_FOLDER, Bridge, python_folders
 from prefect_agentenv.runtime.leftovers import RUN_MARKER
 from prefect_agentenv.runtime.process import Command, ProcessLauncher, sandbox_folders_env
 from prefect_agentenv.runtime.sandbox import HOME_FOLDER, SANDBOX_ROOT_VARIABLE
@@ -51,10 +63,10 @@ DEFAULT_CPU_SECONDS = 7200
 CPU_GRACE_SECONDS = 10
 """SIGXCPU first (the process may say why it stops), SIGKILL this much CPU time later."""
 PRLIMIT = "/usr/bin/prlimit"
-NETWORK_POLICY = "host"
-"""This cut shares the host's network namespace (docs/security.md: the next step confines it)."""
 OPT_OUT_HINT = ("set confinement: none on its A2AAgent block, or PREFECT_AGENTENV_AGENT_CONFINEMENT=none for "
                 "every agent, to run it unconfined (recorded as such)")
+NETWORK_OPT_OUT_HINT = ("set network: public on its A2AAgent block, or PREFECT_AGENTENV_AGENT_NETWORK=public for "
+                        f"every agent, to keep the host's network (recorded); or {OPT_OUT_HINT}")
 _RESERVED_TOPS = frozenset({"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "proc", "dev", "sys"})
 _MEMORY_SIGNS = re.compile(r"MemoryError|out of memory|Cannot allocate memory|ENOMEM|allocation failed", re.I)
 _PROCESS_SIGNS = re.compile(r"Resource temporarily unavailable|EAGAIN|can't fork|fork failed", re.I)
@@ -69,15 +81,34 @@ class ConfinedLauncher(ProcessLauncher):
 
     kind: LauncherKind = CONFINED_KIND
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._bridges: dict[str, Bridge] = {}
+
+    async def _prepare(self, spec: LaunchSpec, *, name: str, instance_id: str, port: int) -> None:
+        """The network bridge of an agent whose network is confined: its A2A port taken on the host, its
+        first doors open (docs/security.md, "The network")."""
+        if network_of(spec) == "public":
+            return
+        bwrap = _bwrap(name)
+        try:
+            check_network_namespace(bwrap.path)
+        except BwrapUnavailableError as exc:
+            raise DeployError(f"{name!r} cannot run confined: {exc}; {NETWORK_OPT_OUT_HINT}") from None
+        bridge = self._bridges[instance_id] = Bridge(instance_id, host=self.host, port=port)
+        await bridge.listen(network_doors(spec))
+
+    def _release(self, instance_id: str) -> None:
+        bridge = self._bridges.pop(instance_id, None)
+        if bridge is not None:
+            bridge.close()
+
     def _command(self, spec: LaunchSpec, *, name: str, port: int, cwd: Path | None,
                  extra_env: dict[str, str] | None, instance_id: str) -> Command:
         """The bwrap argv around the spec's command, and the process's whole environment."""
         if cwd is None:
             raise DeployError(f"{name!r}: the confined launcher starts a server in a sandbox folder, and none was given")
-        try:
-            bwrap = working_bwrap()
-        except BwrapUnavailableError as exc:
-            raise DeployError(f"{name!r} cannot run confined: {exc}; {OPT_OUT_HINT}") from None
+        bwrap = _bwrap(name)
         root = Path(cwd).resolve()
         declared = {k: fill_template(v, host=self.host, port=port) for k, v in spec.env.items()}
         declared.update(spec.secret_values())
@@ -94,8 +125,13 @@ class ConfinedLauncher(ProcessLauncher):
         limits = enforced_limits(spec)
         inner = [*_prlimit_argv(limits), program, *argv[1:]]
         layout = Layout(writable=tuple((host, inside) for host, inside in writable), read_only=tuple(installs),
-                        chdir=WORKSPACE)
-        record = Confinement(mechanism=f"bwrap {bwrap.version}", network=NETWORK_POLICY, limits=limits)
+                        chdir=WORKSPACE, share_net=network_of(spec) == "public")
+        bridge = self._bridges.get(instance_id)
+        if bridge is not None:
+            inner = [*bridge.forwarder_argv(), *inner]
+            layout = _bridged(layout, bridge)
+        record = Confinement(mechanism=f"bwrap {bwrap.version}", network="public" if layout.share_net else "confined",
+                             doors=bridge.labels if bridge is not None else [], limits=limits)
         return Command(bwrap_argv(bwrap.path, layout, inner), env, root, record)
 
     def _exit_reason(self, spec: LaunchSpec, code: int, stderr_path: Path | None) -> str:
@@ -106,6 +142,34 @@ class ConfinedLauncher(ProcessLauncher):
         # The usual first surprise: the agent's code lives in a folder a confined process cannot see.
         return (f"exit code {code} (confined: it sees its sandbox, the system and its install folders only; list "
                 "the folders its code needs in install_paths)")
+
+
+def _bwrap(name: str) -> Bwrap:
+    try:
+        return working_bwrap()
+    except BwrapUnavailableError as exc:
+        raise DeployError(f"{name!r} cannot run confined: {exc}; {OPT_OUT_HINT}") from None
+
+
+def network_of(spec: LaunchSpec) -> Literal["public"] | NetworkAllow | None:
+    """The agent's network: its block's widening, else the setting's (``public``), else its own (None)."""
+    if spec.network is not None:
+        return spec.network
+    return "public" if get_settings().agent_network == "public" else None
+
+
+def network_doors(spec: LaunchSpec) -> tuple[Door, ...]:
+    """The doors a confined network opens at start: the run's (its model endpoint), then what the block allows."""
+    network = network_of(spec)
+    allowed = tuple(Door.parse(entry) for entry in network.allow) if isinstance(network, NetworkAllow) else ()
+    return (*spec.doors, *allowed)
+
+
+def _bridged(layout: Layout, bridge: Bridge) -> Layout:
+    """The layout with the bridge's socket folder, the forwarder and the Python that runs it."""
+    python = [folder for folder in python_folders() if not _under(folder, [*map(Path, SYSTEM_DIRS), *layout.read_only])]
+    return replace(layout, writable=(*layout.writable, (bridge.folder, INSIDE_FOLDER)),
+                   read_only=(*layout.read_only, *python), read_only_at=((FORWARDER, FORWARDER_INSIDE),))
 
 
 def _program(name: str, program: str, path: str) -> str:

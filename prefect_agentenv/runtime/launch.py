@@ -43,6 +43,67 @@ DEFAULT_READY_PATH = "/.well-known/agent-env.json"
 DEFAULT_MCP_PATH = "/mcp"
 
 
+class NetworkAllow(BaseModel):
+    """A confined agent's network widened: these endpoints too, besides its model and its envs' MCP paths."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    allow: list[str] = Field(min_length=1)
+    """Endpoints as host:port on this machine's loopback (127.0.0.1:9000), reachable at any path."""
+
+    @model_validator(mode="after")
+    def _host_ports(self) -> Self:
+        for entry in self.allow:
+            Door.parse(entry)
+        return self
+
+
+class Door(BaseModel):
+    """One endpoint a confined agent's network reaches: its model, an env's MCP path, a widening.
+
+    The same ``host:port`` inside and outside, so no URL is rewritten (``runtime/netns.py``).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: Literal["model", "mcp", "allowed"]
+    host: str
+    port: int = Field(gt=0, lt=65536)
+    path: str | None = None
+    """HTTP path prefix it is limited to (an env's ``/mcp``: that path and below); None: any request."""
+
+    @property
+    def label(self) -> str:
+        """``mcp 127.0.0.1:5001/mcp``: how the record and the report name it."""
+        return f"{self.role} {self.host}:{self.port}{self.path or ''}"
+
+    @classmethod
+    def from_url(cls, role: Literal["model", "mcp"], url: str) -> Door:
+        """The door of a URL: its host and port; an MCP door is also limited to the URL's path.
+
+        Raises:
+            ValueError: the URL names no host.
+        """
+        parts = urlsplit(url)
+        if not parts.hostname:
+            raise ValueError(f"{url!r} names no host")
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        path = (parts.path.rstrip("/") or "/") if role == "mcp" else None
+        return cls(role=role, host=parts.hostname, port=port, path=None if path == "/" else path)
+
+    @classmethod
+    def parse(cls, entry: str) -> Door:
+        """An ``allow`` entry (``host:port``) as a door.
+
+        Raises:
+            ValueError: not ``host:port`` with a port number.
+        """
+        host, _, port = entry.rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError(f"network allow entry {entry!r} is not host:port (127.0.0.1:9000)")
+        return cls(role="allowed", host=host.strip("[]"), port=int(port))
+
+
 class LaunchSource(BaseModel):
     """Where a server comes from and how it starts.
 
@@ -85,6 +146,9 @@ class LaunchSource(BaseModel):
     install_paths: list[str] = Field(default_factory=list)
     """Host folders the server's own code lives in, visible read-only at the same paths when it runs confined
     (the command's own venv and Python are found without them)."""
+    network: Literal["public"] | NetworkAllow | None = None
+    """Network of an agent that runs confined: left out, only its model endpoint and its envs' MCP paths;
+    {allow: [host:port, ...]} adds those endpoints; public keeps the host's whole network (recorded)."""
 
     @model_validator(mode="after")
     def _one_source(self) -> Self:
@@ -112,6 +176,8 @@ class LaunchSpec(LaunchSource):
     """Variables naming folders of the server's own inside the sandbox it starts in, as paths relative
     to the sandbox root (``.`` for the root itself): each folder is made and the variable set to its
     absolute path (local processes started in a sandbox; a coding agent's HOME, XDG and workspace)."""
+    doors: tuple[Door, ...] = ()
+    """Endpoints the run gives a confined server's network (its model endpoint); envs' MCP doors open later."""
     follow_tree: bool = False
     """Stop, with the server, what it started outside its process group (a CLI in a session of its
     own, a tmux server): found by an instance marker in their environment and by parentage."""

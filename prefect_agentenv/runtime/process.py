@@ -162,8 +162,39 @@ class ProcessLauncher:
     async def _start_once(self, spec: LaunchSpec, *, name: str, workdir: Path, cwd: Path | None,
                           extra_env: dict[str, str] | None) -> Instance:
         port = free_port(self.host)
-        base_url = f"http://{self.host}:{port}"
         instance_id = new_instance_id(name)
+        try:
+            await self._prepare(spec, name=name, instance_id=instance_id, port=port)
+        except OSError as exc:
+            self._release(instance_id)
+            error = DeployError(f"{name!r}: cannot take port {port} on {self.host}: {exc}")
+            if exc.errno == errno.EADDRINUSE:
+                raise _PortTaken(port, error) from None
+            raise error from None
+        except BaseException:
+            self._release(instance_id)
+            raise
+        try:
+            return await self._launch(spec, name=name, workdir=workdir, cwd=cwd, extra_env=extra_env, port=port,
+                                      instance_id=instance_id)
+        except BaseException:
+            self._release(instance_id)
+            raise
+
+    async def _prepare(self, spec: LaunchSpec, *, name: str, instance_id: str, port: int) -> None:
+        """What must exist before the server starts (a confining launcher's network bridge); undone by
+        :meth:`_release` when the start fails and when the instance stops.
+
+        Raises:
+            OSError: ``port`` is taken (the start is retried once on another).
+        """
+
+    def _release(self, instance_id: str) -> None:
+        """Undo :meth:`_prepare` (synchronous: it runs on cancellation paths too)."""
+
+    async def _launch(self, spec: LaunchSpec, *, name: str, workdir: Path, cwd: Path | None,
+                      extra_env: dict[str, str] | None, port: int, instance_id: str) -> Instance:
+        base_url = f"http://{self.host}:{port}"
         logs = Path(workdir) / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         stdout_path = logs / f"{instance_id}.stdout.log"
@@ -242,6 +273,7 @@ class ProcessLauncher:
         finally:
             if running.follow_tree:
                 kill_tree(instance.instance_id)
+            self._release(instance.instance_id)
         if gone is not None:
             note = _stderr_note(tail(instance.stderr_path), instance.stderr_path) if instance.stderr_path else ""
             reason = self._exit_reason(running.spec, gone, instance.stderr_path) if running.spec else f"exit code {gone}"
@@ -265,6 +297,7 @@ class ProcessLauncher:
                 _kill_now(running.process)
             if running.follow_tree:
                 kill_tree(instance_id)
+            self._release(instance_id)
 
 
 class _PortTaken(Exception):

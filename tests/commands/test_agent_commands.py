@@ -105,3 +105,21 @@ def test_register_mistakes_exit_2_with_a_clear_message(args: list[str], message:
     code, out = agent("register", *args)
     assert code == 2
     assert message in out
+
+
+def test_a_widened_network_is_registered_on_the_block(prefect_harness: None) -> None:
+    allowed, public = unique("allowed"), unique("public")
+    assert agent("register", allowed, "--command", "my-agent --port {port}", "--network", "127.0.0.1:9000",
+                 "--network", "localhost:9001")[0] == 0
+    assert agent("register", public, "--command", "my-agent --port {port}", "--network", "public")[0] == 0
+
+    assert json.loads(agent("show", allowed, "--json")[1])["network"] == {"allow": ["127.0.0.1:9000", "localhost:9001"]}
+    assert json.loads(agent("show", public, "--json")[1])["network"] == "public"
+
+
+@pytest.mark.parametrize(("network", "message"), [
+    (["public", "127.0.0.1:9000"], "give it alone"), (["127.0.0.1"], "is not host:port")])
+def test_a_network_widening_that_cannot_be_read_exits_2(network: list[str], message: str) -> None:
+    args = [arg for value in network for arg in ("--network", value)]
+    code, out = agent("register", unique("net"), "--command", "my-agent --port {port}", *args)
+    assert code == 2 and message in out, out

@@ -8,26 +8,36 @@ try to read each, write outside ``/app`` and ``/tmp``, and kill the runner.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import shutil
+import socket
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
-from launcher_helpers import is_gone
+from launcher_helpers import fake_command, is_gone
 
 from prefect_agentenv.agents.catalog import REFERENCE_AGENTS
+from prefect_agentenv.agents.mock_model.in_process import InProcessMockModel, serve_mock_model
+from prefect_agentenv.envs.catalog import REFERENCE_ENVS
 from prefect_agentenv.exceptions import DeployError
 from prefect_agentenv.protocols.a2a import A2AClient
 from prefect_agentenv.runtime.confined import ConfinedLauncher
-from prefect_agentenv.runtime.launch import LaunchSpec
-from prefect_agentenv.runtime.process import Command
+from prefect_agentenv.runtime.launch import Door, Instance, LaunchSpec
+from prefect_agentenv.runtime.leftovers import RUN_MARKER
+from prefect_agentenv.runtime.netns import FORWARDER_INSIDE, base_python, is_loopback, open_doors, path_allowed, request_framing
+from prefect_agentenv.runtime.process import Command, ProcessLauncher
 from prefect_agentenv.runtime.sandbox import Sandbox, create_sandbox
+from prefect_agentenv.settings import get_settings
 
 CARD = "/.well-known/agent-card.json"
 CANARY_VARIABLE = "AGENTENV_TEST_RUNNER_SECRET"
@@ -201,7 +211,7 @@ async def test_a_reference_agent_runs_confined_answers_and_writes_its_artifact_i
         assert (instance.kind, reply.state, reply.text) == ("confined", "completed", "done")
         assert world.sandbox.path("/app/artifact/x.txt").read_text() == "from inside"
         assert instance.confinement is not None and instance.confinement.mechanism.startswith("bwrap ")
-        assert instance.confinement.network == "host"
+        assert instance.confinement.network == "confined"
     finally:
         await launcher.stop(instance)
     assert instance.pid is not None and is_gone(instance.pid)
@@ -213,3 +223,297 @@ async def test_an_install_path_that_would_show_the_run_folder_is_refused(world: 
     with pytest.raises(DeployError, match="holds the agent's own sandbox"):
         await ConfinedLauncher(run_id="r1").start(spec, name="agent", workdir=world.run_folder,
                                                   cwd=world.sandbox.root)
+
+
+# The network: a confined agent reaches its model door and its envs' MCP paths, nothing else.
+
+NET_PROBE = Path(__file__).with_name("net_probe_server.py")
+MCP_INITIALIZE = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "probe", "version": "1"}}})
+MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+DATA_GET = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "data/get", "params": {}})
+
+
+@dataclass
+class Net:
+    """What is on the runner's loopback around a confined agent: an env, a model door, an unrelated server."""
+
+    env: Instance
+    model: InProcessMockModel
+    other: Instance
+
+
+@pytest.fixture
+async def net(world: World, http: httpx.AsyncClient) -> AsyncIterator[Net]:
+    launcher = ProcessLauncher(run_id="r1", http_client=http)
+    env = await launcher.start(LaunchSpec(command=REFERENCE_ENVS["email"].command()), name="email",
+                               workdir=world.run_folder)
+    other = await launcher.start(LaunchSpec(command=fake_command()), name="other", workdir=world.run_folder)
+    model = await serve_mock_model()
+    try:
+        yield Net(env, model, other)
+    finally:
+        await model.stop()
+        await launcher.stop(other)
+        await launcher.stop(env)
+
+
+def probe_spec(**fields: Any) -> LaunchSpec:
+    return LaunchSpec(command=[sys.executable, str(NET_PROBE), "--host", "{host}", "--port", "{port}"],
+                      ready_path=CARD, kind="confined", install_paths=[str(NET_PROBE.parent)], **fields)
+
+
+async def from_inside(http: httpx.AsyncClient, agent: Instance, url: str, method: str = "GET", body: str | None = None,
+                      headers: dict[str, str] | None = None, raw_target: str | None = None) -> dict[str, Any]:
+    """An HTTP request made by the confined agent itself, as it went."""
+    answer = await http.post(f"{agent.base_url}/probe", json={"url": url, "method": method, "body": body,
+                                                              "headers": headers or {}, "raw_target": raw_target})
+    return dict(answer.json())
+
+
+def forwarders(run_id: str) -> list[int]:
+    """Live network forwarders of a run's confined agents (the base Python running the forwarder, with the run
+    marker in its environment; the supervisor's and bwrap's command lines name the forwarder too)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            if (argv[0] == str(base_python()).encode() and FORWARDER_INSIDE.encode() in argv
+                    and f"{RUN_MARKER}={run_id}".encode() in (entry / "environ").read_bytes()):
+                found.append(int(entry.name))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+async def test_a_confined_agent_reaches_its_model_and_its_env_s_mcp_path_and_nothing_else(
+        world: World, http: httpx.AsyncClient, net: Net, prefect_harness: None) -> None:
+    from prefect.settings import PREFECT_API_URL
+
+    run_id = f"net-{uuid.uuid4().hex}"
+    bridges = set(Path(tempfile.gettempdir()).glob("agentenv-net-*"))
+    launcher = ConfinedLauncher(run_id=run_id, http_client=http)
+    model_url = f"{net.model.base_url}/v1"
+    agent = await launcher.start(probe_spec(doors=(Door.from_url("model", model_url),)), name="agent",
+                                 workdir=world.run_folder, cwd=world.sandbox.root, extra_env=world.sandbox.env())
+    env_url = net.env.base_url
+    try:
+        assert await open_doors(agent.instance_id, [Door.from_url("mcp", net.env.mcp_url)]) == [
+            f"model {model_url.split('//')[1].rsplit('/', 1)[0]}", f"mcp {net.env.mcp_url.split('//')[1]}"]
+
+        model = await from_inside(http, agent, f"{model_url}/models")
+        mcp = await from_inside(http, agent, net.env.mcp_url, "POST", MCP_INITIALIZE, MCP_HEADERS)
+        data_plane = await from_inside(http, agent, f"{env_url}/agentenv", "POST", DATA_GET,
+                                       {"Content-Type": "application/json"})
+        card = await from_inside(http, agent, f"{env_url}/.well-known/agent-env.json")
+        dotted = await from_inside(http, agent, f"{env_url}/mcp/../agentenv", "POST", DATA_GET,
+                                   raw_target="/mcp/../agentenv")
+        encoded = await from_inside(http, agent, f"{env_url}/mcp", "POST", DATA_GET, raw_target="/mcp%2F..%2Fagentenv")
+        other = await from_inside(http, agent, f"{net.other.base_url}/env")
+        prefect_api = await from_inside(http, agent, f"{PREFECT_API_URL.value()}/health")
+        internet = (await http.post(f"{agent.base_url}/connect", json={"host": "1.1.1.1", "port": 443})).json()
+
+        assert model["status"] == 200 and "mock" in model["body"], model
+        assert mcp["status"] == 200 and '"serverInfo"' in mcp["body"], mcp
+        for refused in (data_plane, card, dotted, encoded):
+            assert refused["status"] == 403, refused
+            assert len(refused["body"].strip().splitlines()) == 1
+            assert "may reach only /mcp" in refused["body"], refused
+        assert "ConnectionRefusedError" in other["error"], other
+        assert "ConnectionRefusedError" in prefect_api["error"], prefect_api
+        assert "unreachable" in internet["error"], internet
+        assert agent.confinement is not None and agent.confinement.network == "confined"
+        assert len(forwarders(run_id)) == 1
+    finally:
+        await launcher.stop(agent)
+    assert agent.pid is not None and is_gone(agent.pid)
+    assert forwarders(run_id) == [], "the forwarder inside died with the agent's sandbox"
+    assert set(Path(tempfile.gettempdir()).glob("agentenv-net-*")) <= bridges, "the bridge's folder is gone"
+    with pytest.raises(httpx.ConnectError):
+        await http.get(f"{agent.base_url}{CARD}")
+
+
+async def test_after_the_agent_stops_its_bridge_is_gone_port_folder_and_connections(
+        world: World, http: httpx.AsyncClient) -> None:
+    launcher = ConfinedLauncher(run_id="r1", http_client=http)
+    agent = await launcher.start(probe_spec(), name="agent", workdir=world.run_folder, cwd=world.sandbox.root,
+                                 extra_env=world.sandbox.env())
+    bridge = launcher._bridges[agent.instance_id]
+    folder, port = bridge.folder, bridge.port
+    assert (folder / "a2a.sock").exists() and (folder / "control.sock").exists()
+    held = await asyncio.open_connection("127.0.0.1", port)  # a connection still open at stop is cut
+
+    await launcher.stop(agent)
+
+    assert not folder.exists() and await open_doors(agent.instance_id, []) is None
+    assert await held[0].read() == b""
+    held[1].close()
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers bind: TIME_WAIT is no listener
+        probe.bind(("127.0.0.1", port))  # nothing listens on the host port any more
+
+
+async def test_a_block_widens_the_network_and_the_record_says_so(world: World, http: httpx.AsyncClient,
+                                                                 net: Net) -> None:
+    launcher = ConfinedLauncher(run_id="r1", http_client=http)
+    allowed = net.other.base_url.split("//", 1)[1]
+    widened = await launcher.start(probe_spec(network={"allow": [allowed]}), name="widened", workdir=world.run_folder,
+                                   cwd=world.sandbox.root, extra_env=world.sandbox.env())
+    try:
+        other = await from_inside(http, widened, f"{net.other.base_url}/env")
+        env = await from_inside(http, widened, f"{net.env.base_url}{CARD}")
+        assert other["status"] == 200 and "ConnectionRefusedError" in env["error"], (other, env)
+        assert widened.confinement is not None and widened.confinement.doors == [f"allowed {allowed}"]
+    finally:
+        await launcher.stop(widened)
+    public = await launcher.start(probe_spec(network="public"), name="public", workdir=world.run_folder,
+                                  cwd=world.sandbox.root, extra_env=world.sandbox.env())
+    try:
+        data_plane = await from_inside(http, public, f"{net.env.base_url}/agentenv", "POST", DATA_GET,
+                                       {"Content-Type": "application/json"})
+        assert data_plane["status"] == 200, "public is the host's network, as an unconfined agent has it"
+        assert public.confinement is not None and (public.confinement.network, public.confinement.doors) == (
+            "public", [])
+    finally:
+        await launcher.stop(public)
+
+
+async def test_a_model_door_off_the_loopback_fails_the_deploy_in_one_line_saying_how_to_widen(
+        world: World, http: httpx.AsyncClient) -> None:
+    spec = probe_spec(doors=(Door.from_url("model", "https://models.example.org/v1"),))
+    before = set(Path(tempfile.gettempdir()).glob("agentenv-net-*"))
+
+    with pytest.raises(DeployError) as raised:
+        await ConfinedLauncher(run_id="r1", http_client=http).start(spec, name="agent", workdir=world.run_folder,
+                                                                    cwd=world.sandbox.root)
+    assert len(str(raised.value).splitlines()) == 1
+    assert "model models.example.org:443 is not on this machine's loopback" in str(raised.value)
+    assert "network: public" in str(raised.value)
+    assert set(Path(tempfile.gettempdir()).glob("agentenv-net-*")) <= before, "the failed start left no folder"
+
+
+@pytest.mark.parametrize(("path", "allowed"), [
+    ("/mcp", True), ("/mcp/", True), ("/mcp/messages", True), ("/mcpx", False), ("/agentenv", False),
+    ("/mcp/../agentenv", False), ("/mcp/%2e%2e/agentenv", False), ("/mcp%2F..%2Fagentenv", False),
+    ("/mcp/.%2e/agentenv", False), ("/MCP", False), ("/mcp\\..\\agentenv", False), ("/", False)])
+def test_an_mcp_door_lets_through_its_path_and_below_only(path: str, allowed: bool) -> None:
+    assert path_allowed(path, "/mcp") is allowed
+
+
+def test_a_request_with_an_ambiguous_body_or_an_upgrade_is_refused_before_it_reaches_the_env() -> None:
+    door = [Door.from_url("mcp", "http://127.0.0.1:5000/mcp")]
+
+    def head(*lines: str) -> bytes:
+        return ("\r\n".join(["POST /mcp HTTP/1.1", "Host: 127.0.0.1:5000", *lines]) + "\r\n\r\n").encode()
+
+    assert request_framing(head("Content-Length: 12"), door) == 12
+    assert request_framing(head("Transfer-Encoding: chunked"), door) is None
+    assert "both" in str(request_framing(head("Content-Length: 3", "Transfer-Encoding: chunked"), door))
+    assert "ambiguous" in str(request_framing(head("Content-Length: 3", "Content-Length: 4"), door))
+    assert "upgrade" in str(request_framing(head("Upgrade: websocket", "Connection: Upgrade"), door))
+    assert "may reach only /mcp" in str(request_framing(b"GET http://127.0.0.1:5000/agentenv HTTP/1.1\r\n\r\n", door))
+    assert "may reach only /mcp" in str(request_framing(b"CONNECT 127.0.0.1:5000 HTTP/1.1\r\n\r\n", door))
+
+
+NO_NETWORK_NAMESPACES = "echo 0 > /proc/sys/user/max_net_namespaces && exec \"$0\" \"$@\""
+"""Run a command in a user namespace of its own where no network namespace may be created (a real limit
+of the kernel's, as a locked-down machine sets it), user namespaces still allowed."""
+
+
+def test_without_network_namespaces_the_deploy_fails_in_one_line_saying_how_to_opt_out(tmp_path: Path) -> None:
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        pytest.skip("util-linux's unshare is not installed: no way to take network namespaces away here")
+    code = ("import asyncio, sys\nfrom pathlib import Path\n"
+            "from prefect_agentenv.runtime.confined import ConfinedLauncher\n"
+            "from prefect_agentenv.runtime.launch import LaunchSpec\n"
+            "async def main():\n"
+            "    folder = Path(sys.argv[1])\n"
+            "    try:\n"
+            "        await ConfinedLauncher().start(LaunchSpec(command=['/bin/true'], kind='confined'), name='agent',"
+            " workdir=folder, cwd=folder)\n"
+            "    except Exception as exc:\n        print(exc)\n"
+            "asyncio.run(main())\n")
+    done = subprocess.run([unshare, "--user", "--map-root-user", "sh", "-c", NO_NETWORK_NAMESPACES, sys.executable,
+                           "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60)
+
+    message = done.stdout.strip()
+    assert len(message.splitlines()) == 1, done.stdout + done.stderr
+    assert message.startswith("'agent' cannot run confined: bubblewrap cannot create a network namespace here")
+    assert "network: public" in message and "confinement: none" in message
+    assert not list(tmp_path.iterdir()) or all(p.name == "logs" for p in tmp_path.iterdir())
+
+
+async def test_an_agent_that_swaps_its_a2a_socket_for_a_link_to_a_host_socket_gets_no_runner_traffic_through_it(
+        world: World, http: httpx.AsyncClient, tmp_path: Path) -> None:
+    reached: list[bytes] = []
+
+    async def host_service(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        reached.append(await reader.read(1024))
+        writer.close()
+
+    service = await asyncio.start_unix_server(host_service, str(tmp_path / "service.sock"))
+    launcher = ConfinedLauncher(run_id="r1", http_client=http)
+    agent = await launcher.start(probe_spec(), name="agent", workdir=world.run_folder, cwd=world.sandbox.root,
+                                 extra_env=world.sandbox.env())
+    try:
+        relinked = await http.post(f"{agent.base_url}/relink", json={"path": "/run/agentenv-net/a2a.sock",
+                                                                     "target": str(tmp_path / "service.sock")})
+        assert relinked.json() == {"relinked": True}
+        async with httpx.AsyncClient(timeout=5.0, trust_env=False) as fresh:  # a new connection, not a kept one
+            with pytest.raises(httpx.HTTPError):
+                await fresh.get(f"{agent.base_url}{CARD}")
+        assert reached == [], "the runner's request never reached the host's socket"
+    finally:
+        await launcher.stop(agent)
+        service.close()
+        await service.wait_closed()
+
+
+async def test_the_setting_gives_every_agent_without_a_widening_of_its_own_the_host_s_network(
+        world: World, http: httpx.AsyncClient, net: Net, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PREFECT_AGENTENV_AGENT_NETWORK", "public")
+    get_settings.cache_clear()
+    launcher = ConfinedLauncher(run_id="r1", http_client=http)
+    try:
+        agent = await launcher.start(probe_spec(), name="agent", workdir=world.run_folder, cwd=world.sandbox.root,
+                                     extra_env=world.sandbox.env())
+        try:
+            other = await from_inside(http, agent, f"{net.other.base_url}/env")
+            assert other["status"] == 200 and agent.confinement is not None
+            assert agent.confinement.network == "public"
+        finally:
+            await launcher.stop(agent)
+    finally:
+        get_settings.cache_clear()
+
+
+def test_only_loopback_addresses_and_localhost_are_loopback_doors() -> None:
+    assert all(is_loopback(host) for host in ("127.0.0.1", "127.1.2.3", "localhost", "::1"))
+    assert not any(is_loopback(host) for host in ("127.example.org", "10.0.0.1", "localhost.example.org", "0.0.0.0"))
+
+
+def test_two_envs_on_one_host_port_share_a_listener_and_each_path_is_let_through() -> None:
+    doors = [Door.from_url("mcp", "http://127.0.0.1:5000/mcp"), Door.from_url("mcp", "http://localhost:5000/tools")]
+    request = "POST {} HTTP/1.1\r\nContent-Length: 0\r\n\r\n"
+
+    assert request_framing(request.format("/tools/x").encode(), doors) == 0
+    assert request_framing(request.format("/mcp").encode(), doors) == 0
+    assert "only /mcp or /tools" in str(request_framing(request.format("/agentenv").encode(), doors))
+
+
+async def test_an_allowed_endpoint_on_an_env_s_port_shares_its_listener_and_opens_the_whole_port(
+        world: World, http: httpx.AsyncClient, net: Net) -> None:
+    launcher = ConfinedLauncher(run_id="r1", http_client=http)
+    address = net.env.base_url.split("//", 1)[1]
+    spec = probe_spec(doors=(Door.from_url("mcp", net.env.mcp_url),), network={"allow": [address]})
+    agent = await launcher.start(spec, name="agent", workdir=world.run_folder, cwd=world.sandbox.root,
+                                 extra_env=world.sandbox.env())
+    try:
+        data_plane = await from_inside(http, agent, f"{net.env.base_url}/agentenv", "POST", DATA_GET,
+                                       {"Content-Type": "application/json"})
+        assert data_plane["status"] == 200, "a block that allows the env's port widens past its /mcp, recorded"
+        assert agent.confinement is not None
+        assert agent.confinement.doors == [f"mcp {net.env.mcp_url.split('//', 1)[1]}", f"allowed {address}"]
+    finally:
+        await launcher.stop(agent)

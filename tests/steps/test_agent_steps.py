@@ -45,7 +45,9 @@ async def test_reply_to_dana_runs_end_to_end_with_the_scripted_agent_in_place_of
     assert report.context.deployed_agents["assistant"].version == "1.0.0"  # as its card declares it
     confinement = report.context.deployed_agents["assistant"].confinement
     assert confinement is not None and confinement.confined, "the agent under evaluation ran confined"
-    assert confinement.mechanism.startswith("bwrap ") and confinement.network == "host"
+    assert confinement.mechanism.startswith("bwrap ") and confinement.network == "confined"
+    email_mcp = report.context.deployed_envs["email"].mcp_url.split("//", 1)[1]
+    assert confinement.doors == [f"mcp {email_mcp}"], "its network reaches the env's MCP path, nothing else"
     assert confinement.limits["memory_mb"] > 0 and confinement.limits["cpu_seconds"] > 0
 
 

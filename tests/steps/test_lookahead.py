@@ -165,3 +165,20 @@ async def _all_gone(run: RunResources) -> bool:
 def _mock_processes(run: RunResources) -> list[int]:
     """The processes the run started (mock model, agents): they carry its run id."""
     return _marked_processes({run.run_id}).get(run.run_id, [])
+
+
+async def test_an_agent_launched_before_its_envs_gets_their_mcp_doors_when_its_step_gives_them(
+        run: RunResources) -> None:
+    steps = _steps("scripted")
+    lookahead = start_lookahead(run, steps)
+    assert lookahead is not None
+    await asyncio.wait_for(lookahead, 30)
+    _, started = run.services.early_agents["agent-0"]
+    early_instance, _ = await asyncio.wait_for(started, 60)
+    assert early_instance.confinement is not None and early_instance.confinement.doors == []
+
+    agent, _ = await agents.start_agent(steps[1], agent_name="a0", a2a_agent_id="scripted",
+                                        mcp_servers={"email": "http://127.0.0.1:5999/mcp"})
+
+    assert agent.instance_id == early_instance.instance_id
+    assert agent.confinement is not None and agent.confinement.doors == ["mcp 127.0.0.1:5999/mcp"]

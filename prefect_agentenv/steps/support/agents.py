@@ -147,10 +147,34 @@ async def start_agent(step: StepModel, *, agent_name: str, a2a_agent_id: str, ro
                                     mcp_servers=mcp_servers or {})
         instance, sandbox = pooled or await _start_own(step, run, launch.spec, agent_name, a2a_agent_id, launch.env)
     run.services.sandboxes[instance.instance_id] = sandbox
+    confinement = await network_for_envs(_confinement(launch.spec, instance), instance.instance_id, mcp_servers or {})
     agent = DeployedAgent(agent_name=agent_name, a2a_url=instance.base_url, sandbox=str(sandbox.root),
                           instance_id=instance.instance_id, a2a_agent_id=a2a_agent_id,
-                          model=launch.endpoint.model, confinement=_confinement(launch.spec, instance))
+                          model=launch.endpoint.model, confinement=confinement)
     return agent, sandbox
+
+
+def network_to_model(spec: LaunchSpec, endpoint: ResolvedModel) -> LaunchSpec:
+    """A confined agent's network opens its model door: the endpoint URL its launch gives it (the run's mock
+    model, a configured endpoint or the run's gateway), whichever it is (docs/security.md, "The network")."""
+    from prefect_agentenv.runtime.launch import CONFINED_KIND, Door
+
+    if spec.kind != CONFINED_KIND or not endpoint.base_url:
+        return spec
+    return spec.model_copy(update={"doors": (Door.from_url("model", endpoint.base_url),)})
+
+
+async def network_for_envs(record: Confinement | None, instance_id: str,
+                           mcp_servers: dict[str, str]) -> Confinement | None:
+    """A confined agent's network opens the MCP endpoints of the envs it is given (their MCP path only, never
+    their data plane); the record then names every door. Unchanged for an agent without a confined network."""
+    from prefect_agentenv.runtime.launch import Door
+    from prefect_agentenv.runtime.netns import open_doors
+
+    doors = await open_doors(instance_id, [Door.from_url("mcp", url) for url in mcp_servers.values()])
+    if record is None or doors is None:
+        return record
+    return record.model_copy(update={"doors": doors})
 
 
 def _confinement(spec: LaunchSpec, instance: Instance) -> Confinement | None:
@@ -193,8 +217,9 @@ async def _agent_launch(run: RunResources, step: StepModel, *, a2a_agent_id: str
         spec = spec.model_copy(update={"startup_timeout_seconds": startup})
     # An agent known to call no model (the scripted one) does not wait for a mock model to start.
     endpoint = await model_for(run, MODEL_ROLE_OF.get(a2a_agent_id, role), model, start_mock=resolved.uses_model)
-    # The agent holds the run's gateway's URL and token: it may be pooled only with a pooled gateway.
     _check_wire(resolved.harness, endpoint, step)
+    spec = network_to_model(spec, endpoint)
+    # The agent holds the run's gateway's URL and token: it may be pooled only with a pooled gateway.
     per_run_model = endpoint.base_url is not None and not run.services.gateway_pooled
     env = {**_model_env(endpoint), **_harness_env(resolved.harness, endpoint), **(extra_env or {})}
     return _Launch(spec, env, endpoint, per_run_model)
@@ -295,6 +320,7 @@ async def configure_agent(step: StepModel, agent: DeployedAgent, *, envs: list[D
     """
     from prefect_agentenv.steps.support.agent_configuration import ConfigRequest, deliver
 
+    await network_for_envs(agent.confinement, agent.instance_id, {env.env_id: env.mcp_url for env in envs})
     request = ConfigRequest(envs=envs, skills=skills, explicit={k: (k, v) for k, v in config.items()})
     rows = await deliver(step, agent, a2a_client(current_run(), agent), request)
     return [row.field for row in rows]
