@@ -32,7 +32,9 @@ def network_probe(prefect_api: str, other_port: int) -> list[str]:
     return [
         "E=$(grep -rhoE 'http://127[.]0[.]0[.]1:[0-9]+/mcp' /home 2>/dev/null | head -1)",
         "B=$(echo $E | sed 's#/mcp$##')",
-        f"echo model=$({STATUS} $LITELLM_BASE_URL/models)",
+        # The model door is the run's gateway: the agent's token opens it, nothing else does.
+        f"echo model=$({STATUS} -H \"Authorization: Bearer $LITELLM_API_KEY\" $LITELLM_BASE_URL/models)",
+        f"echo model_without_token=$({STATUS} $LITELLM_BASE_URL/models)",
         f"echo mcp=$({STATUS} -X POST -H 'Content-Type: application/json' "
         f"-H 'Accept: application/json, text/event-stream' --data '{MCP_INITIALIZE}' $E)",
         f"echo data_plane=$({STATUS} -X POST -H 'Content-Type: application/json' "
@@ -106,7 +108,7 @@ async def test_pi_confined_by_default_finds_none_of_the_runners_secrets_with_its
     reply = report.context.prompt_responses["ask"].response
     seen = dict(line.split("=", 1) for line in reply.split() if "=" in line)
     assert canary not in reply
-    assert seen == {"model": "200", "mcp": "200", "data_plane": "403", "prefect_api": "000", "other_port": "000",
+    assert seen == {"model": "200", "model_without_token": "401", "mcp": "200", "data_plane": "403", "prefect_api": "000", "other_port": "000",
                     "internet": "000", "pwd": "/app", "canary": "absent", "pid1": "0", "runner_environ": "0", "signal": "refused",
                     "runner_file": "refused", "other_run": "refused", "store": "refused", "outside": "refused",
                     "artifact": "written"}, reply
