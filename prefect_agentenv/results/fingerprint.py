@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from importlib.metadata import PackageNotFoundError, version
 
+from prefect_agentenv.context import Confinement
 from prefect_agentenv.results import AgentSetup, SetupFingerprint
 from prefect_agentenv.results.task_report import TaskReport
 from prefect_agentenv.runtime.overrides import RunOverrides
@@ -39,10 +40,20 @@ def benchmark_setup(*, benchmark: str, benchmark_version: str | None,
                             package_version=package_version(), overrides=RunOverrides.parse(overrides).recorded())
 
 
+def _confinement(record: Confinement | None) -> str | None:
+    """How a result names an agent's confinement (see ``AgentSetup.confinement``)."""
+    if record is None:
+        return None
+    if not record.confined:
+        return "unconfined"
+    return "confined, public network" if record.network == "public" else "confined"
+
+
 def setup_from_report(report: TaskReport, base: SetupFingerprint) -> SetupFingerprint:
     """``base`` with what the task run's report shows: its agents, the models named, the judge models."""
     context = report.context
-    agents = [AgentSetup(name=name, agent_id=agent.a2a_agent_id, version=agent.version, model=agent.model)
+    agents = [AgentSetup(name=name, agent_id=agent.a2a_agent_id, version=agent.version, model=agent.model,
+                         confinement=_confinement(agent.confinement))
               for name, agent in sorted(context.deployed_agents.items())]
     models = sorted({reply.model for reply in context.prompt_responses.values() if reply.model})
     judges = set()

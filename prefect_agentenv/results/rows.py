@@ -165,11 +165,17 @@ class AgentSetup(StatsModel):
     """The version its A2A card declares."""
     model: str | None = None
     """The model it was configured with (``mock``: the built-in mock model)."""
+    confinement: str | None = None
+    """``unconfined`` (a plain process of the runner's user), ``confined, public network`` (its
+    network widened to the host's), ``confined``; ``None`` when not known (an agent reached by URL,
+    results recorded before agents were confined)."""
 
     def label(self) -> str:
-        """``scripted 1.0.0``, ``llm 1.0.0 on mock``: how a comparison names it."""
+        """``scripted 1.0.0``, ``llm 1.0.0 on mock (unconfined)``: how a comparison names it; a
+        confined agent's label says nothing more (confined is the default)."""
         text = " ".join(part for part in (self.agent_id or "unknown agent", self.version) if part)
-        return f"{text} on {self.model}" if self.model else text
+        text = f"{text} on {self.model}" if self.model else text
+        return f"{text} ({self.confinement})" if self.confinement and self.confinement != "confined" else text
 
 
 class SetupFingerprint(StatsModel):

@@ -41,8 +41,10 @@ def headline_text(summary: BenchmarkSummary) -> str:
         infrastructure = f"; {h.infrastructure_failed} failed for infrastructure" + (
             f", {excluded} excluded" if excluded else "")
     not_run = f"; {summary.counts.not_run} not run: budget spent" if summary.counts.not_run else ""
+    loose = sorted({a.name for a in (summary.setup.agents if summary.setup else []) if a.confinement == "unconfined"})
+    unconfined = f"; UNCONFINED agents: {', '.join(loose)}" if loose else ""
     return (f"mean score {mean}, pass rate {rate} ({h.passed}/{h.denominator} passed; "
-            f"{h.errored} errored, {h.unscored} unscored{infrastructure}{not_run})")
+            f"{h.errored} errored, {h.unscored} unscored{infrastructure}{not_run}{unconfined})")
 
 
 async def progress_artifact(slug: str, done: int, total: int) -> UUID | None:
