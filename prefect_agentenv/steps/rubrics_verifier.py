@@ -13,6 +13,7 @@ from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.context import DeployedAgent, PromptResponse, RunContext
 from prefect_agentenv.exceptions import AgentEnvError, JudgeOutputError, NotInContextError, StepError
 from prefect_agentenv.context import VerificationRow
+from prefect_agentenv.grading.judge_setup import JudgeIdentity, judge_setup, prompt_hash
 from prefect_agentenv.grading.panel import PanelRecord, combine_panel
 from prefect_agentenv.grading.verification import Verification, prompt_error, scored, skip_reason, skipped
 from prefect_agentenv.jsontypes import JsonObject
@@ -178,8 +179,13 @@ async def _grade(step: RubricsVerifierStep, ctx: RunContext, response: PromptRes
     finally:
         await judge.close()
     rows = [row.model_copy(update={"axis": c.axis}) if c.axis else row for row, c in zip(result.rows, step.criteria)]
+    identity = JudgeIdentity(id="judge", model=judge.model, prompt=_prompt_hash(step, step.grading_policy_prompt))
     return scored(rows, aggregator=step.score_aggregator, weight=step.weight, fmt=step.output_format,
-                  judge=judge_info)
+                  judge=judge_info, judge_setup=judge_setup([identity], step.criteria).model_dump(mode="json"))
+
+
+def _prompt_hash(step: RubricsVerifierStep, policy: str | None) -> str:
+    return prompt_hash(step.output_format, policy, use_trajectory=step.use_trajectory)
 
 
 async def _trajectory(run_: RunResources, step: RubricsVerifierStep, response: PromptResponse) -> Any:
@@ -320,10 +326,17 @@ async def grade_with_panel(step: RubricsVerifierStep, ctx: RunContext, response:
     panel = PanelRecord(rule=step.panel_rule, judges=[g.judge for g in graded], disagreement=outcome.disagreement,
                         split_criteria=outcome.split_criteria, unscored=outcome.unscored,
                         unreadable_judges=[m.id for m, g in zip(step.judges, graded) if g.unreadable])
-    extra = {"panel": panel.model_dump(mode="json")}
+    setup = judge_setup([JudgeIdentity(id=m.id, model=g.judge.get("model"), prompt=_prompt_hash(step, _policy(step, m)))
+                         for m, g in zip(step.judges, graded)], step.criteria, step.panel_rule)
+    extra = {"panel": panel.model_dump(mode="json"), "judge_setup": setup.model_dump(mode="json")}
     if not rows:
         return skipped("unscored", weight=step.weight, fmt=step.output_format, **extra)
     return scored(rows, aggregator=step.score_aggregator, weight=step.weight, fmt=step.output_format, **extra)
+
+
+def _policy(step: RubricsVerifierStep, member: PanelJudge) -> str | None:
+    """The step's grading policy, then the member's own instructions."""
+    return "\n\n".join(p for p in (step.grading_policy_prompt, member.instructions) if p) or None
 
 
 async def _ask_member(step: RubricsVerifierStep, ctx: RunContext, response: PromptResponse, trajectory: Any,
@@ -332,7 +345,7 @@ async def _ask_member(step: RubricsVerifierStep, ctx: RunContext, response: Prom
     criteria it did not grade readably unscored, instead of failing the panel."""
     from prefect_agentenv.grading.judging import run_judge
 
-    policy = "\n\n".join(p for p in (step.grading_policy_prompt, member.instructions) if p) or None
+    policy = _policy(step, member)
     judge: _Judge | None = None
     try:
         judge = await _Judge.open(step, ctx, member)

@@ -42,6 +42,10 @@ async def test_a_panel_of_three_with_one_dissenter_passes_by_majority_and_report
     assert record["disagreement"] == pytest.approx(1 / 3)
     assert [j["id"] for j in record["judges"]] == ["a", "b", "c"] and all(j["mock"] for j in record["judges"])
     assert record["unscored"] == [] and record["unreadable_judges"] == []
+    setup = v.model_extra["judge_setup"]
+    assert setup["panel_rule"] == "majority" and [j["id"] for j in setup["judges"]] == ["a", "b", "c"]
+    # Judge c's own instructions make its prompt, and so the setup, differ from a and b's.
+    assert setup["judges"][0]["prompt"] == setup["judges"][1]["prompt"] != setup["judges"][2]["prompt"]
 
 
 async def test_the_unanimous_rule_fails_what_one_judge_fails_and_the_mean_rule_gives_partial_credit() -> None:
