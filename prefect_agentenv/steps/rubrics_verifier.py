@@ -13,7 +13,6 @@ from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.context import DeployedAgent, PromptResponse, RunContext
 from prefect_agentenv.exceptions import AgentEnvError, JudgeOutputError, NotInContextError, StepError
 from prefect_agentenv.context import VerificationRow
-from prefect_agentenv.grading.judge_setup import JudgeIdentity, judge_setup, prompt_hash
 from prefect_agentenv.grading.panel import PanelRecord, combine_panel
 from prefect_agentenv.grading.verification import Verification, prompt_error, scored, skip_reason, skipped
 from prefect_agentenv.jsontypes import JsonObject
@@ -24,6 +23,7 @@ from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.support.services import artifact_store, http_client, read_record
 
 if TYPE_CHECKING:  # the runtime loads on use: `validate` imports step modules and stays light
+    from prefect_agentenv.grading.judge_setup import JudgeSetup
     from prefect_agentenv.grading.judging import Ask
 
 logger = logging.getLogger("prefect_agentenv.judge")
@@ -179,13 +179,20 @@ async def _grade(step: RubricsVerifierStep, ctx: RunContext, response: PromptRes
     finally:
         await judge.close()
     rows = [row.model_copy(update={"axis": c.axis}) if c.axis else row for row, c in zip(result.rows, step.criteria)]
-    identity = JudgeIdentity(id="judge", model=judge.model, prompt=_prompt_hash(step, step.grading_policy_prompt))
+    setup = _setup(step, [("judge", judge.model, step.grading_policy_prompt)], None)
     return scored(rows, aggregator=step.score_aggregator, weight=step.weight, fmt=step.output_format,
-                  judge=judge_info, judge_setup=judge_setup([identity], step.criteria).model_dump(mode="json"))
+                  judge=judge_info, judge_setup=setup.model_dump(mode="json"))
 
 
-def _prompt_hash(step: RubricsVerifierStep, policy: str | None) -> str:
-    return prompt_hash(step.output_format, policy, use_trajectory=step.use_trajectory)
+def _setup(step: RubricsVerifierStep, judges: list[tuple[str, str | None, str | None]],
+           rule: str | None) -> JudgeSetup:
+    """The judge setup of this grading from ``(judge id, model, grading policy)`` triples."""
+    from prefect_agentenv.grading.judge_setup import SINGLE_JUDGE, JudgeIdentity, judge_setup, prompt_hash
+
+    identities = [JudgeIdentity(id=jid, model=model, prompt=prompt_hash(step.output_format, policy,
+                                                                        use_trajectory=step.use_trajectory))
+                  for jid, model, policy in judges]
+    return judge_setup(identities, step.criteria, rule or SINGLE_JUDGE)
 
 
 async def _trajectory(run_: RunResources, step: RubricsVerifierStep, response: PromptResponse) -> Any:
@@ -326,8 +333,8 @@ async def grade_with_panel(step: RubricsVerifierStep, ctx: RunContext, response:
     panel = PanelRecord(rule=step.panel_rule, judges=[g.judge for g in graded], disagreement=outcome.disagreement,
                         split_criteria=outcome.split_criteria, unscored=outcome.unscored,
                         unreadable_judges=[m.id for m, g in zip(step.judges, graded) if g.unreadable])
-    setup = judge_setup([JudgeIdentity(id=m.id, model=g.judge.get("model"), prompt=_prompt_hash(step, _policy(step, m)))
-                         for m, g in zip(step.judges, graded)], step.criteria, step.panel_rule)
+    setup = _setup(step, [(m.id, g.judge.get("model"), _policy(step, m)) for m, g in zip(step.judges, graded)],
+                   step.panel_rule)
     extra = {"panel": panel.model_dump(mode="json"), "judge_setup": setup.model_dump(mode="json")}
     if not rows:
         return skipped("unscored", weight=step.weight, fmt=step.output_format, **extra)
