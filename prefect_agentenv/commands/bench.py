@@ -34,13 +34,17 @@ def bench_command(
                                                      "marks all task runs worse.")] = False,
     confidence: Annotated[float, typer.Option(help="Confidence of the comparison's verdicts.", min=0.5, max=0.999)]
     = 0.95,
+    require_calibrated_judge: Annotated[float | None, typer.Option(
+        metavar="KAPPA", help="Exit 6 when a rubric score rests on a judge setup not calibrated against human labels "
+                              "to this Cohen's kappa (uncalibrated or stale setups fail too).", min=-1.0, max=1.0)]
+    = None,
     verbose: Verbose = False,
     ephemeral: Annotated[bool, typer.Option(help="Record on Prefect's temporary server, started and stopped by "
                                             "this command, instead of the home's local server.")] = False,
 ) -> None:
     """Run a benchmark with live progress; exit 0 when it ran (whatever the scores), 1 when it failed, 2 invalid,
     4 when a gate (--fail-under, --fail-on-regression) failed, 5 when more task runs failed for infrastructure
-    than its infrastructure.max_error_rate allows."""
+    than its infrastructure.max_error_rate allows, 6 when --require-calibrated-judge failed."""
     from prefect_agentenv.commands._prefect_server import use_prefect_server
 
     quiet_engine_logs(verbose=verbose)  # before anything below imports Prefect
@@ -64,7 +68,8 @@ def bench_command(
     from prefect_agentenv.settings import get_settings
 
     sweep_dead_runs(get_settings().runs_dir)  # what killed runs left behind (logged)
-    gate = Gate(baseline=baseline, confidence=confidence, fail_under=fail_under, fail_on_regression=fail_on_regression)
+    gate = Gate(baseline=baseline, confidence=confidence, fail_under=fail_under, fail_on_regression=fail_on_regression,
+                require_calibrated_judge=require_calibrated_judge)
     code = run_benchmark_with_progress(bench_file, run_id=resume, overrides=run_overrides, epochs=epochs,
                                        concurrency=concurrency, report_dir=report_dir, gate=gate, matrix=axes)
     raise typer.Exit(code)

@@ -17,6 +17,7 @@ from prefect_agentenv.commands.tables import FULL_ERRORS, sweep_tables, task_tab
 from prefect_agentenv.flows.benchmark import benchmark, progress_listener
 from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.results import GATE_EXIT_CODE, TaskResult
+from prefect_agentenv.results.judge_trust import JUDGE_GATE_EXIT_CODE
 from prefect_agentenv.results.baseline import Gate
 from prefect_agentenv.results.benchmark_result import BenchmarkRunResult
 from prefect_agentenv.results.sweep_tables import short_cell_names
@@ -108,7 +109,8 @@ def run_benchmark_with_progress(path: Path | str, *, run_id: str | None, overrid
                                 concurrency: int | None, report_dir: Path | None,
                                 gate: Gate | None = None, matrix: dict[str, list[str]] | None = None) -> int:
     """Run the benchmark flow in this process, drawing progress; the exit code for the CLI (0 ran,
-    1 failed, 4 a gate failed, 5 too many infrastructure failures, 130 interrupted).
+    1 failed, 4 a gate failed, 5 too many infrastructure failures, 6 a rubric score's judge is not
+    calibrated as required, 130 interrupted).
 
     ``path`` is a benchmark file or a published version ``SLUG@VERSION``."""
     board = _Board()
@@ -150,6 +152,10 @@ def run_benchmark_with_progress(path: Path | str, *, run_id: str | None, overrid
     if result.infrastructure_error:
         console.print(f"[red]the benchmark failed:[/red] {result.infrastructure_error}")
         return INFRASTRUCTURE_EXIT_CODE  # before the gate: too many infrastructure failures make its verdict moot
+    if result.judge_gate is not None:
+        # A score resting on an untrusted judge makes a score gate moot too: its own code and one line.
+        sys.stderr.write(f"judge gate failed: {result.judge_gate}\n")
+        return JUDGE_GATE_EXIT_CODE
     if result.gate is not None and not result.gate.passed:
         # One line on stderr, whatever the terminal's width: a pipeline's log shows why it stopped.
         sys.stderr.write(f"gate failed: {result.gate.reason}\n")

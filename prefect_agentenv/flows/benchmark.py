@@ -75,6 +75,8 @@ from prefect_agentenv.results import (
 )
 from prefect_agentenv.results.baseline import Gate, baseline_results, compare_with_baseline, find_baseline
 from prefect_agentenv.results.benchmark_result import BenchmarkRunResult
+from prefect_agentenv.results.calibration import report_trust
+from prefect_agentenv.results.judge_trust import judge_gate
 from prefect_agentenv.results.fingerprint import benchmark_setup, setup_from_report
 from prefect_agentenv.results.run_lookup import FoundRun
 from prefect_agentenv.results.store import (
@@ -132,6 +134,7 @@ async def benchmark(
     confidence: Annotated[float, Field(gt=0, lt=1)] = DEFAULT_CONFIDENCE,
     fail_under: Annotated[float | None, Field(ge=0, le=1)] = None,
     fail_on_regression: bool = False,
+    require_calibrated_judge: Annotated[float | None, Field(ge=-1, le=1)] = None,
 ) -> State:
     """Run a benchmark: tasks × seeds × epochs with bounded concurrency, then summarize, compare and gate.
 
@@ -157,6 +160,8 @@ async def benchmark(
         fail_under: Fail the flow run when the mean score is under this (0 to 1); in a sweep, any cell's.
         fail_on_regression: Fail the flow run when the paired comparison with the baseline marks all task runs
             worse (McNemar's test, or the paired bootstrap and sign test); in a sweep, any cell against its own.
+        require_calibrated_judge: Fail the flow run when a rubric score rests on a judge setup that is not
+            calibrated against human labels to at least this Cohen's kappa (uncalibrated or stale setups fail too).
     """
     try:
         source = await asyncio.to_thread(load_source, benchmark, path)
@@ -168,7 +173,8 @@ async def benchmark(
                          epochs=epochs or bench.epochs, concurrency=concurrency or bench.concurrency, dispatch=dispatch,
                          deployment=deployment, tasks_per_flow_run=tasks_per_flow_run or bench.tasks_per_flow_run,
                          shard_deployment=shard_deployment, report_dir=Path(report_dir) if report_dir else None,
-                         gate=Gate(baseline, confidence, fail_under, fail_on_regression), matrix=axes)
+                         gate=Gate(baseline, confidence, fail_under, fail_on_regression, require_calibrated_judge),
+                         matrix=axes)
         await asyncio.to_thread(runner.results.check_source, source.ref, [c.label for c in runner.cells])
         runner.baseline = await asyncio.to_thread(find_baseline, runner.results, baseline)  # before anything runs
     except (TaskDocumentError, ConfigurationError, ArtifactError) as exc:  # a user mistake: no traceback
@@ -186,6 +192,9 @@ def _final_state(result: BenchmarkRunResult) -> State:
         get_run_logger().error("benchmark %s run %s failed: %s", result.slug, result.run_id,
                                result.infrastructure_error)
         return Failed(message=result.infrastructure_error, data=data)
+    if result.judge_gate is not None:
+        get_run_logger().error("judge gate failed: %s", result.judge_gate)
+        return Failed(message=f"judge gate failed: {result.judge_gate}", data=data)
     if result.gate is not None and not result.gate.passed:
         get_run_logger().error("gate failed: %s", result.gate.reason)
         return Failed(message=f"gate failed: {result.gate.reason}", data=data)
@@ -368,10 +377,11 @@ class _Runner:
                                   failure=no_report_failure(error), seed=task.seed_row, tags=task.tags,
                                   snapshot=snapshot, setup=setup), None
         url = self.store.object_url(report_key(ran.task_run_id or report.flow_run_id or ran.flow_run_id or ""))
+        judges = await asyncio.to_thread(report_trust, self.store, self.bench.slug, key.task_id, report)
         return result_from_report(report, key, report_url=url, skip_policy=task.document.skip_policy,
                                   task_run_id=ran.task_run_id, failure=classify_report(report, task.document),
                                   seed=task.seed_row, tags=task.tags, snapshot=snapshot,
-                                  setup=setup_from_report(report, setup)), report
+                                  setup=setup_from_report(report, setup)).model_copy(update={"judges": judges}), report
 
     def _final(self, key: RunKey, result: TaskResult, report: TaskReport | None,
                retried: list[RetriedAttempt]) -> TaskResult:
@@ -430,6 +440,12 @@ class _Runner:
         markdown = with_source(markdown, self.source.ref, previous)
         if gate is not None:
             markdown += f"\n\n**Gate {'passed' if gate.passed else 'failed'}:** {gate.reason}\n"
+        judges_short = None
+        if self.gate.require_calibrated_judge is not None:
+            judges_short = judge_gate(results, self.gate.require_calibrated_judge)
+            markdown += (f"\n\n**Judge gate failed:** {judges_short}\n" if judges_short else
+                         f"\n\n**Judge gate passed:** every rubric score rests on a judge setup calibrated to "
+                         f"κ {self.gate.require_calibrated_judge:g}\n")
         html_url = await publish_html_report(self.store, self.bench.slug, self.run_id, title=title,
                                              headline=headline_text(summary), sweep=sweep,
                                              folder=self.report_dir / "html" if self.report_dir else None)
@@ -451,7 +467,7 @@ class _Runner:
             regressions=regressions, sweep=sweep,
             regressed_tasks=[row.name for row in comparison.of_verdict("worse")] if comparison else [],
             comparison=comparison, gate=gate, results_url=self.results.results_url, report_url=html_url,
-            markdown=markdown, infrastructure_error=verdict)
+            markdown=markdown, infrastructure_error=verdict, judge_gate=judges_short)
         out = result.model_dump(mode="json")
         if self.report_dir:
             (self.report_dir / "summary.md").write_text(markdown)

@@ -9,13 +9,14 @@ agreement, Cohen's κ, TPR and TNR with Wilson intervals and their counts, per c
 overall (:mod:`prefect_agentenv.results.agreement`). A partial score counts as a pass from 0.5.
 
 Records are the file artifact ``calibration.<fingerprint>`` (a new version per calibration;
-the latest is the one that holds), and ``calibrations/<slug>/<task_id>.<verifier_id>.json``
+the latest is the one that holds), and ``calibrations/<slug>/<hash of task_id/verifier_id>.json``
 remembers which fingerprint a verifier was last calibrated under, so a score whose setup has
 changed since is *stale* rather than merely uncalibrated (:func:`judge_trust`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -34,11 +35,11 @@ from prefect_agentenv.results.labels import (
     consensus,
     reviewer_agreement,
 )
-from prefect_agentenv.results.rows import RunKey, StatsModel, TaskResult, latest_per_run_key
+from prefect_agentenv.results.rows import RubricTrust, RunKey, StatsModel, TaskResult, latest_per_run_key
 from prefect_agentenv.results.task_report import TaskReport
 
-__all__ = ["PANEL", "CalibrationRecord", "JudgeCalibration", "JudgeTrust", "JudgedCriterion", "calibrate",
-           "judge_trust", "judged_criteria", "load_calibration", "run_judgements", "save_calibration", "tie_labels"]
+__all__ = ["PANEL", "CalibrationRecord", "JudgeCalibration", "JudgedCriterion", "calibrate", "judge_trust",
+           "report_trust", "judged_criteria", "load_calibration", "run_judgements", "save_calibration", "tie_labels"]
 
 PANEL = "panel"
 """The name the combined verdict goes by in a calibration (a single judge's is its own)."""
@@ -226,8 +227,9 @@ def _record_id(fingerprint: str) -> str:
 
 
 def _lineage_key(slug: str, verifier: str) -> str:
-    task_id, _, verifier_id = verifier.partition("/")
-    return f"calibrations/{slug}/{task_id}.{verifier_id}.json"
+    """Where the fingerprint a ``task_id/verifier_id`` was last calibrated under is kept (hashed: a
+    seeded task's id holds characters a key may not)."""
+    return f"calibrations/{slug}/{hashlib.sha256(verifier.encode()).hexdigest()[:24]}.json"
 
 
 def save_calibration(store: ArtifactBackend, record: CalibrationRecord) -> None:
@@ -246,33 +248,25 @@ def load_calibration(store: ArtifactBackend, fingerprint: str) -> CalibrationRec
     return CalibrationRecord.model_validate_json(store.read_file(versions[-1], RECORD_FILE))
 
 
-class JudgeTrust(StatsModel):
-    """What a rubric score's judge setup is worth: calibrated or not, against how many labels, its κ."""
-
-    fingerprint: str
-    calibrated: bool
-    """A calibration exists for exactly this setup."""
-    stale: bool = False
-    """The verifier was calibrated under another setup (its judge, prompt, criteria or rule changed since)."""
-    labels: int = 0
-    kappa: float | None = None
-
-    def mark(self) -> str:
-        """``calibrated κ 0.72 (40 labels)``, ``uncalibrated``, ``stale``: how tables show it."""
-        if self.calibrated:
-            kappa = "κ n/a" if self.kappa is None else f"κ {self.kappa:.2f}"
-            return f"calibrated {kappa} ({self.labels} labels)"
-        return "stale calibration" if self.stale else "uncalibrated"
-
-
-def judge_trust(store: ArtifactBackend, slug: str, task_id: str, verifier_id: str, setup: JudgeSetup) -> JudgeTrust:
+def judge_trust(store: ArtifactBackend, slug: str, task_id: str, verifier_id: str, setup: JudgeSetup) -> RubricTrust:
     """The trust of one verifier's setup, from the store's calibration records."""
     record = load_calibration(store, setup.fingerprint)
     if record is not None:
-        return JudgeTrust(fingerprint=setup.fingerprint, calibrated=True, labels=record.labels, kappa=record.kappa)
+        return RubricTrust(verifier_id=verifier_id, fingerprint=setup.fingerprint, calibrated=True,
+                           labels=record.labels, kappa=record.kappa)
     try:
         last = json.loads(store.get_object(_lineage_key(slug, f"{task_id}/{verifier_id}")))
     except (ArtifactNotFoundError, ValueError):
         last = None
     stale = isinstance(last, dict) and last.get("fingerprint") not in (None, setup.fingerprint)
-    return JudgeTrust(fingerprint=setup.fingerprint, calibrated=False, stale=stale)
+    return RubricTrust(verifier_id=verifier_id, fingerprint=setup.fingerprint, calibrated=False, stale=stale)
+
+
+def report_trust(store: ArtifactBackend, slug: str, task_id: str, report: TaskReport) -> list[RubricTrust]:
+    """The trust of every judged rubric score of a task run's report."""
+    out = []
+    for verifier_id, verification in read_all(report.context.metadata.verifications).items():
+        setup = _setup(verification)
+        if setup is not None and verification.score is not None:
+            out.append(judge_trust(store, slug, task_id, verifier_id, setup))
+    return out

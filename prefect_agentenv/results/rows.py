@@ -194,6 +194,33 @@ class SetupFingerprint(StatsModel):
     """The effective run overrides (the benchmark's defaults, then the run's)."""
 
 
+def _empty(value: object) -> bool:
+    return not value
+
+
+class RubricTrust(StatsModel):
+    """How far one rubric score of a task run can be trusted: its judge setup's calibration."""
+
+    verifier_id: str
+    fingerprint: str
+    """The judge setup's fingerprint (``verification.judge_setup``)."""
+    calibrated: bool
+    """A calibration against human labels exists for exactly this setup."""
+    stale: bool = False
+    """The verifier was calibrated under another setup: its judge, prompt, criteria or rule changed since."""
+    labels: int = 0
+    """Labels the calibration rests on."""
+    kappa: float | None = None
+    """The calibration's Cohen's κ (the panel's verdict against the human labels)."""
+
+    def mark(self) -> str:
+        """``calibrated κ 0.72 (40 labels)``, ``uncalibrated``, ``stale calibration``: how tables show it."""
+        if self.calibrated:
+            kappa = "κ n/a" if self.kappa is None else f"κ {self.kappa:.2f}"
+            return f"calibrated {kappa} ({self.labels} labels)"
+        return "stale calibration" if self.stale else "uncalibrated"
+
+
 class TaskResult(StatsModel):
     """One task run of a benchmark, as appended to the run's ``results.jsonl``.
 
@@ -247,6 +274,9 @@ class TaskResult(StatsModel):
     cell: str | None = None
     """The sweep cell the run belongs to (``a2a_agent_id=llm,model=m``: its overrides); ``None``
     outside a sweep and in results recorded before sweeps."""
+    judges: list[RubricTrust] = Field(default_factory=list, exclude_if=_empty)
+    """The trust of each rubric score of the run (its judge setup's calibration when the run was
+    scored); empty when the run has no judged rubric, and in results recorded before."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property
