@@ -160,27 +160,29 @@ async def benchmark(
         fail_under: Fail the flow run when the mean score is under this (0 to 1); in a sweep, any cell's.
         fail_on_regression: Fail the flow run when the paired comparison with the baseline marks all task runs
             worse (McNemar's test, or the paired bootstrap and sign test); in a sweep, any cell against its own.
-        require_calibrated_judge: Fail the flow run when a rubric score rests on a judge setup that is not
-            calibrated against human labels to at least this Cohen's kappa (uncalibrated or stale setups fail too).
+        require_calibrated_judge: Fail the flow run when a rubric score's judge setup is not calibrated to this kappa.
     """
     try:
         source = await asyncio.to_thread(load_source, benchmark, path)
         bench = source.header
         RunOverrides.parse({**bench.defaults.overrides, **(overrides or {})})  # refused before any task runs
-        axes = merge_matrix(bench.matrix, matrix)
         # The flow run's id by default: the UI's Retry reruns the same flow run, so it resumes this benchmark run.
         runner = _Runner(source, run_id=run_id or current_flow_run_id(), overrides=overrides or {},
                          epochs=epochs or bench.epochs, concurrency=concurrency or bench.concurrency, dispatch=dispatch,
                          deployment=deployment, tasks_per_flow_run=tasks_per_flow_run or bench.tasks_per_flow_run,
                          shard_deployment=shard_deployment, report_dir=Path(report_dir) if report_dir else None,
                          gate=Gate(baseline, confidence, fail_under, fail_on_regression, require_calibrated_judge),
-                         matrix=axes)
-        await asyncio.to_thread(runner.results.check_source, source.ref, [c.label for c in runner.cells])
-        runner.baseline = await asyncio.to_thread(find_baseline, runner.results, baseline)  # before anything runs
-    except (TaskDocumentError, ConfigurationError, ArtifactError) as exc:  # a user mistake: no traceback
-        get_run_logger().error("%s", exc)
-        return Failed(message=str(exc))
+                         matrix=merge_matrix(bench.matrix, matrix))
+        await runner.check_before_start(baseline)
+    except (TaskDocumentError, ConfigurationError, ArtifactError) as exc:
+        return _refused(exc)
     return _final_state(await runner.run())
+
+
+def _refused(exc: Exception) -> State:
+    """A user mistake (a bad document, setting or store): logged in one line, no traceback."""
+    get_run_logger().error("%s", exc)
+    return Failed(message=str(exc))
 
 
 def _final_state(result: BenchmarkRunResult) -> State:
@@ -424,6 +426,12 @@ class _Runner:
         gate = check_gate(summary, comparison, fail_under=self.gate.fail_under,
                           fail_on_regression=self.gate.fail_on_regression)
         return None, comparison, entry, gate, comparison.regressions if comparison else [], []
+
+    async def check_before_start(self, baseline: str | None) -> None:
+        """Refuse, before anything runs, a run whose source or cells differ from what it started with,
+        and a baseline the store does not have."""
+        await asyncio.to_thread(self.results.check_source, self.source.ref, [c.label for c in self.cells])
+        self.baseline = await asyncio.to_thread(find_baseline, self.results, baseline)
 
     async def _finish(self) -> BenchmarkRunResult:
         results = await asyncio.to_thread(self.results.read_results)

@@ -39,7 +39,7 @@ from prefect_agentenv.results.rows import RubricTrust, RunKey, StatsModel, TaskR
 from prefect_agentenv.results.task_report import TaskReport
 
 __all__ = ["PANEL", "CalibrationRecord", "JudgeCalibration", "JudgedCriterion", "calibrate", "judge_trust",
-           "report_trust", "judged_criteria", "load_calibration", "run_judgements", "save_calibration", "tie_labels"]
+           "report_trust", "judged_criteria", "load_calibration", "run_judgements", "save_calibration", "stored_report", "tie_labels"]
 
 PANEL = "panel"
 """The name the combined verdict goes by in a calibration (a single judge's is its own)."""
@@ -89,18 +89,23 @@ def judged_criteria(report: TaskReport, key: RunKey) -> list[JudgedCriterion]:
 def run_judgements(store: ArtifactBackend, results: Iterable[TaskResult]) -> list[JudgedCriterion]:
     """The judged criteria of a run's task runs, read from their stored reports (a task run
     without a readable report has none)."""
-    prefix = store.object_url("x")[:-1]
     out: list[JudgedCriterion] = []
     for result in latest_per_run_key(list(results)):
-        url = result.report_url
-        if not url or not url.startswith(prefix):
-            continue
-        try:
-            report = TaskReport.model_validate_json(store.get_object(url[len(prefix):]))
-        except (ArtifactError, ValueError):
-            continue
-        out += judged_criteria(report, result.run_key)
+        report = stored_report(store, result.report_url)
+        if report is not None:
+            out += judged_criteria(report, result.run_key)
     return out
+
+
+def stored_report(store: ArtifactBackend, url: str | None) -> TaskReport | None:
+    """The report a URL of this store names, or None when it names none or it cannot be read."""
+    prefix = store.object_url("x")[:-1]
+    if not url or not url.startswith(prefix):
+        return None
+    try:
+        return TaskReport.model_validate_json(store.get_object(url[len(prefix):]))
+    except (ArtifactError, ValueError):
+        return None
 
 
 def _setup(verification: Verification) -> JudgeSetup | None:
