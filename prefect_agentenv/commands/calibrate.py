@@ -24,23 +24,13 @@ def calibrate_command(
     calibration of each judge setup. Exit 0, 1 when no label matches a judged criterion, 2 on invalid input."""
     # Imported here so the other commands do not pay for the store and the statistics.
     from prefect_agentenv.artifacts import ArtifactError, get_artifact_store
-    from prefect_agentenv.results.calibration import calibrate, run_judgements, save_calibration, tie_labels
     from prefect_agentenv.results.calibration_markdown import calibration_markdown
-    from prefect_agentenv.results.labels import LabelFileError, load_labels, read_label_file, save_labels
-    from prefect_agentenv.results.run_lookup import find_run
-    from prefect_agentenv.results.scoring_store import read_version
+    from prefect_agentenv.results.calibration_run import calibrate_run
+    from prefect_agentenv.results.labels import LabelFileError
 
     try:
         with get_artifact_store() as store:
-            found = find_run(store, run)
-            judged = run_judgements(store, read_version(store, found.slug, found.run_id))
-            if labels is not None:
-                given = read_label_file(labels, reviewer=reviewer)
-                save_labels(store, found.slug, found.run_id, tie_labels(given, judged, labels.name))
-            records = calibrate(judged, load_labels(store, found.slug, found.run_id), benchmark=found.slug,
-                                run_id=found.run_id)
-            for record in records:
-                save_calibration(store, record)
+            found, records = calibrate_run(store, run, labels=labels, reviewer=reviewer)
     except (ArtifactError, LabelFileError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None

@@ -23,6 +23,7 @@ from steps.test_rubrics_verifier import dana
 
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.documents import validate_data
+from prefect_agentenv.flows.calibrate import calibrate_judges
 from prefect_agentenv.flows.labelling import label_judged_run
 from prefect_agentenv.results import summarize
 from prefect_agentenv.results.calibration import calibrate, run_judgements
@@ -107,3 +108,7 @@ async def test_a_reviewer_labels_sampled_task_runs_through_paused_forms_and_cali
     assert all(lb.criteria_hash == judged[0].setup.criteria for lb in labels)
     [record] = calibrate(judged, labels, benchmark="mail", run_id="r1")
     assert record.labels == 5 and record.panel.criteria["k2"].n == 2
+
+    calibrated = await calibrate_judges(run=run, return_state=True)
+    assert calibrated.is_completed(), calibrated.message
+    assert calibrated.message == f"calibrated 1 judge setup(s) ({record.fingerprint}: κ {record.kappa:.2f})"

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from prefect_agentenv.documents import validate_data
+from prefect_agentenv.results.task_report import verification_rows
 from prefect_agentenv.transcript import transcript_markdown
 from prefect_agentenv.viewer.transcript_html import transcript_html
 
@@ -42,6 +43,8 @@ async def test_a_panel_of_three_with_one_dissenter_passes_by_majority_and_report
     assert record["disagreement"] == pytest.approx(1 / 3)
     assert [j["id"] for j in record["judges"]] == ["a", "b", "c"] and all(j["mock"] for j in record["judges"])
     assert record["unscored"] == [] and record["unreadable_judges"] == []
+    table = [row for row in verification_rows(report) if row["verifier"] == "tone"]
+    assert table[1]["judges"] == "a: pass; b: pass; c: fail"
     setup = v.model_extra["judge_setup"]
     assert setup["panel_rule"] == "majority" and [j["id"] for j in setup["judges"]] == ["a", "b", "c"]
     # Judge c's own instructions make its prompt, and so the setup, differ from a and b's.
