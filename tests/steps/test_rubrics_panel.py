@@ -102,3 +102,14 @@ def test_panel_judge_ids_must_differ() -> None:
     result = validate_data([*dana(), panel([{"id": "a"}, {"id": "a"}])], default_id="t")
     assert not result.ok
     assert any("panel judge ids repeat: a" in p.render() for p in result.problems)
+
+
+async def test_a_panel_judge_can_be_a_judge_agent_started_for_it_beside_a_direct_model_call() -> None:
+    judges = [{"id": "direct"}, {"id": "agent", "mode": "agent", "instructions": "[mock-judge: fail c1]"}]
+    report = await run_doc([*dana(), panel(judges, panel_rule="unanimous")])
+    assert report.status == "completed", report.error
+    v = report.context.metadata.verifications["tone"]
+    described = {j["id"]: j for j in v.model_extra["panel"]["judges"]}
+    assert described["direct"]["mode"] == "model"
+    assert described["agent"]["mode"] == "agent" and described["agent"]["agent_name"] == "judge-tone-agent"
+    assert [(r.id, r.result) for r in v.results] == [("polite", "fail"), ("explains", "pass")]
