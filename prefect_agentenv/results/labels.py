@@ -121,7 +121,7 @@ def read_label_file(path: Path, *, reviewer: str | None = None) -> list[HumanLab
 
 
 def _label(file: str, line: int, record: dict[str, object], reviewer: str | None) -> HumanLabel:
-    data = {k: v for k, v in record.items() if k is not None and v is not None}
+    data = {k: v for k, v in record.items() if k is not None and v not in (None, "")}  # a blank CSV cell: not given
     if reviewer and not data.get("reviewer"):
         data["reviewer"] = reviewer
     data.setdefault("labelled_at", datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
