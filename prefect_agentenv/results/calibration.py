@@ -272,6 +272,13 @@ def report_trust(store: ArtifactBackend, slug: str, task_id: str, report: TaskRe
     out = []
     for verifier_id, verification in read_all(report.context.metadata.verifications).items():
         setup = _setup(verification)
-        if setup is not None and verification.score is not None:
-            out.append(judge_trust(store, slug, task_id, verifier_id, setup))
+        if setup is None:
+            continue
+        panel = (verification.model_extra or {}).get("panel")
+        panel = panel if isinstance(panel, dict) else {}
+        disagreement = panel.get("disagreement")
+        trust = judge_trust(store, slug, task_id, verifier_id, setup).model_copy(update={
+            "disagreement": float(disagreement) if isinstance(disagreement, int | float) else None,
+            "unscored": len(panel.get("unscored") or []), "scored": verification.score is not None})
+        out.append(trust)
     return out

@@ -212,6 +212,12 @@ class RubricTrust(StatsModel):
     """Labels the calibration rests on."""
     kappa: float | None = None
     """The calibration's Cohen's κ (the panel's verdict against the human labels)."""
+    disagreement: float | None = None
+    """A panel's disagreement on this task run (mean share of judge pairs that disagree per criterion)."""
+    unscored: int = 0
+    """Criteria no judge could grade readably: neither passed nor failed."""
+    scored: bool = True
+    """The verification has a score (False: every criterion was unscored, so no score rests on the judge)."""
 
     def mark(self) -> str:
         """``calibrated κ 0.72 (40 labels)``, ``uncalibrated``, ``stale calibration``: how tables show it."""

@@ -70,6 +70,8 @@ async def test_a_judge_gate_refuses_uncalibrated_scores_then_holds_them_to_the_c
                                    "(rubric: uncalibrated ×4)")
     trust = first["summary"]["judges"]
     assert (trust["rubric_scores"], trust["uncalibrated"], trust["calibrated"], trust["setups"]) == (4, 4, 0, 1)
+    # Per task run: no split on k1, a against b and c on k2 (2 of 3 pairs): (0 + 2/3) / 2.
+    assert trust["mean_disagreement"] == pytest.approx(1 / 3) and "panel disagreement 0.33" in first["markdown"]
     assert "## Judges" in first["markdown"] and "**4 uncalibrated**" in first["markdown"]
     index = (tmp_path / "first" / "html" / "index.html").read_text()
     assert '<div class="warn" id="judges">' in index and "rubric: uncalibrated" in index
@@ -88,7 +90,7 @@ async def test_a_judge_gate_refuses_uncalibrated_scores_then_holds_them_to_the_c
     compared = runner.invoke(app, ["compare", f"{SLUG}/{first['run_id']}", f"{SLUG}/{second['run_id']}"])
     assert compared.exit_code == 0, compared.output
     assert f"**Judges of {SLUG}/{second['run_id']}:** 4 of 4 rubric scores rest on calibrated judge setups; " \
-           "lowest κ 0.75." in compared.output
+           "lowest κ 0.75; panel disagreement 0.33." in compared.output
 
     strict = cli(["bench", str(bench), "--require-calibrated-judge", "0.8"], api_url, agentenv_home)
     assert strict.returncode == 6, strict.stdout + strict.stderr
