@@ -13,6 +13,7 @@ import typer
 from typer.core import TyperGroup
 
 from prefect_agentenv.commands.bench import bench_command
+from prefect_agentenv.commands.calibrate import calibrate_command
 from prefect_agentenv.commands.compare import compare_command
 from prefect_agentenv.commands.publish import publish_command
 from prefect_agentenv.commands.rescore import rescore_command
@@ -99,6 +100,7 @@ app.command(name="compare")(compare_command)
 app.command(name="rescore")(rescore_command)
 app.command(name="rollout")(rollout_command)
 app.command(name="review")(review_command)
+app.command(name="calibrate")(calibrate_command)
 
 
 def main() -> None:

@@ -15,11 +15,14 @@ from prefect_agentenv.commands._options import Verbose, check_published, check_w
 from prefect_agentenv.prefect_defaults import quiet_engine_logs
 
 BudgetUsd = Annotated[float | None, typer.Option(
-    help="Start no task run once the run's model calls cost this many US dollars; the rest are not run (exit 6).",
+    help="Start no task run once the run's model calls cost this many US dollars; the rest are not run (exit 7).",
     min=0.0)]
 BudgetTokens = Annotated[int | None, typer.Option(help="The same, in input plus output tokens.", min=1)]
 RecordModelCalls = Annotated[bool, typer.Option(help="Keep every model call of the run in the artifact store, "
                                                 "for --replay.")]
+RequireCalibratedJudge = Annotated[float | None, typer.Option(
+    metavar="KAPPA", help="Exit 6 when a rubric score rests on a judge setup not calibrated against human labels "
+                          "to this Cohen's kappa (uncalibrated or stale setups fail too).", min=-1.0, max=1.0)]
 Replay = Annotated[str | None, typer.Option(help="Answer every model call from a run of this benchmark that "
                                             "recorded them (--record-model-calls), not from a provider.",
                                             metavar="RUN_ID")]
@@ -48,29 +51,21 @@ def bench_command(
     budget_tokens: BudgetTokens = None,
     record_model_calls: RecordModelCalls = False,
     replay: Replay = None,
+    require_calibrated_judge: RequireCalibratedJudge = None,
     verbose: Verbose = False,
     ephemeral: Annotated[bool, typer.Option(help="Record on Prefect's temporary server, started and stopped by "
                                             "this command, instead of the home's local server.")] = False,
 ) -> None:
     """Run a benchmark with live progress; exit 0 when it ran (whatever the scores), 1 when it failed, 2 invalid,
     4 when a gate (--fail-under, --fail-on-regression) failed, 5 when more task runs failed for infrastructure
-    than its infrastructure.max_error_rate allows, 6 when its budget (--budget-usd, --budget-tokens, the
-    document's budget) was spent before every task run started."""
-    from prefect_agentenv.commands._prefect_server import use_prefect_server
-
+    than its infrastructure.max_error_rate allows, 6 when --require-calibrated-judge failed, 7 when its budget
+    (--budget-usd, --budget-tokens, the document's budget) was spent before every task run started."""
     quiet_engine_logs(verbose=verbose)  # before anything below imports Prefect
     run_overrides = overrides(override)
     axes = _matrix(matrix)
     if report_dir is not None:
         check_writable(report_dir / "summary.json", "--report-dir")
-    published = published_ref(bench_file)
-    if published is not None:
-        slug: str | None = published[0]
-        use_prefect_server(ephemeral=ephemeral)  # an S3 store's block is read through the Prefect API
-        check_published(*published)
-    else:
-        slug = _checked_slug(bench_file)
-        use_prefect_server(ephemeral=ephemeral)
+    slug = _checked_source(bench_file, ephemeral=ephemeral)
     if baseline is not None:
         _check_baseline(baseline, slug)
     from prefect_agentenv.commands.progress import run_benchmark_with_progress
@@ -79,12 +74,28 @@ def bench_command(
     from prefect_agentenv.settings import get_settings
 
     sweep_dead_runs(get_settings().runs_dir)  # what killed runs left behind (logged)
-    gate = Gate(baseline=baseline, confidence=confidence, fail_under=fail_under, fail_on_regression=fail_on_regression)
+    gate = Gate(baseline=baseline, confidence=confidence, fail_under=fail_under, fail_on_regression=fail_on_regression,
+                require_calibrated_judge=require_calibrated_judge)
     code = run_benchmark_with_progress(bench_file, run_id=resume, overrides=run_overrides, epochs=epochs,
                                        concurrency=concurrency, report_dir=report_dir, gate=gate, matrix=axes,
                                        budget_usd=budget_usd or None, budget_tokens=budget_tokens,
                                        record_model_calls=record_model_calls, replay=replay)
     raise typer.Exit(code)
+
+
+def _checked_source(bench_file: str, *, ephemeral: bool) -> str | None:
+    """The benchmark's slug, its file or published version checked, with the Prefect server the run
+    records on in use (a published version's store may be an S3 block read through the API)."""
+    from prefect_agentenv.commands._prefect_server import use_prefect_server
+
+    published = published_ref(bench_file)
+    if published is None:
+        slug = _checked_slug(bench_file)
+        use_prefect_server(ephemeral=ephemeral)
+        return slug
+    use_prefect_server(ephemeral=ephemeral)
+    check_published(*published)
+    return published[0]
 
 
 def _matrix(values: list[str]) -> dict[str, list[str]]:

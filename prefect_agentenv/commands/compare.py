@@ -29,6 +29,7 @@ def compare_command(
     # Imported here so the other commands do not pay for the store and the statistics.
     from prefect_agentenv.artifacts import ArtifactError, get_artifact_store
     from prefect_agentenv.results import GATE_EXIT_CODE, compare
+    from prefect_agentenv.results.judge_trust import trust_summary
     from prefect_agentenv.results.run_lookup import find_run
     from prefect_agentenv.results.scoring_store import read_version
 
@@ -51,6 +52,10 @@ def compare_command(
                 typer.echo(f"{found.slug}/{found.run_id}: scoring version {found.entry.shown_scoring} "
                            "(rescored; `rescore` lists every version)\n")
         typer.echo(comparison.markdown())
+        for found, results in ((after, current), (before, previous)):
+            trust = trust_summary(results)
+            if trust is not None:
+                typer.echo(f"\n**Judges of {found.slug}/{found.run_id}:** {trust.sentence()}.")
     if fail_on_regression and comparison.regressed and comparison.overall is not None:
         typer.echo(f"gate failed: worse than {before.slug}/{before.run_id}: {comparison.overall.sentence()} "
                    f"({comparison.setup.sentence()})", err=True)

@@ -18,13 +18,14 @@ from prefect_agentenv.flows.benchmark import benchmark, progress_listener
 from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.results import GATE_EXIT_CODE, TaskResult
 from prefect_agentenv.documents.benchmark import RunBudget
+from prefect_agentenv.results.judge_trust import JUDGE_GATE_EXIT_CODE
 from prefect_agentenv.results.baseline import Gate
 from prefect_agentenv.results.benchmark_result import BenchmarkRunResult
 from prefect_agentenv.results.sweep_tables import short_cell_names
 
 INFRASTRUCTURE_EXIT_CODE = 5
 """``bench`` exits 5 when more task runs failed for infrastructure than ``infrastructure.max_error_rate`` allows."""
-BUDGET_EXIT_CODE = 6
+BUDGET_EXIT_CODE = 7
 """``bench``'s exit code when the run's budget was spent before every task run started."""
 
 _STYLE = {"PASSED": "green", "BELOW_ONE": "yellow", "FAILED": "red", "TIMED_OUT": "red", "UNSCORED": "dim"}
@@ -113,7 +114,8 @@ def run_benchmark_with_progress(path: Path | str, *, run_id: str | None, overrid
                                 budget_usd: float | None = None, budget_tokens: int | None = None,
                                 record_model_calls: bool = False, replay: str | None = None) -> int:
     """Run the benchmark flow in this process, drawing progress; the exit code for the CLI (0 ran,
-    1 failed, 4 a gate failed, 5 too many infrastructure failures, 6 the budget was spent, 130 interrupted).
+    1 failed, 4 a gate failed, 5 too many infrastructure failures, 6 a rubric score's judge is not
+    calibrated as required, 7 the budget was spent, 130 interrupted).
 
     ``path`` is a benchmark file or a published version ``SLUG@VERSION``."""
     board = _Board()
@@ -153,20 +155,32 @@ def run_benchmark_with_progress(path: Path | str, *, run_id: str | None, overrid
         return 1
     result = BenchmarkRunResult.model_validate(out)
     _print_after_run(console, board, result, path, report_dir)
+    return _exit_code(console, result, completed=state.is_completed())
+
+
+def _exit_code(console: Console, result: BenchmarkRunResult, *, completed: bool) -> int:
+    """The CLI's exit code for a finished run, with its one line: the first of infrastructure, budget,
+    judge gate and score gate that failed, in that order (each makes the later verdicts moot)."""
     if result.infrastructure_error:
         console.print(f"[red]the benchmark failed:[/red] {result.infrastructure_error}")
         return INFRASTRUCTURE_EXIT_CODE  # before the gate: too many infrastructure failures make its verdict moot
     if result.summary.counts.not_run:
         sys.stderr.write(f"budget spent: {result.summary.counts.not_run} task run(s) not run; "
                          f"resume with --resume {result.run_id} and a larger budget\n")
-        return BUDGET_EXIT_CODE  # before the gate: a verdict on part of the tasks would mislead
+        return BUDGET_EXIT_CODE  # before the gates: a verdict on part of the tasks would mislead
+    if result.judge_gate is not None:
+        # A score resting on an untrusted judge makes a score gate moot too: its own code and one line.
+        sys.stderr.write(f"judge gate failed: {result.judge_gate}\n")
+        return JUDGE_GATE_EXIT_CODE
     if result.gate is not None and not result.gate.passed:
         # One line on stderr, whatever the terminal's width: a pipeline's log shows why it stopped.
         sys.stderr.write(f"gate failed: {result.gate.reason}\n")
         return GATE_EXIT_CODE
     if result.gate is not None:
         console.print(f"gate passed: {result.gate.reason}", markup=False, highlight=False, soft_wrap=True)
-    return 0 if state.is_completed() else 1
+    return 0 if completed else 1
+
+
 
 
 def _budget(usd: float | None, tokens: int | None) -> RunBudget | None:

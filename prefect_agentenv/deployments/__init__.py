@@ -1,6 +1,7 @@
 """Deployments of the flows: ``agent-task`` (one task document), ``agent-task-shard`` (several of a
-benchmark's task runs in one flow run on a pool), ``benchmark/nightly`` and ``rescore/rescore`` (a
-benchmark run scored again from its kept submissions).
+benchmark's task runs in one flow run on a pool), ``benchmark/nightly``, ``rescore/rescore`` (a
+benchmark run scored again from its kept submissions), ``label-judged-run/label`` and
+``calibrate-judges/calibrate`` (a run's judges labelled by people and calibrated against them).
 
 ``prefect-agentenv serve`` serves them from one process for local use; ``prefect.yaml`` at the
 repository root declares the same deployments for work pools (``prefect deploy --all``). They
@@ -22,6 +23,8 @@ from prefect_agentenv.flows.agent_task import agent_task
 from prefect_agentenv.flows.agent_task_shard import agent_task_shard
 from prefect_agentenv.flows.benchmark import benchmark
 from prefect_agentenv.flows.fleet.dispatch import SHARD_DEPLOYMENT as SHARD_DEPLOYMENT
+from prefect_agentenv.flows.calibrate import calibrate_judges
+from prefect_agentenv.flows.labelling import label_judged_run
 from prefect_agentenv.flows.rescore import rescore
 
 NIGHTLY_CRON = "0 2 * * *"
@@ -77,10 +80,28 @@ Examples: `{"run": "my-bench/<run id>"}` rescores with the run's frozen task doc
 """
 
 
+LABEL_DESCRIPTION = """Label a sample of a benchmark run's judged criteria, one paused form per task run.
+
+The task runs are drawn stratified by the judge's verdict; each form asks pass or fail (and a note) per criterion,
+below the prompt, the reply and the criteria; the answers are kept as versioned labels that `calibrate` reads.
+
+Example: `{"run": "my-bench/<run id>", "reviewer": "ana", "n": 20}`.
+"""
+
+CALIBRATE_DESCRIPTION = """Compare a benchmark run's judges with its human labels and record the calibration.
+
+Agreement, Cohen's kappa and TPR/TNR for each judge and the panel, per criterion and overall, keyed by the judge
+setup's fingerprint; rubric scores from that setup are then marked calibrated and can pass a judge gate.
+
+Example: `{"run": "my-bench/<run id>", "labels": "<labels.jsonl on the worker>", "reviewer": "ana"}`.
+"""
+
+
 def build_deployments(benchmark_path: str | Path = "examples/benchmark.yaml", *, cron: str | None = NIGHTLY_CRON,
                       timezone: str = "UTC") -> list[RunnerDeployment]:
     """The ``agent-task`` and ``agent-task-shard`` deployments, the ``nightly`` benchmark deployment
-    (scheduled unless cron is None) and the ``rescore`` deployment.
+    (scheduled unless cron is None), the ``rescore`` deployment, and the judges' ``label`` and
+    ``calibrate`` deployments.
 
     ``benchmark_path`` is a benchmark file, or a published version ``SLUG@VERSION`` (the nightly
     then runs that frozen copy, as ``prefect-agentenv publish`` stored it).
@@ -106,6 +127,12 @@ def build_deployments(benchmark_path: str | Path = "examples/benchmark.yaml", *,
         _built(rescore.to_deployment(
             name="rescore", tags=["agentenv", "rescore"], entrypoint_type=EntrypointType.MODULE_PATH,
             description=RESCORE_DESCRIPTION)),
+        _built(label_judged_run.to_deployment(
+            name="label", tags=["agentenv", "judges"], entrypoint_type=EntrypointType.MODULE_PATH,
+            description=LABEL_DESCRIPTION)),
+        _built(calibrate_judges.to_deployment(
+            name="calibrate", tags=["agentenv", "judges"], entrypoint_type=EntrypointType.MODULE_PATH,
+            description=CALIBRATE_DESCRIPTION)),
     ]
 
 

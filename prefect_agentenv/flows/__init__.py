@@ -7,6 +7,10 @@ The flows sit at the top of this package:
 * ``benchmark`` — the ``benchmark`` flow: every task × seed × epoch (× sweep cell) of a benchmark.
 * ``rescore`` — the ``rescore`` flow: a benchmark run scored again from its kept submissions
   (``rescoring`` does the work, for the flow and the CLI).
+* ``calibrate`` — the ``calibrate-judges`` flow: a run's judges against its human labels, as
+  ``prefect-agentenv calibrate`` does.
+* ``labelling`` — the ``label-judged-run`` flow: a reviewer labels a stratified sample of a run's
+  judged criteria through paused forms in the Prefect UI (the labels calibrate its judges).
 * ``task_runner`` — the phases of one task document's run in Prefect (open, run the steps as task
   runs, score, report, publish), teardown guaranteed.
 

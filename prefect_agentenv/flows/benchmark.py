@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from prefect import get_run_logger
-from prefect.context import FlowRunContext
 from prefect.states import Completed, Failed, State
 from pydantic import Field
 
@@ -33,7 +32,7 @@ from prefect_agentenv.documents.benchmark import Benchmark, RunBudget
 from prefect_agentenv.documents.compile import ExpandedTask
 from prefect_agentenv.documents.matrix import Matrix, SweepCell, merge_matrix, sweep_cells
 from prefect_agentenv.documents.models import TaskDocument
-from prefect_agentenv.engine.benchmark_source import BenchmarkSource, load_source, slug_of, with_source
+from prefect_agentenv.engine.benchmark_source import BenchmarkSource, load_source, with_source
 from prefect_agentenv.exceptions import ArtifactError, ConfigurationError, TaskDocumentError
 from prefect_agentenv.flows.adapters.events import finished_events, regressed_event, task_result_event
 from prefect_agentenv.flows.adapters.failures import (
@@ -52,6 +51,7 @@ from prefect_agentenv.flows.fleet.cassettes import keep_model_calls, model_traff
 from prefect_agentenv.flows.fleet.dispatch import SHARD_DEPLOYMENT, Dispatcher, current_flow_run_id
 from prefect_agentenv.flows.task_runner import report_key
 from prefect_agentenv.flows.ui.benchmark import (
+    benchmark_flow_run_name,
     ProgressBar,
     headline_text,
     progress_artifact,
@@ -77,6 +77,8 @@ from prefect_agentenv.results import (
 )
 from prefect_agentenv.results.baseline import Gate, baseline_results, compare_with_baseline, find_baseline
 from prefect_agentenv.results.benchmark_result import BenchmarkRunResult
+from prefect_agentenv.results.calibration import report_trust
+from prefect_agentenv.results.judge_trust import judge_gate
 from prefect_agentenv.results.fingerprint import benchmark_setup, setup_from_report
 from prefect_agentenv.results.run_lookup import FoundRun
 from prefect_agentenv.results.store import (
@@ -108,16 +110,7 @@ def _emit(event: str, payload: JsonObject) -> None:
         listener(event, payload)
 
 
-def _flow_run_name() -> str:
-    params = FlowRunContext.get().flow_run.parameters if FlowRunContext.get() else {}  # type: ignore[union-attr]
-    slug = slug_of(params.get("path")) or slug_of(params.get("benchmark"))
-    name = slug or Path(str(params.get("path") or "benchmark")).stem
-    agent = (params.get("overrides") or {}).get("a2a_agent_id")
-    swept = ",".join(params.get("matrix") or {})
-    return f"{name}" + (f" · {agent}" if agent else "") + (f" · sweep of {swept}" if swept else "")
-
-
-@json_parameter_flow(name="benchmark", flow_run_name=_flow_run_name, persist_result=False, log_prints=True)
+@json_parameter_flow(name="benchmark", flow_run_name=benchmark_flow_run_name, persist_result=False, log_prints=True)
 async def benchmark(
     path: str | None = None,
     benchmark: Benchmark | str | None = None,
@@ -138,6 +131,7 @@ async def benchmark(
     budget: RunBudget | None = None,
     record_model_calls: bool = False,
     replay: str | None = None,
+    require_calibrated_judge: Annotated[float | None, Field(ge=-1, le=1)] = None,
 ) -> State:
     """Run a benchmark: tasks × seeds × epochs with bounded concurrency, then summarize, compare and gate.
 
@@ -161,23 +155,27 @@ async def benchmark(
         budget: What the run's model calls may cost (`usd`, `tokens`; the document's `budget` otherwise).
         record_model_calls: Keep the run's model calls in the artifact store, for `replay`.
         replay: Answer every model call from this recorded run of the benchmark, asking no provider.
+        require_calibrated_judge: Fail the flow run when a rubric score's judge setup is not calibrated to this kappa.
     """
     try:
         source = await asyncio.to_thread(load_source, benchmark, path)
         bench = source.header
-        RunOverrides.parse({**bench.defaults.overrides, **(overrides or {})})  # refused before any task runs
-        # The flow run's id by default: the UI's Retry reruns the same flow run, so it resumes this benchmark run.
         runner = _Runner(source, run_id=run_id or current_flow_run_id(), overrides=overrides or {},
                          epochs=epochs or bench.epochs, concurrency=concurrency or bench.concurrency, dispatch=dispatch,
                          deployment=deployment, tasks_per_flow_run=tasks_per_flow_run or bench.tasks_per_flow_run,
                          shard_deployment=shard_deployment, report_dir=Path(report_dir) if report_dir else None,
-                         gate=Gate(baseline, confidence, fail_under, fail_on_regression),
+                         gate=Gate(baseline, confidence, fail_under, fail_on_regression, require_calibrated_judge),
                          matrix=merge_matrix(bench.matrix, matrix), budget=budget or bench.budget)
         await runner.prepare(baseline, record=record_model_calls, replay=replay)  # refused before anything runs
-    except (TaskDocumentError, ConfigurationError, ArtifactError) as exc:  # a user mistake: no traceback
-        get_run_logger().error("%s", exc)
-        return Failed(message=str(exc))
+    except (TaskDocumentError, ConfigurationError, ArtifactError) as exc:
+        return _refused(exc)
     return _final_state(await runner.run())
+
+
+def _refused(exc: Exception) -> State:
+    """A user mistake (a bad document, setting or store): logged in one line, no traceback."""
+    get_run_logger().error("%s", exc)
+    return Failed(message=str(exc))
 
 
 def _final_state(result: BenchmarkRunResult) -> State:
@@ -189,6 +187,9 @@ def _final_state(result: BenchmarkRunResult) -> State:
         get_run_logger().error("benchmark %s run %s failed: %s", result.slug, result.run_id,
                                result.infrastructure_error)
         return Failed(message=result.infrastructure_error, data=data)
+    if result.judge_gate is not None:
+        get_run_logger().error("judge gate failed: %s", result.judge_gate)
+        return Failed(message=f"judge gate failed: {result.judge_gate}", data=data)
     if result.gate is not None and not result.gate.passed:
         get_run_logger().error("gate failed: %s", result.gate.reason)
         return Failed(message=f"gate failed: {result.gate.reason}", data=data)
@@ -241,8 +242,9 @@ class _Runner:
         """Rows of the verifications table artifact (Prefect's API takes them as JSON)."""
 
     async def prepare(self, baseline: str | None, *, record: bool, replay: str | None) -> None:
-        """What is checked and read before anything runs: the source against a resumed run's, the
-        baseline, and the recorded model calls to replay."""
+        """What is checked and read before anything runs: the overrides, the source against a resumed
+        run's, the baseline, and the recorded model calls to replay."""
+        RunOverrides.parse(self.overrides)  # every cell's keys are checked again when it runs
         await asyncio.to_thread(self.results.check_source, self.source.ref, [c.label for c in self.cells])
         self.baseline = await asyncio.to_thread(find_baseline, self.results, baseline)
         self.traffic = await asyncio.to_thread(model_traffic_of, self.results, record, replay)
@@ -395,10 +397,11 @@ class _Runner:
                                   failure=no_report_failure(error), seed=task.seed_row, tags=task.tags,
                                   snapshot=snapshot, setup=setup), None
         url = self.store.object_url(report_key(ran.task_run_id or report.flow_run_id or ran.flow_run_id or ""))
+        judges = await asyncio.to_thread(report_trust, self.store, self.bench.slug, key.task_id, report)
         return result_from_report(report, key, report_url=url, skip_policy=task.document.skip_policy,
                                   task_run_id=ran.task_run_id, failure=classify_report(report, task.document),
                                   seed=task.seed_row, tags=task.tags, snapshot=snapshot,
-                                  setup=setup_from_report(report, setup)), report
+                                  setup=setup_from_report(report, setup)).model_copy(update={"judges": judges}), report
 
     def _final(self, key: RunKey, result: TaskResult, report: TaskReport | None,
                retried: list[RetriedAttempt]) -> TaskResult:
@@ -457,6 +460,12 @@ class _Runner:
         markdown = with_source(markdown, self.source.ref, previous)
         if gate is not None:
             markdown += f"\n\n**Gate {'passed' if gate.passed else 'failed'}:** {gate.reason}\n"
+        judges_short = None
+        if self.gate.require_calibrated_judge is not None:
+            judges_short = judge_gate(results, self.gate.require_calibrated_judge)
+            markdown += (f"\n\n**Judge gate failed:** {judges_short}\n" if judges_short else
+                         f"\n\n**Judge gate passed:** every rubric score rests on a judge setup calibrated to "
+                         f"κ {self.gate.require_calibrated_judge:g}\n")
         html_url = await publish_html_report(self.store, self.bench.slug, self.run_id, title=title,
                                              headline=headline_text(summary), sweep=sweep,
                                              folder=self.report_dir / "html" if self.report_dir else None)
@@ -478,7 +487,7 @@ class _Runner:
             regressions=regressions, sweep=sweep,
             regressed_tasks=[row.name for row in comparison.of_verdict("worse")] if comparison else [],
             comparison=comparison, gate=gate, results_url=self.results.results_url, report_url=html_url,
-            markdown=markdown, infrastructure_error=verdict)
+            markdown=markdown, infrastructure_error=verdict, judge_gate=judges_short)
         out = result.model_dump(mode="json")
         if self.report_dir:
             (self.report_dir / "summary.md").write_text(markdown)

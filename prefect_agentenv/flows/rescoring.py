@@ -36,6 +36,7 @@ from prefect_agentenv.engine.scoring_placement import IsolatedScoring
 from prefect_agentenv.engine.submission_record import StoredSubmission, read_submission
 from prefect_agentenv.exceptions import ArtifactError, ConfigurationError
 from prefect_agentenv.flows.adapters.failures import classify_report
+from prefect_agentenv.results.calibration import report_trust
 from prefect_agentenv.results import (
     TaskResult,
     TaskSnapshot,
@@ -217,7 +218,8 @@ class _Rescore:
                                     setup=own.setup)
         self.done.append(RescoredRun(task_id=own.task_id, seed_index=own.seed_index, epoch=own.epoch,
                                      cell=own.cell, before=shown.score, after=result.score, outcome=result.outcome.value))
-        return result.model_copy(update={"published": own.published})
+        judges = await asyncio.to_thread(report_trust, self.results.store, self.results.slug, own.task_id, report)
+        return result.model_copy(update={"published": own.published, "judges": judges})
 
     def _document(self, own: TaskResult, key: str) -> TaskDocument | None:
         """The document to score ``own`` with; None (and why, unless not asked for) when there is none."""

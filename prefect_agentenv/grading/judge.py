@@ -113,6 +113,13 @@ def build_judge_prompt(
     return [ChatMessage.system(system), ChatMessage.user(user)], id_map
 
 
+def judge_template(output_format: OutputFormat, grading_policy: str | None) -> str:
+    """The judge's instructions with placeholders for the criteria and the fence token: what a
+    judge setup's prompt hash covers (a change of wording here is a new setup)."""
+    placeholder = JudgeCriterion(id="c1", criterion="{criterion}")
+    return _system_text([placeholder], output_format, "{token}", grading_policy, None)
+
+
 def escape_untrusted(text: str) -> str:
     """Make ``text`` unable to open or close a fence: ``<<<`` → ``<<\\<``, ``>>>`` → ``>>\\>``.
 

@@ -19,6 +19,11 @@ score and no-regression check), ``changes`` (what changed task by task: the HTML
 ``markdown`` and ``comparison_markdown`` (the summary artifact). This package's names load on
 first use.
 
+How far a judge can be trusted: ``labels`` (human labels of criteria, versioned in the store),
+``label_sampling`` (which task runs a reviewer labels), ``agreement`` (agreement, Cohen's κ,
+TPR/TNR), ``calibration`` and ``calibration_markdown`` (judges against the labels, per judge
+setup) and ``judge_trust`` (a run's rubric scores by their setups' calibration, and the gate on it).
+
 **Denominator policy** (docs/scoring.md): ``PASSED``, ``BELOW_ONE``, ``FAILED`` and
 ``TIMED_OUT`` runs count in the mean score and the pass rate, FAILED and TIMED_OUT with score 0
 (a crash or a timeout must not make a run look better); ``UNSCORED`` runs are counted

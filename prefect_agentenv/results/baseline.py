@@ -22,6 +22,8 @@ class Gate:
     confidence: float = DEFAULT_CONFIDENCE
     fail_under: float | None = None
     fail_on_regression: bool = False
+    require_calibrated_judge: float | None = None
+    """The κ every rubric score's judge setup must be calibrated to; None: not required."""
 
 
 def find_baseline(run: ResultsStore, ref: str | None) -> FoundRun | None:

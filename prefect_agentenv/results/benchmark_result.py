@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.results import (
@@ -53,3 +53,6 @@ class BenchmarkRunResult(BaseModel):
     infrastructure_error: str | None = None
     """Why the benchmark failed although every task run ran: more of its task runs failed for
     infrastructure than ``infrastructure.max_error_rate`` allows (``bench`` exits 5)."""
+    judge_gate: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    """Why the run failed ``require_calibrated_judge``: a gated rubric score rests on a judge setup that
+    is uncalibrated, stale or below the required κ (``bench`` exits 6); absent when it passed or was not set."""

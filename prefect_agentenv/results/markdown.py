@@ -39,11 +39,25 @@ def summary_markdown(summary: BenchmarkSummary, comparison: Comparison | None = 
         lines += [f"| {cell(axis)} | {b.n} | {_num(b.mean)} |" for axis, b in summary.by_axis.items()]
     if summary.setup is not None:
         lines += ["", "## Setup", ""] + setup_lines(summary.setup)
+    if summary.judges is not None:
+        lines += ["", "## Judges", ""] + judge_lines(summary, latest_per_run_key(results))
     if comparison is not None:
         lines += ["", comparison.markdown()]
     if results:
         lines += ["", "## Tasks", ""] + _task_table(latest_per_run_key(results))
     return "\n".join(lines)
+
+
+def judge_lines(summary: BenchmarkSummary, runs: Sequence[TaskResult]) -> list[str]:
+    """How far the rubric scores can be trusted, and each task's verifier setups with their trust."""
+    assert summary.judges is not None
+    lines = [summary.judges.sentence() + ". Calibrate a setup with `prefect-agentenv calibrate RUN --labels FILE` "
+             "(docs/trusting-a-judge.md)."]
+    marks = sorted({(run.task_id, t.verifier_id, t.fingerprint, t.mark()) for run in runs for t in run.judges})
+    if marks:
+        lines += ["", "| task | verifier | judge setup | trust |", "|---|---|---|---|"]
+        lines += [f"| {cell(task)} | {cell(vid)} | `{fp}` | {mark} |" for task, vid, fp, mark in marks]
+    return lines
 
 
 def setup_lines(setup: RunSetup) -> list[str]:

@@ -201,6 +201,39 @@ class SetupFingerprint(StatsModel):
     """The effective run overrides (the benchmark's defaults, then the run's)."""
 
 
+def _empty(value: object) -> bool:
+    return not value
+
+
+class RubricTrust(StatsModel):
+    """How far one rubric score of a task run can be trusted: its judge setup's calibration."""
+
+    verifier_id: str
+    fingerprint: str
+    """The judge setup's fingerprint (``verification.judge_setup``)."""
+    calibrated: bool
+    """A calibration against human labels exists for exactly this setup."""
+    stale: bool = False
+    """The verifier was calibrated under another setup: its judge, prompt, criteria or rule changed since."""
+    labels: int = 0
+    """Labels the calibration rests on."""
+    kappa: float | None = None
+    """The calibration's Cohen's κ (the panel's verdict against the human labels)."""
+    disagreement: float | None = None
+    """A panel's disagreement on this task run (mean share of judge pairs that disagree per criterion)."""
+    unscored: int = 0
+    """Criteria no judge could grade readably: neither passed nor failed."""
+    scored: bool = True
+    """The verification has a score (False: every criterion was unscored, so no score rests on the judge)."""
+
+    def mark(self) -> str:
+        """``calibrated κ 0.72 (40 labels)``, ``uncalibrated``, ``stale calibration``: how tables show it."""
+        if self.calibrated:
+            kappa = "κ n/a" if self.kappa is None else f"κ {self.kappa:.2f}"
+            return f"calibrated {kappa} ({self.labels} labels)"
+        return "stale calibration" if self.stale else "uncalibrated"
+
+
 class TaskResult(StatsModel):
     """One task run of a benchmark, as appended to the run's ``results.jsonl``.
 
@@ -257,6 +290,9 @@ class TaskResult(StatsModel):
     not_run: Literal["budget"] | None = None
     """Why the run never started: ``budget``, the benchmark run's budget was spent first. Such a run
     is UNSCORED (in no mean), counted apart, and run by a resume."""
+    judges: list[RubricTrust] = Field(default_factory=list, exclude_if=_empty)
+    """The trust of each rubric score of the run (its judge setup's calibration when the run was
+    scored); empty when the run has no judged rubric, and in results recorded before."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -31,6 +31,7 @@ from prefect_agentenv.results.rows import (
     TaskResult,
     latest_per_run_key,
 )
+from prefect_agentenv.results.judge_trust import JudgeTrustSummary, trust_summary
 from prefect_agentenv.results.setup import RunSetup, run_setup
 from prefect_agentenv.usage import TokenUsage, total_usage
 
@@ -152,6 +153,8 @@ class BenchmarkSummary(StatsModel):
     setup: RunSetup | None = None
     """What produced the results (agents, models, judges, overrides, versions, task documents);
     ``None`` when they were recorded before results carried it."""
+    judges: JudgeTrustSummary | None = Field(default=None, exclude_if=lambda value: value is None)
+    """The rubric scores by their judge setups' calibration; absent when no run has a judged rubric."""
 
     @property
     def headline(self) -> Headline:
@@ -210,6 +213,7 @@ def summarize(results: Iterable[TaskResult], *, k: int | None = None,
         failures=failure_summary(runs),
         setup=run_setup(runs),
         usage=total_usage(run.usage for run in runs),
+        judges=trust_summary(runs),
     )
 
 

@@ -120,21 +120,25 @@ def write_report(report: TaskReport, path: str | Path) -> Path:
 
 
 def verification_rows(report: TaskReport) -> list[JsonObject]:
-    """One table row per verification result row."""
+    """One table row per verification result row (a panel's rows also name each judge's verdict)."""
     rows: list[JsonObject] = []
     for vid, v in report.context.metadata.verifications.items():
         if not v.results:
             rows.append({"verifier": vid, "row": None, "result": None, "score": None, "weight": None,
                          "justification": ""})
         for r in v.results:
-            rows.append({
+            row: JsonObject = {
                 "verifier": vid,
                 "row": r.id,
                 "result": r.result,
                 "score": r.score,
                 "weight": r.weight,
                 "justification": (r.justification or "")[:300],
-            })
+            }
+            judges = (r.model_extra or {}).get("judges")
+            if isinstance(judges, list):  # a panel's row: each judge's verdict, in one cell
+                row["judges"] = "; ".join(f"{j.get('judge')}: {j.get('result')}" for j in judges if isinstance(j, dict))
+            rows.append(row)
     return rows
 
 

@@ -7,11 +7,13 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any, Literal, Required, TypedDict
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.context import DeployedAgent, PromptResponse, RunContext
 from prefect_agentenv.exceptions import AgentEnvError, JudgeOutputError, NotInContextError, StepError
+from prefect_agentenv.context import VerificationRow
+from prefect_agentenv.grading.panel import PanelRecord, combine_panel
 from prefect_agentenv.grading.verification import Verification, prompt_error, scored, skip_reason, skipped
 from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.runtime.run import RunResources, current_run
@@ -21,6 +23,7 @@ from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.support.services import artifact_store, http_client, read_record
 
 if TYPE_CHECKING:  # the runtime loads on use: `validate` imports step modules and stays light
+    from prefect_agentenv.grading.judge_setup import JudgeSetup
     from prefect_agentenv.grading.judging import Ask
 
 logger = logging.getLogger("prefect_agentenv.judge")
@@ -39,6 +42,25 @@ class Criterion(BaseModel):
     """Weight in weighted_average; a negative weight is a penalty."""
     axis: str | None = None
     """Reporting axis (correctness, communication, …) for benchmark breakdowns."""
+
+
+class PanelJudge(BaseModel):
+    """One judge of a panel: an agent (deployed, or started for the step) or a model called directly."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=attribute_docstrings)
+
+    id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    """The judge's name in rows, reports and calibration."""
+    mode: Literal["agent", "model"] = "model"
+    """'model' calls the judge model directly; 'agent' asks a judge agent."""
+    model: str | None = None
+    """The judge's model; the step's judge_model (or the run's judge model) when omitted."""
+    agent_name: AgentRef | None = None
+    """A deployed agent to judge with (mode 'agent'); otherwise a judge agent is started for the step."""
+    judge_agent_id: str | None = None
+    """Registry id of the judge agent started for this judge; the step's judge_agent_id when omitted."""
+    instructions: str | None = None
+    """Grading instructions for this judge only, after the step's grading_policy_prompt."""
 
 
 class RubricsVerifierStep(VerifierStep):
@@ -71,6 +93,20 @@ class RubricsVerifierStep(VerifierStep):
     """Bound on each answer of the judge (a corrective retry gets its own)."""
     judge_retries: int = Field(default=3, ge=0, le=10)
     """Corrective retries when the judge's output cannot be parsed."""
+    judges: list[PanelJudge] | None = Field(default=None, min_length=1)
+    """A panel: each judge grades every criterion independently, in parallel, and panel_rule
+    combines them; a criterion no judge answered readably is unscored (neither pass nor fail)."""
+    panel_rule: Literal["majority", "unanimous", "mean"] = "majority"
+    """How a panel's verdicts combine per criterion: most judges, every judge, or the mean score."""
+
+    @field_validator("judges")
+    @classmethod
+    def _judge_ids_unique(cls, judges: list[PanelJudge] | None) -> list[PanelJudge] | None:
+        ids = [j.id for j in judges or []]
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        if repeated:
+            raise ValueError(f"panel judge ids repeat: {', '.join(repeated)}; give each judge its own id")
+        return judges
 
     accepted_but_ignored = (
         "effort", "max_thinking_tokens", "judge_sandbox_type", "judge_priority", "default_model_api_base",
@@ -111,7 +147,10 @@ async def run(step: RubricsVerifierStep, ctx: RunContext) -> RunContext:
     if response.error:
         verifications[step.verifier_id] = prompt_error(response, weight=step.weight, fmt=step.output_format)
         return ctx
-    verifications[step.verifier_id] = await _grade(step, ctx, response)
+    if step.judges is not None:
+        verifications[step.verifier_id] = await grade_with_panel(step, ctx, response)
+    else:
+        verifications[step.verifier_id] = await _grade(step, ctx, response)
     return ctx
 
 
@@ -140,8 +179,20 @@ async def _grade(step: RubricsVerifierStep, ctx: RunContext, response: PromptRes
     finally:
         await judge.close()
     rows = [row.model_copy(update={"axis": c.axis}) if c.axis else row for row, c in zip(result.rows, step.criteria)]
+    setup = _setup(step, [("judge", judge.model, step.grading_policy_prompt)], None)
     return scored(rows, aggregator=step.score_aggregator, weight=step.weight, fmt=step.output_format,
-                  judge=judge_info)
+                  judge=judge_info, judge_setup=setup.model_dump(mode="json"))
+
+
+def _setup(step: RubricsVerifierStep, judges: list[tuple[str, str | None, str | None]],
+           rule: str | None) -> JudgeSetup:
+    """The judge setup of this grading from ``(judge id, model, grading policy)`` triples."""
+    from prefect_agentenv.grading.judge_setup import SINGLE_JUDGE, JudgeIdentity, judge_setup, prompt_hash
+
+    identities = [JudgeIdentity(id=jid, model=model, prompt=prompt_hash(step.output_format, policy,
+                                                                        use_trajectory=step.use_trajectory))
+                  for jid, model, policy in judges]
+    return judge_setup(identities, step.criteria, rule or SINGLE_JUDGE)
 
 
 async def _trajectory(run_: RunResources, step: RubricsVerifierStep, response: PromptResponse) -> Any:
@@ -160,6 +211,7 @@ async def _trajectory(run_: RunResources, step: RubricsVerifierStep, response: P
 class JudgeDescription(TypedDict, total=False):
     """Who graded, as the verification's ``judge`` record names it (keys in the order written)."""
 
+    id: str
     mode: Required[Literal["model", "agent"]]
     model: Required[str | None]
     mock: Required[bool]
@@ -172,36 +224,45 @@ class _Judge:
     """Who grades: a deployed agent, a judge agent started for this step, or the judge model."""
 
     def __init__(self, step: RubricsVerifierStep, ask: Ask, *, agent: DeployedAgent | None, own: bool,
-                 model: str | None, is_mock: bool, files: list[str]) -> None:
+                 model: str | None, is_mock: bool, files: list[str], member: PanelJudge | None = None) -> None:
         self.step, self.ask, self.agent, self.own = step, ask, agent, own
-        self.model, self.is_mock, self.files = model, is_mock, files
+        self.model, self.is_mock, self.files, self.member = model, is_mock, files, member
 
     @classmethod
-    async def open(cls, step: RubricsVerifierStep, ctx: RunContext) -> _Judge:
+    async def open(cls, step: RubricsVerifierStep, ctx: RunContext, member: PanelJudge | None = None) -> _Judge:
+        """The step's own judge, or a panel ``member`` whose unset fields fall back to the step's."""
         from prefect_agentenv.grading.judging import AgentAsk, model_ask
 
         run_ = current_run()
-        model = step.judge_model or run_.overrides.judge_model
-        if step.judge_mode == "model" and step.agent_name is None:
+        mode = member.mode if member is not None else step.judge_mode
+        agent_name = member.agent_name if member is not None else step.agent_name
+        model = (member.model if member is not None else None) or step.judge_model or run_.overrides.judge_model
+        if mode == "model" and agent_name is None:
             endpoint = await model_for(run_, "judge", model)
             ask = model_ask(endpoint.client(http=http_client(run_)), endpoint.model,
                             timeout=step.judge_timeout_seconds)
-            return cls(step, ask, agent=None, own=False, model=endpoint.model, is_mock=endpoint.is_mock, files=[])
-        if step.agent_name is not None:
-            agent, own = deployed_agent(ctx, step.agent_name, step), False
+            return cls(step, ask, agent=None, own=False, model=endpoint.model, is_mock=endpoint.is_mock, files=[],
+                       member=member)
+        if agent_name is not None:
+            agent, own = deployed_agent(ctx, agent_name, step), False
         else:
-            judge_id = run_.overrides.judge_agent_id or step.judge_agent_id
-            agent, _ = await start_agent(step, agent_name=f"judge-{step.id}", a2a_agent_id=judge_id,
+            judge_id = run_.overrides.judge_agent_id or (member.judge_agent_id if member else None) \
+                or step.judge_agent_id
+            suffix = f"-{member.id}" if member is not None else ""
+            agent, _ = await start_agent(step, agent_name=f"judge-{step.id}{suffix}", a2a_agent_id=judge_id,
                                          role="judge", model=model, extra_env=step.scoring_env)
             own = True
         files = [f"{entry.folder.rstrip('/')}/{name}" for entry in ctx.metadata.loaded_file_artifact_universes
                  if entry.agent_name == agent.agent_name for name in entry.files]
         ask = AgentAsk(a2a_client(run_, agent), timeout_seconds=step.judge_timeout_seconds)
-        return cls(step, ask, agent=agent, own=own, model=agent.model, is_mock=agent.model == "mock", files=files)
+        return cls(step, ask, agent=agent, own=own, model=agent.model, is_mock=agent.model == "mock", files=files,
+                   member=member)
 
     def describe(self) -> JudgeDescription:
         mode: Literal["model", "agent"] = "model" if self.agent is None else "agent"
         out: JudgeDescription = {"mode": mode, "model": self.model, "mock": self.is_mock}
+        if self.member is not None:
+            out["id"] = self.member.id
         if self.agent is not None:
             out["agent_name"], out["a2a_agent_id"] = self.agent.agent_name, self.agent.a2a_agent_id
         if self.files:
@@ -224,7 +285,8 @@ class _Judge:
             logger.info("no trajectory from the judge %s: %s", self.agent.agent_name, exc)
             return last.trajectory
         store = await artifact_store(run_)
-        key = f"{run_.run_id}/judges/{step.verifier_id}.json"
+        suffix = f"-{self.member.id}" if self.member is not None else ""
+        key = f"{run_.run_id}/judges/{step.verifier_id}{suffix}.json"
         body = json.dumps(trajectory.model_dump(mode="json", exclude={"raw"}), indent=1, default=str)
         return await asyncio.to_thread(store.put_object, key, body)
 
@@ -236,6 +298,82 @@ class _Judge:
         for entry in registry.pending(kind="agent"):
             if entry.key == self.agent.agent_name:
                 await registry.stop(entry)
+
+
+class _MemberGrading(BaseModel):
+    """What one panel judge made of the criteria."""
+
+    model_config = ConfigDict(json_schema_extra=attribute_docstrings)
+
+    judge: dict[str, Any]
+    """Who judged (a :class:`JudgeDescription`), with its attempts and trajectory."""
+    rows: dict[str, VerificationRow]
+    """Its readable verdicts by criterion id."""
+    unreadable: str | None = None
+    """Why its last answer could not be read, when it could not."""
+    raw_outputs: list[str] = Field(default_factory=list)
+    """Its answers, kept when one could not be read."""
+    failure: str | None = None
+    """The judge could not be asked at all (deploy, timeout, protocol)."""
+
+
+async def grade_with_panel(step: RubricsVerifierStep, ctx: RunContext, response: PromptResponse) -> Verification:
+    """Every panel judge grades every criterion in parallel; the panel rule folds their verdicts."""
+    assert step.judges is not None
+    trajectory = await _trajectory(current_run(), step, response)
+    graded = await asyncio.gather(*(_ask_member(step, ctx, response, trajectory, m) for m in step.judges))
+    failed = [(m.id, g.failure) for m, g in zip(step.judges, graded) if g.failure is not None]
+    if failed:
+        raise StepError("judging failed: " + "; ".join(f"judge {jid!r}: {why}" for jid, why in failed), step=step)
+    outcome = combine_panel([c.id for c in step.criteria], {c.id: c.weight for c in step.criteria},
+                            {m.id: g.rows for m, g in zip(step.judges, graded)}, step.panel_rule,
+                            {m.id: g.unreadable for m, g in zip(step.judges, graded) if g.unreadable})
+    axes = {c.id: c.axis for c in step.criteria if c.axis}
+    rows = [row.model_copy(update={"axis": axes[row.id]}) if row.id in axes else row for row in outcome.rows]
+    panel = PanelRecord(rule=step.panel_rule, judges=[g.judge for g in graded], disagreement=outcome.disagreement,
+                        split_criteria=outcome.split_criteria, unscored=outcome.unscored,
+                        unreadable_judges=[m.id for m, g in zip(step.judges, graded) if g.unreadable])
+    setup = _setup(step, [(m.id, g.judge.get("model"), _policy(step, m)) for m, g in zip(step.judges, graded)],
+                   step.panel_rule)
+    extra = {"panel": panel.model_dump(mode="json"), "judge_setup": setup.model_dump(mode="json")}
+    if not rows:
+        return skipped("unscored", weight=step.weight, fmt=step.output_format, **extra)
+    return scored(rows, aggregator=step.score_aggregator, weight=step.weight, fmt=step.output_format, **extra)
+
+
+def _policy(step: RubricsVerifierStep, member: PanelJudge) -> str | None:
+    """The step's grading policy, then the member's own instructions."""
+    return "\n\n".join(p for p in (step.grading_policy_prompt, member.instructions) if p) or None
+
+
+async def _ask_member(step: RubricsVerifierStep, ctx: RunContext, response: PromptResponse, trajectory: Any,
+                      member: PanelJudge) -> _MemberGrading:
+    """One judge's grading; an answer still unreadable after the corrective retries leaves the
+    criteria it did not grade readably unscored, instead of failing the panel."""
+    from prefect_agentenv.grading.judging import run_judge
+
+    policy = _policy(step, member)
+    judge: _Judge | None = None
+    try:
+        judge = await _Judge.open(step, ctx, member)
+        try:
+            result = await run_judge(
+                judge.ask, prompt=response.prompt, reply=response.response, trajectory=trajectory,
+                criteria=step.criteria, output_format=step.output_format, grading_policy=policy,
+                context_facts=step.context_facts_for_judge, files=judge.files, retries=step.judge_retries)
+        except JudgeOutputError as exc:
+            logger.info("judge %s of %s: unreadable after %d retries: %s", member.id, step.id, step.judge_retries, exc)
+            return _MemberGrading(judge={**judge.describe(), "attempts": step.judge_retries + 1},
+                                  rows={r.id: r for r in exc.partial_rows}, unreadable=str(exc),
+                                  raw_outputs=exc.raw_outputs)
+        described = {**judge.describe(), "attempts": result.attempts,
+                     "trajectory": await judge.store_trajectory(current_run(), step)}
+        return _MemberGrading(judge=described, rows={r.id: r for r in result.rows})
+    except AgentEnvError as exc:
+        return _MemberGrading(judge={"id": member.id}, rows={}, failure=str(exc))
+    finally:
+        if judge is not None:
+            await judge.close()
 
 
 definition = StepDefinition(RubricsVerifierStep, run)

@@ -26,6 +26,8 @@ from prefect_agentenv.transcript.models import (
     EnvChanges,
     FileLink,
     JudgeInfo,
+    PanelInfo,
+    PanelVerdict,
     PromptTranscript,
     StepRun,
     Tokens,
@@ -264,14 +266,32 @@ def _verifier(verifier_id: str, verification: Verification,
             mode=_str(judge.get("mode")), model=_str(judge.get("model")), mock=bool(judge.get("mock")),
             agent_name=_str(judge.get("agent_name")), attempts=_int(judge.get("attempts")),
             trajectory_url=_str(judge.get("trajectory"))),
+        panel=_panel((verification.model_extra or {}).get("panel")),
     )
+
+
+def _panel(raw: Any) -> PanelInfo | None:
+    """A panel record read liberally: a record written by another version may lack a key."""
+    if not isinstance(raw, dict):
+        return None
+    names = [str(j.get("id")) for j in raw.get("judges") or [] if isinstance(j, dict)]
+    return PanelInfo(rule=str(raw.get("rule")), judges=names, disagreement=_float(raw.get("disagreement")),
+                     split_criteria=[str(x) for x in raw.get("split_criteria") or []],
+                     unscored=[str(x) for x in raw.get("unscored") or []],
+                     unreadable_judges=[str(x) for x in raw.get("unreadable_judges") or []])
 
 
 def _row(row: VerificationRow) -> VerifierRow:
     given = row.model_fields_set
-    return VerifierRow(id=row.id, label=_str((row.model_extra or {}).get("label")), axis=row.axis,
+    extra = row.model_extra or {}
+    judges = extra.get("judges")
+    verdicts = [PanelVerdict(judge=str(j.get("judge")), result=str(j.get("result")), score=_float(j.get("score")),
+                             justification=_str(j.get("justification")))
+                for j in judges if isinstance(j, dict)] if isinstance(judges, list) else None
+    return VerifierRow(id=row.id, label=_str(extra.get("label")), axis=row.axis,
                        result=row.result if "result" in given else None, score=row.score if "score" in given else None,
-                       weight=row.weight if "weight" in given else None, justification=row.justification)
+                       weight=row.weight if "weight" in given else None, justification=row.justification,
+                       judges=verdicts, disagreement=_float(extra.get("disagreement")))
 
 
 # -- env changes --------------------------------------------------------------------------------

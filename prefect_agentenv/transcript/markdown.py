@@ -112,6 +112,13 @@ def _verifier(v: VerifierTranscript) -> list[str]:
         judge += f", {v.judge.attempts} attempt(s)" if v.judge.attempts else ""
         judge += f" · [judge's trajectory]({v.judge.trajectory_url})" if v.judge.trajectory_url else ""
         lines += [judge, ""]
+    if v.panel:
+        p = v.panel
+        line = f"panel of {len(p.judges)} ({', '.join(p.judges)}), rule {p.rule}"
+        line += f", disagreement {p.disagreement:.2f}" if p.disagreement is not None else ""
+        line += f", split on {', '.join(p.split_criteria)}" if p.split_criteria else ""
+        line += f", **{len(p.unscored)} unscored** ({', '.join(p.unscored)})" if p.unscored else ""
+        lines += [line, ""]
     if v.error:
         lines += [f"**Error:** {_inline(v.error)}", ""]
     if v.rows:
@@ -123,6 +130,11 @@ def _verifier(v: VerifierTranscript) -> list[str]:
             lines.append(f"| {_cell(name)} | {r.axis or ''} | {r.result or ''} | {score_} | {weight} | "
                          f"{_cell(r.justification or '')} |")
         lines.append("")
+        for r in v.rows:
+            if r.judges:
+                split = "" if r.disagreement is None else f" (disagreement {r.disagreement:.2f})"
+                lines += [f"Judges on `{r.id}`{split}:"] + [
+                    f"- `{j.judge}`: {j.result} — {_inline(j.justification or '')}" for j in r.judges] + [""]
     return lines
 
 

@@ -123,6 +123,20 @@ class PromptTranscript(_Model):
     """Why a part is missing (no trajectory, an unreadable record)."""
 
 
+def _absent(value: object) -> bool:
+    return value is None
+
+
+class PanelVerdict(_Model):
+    """One panel judge's verdict on a row."""
+
+    judge: str
+    result: str
+    """``pass``, ``fail``, ``partial``, or ``unscored`` when the judge's answer could not be read."""
+    score: float | None = None
+    justification: str | None = None
+
+
 class VerifierRow(_Model):
     """One row of a verifier: a criterion or an assertion, with its verdict."""
 
@@ -133,6 +147,23 @@ class VerifierRow(_Model):
     score: float | None = None
     weight: float | None = None
     justification: str | None = None
+    judges: list[PanelVerdict] | None = Field(default=None, exclude_if=_absent)
+    """Every panel judge's verdict (a panel's rubric rows only)."""
+    disagreement: float | None = Field(default=None, exclude_if=_absent)
+    """Share of panel judge pairs that disagree on this row."""
+
+
+class PanelInfo(_Model):
+    """A panel of judges: its rule, and how much its judges disagreed."""
+
+    rule: str
+    judges: list[str]
+    disagreement: float | None = None
+    """Mean share of judge pairs that disagree, over the scored criteria."""
+    split_criteria: list[str] = Field(default_factory=list)
+    unscored: list[str] = Field(default_factory=list)
+    """Criteria no judge could grade readably: neither passed nor failed."""
+    unreadable_judges: list[str] = Field(default_factory=list)
 
 
 class JudgeInfo(_Model):
@@ -161,6 +192,7 @@ class VerifierTranscript(_Model):
     error: str | None = None
     rows: list[VerifierRow] = Field(default_factory=list)
     judge: JudgeInfo | None = None
+    panel: PanelInfo | None = Field(default=None, exclude_if=_absent)
 
 
 class RecordChange(_Model):

@@ -38,6 +38,8 @@ class TaskRow(_Model):
     """Set when the run was a task run of the benchmark's flow run: its page is the one to open."""
     report_url: str | None = None
     transcript: Transcript | None = None
+    judges: list[str] = Field(default_factory=list)
+    """Each rubric score's judge trust, ``verifier: calibrated κ 0.72 (40 labels)`` or ``verifier: uncalibrated``."""
 
     @property
     def prefect_path(self) -> str | None:

@@ -106,6 +106,7 @@ def _index(view: ReportView, durations: Mapping[str, list[float]]) -> str:
                     'run</b><ul>' + "".join(f"<li>{escape(r)}</li>" for r in view.regressions) + "</ul></div>")
     if view.sweep is not None:
         body += sweep_section(view.sweep)
+    body += _judges(view)
     body += ["<h2>Task runs</h2>", _filters(view), _table(view)]
     body += ["<h2>Score by tag and axis</h2>", score_bars(view.bars)]
     body += ["<h2>Duration per step type</h2>", duration_bars(_mean_durations(durations))]
@@ -114,6 +115,18 @@ def _index(view: ReportView, durations: Mapping[str, list[float]]) -> str:
     elif view.kind == "benchmark":
         body += ["<h2>Trend over this benchmark's runs</h2>", trend_lines(view.trend)]
     return _page(view.title, "\n".join(body), script=True)
+
+
+def _judges(view: ReportView) -> list[str]:
+    """How far the rubric scores can be trusted: marked as a warning when a judge setup is uncalibrated or stale."""
+    trust = view.summary.judges if view.summary is not None else None
+    if trust is None:
+        return []
+    marks = sorted({(r.task_id, mark) for r in view.rows for mark in r.judges})
+    items = "".join(f"<li><code>{escape(task)}</code> {escape(mark)}</li>" for task, mark in marks)
+    box = "warn" if trust.uncalibrated or trust.stale else "muted"
+    return ["<h2>Judges</h2>", f'<div class="{box}" id="judges"><p>{escape(trust.sentence().replace("**", ""))}</p>'
+            f"<ul>{items}</ul></div>"]
 
 
 def _filters(view: ReportView) -> str:

@@ -10,6 +10,7 @@ from prefect_agentenv.transcript.models import (
     EnvChanges,
     PromptTranscript,
     Transcript,
+    VerifierRow,
     VerifierTranscript,
 )
 
@@ -111,6 +112,8 @@ def _verifier(v: VerifierTranscript, link: Link) -> str:
         if v.judge.trajectory_url:
             judge += f' · <a class="judge-trajectory" href="{escape(link(v.judge.trajectory_url))}">judge\'s trajectory</a>'
         out.append(f'<p class="muted">{judge}</p>')
+    if v.panel:
+        out.append(_panel_line(v))
     if v.error:
         out.append(f'<p class="errors">{escape(v.error)}</p>')
     if v.rows:
@@ -122,9 +125,36 @@ def _verifier(v: VerifierTranscript, link: Link) -> str:
                        f"<td class=\"r-{escape(r.result or '')}\">{escape(r.result or '')}</td>"
                        f"<td class=\"num\">{'' if r.score is None else f'{r.score:g}'}</td>"
                        f"<td class=\"num\">{'' if r.weight is None else f'{r.weight:g}'}</td>"
-                       f"<td>{escape(r.justification or '')}</td></tr>")
+                       f"<td>{escape(r.justification or '')}{_verdicts(r)}</td></tr>")
         out.append("</tbody></table>")
     return "\n".join(out) + "</section>"
+
+
+def _panel_line(v: VerifierTranscript) -> str:
+    """The panel's rule and judges, its disagreement, and what it could not score."""
+    assert v.panel is not None
+    p = v.panel
+    text = f"panel of {len(p.judges)} ({escape(', '.join(p.judges))}), rule {escape(p.rule)}"
+    if p.disagreement is not None:
+        text += f" · disagreement {p.disagreement:.2f}"
+    if p.split_criteria:
+        text += f" · split on {escape(', '.join(p.split_criteria))}"
+    if p.unscored:
+        text += f' · <b class="unscored">{len(p.unscored)} unscored</b> ({escape(", ".join(p.unscored))})'
+    if p.unreadable_judges:
+        text += f" · unreadable: {escape(', '.join(p.unreadable_judges))}"
+    return f'<p class="muted panel">{text}</p>'
+
+
+def _verdicts(r: VerifierRow) -> str:
+    """Each panel judge's verdict under the combined justification."""
+    if not r.judges:
+        return ""
+    items = "".join(f'<li><code>{escape(j.judge)}</code> <span class="r-{escape(j.result)}">{escape(j.result)}</span>'
+                    f"{'' if j.score is None else f' ({j.score:g})'}: {escape(j.justification or '')}</li>"
+                    for j in r.judges)
+    split = "" if r.disagreement is None else f'<span class="muted">disagreement {r.disagreement:.2f}</span>'
+    return f'<ul class="verdicts">{items}</ul>{split}'
 
 
 def _env(e: EnvChanges, link: Link) -> str:

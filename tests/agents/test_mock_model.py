@@ -157,6 +157,22 @@ def test_a_judge_prompt_sent_as_one_user_message_is_still_graded() -> None:
     assert [r.result for r in parse_judge_output(answer.content or "", id_map)] == ["pass"]
 
 
+def test_a_judge_scripted_in_its_instructions_fails_the_criteria_named_but_the_graded_reply_cannot_script_it() -> None:
+    criteria = [JudgeCriterion(id="polite", criterion="Polite."), JudgeCriterion(id="explains", criterion="Explains.")]
+    messages, id_map = build_judge_prompt("Reply to Dana.", "Sent. [mock-judge: fail c1]", None, criteria,
+                                          grading_policy="[mock-judge: fail c2]")
+    scripted = default_answer({"messages": [m.model_dump() for m in messages]})
+    assert [r.result for r in parse_judge_output(scripted.content or "", id_map)] == ["pass", "fail"]
+
+    messages, _ = build_judge_prompt("Reply to Dana.", "[mock-judge: unreadable]", None, criteria)
+    honest = default_answer({"messages": [m.model_dump() for m in messages]})
+    assert [r.result for r in parse_judge_output(honest.content or "", id_map)] == ["pass", "pass"]
+
+    messages, _ = build_judge_prompt("Reply to Dana.", "Sent.", None, criteria, grading_policy="[mock-judge: unreadable]")
+    unreadable = default_answer({"messages": [m.model_dump() for m in messages]})
+    assert unreadable.rule == "judge" and "{" not in (unreadable.content or "")
+
+
 async def test_a_user_simulator_prompt_ends_the_conversation(client: OpenAIClient) -> None:
     messages = [ChatMessage.system(f"{USER_SIMULATOR_MARKER} You are Dana, a busy CFO."),
                 ChatMessage.user("I sent the numbers. Anything else?")]

@@ -57,14 +57,14 @@ async def test_a_token_budget_stops_a_benchmark_of_20_task_runs_part_way_and_the
     assert out["summary"]["pass_rate"] == 1.0, "the task runs not run are in no mean"
 
 
-def test_bench_exits_6_with_one_line_when_its_budget_is_spent(tmp_path: Path, agentenv_home: Path) -> None:
+def test_bench_exits_7_with_one_line_when_its_budget_is_spent(tmp_path: Path, agentenv_home: Path) -> None:
     from prefect.settings import get_current_settings
 
     env = {**os.environ, "PREFECT_API_URL": get_current_settings().api.url or "",
            "PREFECT_AGENTENV_HOME": str(agentenv_home), "PREFECT_LOGGING_LEVEL": "WARNING"}
     done = subprocess.run([sys.executable, "-m", "prefect_agentenv.cli", "bench", str(write_bench(tmp_path, epochs=4)),
                            "--budget-tokens", "1"], env=env, text=True, capture_output=True, timeout=600)
-    assert done.returncode == 6, done.stdout + done.stderr
+    assert done.returncode == 7, done.stdout + done.stderr
     [line] = [line for line in done.stderr.splitlines() if line.startswith("budget spent:")]
     assert "task run(s) not run; resume with --resume" in line and "Traceback" not in done.stderr
 

@@ -34,7 +34,9 @@ rules (``rules``) answer. Without a script, the first rule that matches answers:
    (``<<<CRITERIA agentenv-judge/v1>>>`` … ``<<<END CRITERIA>>>``, written by
    :func:`prefect_agentenv.grading.judge.build_judge_prompt`): a JSON grading that passes every
    criterion, ``{"results": [{"id": "c1", "result": "pass", "justification": "mock judge: …"}]}``
-   (``"score": 1.0`` instead of ``result`` for ``rubric_partial``).
+   (``"score": 1.0`` instead of ``result`` for ``rubric_partial``). The judge's trusted
+   instructions may script an erring judge: ``[mock-judge: fail c2 c3]`` fails those
+   criteria, ``[mock-judge: unreadable]`` answers with no grading at all.
 2. **User simulator** — a system message (or the last user message) contains
    ``[agentenv:user-simulator]``: the text ``{"message": "Thanks, that is all.", "done": true}``.
 3. **CALL** — tools are offered and the last user message has lines

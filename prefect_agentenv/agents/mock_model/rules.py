@@ -31,6 +31,12 @@ USER_SIMULATOR_MARKER = "[agentenv:user-simulator]"
 """A system prompt containing this marks a user-simulator request."""
 USER_SIMULATOR_ANSWER = {"message": "Thanks, that is all.", "done": True}
 MOCK_JUDGE_JUSTIFICATION = "mock judge: passes every criterion by construction (no real grading happened)"
+MOCK_JUDGE_FAIL_JUSTIFICATION = "mock judge: fails this criterion because its instructions say so (no real grading happened)"
+MOCK_JUDGE_UNREADABLE = "mock judge: this answer is deliberately not a grading"
+_JUDGE_DIRECTIVE = re.compile(r"\[mock-judge:\s*(fail|unreadable)([^\]]*)\]")
+"""``[mock-judge: fail c2 c3]`` or ``[mock-judge: unreadable]`` in the judge's trusted instructions
+(a grading policy) scripts a judge that errs on chosen criteria, for calibration tests."""
+_UNTRUSTED_START = re.compile(r"^<<<BEGIN UNTRUSTED", re.MULTILINE)
 
 _CALL_LINE = re.compile(r"^[ \t]*CALL[ \t]+([A-Za-z0-9_.\-]+)[ \t]*(.*?)[ \t]*$", re.MULTILINE)
 _SUMMARY_CHARS = 200
@@ -93,7 +99,7 @@ def default_answer(request: Conversation | JsonObject) -> MockAnswer:
     instructions = _instructions(conversation)
     criteria = read_criteria_block(instructions)
     if criteria is not None:
-        return _capped(_judge_answer(*criteria), conversation, "judge")
+        return _capped(_judge_answer(*criteria, _judge_directive(instructions)), conversation, "judge")
     if USER_SIMULATOR_MARKER in instructions:
         return _capped(json.dumps(USER_SIMULATOR_ANSWER), conversation, "user_simulator")
     call = _next_call(conversation)
@@ -117,10 +123,31 @@ def _capped(text: str, conversation: Conversation, rule: str) -> MockAnswer:
     return MockAnswer(content=text, finish_reason="stop", rule=rule)
 
 
-def _judge_answer(output_format: str, judge_ids: list[str]) -> str:
-    verdict: JsonObject = {"score": 1.0} if output_format == "rubric_partial" else {"result": "pass"}
-    return json.dumps({"results": [{"id": judge_id, **verdict, "justification": MOCK_JUDGE_JUSTIFICATION}
-                                   for judge_id in judge_ids]})
+def _judge_answer(output_format: str, judge_ids: list[str], directive: tuple[str, set[str]] | None) -> str:
+    """Every criterion passes, unless the trusted instructions script failures or an unreadable answer."""
+    if directive is not None and directive[0] == "unreadable":
+        return MOCK_JUDGE_UNREADABLE
+    failing = directive[1] if directive is not None else set()
+    rows: list[JsonObject] = []
+    for judge_id in judge_ids:
+        fails = judge_id in failing
+        if output_format == "rubric_partial":
+            verdict: JsonObject = {"score": 0.0 if fails else 1.0}
+        else:
+            verdict = {"result": "fail" if fails else "pass"}
+        why = MOCK_JUDGE_FAIL_JUSTIFICATION if fails else MOCK_JUDGE_JUSTIFICATION
+        rows.append({"id": judge_id, **verdict, "justification": why})
+    return json.dumps({"results": rows})
+
+
+def _judge_directive(instructions: str) -> tuple[str, set[str]] | None:
+    """The scripted behaviour named in the trusted part of a judge prompt (before any fenced data,
+    so an agent under test cannot script its own grade)."""
+    trusted = _UNTRUSTED_START.split(instructions, maxsplit=1)[0]
+    match = _JUDGE_DIRECTIVE.search(trusted)
+    if match is None:
+        return None
+    return match.group(1), set(match.group(2).replace(",", " ").split())
 
 
 def _next_call(conversation: Conversation) -> ToolCall | str | None:

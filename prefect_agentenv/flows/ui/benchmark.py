@@ -19,6 +19,7 @@ from prefect.artifacts import (
 from prefect.context import FlowRunContext
 
 from prefect_agentenv.artifacts import ArtifactBackend
+from prefect_agentenv.engine.benchmark_source import slug_of
 from prefect_agentenv.exceptions import AgentEnvError
 from prefect_agentenv.flows.ui.links import run_url
 from prefect_agentenv.flows.ui.task import artifact_key
@@ -129,3 +130,13 @@ async def publish_html_report(store: ArtifactBackend, slug: str, run_id: str, *,
     except (AgentEnvError, OSError, ValueError) as exc:
         logger.warning("could not render or publish the HTML report of run %s: %s", run_id, exc)
         return None
+
+
+def benchmark_flow_run_name() -> str:
+    """The benchmark flow run's name in the UI: its slug, the agent it was run with, the sweep's axes."""
+    params = FlowRunContext.get().flow_run.parameters if FlowRunContext.get() else {}  # type: ignore[union-attr]
+    slug = slug_of(params.get("path")) or slug_of(params.get("benchmark"))
+    name = slug or Path(str(params.get("path") or "benchmark")).stem
+    agent = (params.get("overrides") or {}).get("a2a_agent_id")
+    swept = ",".join(params.get("matrix") or {})
+    return f"{name}" + (f" · {agent}" if agent else "") + (f" · sweep of {swept}" if swept else "")

@@ -181,7 +181,8 @@ def _row(result: TaskResult, report: TaskReport | None) -> TaskRow:
                    outcome=result.outcome.value, score=result.score, duration_s=result.duration_s,
                    error=result.error, flow_run_id=result.flow_run_id, task_run_id=result.task_run_id,
                    report_url=result.report_url,
-                   transcript=report.transcript if report else None)
+                   transcript=report.transcript if report else None,
+                   judges=[f"{t.verifier_id}: {t.mark()}" for t in result.judges])
 
 
 def _stored_report(store: ArtifactBackend, url: str | None) -> TaskReport | None:
