@@ -151,7 +151,7 @@ async def benchmark(
         baseline: Compare with this run, not the previous finished one: `<run id>`, `<slug>/<run id>`, `<slug>`.
         confidence: The confidence of the paired comparison's intervals and verdicts (0.95: 95%).
         fail_under: Fail the flow run when the mean score is under this (0 to 1); in a sweep, any cell's.
-        fail_on_regression: Fail the flow run when the paired comparison marks all task runs worse than the baseline.
+        fail_on_regression: Fail the flow run when McNemar's test (or the paired bootstrap) marks all task runs worse.
         budget: What the run's model calls may cost (`usd`, `tokens`; the document's `budget` otherwise).
         record_model_calls: Keep the run's model calls in the artifact store, for `replay`.
         replay: Answer every model call from this recorded run of the benchmark, asking no provider.

@@ -59,14 +59,15 @@ class NetworkAllow(BaseModel):
 
 
 class Door(BaseModel):
-    """One endpoint a confined agent's network reaches: its model, an env's MCP path, a widening.
+    """One endpoint a confined agent's network reaches: its model, an env's MCP path, a peer agent it may
+    delegate to (its A2A endpoint), a widening.
 
     The same ``host:port`` inside and outside, so no URL is rewritten (``runtime/netns.py``).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    role: Literal["model", "mcp", "allowed"]
+    role: Literal["model", "mcp", "peer", "allowed"]
     host: str
     port: int = Field(gt=0, lt=65536)
     path: str | None = None
@@ -78,7 +79,7 @@ class Door(BaseModel):
         return f"{self.role} {self.host}:{self.port}{self.path or ''}"
 
     @classmethod
-    def from_url(cls, role: Literal["model", "mcp"], url: str) -> Door:
+    def from_url(cls, role: Literal["model", "mcp", "peer"], url: str) -> Door:
         """The door of a URL: its host and port; an MCP door is also limited to the URL's path.
 
         Raises:

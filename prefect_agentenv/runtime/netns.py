@@ -97,7 +97,7 @@ class Bridge:
         self.instance_id = instance_id
         self.host = host
         self.port = port
-        self.folder = Path(tempfile.mkdtemp(prefix="agentenv-net-"))
+        self.folder = Path(tempfile.mkdtemp(prefix=f"agentenv-net-{instance_id}-"))  # whose, for a person looking
         self.doors: dict[Door, str] = {}
         """Each door and its socket's name in the folder (doors on one host:port share one)."""
         self._sockets: dict[tuple[str, int], str] = {}

@@ -11,7 +11,7 @@ from prefect_agentenv.context import AgentPeering, RunContext
 from prefect_agentenv.exceptions import ProtocolError, StepError
 from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.runtime.run import current_run
-from prefect_agentenv.steps.support.agents import a2a_client, deployed_agent
+from prefect_agentenv.steps.support.agents import a2a_client, deployed_agent, network_for_peers
 from prefect_agentenv.steps.base import AgentRef, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
 
@@ -61,6 +61,8 @@ async def run(step: PeerAgentsStep, ctx: RunContext) -> RunContext:
             card = await _card(a2a_client(run_, peer))
             peers.append({"name": name, "url": peer.a2a_url, "card": card, "description": card.get("description")})
         try:
+            # A confined source reaches its peers' A2A endpoints, and nothing else of theirs.
+            await network_for_peers(source, [deployed_agent(ctx, name, step) for name in peering.peer_agent_names])
             ext = await AgentEnvExtensions.of(a2a_client(run_, source))
             await ext.set_peer_agents(peers)
         except ProtocolError as exc:

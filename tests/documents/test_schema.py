@@ -65,7 +65,7 @@ def test_the_schema_describes_a_task_as_an_id_and_a_non_empty_list_of_steps() ->
     assert SCHEMA["type"] == "object"
     assert SCHEMA["additionalProperties"] is False
     assert SCHEMA["required"] == ["steps"]
-    assert {"id", "description", "tags", "steps", "skip_policy", "scoring"} == set(SCHEMA["properties"])
+    assert {"id", "description", "tags", "steps", "skip_policy", "limits", "scoring"} == set(SCHEMA["properties"])
     assert SCHEMA["properties"]["steps"]["type"] == "array"
     assert SCHEMA["properties"]["steps"]["minItems"] == 1
 

@@ -183,6 +183,7 @@ async def test_a_baseline_that_is_not_in_the_store_fails_the_flow_run_before_any
 def test_the_gate_is_a_deployment_parameter() -> None:
     """A deployment's Run form and `prefect deployment run --param` take what `bench` takes as options."""
     properties = benchmark.parameters.properties
-    assert {"baseline", "confidence", "fail_under", "fail_on_regression"} <= properties.keys()
+    assert {"baseline", "confidence", "fail_under", "fail_on_regression", "budget", "record_model_calls",
+            "replay"} <= properties.keys()
     assert properties["fail_under"]["anyOf"][0]["maximum"] == 1
     assert "McNemar" in properties["fail_on_regression"]["description"]

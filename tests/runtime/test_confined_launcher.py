@@ -43,6 +43,11 @@ CARD = "/.well-known/agent-card.json"
 CANARY_VARIABLE = "AGENTENV_TEST_RUNNER_SECRET"
 
 
+def bridge_folders(instance: str) -> list[Path]:
+    """The network-bridge folders of an agent instance (their names start with its id) still on disk."""
+    return sorted(Path(tempfile.gettempdir()).glob(f"agentenv-net-{instance}-*"))
+
+
 @dataclass
 class World:
     """A runner's world as a confined agent must not see it."""
@@ -291,7 +296,6 @@ async def test_a_confined_agent_reaches_its_model_and_its_env_s_mcp_path_and_not
     from prefect.settings import PREFECT_API_URL
 
     run_id = f"net-{uuid.uuid4().hex}"
-    bridges = set(Path(tempfile.gettempdir()).glob("agentenv-net-*"))
     launcher = ConfinedLauncher(run_id=run_id, http_client=http)
     model_url = f"{net.model.base_url}/v1"
     agent = await launcher.start(probe_spec(doors=(Door.from_url("model", model_url),)), name="agent",
@@ -328,7 +332,7 @@ async def test_a_confined_agent_reaches_its_model_and_its_env_s_mcp_path_and_not
         await launcher.stop(agent)
     assert agent.pid is not None and is_gone(agent.pid)
     assert forwarders(run_id) == [], "the forwarder inside died with the agent's sandbox"
-    assert set(Path(tempfile.gettempdir()).glob("agentenv-net-*")) <= bridges, "the bridge's folder is gone"
+    assert bridge_folders(agent.instance_id) == [], "the bridge's folder is gone"
     with pytest.raises(httpx.ConnectError):
         await http.get(f"{agent.base_url}{CARD}")
 
@@ -381,15 +385,15 @@ async def test_a_block_widens_the_network_and_the_record_says_so(world: World, h
 async def test_a_model_door_off_the_loopback_fails_the_deploy_in_one_line_saying_how_to_widen(
         world: World, http: httpx.AsyncClient) -> None:
     spec = probe_spec(doors=(Door.from_url("model", "https://models.example.org/v1"),))
-    before = set(Path(tempfile.gettempdir()).glob("agentenv-net-*"))
+    name = f"offsite-{uuid.uuid4().hex[:6]}"
 
     with pytest.raises(DeployError) as raised:
-        await ConfinedLauncher(run_id="r1", http_client=http).start(spec, name="agent", workdir=world.run_folder,
+        await ConfinedLauncher(run_id="r1", http_client=http).start(spec, name=name, workdir=world.run_folder,
                                                                     cwd=world.sandbox.root)
     assert len(str(raised.value).splitlines()) == 1
     assert "model models.example.org:443 is not on this machine's loopback" in str(raised.value)
     assert "network: public" in str(raised.value)
-    assert set(Path(tempfile.gettempdir()).glob("agentenv-net-*")) <= before, "the failed start left no folder"
+    assert bridge_folders(name) == [], "the failed start left no folder"
 
 
 @pytest.mark.parametrize(("path", "allowed"), [

@@ -164,6 +164,15 @@ def network_to_model(spec: LaunchSpec, endpoint: ResolvedModel) -> LaunchSpec:
     return spec.model_copy(update={"doors": (Door.from_url("model", endpoint.base_url),)})
 
 
+async def network_for_peers(agent: DeployedAgent, peers: list[DeployedAgent]) -> None:
+    """A confined agent's network opens the A2A endpoints of the agents it may delegate to (a
+    ``peer_agents`` step); nothing for an agent without a confined network."""
+    from prefect_agentenv.runtime.launch import Door
+    from prefect_agentenv.runtime.netns import open_doors
+
+    await open_doors(agent.instance_id, [Door.from_url("peer", peer.a2a_url) for peer in peers])
+
+
 async def network_for_envs(record: Confinement | None, instance_id: str,
                            mcp_servers: dict[str, str]) -> Confinement | None:
     """A confined agent's network opens the MCP endpoints of the envs it is given (their MCP path only, never
