@@ -100,9 +100,23 @@ def _form(sample: LabellingSample) -> type[CriterionLabels]:
     for index, criterion in enumerate(sample.criteria, start=1):
         name = f"{criterion.verifier_id} / {criterion.criterion_id}"
         fields[f"criterion_{index}"] = (Literal["pass", "fail"] | None, Field(
-            default=None, title=name, description=f"Is '{name}' met? Leave it blank to not label it."))
+            default=None, title=name, description=f"Is '{name}' met? Leave it blank to not label it.",
+            json_schema_extra=_one_select))
         fields[f"note_{index}"] = (str, Field(default="", title=f"Note on {name}", description="Why (optional)."))
     return create_model("CriterionLabels", __base__=CriterionLabels, **fields)
+
+
+def _one_select(schema: dict[str, Any]) -> None:
+    """Offer an optional verdict as one pass/fail select, left blank for no label.
+
+    The Prefect UI renders the ``anyOf`` of an optional value as a ``str``/``None`` type switch a
+    reviewer should not have to read, and checks a ``null`` default against the enum (a blank select
+    would refuse the form); without a default in the schema a blank one is left out of the answer
+    and the model reads it as None.
+    """
+    for key in ("anyOf", "default"):
+        schema.pop(key, None)
+    schema.update(type="string", enum=["pass", "fail"])
 
 
 def _labels(answer: RunInput, sample: LabellingSample, reviewer: str) -> list[HumanLabel]:

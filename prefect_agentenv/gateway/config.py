@@ -58,6 +58,11 @@ class Upstream(BaseModel):
     """Upper bound for connecting and for each read from the upstream; a long generation streams within it."""
     max_concurrency: int | None = Field(default=None, gt=0)
     """Calls in flight to this upstream at once (streams included); more wait their turn. None: no bound."""
+    requests_per_minute: int | None = Field(default=None, gt=0)
+    """Calls sent to this upstream in any minute (retries included); more wait their turn. None: no bound."""
+    tokens_per_minute: int | None = Field(default=None, gt=0)
+    """Input plus output tokens of the calls that ended in the last minute; while at or above it, new
+    calls wait for the oldest to leave the minute. None: no bound."""
     retry: RetryPolicy = RetryPolicy()
     """Retries of the provider's rate limits and outages."""
 

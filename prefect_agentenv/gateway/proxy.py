@@ -59,8 +59,10 @@ class GatewayState:
 
     def record(self, record: CallRecord, config: GatewayConfig | None = None) -> None:
         """Price an ended call, count it against its run's limits and budget, and keep it."""
-        record = priced(record, (config or self.config).prices)
+        config = config or self.config
+        record = priced(record, config.prices)
         self.limits.count(record)
+        self.slots.count(config.upstream(record.wire), (record.input_tokens or 0) + (record.output_tokens or 0))
         self.ledger.add(record)
 
     def config_for(self, grant: Grant) -> GatewayConfig:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -65,17 +66,32 @@ def backoff_seconds(policy: RetryPolicy, retry: int) -> float:
     return ceiling * random.uniform(0.5, 1.0)
 
 
+WINDOW_SECONDS = 60.0
+"""The window ``requests_per_minute`` and ``tokens_per_minute`` count over."""
+
+
 class Slots:
-    """The calls in flight to each upstream with a ``max_concurrency``, and the waiting for a free one."""
+    """The calls in flight to each upstream with a ``max_concurrency``, and the waiting for a free one;
+    the calls sent and the tokens spent in the last minute of each upstream with a per-minute quota,
+    and the waiting for room in it. A provider's quota is met here before its 429s are."""
 
     def __init__(self) -> None:
         self._limits: dict[Upstream, anyio.Semaphore] = {}
+        self._sent: dict[Upstream, deque[float]] = defaultdict(deque)
+        self._spent: dict[Upstream, deque[tuple[float, int]]] = defaultdict(deque)
 
     def __repr__(self) -> str:
         return f"Slots({len(self._limits)} bounded upstreams)"
 
+    def count(self, upstream: Upstream | None, tokens: int) -> None:
+        """An ended call's tokens, against its upstream's ``tokens_per_minute``."""
+        if upstream is not None and upstream.tokens_per_minute is not None and tokens:
+            self._spent[upstream].append((time.monotonic(), tokens))
+
     async def acquire(self, upstream: Upstream) -> Callable[[], None]:
-        """Wait for a slot of ``upstream``; the function that frees it (call it once)."""
+        """Wait for room in ``upstream``'s minute and for one of its slots; the function that frees the
+        slot (call it once)."""
+        await self._pace(upstream)
         if upstream.max_concurrency is None:
             return _nothing
         semaphore = self._limits.get(upstream)
@@ -83,6 +99,29 @@ class Slots:
             semaphore = self._limits[upstream] = anyio.Semaphore(upstream.max_concurrency)
         await semaphore.acquire()
         return semaphore.release
+
+
+    async def _pace(self, upstream: Upstream) -> None:
+        """Wait until a call fits in the upstream's per-minute quotas, then count it as sent."""
+        if upstream.requests_per_minute is None and upstream.tokens_per_minute is None:
+            return
+        while (wait := self._wait(upstream, time.monotonic())) > 0:
+            await anyio.sleep(wait)
+        self._sent[upstream].append(time.monotonic())
+
+    def _wait(self, upstream: Upstream, now: float) -> float:
+        """How long until the minute has room for one more call (0: it has)."""
+        sent, spent = self._sent[upstream], self._spent[upstream]
+        while sent and sent[0] <= now - WINDOW_SECONDS:
+            sent.popleft()
+        while spent and spent[0][0] <= now - WINDOW_SECONDS:
+            spent.popleft()
+        wait = 0.0
+        if upstream.requests_per_minute is not None and len(sent) >= upstream.requests_per_minute:
+            wait = sent[len(sent) - upstream.requests_per_minute] + WINDOW_SECONDS - now
+        if upstream.tokens_per_minute is not None and sum(t for _, t in spent) >= upstream.tokens_per_minute:
+            wait = max(wait, spent[0][0] + WINDOW_SECONDS - now)
+        return wait
 
 
 def _nothing() -> None:

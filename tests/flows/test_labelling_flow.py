@@ -86,8 +86,9 @@ async def test_a_reviewer_labels_sampled_task_runs_through_paused_forms_and_cali
     first = await paused(name, 1)
     schema, description = await form_of(first)
     assert schema["properties"]["criterion_1"]["title"] == "rubric / k1"
-    choices = [option.get("enum") for option in schema["properties"]["criterion_1"]["anyOf"]]
-    assert ["pass", "fail"] in choices  # the UI offers pass, fail, or nothing
+    choice = schema["properties"]["criterion_1"]
+    assert choice["enum"] == ["pass", "fail"] and "default" not in choice  # one select: pass, fail, or blank
+    assert "criterion_1" not in schema.get("required", [])
     assert description.startswith("### Task run 1 of 2: `reply [seed 0, epoch ")
     assert "> Reply to Dana." in description and "`rubric / k2` — Criterion number 2 holds." in description
     assert "mock judge" not in description  # the judge's verdict is not shown to the reviewer

@@ -154,3 +154,30 @@ def test_retry_after_is_read_in_seconds_as_an_http_date_and_in_milliseconds() ->
     assert retry_after_seconds(httpx.Headers({"retry-after": "soon"}), now) is None
     assert retry_after_seconds(httpx.Headers({}), now) is None
 
+
+
+@pytest.mark.parametrize(("quota", "third_waits"), [({"requests_per_minute": 2}, True),
+                                                   ({"tokens_per_minute": 15}, True),
+                                                   ({"tokens_per_minute": 100}, False)])
+async def test_a_per_minute_quota_holds_the_call_that_would_exceed_it_until_the_minute_has_room(
+        upstream: tuple[Recorder, str], monkeypatch: pytest.MonkeyPatch, quota: dict[str, int],
+        third_waits: bool) -> None:
+    # The minute is shortened to 1 s; every answer costs 15 tokens (the recorder's usage).
+    from prefect_agentenv.gateway import retries
+
+    monkeypatch.setattr(retries, "WINDOW_SECONDS", 1.0)
+    recorder, base_url = upstream
+    config = GatewayConfig(chat=Upstream(base_url=base_url, api_key=SecretStr(CANARY_KEY), retry=FAST, **quota))
+    async with serve_gateway(config) as gateway:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        await _chat(gateway)
+        await _chat(gateway) if "requests_per_minute" in quota else None
+        before_third = loop.time() - started
+        await _chat(gateway)
+        took = loop.time() - started
+    assert len(recorder.bodies) == (3 if "requests_per_minute" in quota else 2)
+    if third_waits:
+        assert took >= 0.9 > before_third, (before_third, took)  # held until the first call left the minute
+    else:
+        assert took < 0.9, took
