@@ -49,7 +49,7 @@ def configured_api_url() -> str | None:
     return get_current_settings().api.url
 
 
-def use_prefect_server(*, ephemeral: bool = False, ui_wanted: bool = False) -> str | None:
+def use_prefect_server(*, ephemeral: bool = False, ui_wanted: bool = False, running_only: bool = False) -> str | None:
     """Point this process's Prefect at the server its commands use; its API URL, or None for
     Prefect's temporary server.
 
@@ -57,6 +57,8 @@ def use_prefect_server(*, ephemeral: bool = False, ui_wanted: bool = False) -> s
         ephemeral: ``--ephemeral`` was given: the temporary server unless ``PREFECT_API_URL`` is set.
         ui_wanted: The command is run to be looked at in the UI (``make demo``): in ``auto`` mode only
             CI, not a missing terminal, keeps the local server from being started.
+        running_only: The command only reads blocks (the artifact store's, a model endpoint's): the
+            local server when it runs, else none at all (a temporary server has no blocks to read).
     """
     set_prefect_defaults()
     settings = current_settings()
@@ -66,6 +68,9 @@ def use_prefect_server(*, ephemeral: bool = False, ui_wanted: bool = False) -> s
     if mode == "ephemeral":
         return None
     server = local_server(settings)
+    if running_only:
+        running = server.running()
+        return _point_at(running) if running is not None else None
     interactive = not settings.in_ci and (ui_wanted or _stdin_is_a_terminal())
     if mode == "auto" and not interactive:
         running = server.running()

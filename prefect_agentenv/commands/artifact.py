@@ -38,6 +38,9 @@ def _fail(message: str, code: int = USER_ERROR) -> typer.Exit:
 @contextmanager
 def open_store() -> Iterator[ArtifactBackend]:
     """The configured store; our errors become a one-line message and an exit code, never a traceback."""
+    from prefect_agentenv.commands._prefect_server import use_prefect_server
+
+    use_prefect_server(running_only=True)  # an S3 store's block is read through the Prefect API
     try:
         with get_artifact_store() as store:
             yield store

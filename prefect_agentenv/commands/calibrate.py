@@ -24,6 +24,9 @@ def calibrate_command(
     calibration of each judge setup. Exit 0, 1 when no label matches a judged criterion, 2 on invalid input."""
     # Imported here so the other commands do not pay for the store and the statistics.
     from prefect_agentenv.artifacts import ArtifactError, get_artifact_store
+    from prefect_agentenv.commands._prefect_server import use_prefect_server
+
+    use_prefect_server(running_only=True)  # an S3 store's block is read through the Prefect API
     from prefect_agentenv.results.calibration_markdown import calibration_markdown
     from prefect_agentenv.results.calibration_run import calibrate_run
     from prefect_agentenv.results.labels import LabelFileError

@@ -28,6 +28,9 @@ def compare_command(
     run is not in the store, 4 with --fail-on-regression when RUN_B is worse."""
     # Imported here so the other commands do not pay for the store and the statistics.
     from prefect_agentenv.artifacts import ArtifactError, get_artifact_store
+    from prefect_agentenv.commands._prefect_server import use_prefect_server
+
+    use_prefect_server(running_only=True)  # an S3 store's block is read through the Prefect API
     from prefect_agentenv.results import GATE_EXIT_CODE, compare
     from prefect_agentenv.results.judge_trust import trust_summary
     from prefect_agentenv.results.run_lookup import find_run

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from prefect_agentenv.commands._options import Verbose
-from prefect_agentenv.prefect_defaults import quiet_engine_logs, set_prefect_defaults
+from prefect_agentenv.prefect_defaults import quiet_engine_logs
 
 
 def rescore_command(
@@ -28,8 +28,10 @@ def rescore_command(
     """Restore each task run's kept submission into fresh envs and run the current verifiers and judges
     (no agent is deployed); the scores are a new scoring version of the run, which its summary shows.
     Exit 0, 1 when a task run could not be rescored (it keeps its previous result), 2 on invalid input."""
-    set_prefect_defaults()
+    from prefect_agentenv.commands._prefect_server import use_prefect_server
+
     quiet_engine_logs(verbose=verbose)
+    use_prefect_server()  # the blocks its envs and judges resolve to, as `run` uses them
     # Imported here so the other commands do not pay for the engine.
     from prefect_agentenv.artifacts import get_artifact_store
     from prefect_agentenv.exceptions import ArtifactError, ConfigurationError, TaskDocumentError

@@ -26,6 +26,9 @@ def view_command(
         raise typer.Exit(2)
     # Imported here so the other commands do not pay for Prefect and the store.
     from prefect_agentenv.artifacts import ArtifactError, get_artifact_store
+    from prefect_agentenv.commands._prefect_server import use_prefect_server
+
+    use_prefect_server(running_only=True)  # an S3 store's block is read through the Prefect API
     from prefect_agentenv.exceptions import AgentEnvError
     from prefect_agentenv.flows.task_runner import report_key
     from prefect_agentenv.flows.ui.view_data import benchmark_report_files, benchmark_view, task_view

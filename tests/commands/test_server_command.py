@@ -82,6 +82,20 @@ def test_in_ci_a_command_uses_the_running_server_and_never_starts_one(home: Home
     assert not (tmp_path / "server").exists()
 
 
+def test_commands_that_only_read_the_store_use_a_running_server_and_never_start_one(home: Home, tmp_path: Path) -> None:
+    # compare, view, calibrate and artifact read blocks (an S3 store's) through the API, when there is one.
+    probe = ("from prefect_agentenv.commands._prefect_server import use_prefect_server as u; "
+             "print(u(running_only=True))")
+    running = home.server.running() or home.server.ensure()[0]
+    used = subprocess.run([sys.executable, "-c", probe], env=home.env, capture_output=True, text=True, timeout=120)
+    assert used.stdout.strip() == running.api_url, used.stderr
+    other = {**home.env, "PREFECT_AGENTENV_HOME": str(tmp_path)}  # "local" mode, no server of its own running
+    compared = subprocess.run([*CLI, "compare", "no-such-run", "other-run"], env=other, capture_output=True,
+                              text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert compared.returncode == 2 and "Traceback" not in compared.stderr, compared.stderr
+    assert not (tmp_path / "server").exists(), "compare started no server"
+
+
 def _one_task_examples(into: Path) -> Path:
     """The demo's example folder with a benchmark of one task (the demo's ending is what is tested)."""
     shutil.copytree(REPO / "examples" / "artifacts", into / "artifacts")
