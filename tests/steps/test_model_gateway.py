@@ -151,3 +151,26 @@ async def test_a_limit_given_as_an_override_wins_and_a_bad_one_is_refused_before
         "tokens": 500, "seconds": 2.5}
     with pytest.raises(ConfigurationError, match="limit_tokens"):
         RunOverrides.parse({"limit_tokens": "lots"})
+
+
+def test_a_harness_whose_api_no_upstream_answers_is_refused_at_deploy_in_one_line_with_the_fix() -> None:
+    from pydantic import SecretStr
+
+    from prefect_agentenv.exceptions import DeployError
+    from prefect_agentenv.resolution.models import ResolvedModel, _upstreams
+    from prefect_agentenv.steps.deploy_agent import DeployAgentStep
+    from prefect_agentenv.steps.support.agents import _check_wire
+
+    # OpenAI itself: chat completions and the Responses API, no Messages API.
+    upstreams = _upstreams("https://api.openai.com/v1", SecretStr(CANARY), ["chat", "responses"],
+                           responses=(None, None), messages=(None, None))
+    endpoint = ResolvedModel(role="agent", base_url="http://127.0.0.1:1/v1", model="gpt-4.1", source="block",
+                             upstreams=upstreams)
+    step = DeployAgentStep(id="deploy", a2a_agent_id="claude-code")
+    for harness in ("opencode", "codex", "pi"):
+        _check_wire(harness, endpoint, step)  # their APIs have an upstream
+    for harness, needs in (("claude-code", "messages_base_url"), ("gemini", "does not relay")):
+        with pytest.raises(DeployError) as refused:
+            _check_wire(harness, endpoint, step)
+        assert needs in str(refused.value) and len(str(refused.value).splitlines()) == 1
+        assert refused.value.step_id == "deploy" and CANARY not in str(refused.value)

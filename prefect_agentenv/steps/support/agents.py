@@ -295,8 +295,8 @@ def _check_wire(harness_name: str | None, endpoint: ResolvedModel, step: StepMod
         return
     harness = HARNESSES[harness_name]
     if harness.wire is None:
-        raise DeployError(f"{harness.title} calls {harness.model_api}, which the run's model gateway does not relay; "
-                          "run it with confinement: none and its own endpoint, or use another harness",
+        raise DeployError(f"{harness.title} calls {harness.model_api}, which the run's model gateway does not relay "
+                          "(it relays chat completions, the Responses API and the Messages API): use another harness",
                           step=step)
     if endpoint.upstreams is not None and endpoint.upstreams.upstream(harness.wire) is None:
         where = {"responses": "responses_base_url (PREFECT_AGENTENV_RESPONSES_BASE_URL)",
