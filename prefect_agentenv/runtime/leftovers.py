@@ -4,18 +4,21 @@ next start.
 Each run writes ``owner.json`` (pid, host, process start time, flow run id) into its folder and
 ``report.json`` when it ends. A folder with an owner whose process is gone and no report is a
 dead run: its processes (found by the ``PREFECT_AGENTENV_RUN_ID`` marker every child carries in
-its environment) are killed, its sandboxes removed (unless it kept them), and the folder gets a
-``swept.json`` saying so. Marking its flow run Crashed is the flow layer's part.
+its environment) are killed, its sandboxes removed (unless it kept them), so are its confined
+agents' network-bridge folders in the temporary folder, and the folder gets a ``swept.json``
+saying so. Marking its flow run Crashed is the flow layer's part.
 """
 
 from __future__ import annotations
 
+import glob
 import json
 import logging
 import os
 import shutil
 import signal
 import socket
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,6 +67,7 @@ def sweep_dead_runs(runs_dir: Path) -> list[DeadRun]:
         if not owner.get("keep") and (folder / "sandboxes").is_dir():
             shutil.rmtree(folder / "sandboxes", ignore_errors=True)
             removed = True
+        _remove_bridges(folder)
         flow_run_id = owner.get("flow_run_id")
         record = DeadRun(run_id, folder, flow_run_id if isinstance(flow_run_id, str) else None, killed, removed)
         (folder / SWEPT_FILE).write_text(json.dumps({"killed": list(killed), "sandboxes_removed": removed,
@@ -72,6 +76,16 @@ def sweep_dead_runs(runs_dir: Path) -> list[DeadRun]:
                        len(killed), ", removed its sandboxes" if removed else "")
         swept.append(record)
     return swept
+
+
+def _remove_bridges(folder: Path) -> None:
+    """Remove the network-bridge folders of the run's confined agents (``agentenv-net-<instance>-…`` in
+    the temporary folder, named after the agent instances whose logs are in the run's ``agents``)."""
+    temp = Path(tempfile.gettempdir())
+    for log in (folder / "agents").rglob("*.stdout.log"):
+        instance = log.name.removesuffix(".stdout.log")
+        for bridge in temp.glob(f"agentenv-net-{glob.escape(instance)}-*"):
+            shutil.rmtree(bridge, ignore_errors=True)
 
 
 def _dead_owner(folder: Path) -> dict[str, object] | None:

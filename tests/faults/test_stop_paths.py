@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -62,6 +63,13 @@ def _everything_up(cli: CliRun) -> str:
     return run_id
 
 
+def _bridges(run_folder: Path) -> list[Path]:
+    """The network-bridge folders of the run's confined agents (named after their instances)."""
+    instances = [log.name.removesuffix(".stdout.log") for log in (run_folder / "agents").rglob("*.stdout.log")]
+    return [bridge for instance in instances
+            for bridge in Path(tempfile.gettempdir()).glob(f"agentenv-net-{instance}-*")]
+
+
 def _assert_clean(cli: CliRun, run_id: str) -> None:
     assert wait_until_gone(run_id) == []
     assert not list((cli.home / "runs" / run_id).glob("sandboxes/*"))
@@ -104,9 +112,11 @@ def test_sigkill_leaves_nothing_running_and_the_next_start_sweeps_the_rest(
     run_id = _everything_up(cli)
     flow_run_id = cli.owner()["flow_run_id"]
     assert list((agentenv_home / "runs" / run_id).glob("sandboxes/*"))
+    bridges = _bridges(agentenv_home / "runs" / run_id)
     cli.process.send_signal(signal.SIGKILL)
     cli.finish()
     assert wait_until_gone(run_id) == []
+    assert bridges and all(bridge.exists() for bridge in bridges), "its confined agent's bridge outlived the kill"
     assert flow_run_states(api_url, flow_run_id)[-1] == "RUNNING"
 
     quick = tmp_path / "quick.json"
@@ -115,4 +125,5 @@ def test_sigkill_leaves_nothing_running_and_the_next_start_sweeps_the_rest(
     returncode, _, err = nxt.finish()
     assert returncode == 0, err
     assert not list((agentenv_home / "runs" / run_id).glob("sandboxes/*"))
+    assert not any(bridge.exists() for bridge in bridges), "the next start removed the dead run's bridge folders"
     assert flow_run_states(api_url, flow_run_id)[-1] == "CRASHED"
