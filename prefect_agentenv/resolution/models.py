@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.usage import ModelPrice
 from prefect_agentenv.exceptions import ConfigurationError
-from prefect_agentenv.gateway.config import AuthStyle, GatewayConfig, Upstream, Wire
+from prefect_agentenv.gateway.config import WIRES, AuthStyle, GatewayConfig, Upstream, Wire
 from prefect_agentenv.protocols.openai import OpenAIClient
 from prefect_agentenv.resolution.block_lookup import is_block_name, load_block, prefect_api_configured
 
@@ -64,6 +64,15 @@ class ResolvedModel(BaseModel):
     upstreams: GatewayConfig | None = None
     """Where the run's model gateway sends each wire of this role's calls, with the keys; None for
     the mock model (it answers every wire at ``base_url``)."""
+
+    def gateway_upstreams(self) -> GatewayConfig:
+        """Where the run's model gateway sends this role's calls: ``upstreams``, else every wire to
+        ``base_url`` (the mock model answers them all)."""
+        if self.upstreams is not None:
+            return self.upstreams
+        assert self.base_url is not None, "the mock model resolves without a URL until it serves"
+        return _upstreams(self.base_url, self.api_key, list(WIRES), responses=(None, None), messages=(None, None),
+                          timeout=self.request_timeout_seconds, prices=dict(self.prices))
 
     def client(self, *, http: httpx.AsyncClient | None = None) -> OpenAIClient:
         """A client for this endpoint with its key and request timeout.

@@ -24,14 +24,14 @@ import functools
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import SecretStr
 
 from prefect_agentenv.runtime.run import RunResources
 
 if TYPE_CHECKING:  # the gateway (Starlette, uvicorn) loads on use: `validate` stays light
-    from prefect_agentenv.gateway import Budget, CallLimits, Cassette, GatewayConfig, ModelGateway
+    from prefect_agentenv.gateway import Budget, CallLimits, Cassette, ModelGateway
     from prefect_agentenv.resolution.models import ResolvedModel
 
 logger = logging.getLogger("prefect_agentenv.models")
@@ -75,7 +75,7 @@ async def through_gateway(run: RunResources, resolved: ResolvedModel) -> Resolve
         return resolved
     door = await ensure_gateway(run)
     account = account_of(run, resolved.role)
-    upstreams = resolved.upstreams or upstreams_of(resolved)
+    upstreams = resolved.gateway_upstreams()
     # Limits apply to what is evaluated (the agent role); the budget to every call of the run.
     first = account not in door.accounts
     limits = limits_of(run) if first and resolved.role == "agent" else None
@@ -104,11 +104,9 @@ def limits_of(run: RunResources) -> CallLimits | None:
     """The run's model-call limits: its document's ``limits``, each field overridden by ``limit_<name>``."""
     from prefect_agentenv.gateway.limits import CallLimits
 
-    given: dict[str, Any] = {}
-    if run.services.model_limits is not None:
-        given.update(run.services.model_limits.model_dump(exclude_none=True))
-    given.update(run.overrides.limits())
-    return CallLimits(**given) if given else None
+    limits: CallLimits = run.services.model_limits or CallLimits()
+    limits = limits.model_copy(update=run.overrides.limits())  # each override already checked (> 0)
+    return limits if limits.model_dump(exclude_none=True) else None
 
 
 def limit_reached(run: RunResources) -> str | None:
@@ -137,17 +135,6 @@ class ModelTraffic:
 model_traffic: contextvars.ContextVar[ModelTraffic | None] = contextvars.ContextVar("agentenv_model_traffic",
                                                                                      default=None)
 """The current benchmark run's recording or replay (bound by the benchmark flow)."""
-
-
-def upstreams_of(resolved: ResolvedModel) -> GatewayConfig:
-    """The endpoint as the gateway's upstream for every wire: an OpenAI-compatible endpoint (a LiteLLM
-    gateway, the mock model) answers chat completions, Responses and Messages at the same root."""
-    from prefect_agentenv.gateway import GatewayConfig, Upstream
-
-    assert resolved.base_url is not None
-    upstream = Upstream(base_url=resolved.base_url, api_key=resolved.api_key,
-                        timeout_seconds=resolved.request_timeout_seconds)
-    return GatewayConfig(chat=upstream, responses=upstream, messages=upstream, prices=dict(resolved.prices))
 
 
 async def ensure_gateway(run: RunResources) -> PooledGateway:
