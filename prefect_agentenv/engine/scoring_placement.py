@@ -52,6 +52,9 @@ class Submission:
     """Each env's exported state (its JSON, as ``data/get`` gave it), by env id."""
     files: dict[str, dict[str, bytes]] = field(default_factory=dict)
     """Each agent's sandbox files, by agent name and sandbox path."""
+    task_files: dict[str, dict[str, bytes]] = field(default_factory=dict)
+    """Each agent's sandbox files that change what runs, as the task loaded them (``Sandbox.task_files``):
+    grading in the restored sandbox tells the task's own from what the agent planted."""
 
 
 async def capture(run: RunResources, ctx: RunContext, *, stateless: dict[str, str] | None = None) -> Submission:
@@ -74,6 +77,8 @@ async def capture(run: RunResources, ctx: RunContext, *, stateless: dict[str, st
         if agent.sandbox:
             sandbox = sandbox_of(run, agent)
             submission.files[name] = {p: sandbox.read(p) for p in sandbox.list_files(".")}
+            if sandbox.task_files:
+                submission.task_files[name] = dict(sandbox.task_files)
     return submission
 
 
@@ -94,15 +99,19 @@ async def restore(run: RunResources, ctx: RunContext, scoring: ScoringConfig, su
             await client.data_add([DataPart(data=submission.states[env_id])])
     for name, agent in ctx.deployed_agents.items():
         if agent.sandbox:
-            fresh.deployed_agents[name] = restored_agent(run, agent, submission.files.get(name, {}))
+            fresh.deployed_agents[name] = restored_agent(run, agent, submission.files.get(name, {}),
+                                                         submission.task_files.get(name, {}))
     return fresh
 
 
-def restored_agent(run: RunResources, agent: DeployedAgent, files: dict[str, bytes]) -> DeployedAgent:
-    """The agent as the verifiers see it: its replies, and a fresh sandbox holding its files."""
+def restored_agent(run: RunResources, agent: DeployedAgent, files: dict[str, bytes],
+                   task_files: dict[str, bytes] | None = None) -> DeployedAgent:
+    """The agent as the verifiers see it: its replies, and a fresh sandbox holding its files (and knowing
+    which of them the task loaded)."""
     sandbox = create_sandbox(run.workdir, agent.agent_name)
     if files:
         sandbox.copy_in(files, ".")
+    sandbox.task_files.update(task_files or {})
     instance_id = f"{agent.instance_id}-{run.run_id.rsplit('-', 1)[-1]}-scoring"
     run.services.sandboxes[instance_id] = sandbox
     return agent.model_copy(update={"instance_id": instance_id, "sandbox": str(sandbox.root)})

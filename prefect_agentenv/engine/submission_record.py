@@ -55,6 +55,9 @@ class StoredSubmission(BaseModel):
     them fresh."""
     files: dict[str, dict[str, str]] = Field(default_factory=dict)
     """Each agent's sandbox files, base64, by agent name and sandbox path."""
+    task_files: dict[str, dict[str, str]] = Field(default_factory=dict)
+    """Of those, the files that change what runs as the task loaded them, base64, by agent name and path
+    relative to the sandbox: what grading keeps (any other such file is the agent's and set aside)."""
     context: RunContext = Field(default_factory=RunContext)
     """The run context the verifiers start from: deployed envs and agents, replies, trajectories."""
     transcript: Transcript | None = None
@@ -68,16 +71,16 @@ class StoredSubmission(BaseModel):
         redactor = Redactor(secrets)
         files = {agent: {path: base64.b64encode(_masked(redactor, data)).decode() for path, data in paths.items()}
                  for agent, paths in submission.files.items()}
+        task_files = {agent: {path: base64.b64encode(_masked(redactor, data)).decode() for path, data in paths.items()}
+                      for agent, paths in submission.task_files.items()}
         record = cls(task_id=task_id, run_id=run_id, captured_at=datetime.now(UTC).isoformat(), scoring_mode=mode,
-                     states=submission.states, stateless=dict(stateless or {}), files=files, context=context,
-                     transcript=transcript)
+                     states=submission.states, stateless=dict(stateless or {}), files=files, task_files=task_files,
+                     context=context, transcript=transcript)
         return cls.model_validate(redactor.data(record.model_dump(mode="json")))
 
     def submission(self) -> Submission:
         """The captured submission, as isolated scoring restores it."""
-        return Submission(states=dict(self.states),
-                          files={agent: {path: base64.b64decode(text) for path, text in paths.items()}
-                                 for agent, paths in self.files.items()})
+        return Submission(states=dict(self.states), files=_decoded(self.files), task_files=_decoded(self.task_files))
 
     def start_context(self) -> RunContext:
         """The context verifiers start from: the run's, without the verdicts of its own verifiers."""
@@ -85,6 +88,10 @@ class StoredSubmission(BaseModel):
         context.metadata.verifications = {}
         context.metadata.failed_steps = []
         return context
+
+
+def _decoded(files: dict[str, dict[str, str]]) -> dict[str, dict[str, bytes]]:
+    return {agent: {path: base64.b64decode(text) for path, text in paths.items()} for agent, paths in files.items()}
 
 
 def read_submission(store: ArtifactBackend, run_id: str) -> StoredSubmission:

@@ -21,8 +21,8 @@ import os
 import shutil
 import stat
 import uuid
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO, Literal
 
@@ -38,6 +38,12 @@ HOME_FOLDER = "home"
 """Where ``HOME`` points, relative to the root: tools that write dotfiles stay inside the sandbox."""
 SANDBOX_ROOT_VARIABLE = "AGENTENV_SANDBOX_ROOT"
 """The variable that tells an agent process where its absolute sandbox paths map (the launch contract)."""
+RUNS_CODE_NAMES = frozenset({"conftest.py", "sitecustomize.py", "usercustomize.py", "pytest.ini", ".pytest.ini",
+                             "tox.ini"})
+"""Files whose mere presence changes what a test or a Python run executes (besides ``*.pth`` files, and a
+``pyproject.toml`` or ``setup.cfg`` with a pytest section)."""
+_CONFIG_NAMES = frozenset({"pyproject.toml", "setup.cfg"})
+_PYTEST_SECTIONS = (b"[tool.pytest", b"[tool:pytest]", b"[pytest]")
 
 
 class UnsafeSandboxPathError(AgentEnvError, ValueError):
@@ -105,6 +111,9 @@ class Sandbox:
     root: Path
     agent_name: str
     kind: SandboxKind = "dir"
+    task_files: dict[str, bytes] = field(default_factory=dict, compare=False, hash=False, repr=False)
+    """The files that change what runs (:func:`runs_code`) as the task loaded them, by path relative to the
+    root: grading puts these back and removes any other (``runtime/grading_box.py``)."""
 
     def __post_init__(self) -> None:
         # Containment checks compare resolved paths, so the root must be resolved too (a sandbox
@@ -193,6 +202,13 @@ class Sandbox:
             raise UnsafeSandboxPathError(f"file name {name!r} leaves the folder {dest!r}")
         return sandbox_path, target
 
+    def note_task_files(self, written: Iterable[Path]) -> None:
+        """Remember the files a step of the task wrote here that change what runs, as written."""
+        for path in written:
+            if (runs_code(path) or path.name in _CONFIG_NAMES) and path.is_file() and not path.is_symlink():
+                if path.resolve().is_relative_to(self.root):
+                    self.task_files[path.resolve().relative_to(self.root).as_posix()] = path.read_bytes()
+
     def read(self, path: str) -> bytes:
         """The bytes of the sandbox file ``path``.
 
@@ -215,6 +231,7 @@ class Sandbox:
         at its own path inside the agent's ``/tmp``), and removing one would unmount it under the
         running agent.
         """
+        self.task_files.clear()
         keep = {HOME_FOLDER, *(PurePosixPath(folder).parts[1] for folder in STANDARD_FOLDERS)}
         for child in list(self.root.iterdir()):
             if child.name in keep and child.is_dir() and not child.is_symlink():
@@ -260,6 +277,22 @@ def create_sandbox(run_workdir: Path, agent_name: str, *, kind: SandboxKind = "d
     for folder in STANDARD_FOLDERS:
         sandbox.path(folder).mkdir(parents=True)
     return sandbox
+
+
+def runs_code(path: Path) -> bool:
+    """Whether a file's presence changes what a test run or a Python start executes: a ``conftest.py``,
+    ``sitecustomize.py``, a ``.pth``, a pytest configuration (a link by such a name counts, unread)."""
+    name = path.name
+    if name in RUNS_CODE_NAMES or name.endswith(".pth"):
+        return True
+    if name not in _CONFIG_NAMES:
+        return False
+    if path.is_symlink():
+        return True
+    try:
+        return path.is_file() and any(section in path.read_bytes() for section in _PYTEST_SECTIONS)
+    except OSError:
+        return False
 
 
 def _folder_name(agent_name: str) -> str:

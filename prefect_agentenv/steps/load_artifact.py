@@ -124,6 +124,8 @@ async def load_into_sandbox(step: LoadArtifactStep, ctx: RunContext) -> None:
         raise
     except AgentEnvError as exc:
         raise as_step_error(exc, step, f"loading artifact '{artifact_id}' into {label}") from exc
+    if step.artifact_id is not None:  # the task's own material (a collect step's universe is an agent's work)
+        sandbox.note_task_files(written)
     ctx.metadata.loaded_file_artifact_universes.append(LoadedFiles(
         step_id=step.id, agent_name=step.agent_name, sandbox_name=step.sandbox_name, folder=step.destination_path,
         universe=ArtifactRef(id=meta.id, version=meta.version, kind=meta.kind),

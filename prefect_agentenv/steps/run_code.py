@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -18,10 +19,15 @@ from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.runtime import script_runner
 from prefect_agentenv.runtime.leftovers import RUN_MARKER
 from prefect_agentenv.runtime.run import current_run, safe_segment
-from prefect_agentenv.steps.base import DEFAULT_AGENT_NAME, AgentRef, EnvRef, SandboxRef, StepModel
+from prefect_agentenv.steps.base import DEFAULT_AGENT_NAME, AgentRef, EnvRef, SandboxPath, SandboxRef, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.support.sandboxes import sandbox_target
 from prefect_agentenv.steps.support.services import artifact_store, as_step_error, deployed_env
+
+if TYPE_CHECKING:
+    from prefect_agentenv.runtime.command import CommandResult
+
+logger = logging.getLogger("prefect_agentenv.steps.run_code")
 
 RUN_FOLDER = "/tmp/agentenv_run_code"
 """Sandbox folder each run_code step stages its script in (``<RUN_FOLDER>/<step id>``)."""
@@ -33,7 +39,9 @@ class RunCodeStep(StepModel):
     """Runs ``run(input) -> JSON`` from a script artifact; the result is metadata.script_results[result_id].
 
     ``input`` is ``{"args", "results", "sandbox_root"?, "env"?}``: the step's args, the results of
-    earlier run_code steps, and, beside an env, its ``{id, url, mcp_url}``.
+    earlier run_code steps, and, beside an env, its ``{id, url, mcp_url}``. Against a sandbox, the
+    script runs in a fresh confined copy of it (``sandbox_root`` is the copy's root as the script
+    sees it; docs/security.md, "Grading apart").
     """
 
     type: Literal["run_code"] = "run_code"
@@ -55,6 +63,9 @@ class RunCodeStep(StepModel):
     """Run in this agent's sandbox (cwd: the sandbox root)."""
     sandbox_name: SandboxRef | None = None
     """Run in this deploy_sandbox sandbox (cwd: the sandbox root)."""
+    inputs: list[SandboxPath] | None = None
+    """With agent_name or sandbox_name: the sandbox paths copied into the fresh confined sandbox the script
+    runs in (default: the whole sandbox but the agent's home). The script never runs in the live one."""
 
     reference_aliases = {"script_artifact_version": "version"}
 
@@ -78,28 +89,58 @@ class RunCodeStep(StepModel):
 
 async def run(step: RunCodeStep, ctx: RunContext) -> RunContext:
     """Stage the script and its input, run it in its own process group, keep its JSON result."""
-    folder, cwd, env, payload = _target(step, ctx)
-    payload = {"args": step.args, "results": dict(ctx.metadata.script_results), **payload}
-    entry = await _stage(step, folder, payload)
-    result = await _execute(step, folder, entry, cwd, env)
-    results = ctx.metadata.script_results
-    results[step.result_id or step.id] = result
+    base = {"args": step.args, "results": dict(ctx.metadata.script_results)}
+    if step.env_id is not None:
+        result = await _beside_env(step, ctx, base)
+    else:
+        result = await _in_grading_box(step, ctx, base)
+    ctx.metadata.script_results[step.result_id or step.id] = result
     return ctx
 
 
-def _target(step: RunCodeStep, ctx: RunContext) -> tuple[Path, Path, dict[str, str], JsonObject]:
-    """The staging folder, the working folder, extra env vars and target-specific input."""
-    if step.env_id is not None:
-        env = deployed_env(ctx, step.env_id, step)
-        folder = current_run().step_folder("run_code", step.id)
-        info: JsonObject = {"id": env.env_id, "url": env.base_url or env.mcp_url.rsplit("/", 1)[0], "mcp_url": env.mcp_url}
-        return folder, folder, {}, {"env": info}
-    sandbox, extra_env, _ = sandbox_target(ctx, step, agent_name=step.agent_name, sandbox_name=step.sandbox_name)
+async def _beside_env(step: RunCodeStep, ctx: RunContext, payload: JsonObject) -> Any:
+    """The task's own code against an env: in a scratch folder of the run, as verify scripts run."""
+    from prefect_agentenv.runtime.command import run_bounded
+
+    env = deployed_env(ctx, step.env_id or "", step)
+    folder = current_run().step_folder("run_code", step.id)
+    info: JsonObject = {"id": env.env_id, "url": env.base_url or env.mcp_url.rsplit("/", 1)[0], "mcp_url": env.mcp_url}
+    entry = await _stage(step, folder, {**payload, "env": info})
+    argv = [sys.executable, "-P", script_runner.__file__, str(folder), entry, step.entrypoint]
     try:
-        folder = sandbox.path(f"{RUN_FOLDER}/{safe_segment(step.id)}")
-    except (AgentEnvError, ValueError) as exc:
-        raise StepError(f"staging folder for step id {step.id!r}: {exc}", step=step) from None
-    return folder, sandbox.root, {**sandbox.env(), **extra_env}, {"sandbox_root": str(sandbox.root)}
+        done = await run_bounded(argv, cwd=folder, env={**os.environ, RUN_MARKER: current_run().run_id},
+                                 timeout=step.timeout_seconds, max_output_bytes=_KEPT_OUTPUT_BYTES)
+    except OSError as exc:
+        raise StepError(f"script {step.script_artifact_id} could not start: {exc}", step=step) from None
+    return _result(step, done, folder)
+
+
+async def _in_grading_box(step: RunCodeStep, ctx: RunContext, payload: JsonObject) -> Any:
+    """Against a sandbox's files: in a fresh confined copy of the sandbox (``runtime/grading_box.py``), with
+    the script staged in the copy, so the agent never sees it and never changes what it runs."""
+    from prefect_agentenv.runtime.grading_box import open_box
+
+    sandbox, extra_env, label = sandbox_target(ctx, step, agent_name=step.agent_name, sandbox_name=step.sandbox_name)
+    run_ = current_run()
+    try:
+        box = await asyncio.to_thread(open_box, sandbox, run_.step_folder("grading", step.id), inputs=step.inputs)
+    except AgentEnvError as exc:
+        raise StepError(f"inputs: {exc}", step=step) from None
+    try:
+        staging = f"{RUN_FOLDER}/{safe_segment(step.id)}"
+        folder = box.sandbox.path(staging)
+        entry = await _stage(step, folder, {**payload, "sandbox_root": box.root_inside})
+        logger.info("run_code %s runs on a copy of %s: %s", step.id, label, box.record())
+        argv = [sys.executable, "-P", script_runner.__file__, box.inside(staging), entry, step.entrypoint]
+        try:
+            done = await box.run(argv, cwd=".", env=extra_env, run_id=run_.run_id, timeout=step.timeout_seconds,
+                                 max_output_bytes=_KEPT_OUTPUT_BYTES)
+        except OSError as exc:
+            raise StepError(f"script {step.script_artifact_id} could not start: {exc}", step=step) from None
+        return _result(step, done, folder)
+    finally:
+        if not run_.keep:
+            box.remove()
 
 
 async def _stage(step: RunCodeStep, folder: Path, payload: JsonObject) -> str:
@@ -132,18 +173,8 @@ def _entry(step: RunCodeStep, py: list[str], names: list[str]) -> str:
                     "with script_file", step=step)
 
 
-async def _execute(step: RunCodeStep, folder: Path, entry: str, cwd: Path, env: dict[str, str]) -> Any:
-    """Run the script the way verify scripts run (``run_bounded``): its own process group, which
-    dies with the run, carries the run marker and is killed after ``timeout_seconds``."""
-    # Imported on use: validating documents imports every step module, and needs no launcher.
-    from prefect_agentenv.runtime.command import run_bounded
-
-    argv = [sys.executable, "-P", script_runner.__file__, str(folder), entry, step.entrypoint]
-    try:
-        done = await run_bounded(argv, cwd=cwd, env={**os.environ, **env, RUN_MARKER: current_run().run_id},
-                                 timeout=step.timeout_seconds, max_output_bytes=_KEPT_OUTPUT_BYTES)
-    except OSError as exc:
-        raise StepError(f"script {step.script_artifact_id} could not start: {exc}", step=step) from None
+def _result(step: RunCodeStep, done: CommandResult, folder: Path) -> Any:
+    """The script's JSON result; a timeout or a failure is the step's error, with the tail of its stderr."""
     if done.timed_out:
         raise AgentTimeoutError(f"script {step.script_artifact_id} did not finish within {step.timeout_seconds:g}s "
                                 "and was stopped", step=step)

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import os
+import asyncio
 import re
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.context import RunContext
-from prefect_agentenv.exceptions import AgentEnvError
+from prefect_agentenv.exceptions import AgentEnvError, StepError
 from prefect_agentenv.grading.verification import scored
 from prefect_agentenv.jsontypes import JsonObject, JsonValue
-from prefect_agentenv.runtime.leftovers import RUN_MARKER
 from prefect_agentenv.runtime.run import current_run
 from prefect_agentenv.runtime.sandbox import Sandbox
 from prefect_agentenv.steps.base import (
@@ -28,6 +27,9 @@ from prefect_agentenv.steps.base import (
 )
 from prefect_agentenv.steps.registry import StepDefinition
 from prefect_agentenv.steps.support.sandboxes import sandbox_target
+
+if TYPE_CHECKING:
+    from prefect_agentenv.runtime.grading_box import GradingBox
 
 CheckKind = Literal["file_exists", "dir_exists", "file_contains", "file_matches", "command_succeeds"]
 
@@ -94,6 +96,9 @@ class VerifySandboxStep(VerifierStep):
     """Sandbox folder relative paths are under and commands run in (the sandbox root when unset)."""
     checks: list[SandboxCheck] = Field(min_length=1)
     """The probes (files, contents, commands); one row each."""
+    inputs: list[SandboxPath] | None = None
+    """Sandbox paths copied into the fresh confined sandbox the command checks run in (default: the whole
+    sandbox but the agent's home). Commands never run in the live sandbox; file checks read it."""
 
     reference_fields = {"criteria": "AgentEnv's probe criteria, read as checks.",
                         "shell_timeout_seconds": "AgentEnv's per-probe timeout, read as each check's timeout_seconds."}
@@ -165,18 +170,38 @@ def _check_criterion_paths(paths: JsonValue, index: int) -> None:
 
 
 async def run(step: VerifySandboxStep, ctx: RunContext) -> RunContext:
-    """Run every probe against the sandbox; one row each."""
+    """Run every probe against the sandbox; one row each. Commands run in a fresh confined copy of it."""
     sandbox, env, _ = sandbox_target(ctx, step, agent_name=step.agent_name, sandbox_name=step.sandbox_name)
-    rows = [await _probe(sandbox, step, check, {**env, **step.scoring_env}) for check in step.checks]
+    box = await _grading_box(step, sandbox)
+    try:
+        rows = [await _probe(sandbox, box, step, check, {**env, **step.scoring_env}) for check in step.checks]
+    finally:
+        if box is not None and not current_run().keep:
+            box.remove()
+    extra = {"grading_sandbox": box.record()} if box is not None else {}
     ctx.metadata.verifications[step.verifier_id] = scored(rows, aggregator=step.score_aggregator,
-                                                          weight=step.weight, fmt="sandbox_checks")
+                                                          weight=step.weight, fmt="sandbox_checks", **extra)
     return ctx
 
 
-async def _probe(sandbox: Sandbox, step: VerifySandboxStep, check: SandboxCheck,
+async def _grading_box(step: VerifySandboxStep, sandbox: Sandbox) -> GradingBox | None:
+    """The copy the step's commands run in (none without a command check)."""
+    from prefect_agentenv.runtime.grading_box import open_box
+
+    if not any(check.kind == "command_succeeds" for check in step.checks):
+        return None
+    try:
+        return await asyncio.to_thread(open_box, sandbox, current_run().step_folder("grading", step.id),
+                                       inputs=step.inputs)
+    except AgentEnvError as exc:
+        raise StepError(f"inputs: {exc}", step=step) from None
+
+
+async def _probe(sandbox: Sandbox, box: GradingBox | None, step: VerifySandboxStep, check: SandboxCheck,
                  env: dict[str, str]) -> dict[str, object]:
     if check.kind == "command_succeeds":
-        ok, why = await _command(sandbox, step.base_dir, check, env)
+        assert box is not None
+        ok, why = await _command(box, step.base_dir, check, env)
     elif check.kind in ("file_exists", "dir_exists"):
         ok, why = _exists(sandbox, step.base_dir, check)
     else:
@@ -222,24 +247,21 @@ def _contents(sandbox: Sandbox, base_dir: str | None, check: SandboxCheck) -> tu
     return found, f"{path} {'contains' if found else 'does not contain'} {check.text!r}"
 
 
-async def _command(sandbox: Sandbox, base_dir: str | None, check: SandboxCheck,
+async def _command(box: GradingBox, base_dir: str | None, check: SandboxCheck,
                    env: dict[str, str]) -> tuple[bool, str]:
-    """Run the command in the sandbox (cwd base_dir, HOME there), in its own process group, bounded in
-    time and output."""
-    from prefect_agentenv.runtime.command import run_bounded
-
+    """Run the command in the grading box (cwd base_dir, a fresh HOME, no network), bounded in time and
+    output."""
     argv = ["bash", "-c", check.command] if isinstance(check.command, str) else list(check.command or [])
     shown = check.command if isinstance(check.command, str) else " ".join(argv)
+    cwd = base_dir or "."
     try:
-        cwd = _host(sandbox, None, base_dir) if base_dir else sandbox.root
+        if not box.sandbox.path(cwd).is_dir():
+            return False, f"base_dir {base_dir} does not exist in the sandbox"
     except (AgentEnvError, ValueError) as exc:
         return False, f"base_dir {base_dir!r}: {exc}"
-    if not cwd.is_dir():
-        return False, f"base_dir {base_dir} does not exist in the sandbox"
-    full_env = {**os.environ, **sandbox.env(), **env, RUN_MARKER: current_run().run_id}
     try:
-        done = await run_bounded(argv, cwd=cwd, env=full_env, timeout=check.timeout_seconds,
-                                 max_output_bytes=64 * 1024, merge_stderr=True)
+        done = await box.run(argv, cwd=cwd, env=env, run_id=current_run().run_id, timeout=check.timeout_seconds,
+                             max_output_bytes=64 * 1024, merge_stderr=True)
     except OSError as exc:
         return False, f"{shown} could not start: {exc}"
     if done.timed_out:

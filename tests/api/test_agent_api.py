@@ -92,7 +92,7 @@ async def test_isolated_scoring_restores_the_submission_into_a_fresh_env_and_ret
                          scoring=ScoringConfig(mode="isolated", env={"SCORING_TOKEN": "${LATE_TOKEN:-early}"},
                                                network="loopback"))
     task = records_task(tmp_path)
-    fresh = "import os, sys; sys.exit(0 if os.sep + 'scoring-' in os.getcwd() else 1)"
+    fresh = "import os, sys; sys.exit(0 if os.getcwd() == '/sandbox' and os.listdir('.') else 1)"
     task.data.verifiers.append({"type": "verify_sandbox", "verifier_id": "files", "checks": [
         {"id": "summary", "kind": "file_contains", "path": "summary.txt", "text": "REQ-0001 submitted"},
         {"id": "fresh", "kind": "command_succeeds", "command": [sys.executable, "-c", fresh]}]})

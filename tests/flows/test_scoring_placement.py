@@ -31,7 +31,8 @@ PLAN = {"tool_calls": [{"tool": "create_request", "arguments": {"patient_id": "P
                                                                "status": "submitted"}}],
         "files": [{"path": "summary.txt", "content": "REQ-0001 submitted"}],
         "reply": "Submitted {tool_results[0][request_id]}."}
-FRESH = "import os, sys; sys.exit(0 if os.sep + 'scoring-' in os.getcwd() else 1)"
+FRESH = ("import os, sys; sys.exit(0 if os.getcwd() == '/sandbox' and os.listdir('.') else 1)")
+"""Commands run in a fresh confined copy of the (restored) sandbox, at /sandbox."""
 
 
 @pytest.fixture

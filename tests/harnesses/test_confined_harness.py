@@ -119,3 +119,80 @@ async def test_pi_confined_by_default_finds_none_of_the_runners_secrets_with_its
     assert [door.split()[0] for door in agent.confinement.doors] == ["model", "mcp"], agent.confinement.doors
     assert marked_processes(run_id) == []
     assert not list(Path(tempfile.gettempdir()).glob(f"agentenv-net-{agent.instance_id}-*")), "its bridge's folder is gone"
+
+
+PLANTED_CONFTEST = ("import pytest\\n@pytest.hookimpl(hookwrapper=True)\\ndef pytest_runtest_makereport(item, call):\\n"
+                    "    outcome = yield\\n    outcome.get_result().outcome = \"passed\"\\n")
+"""A conftest that turns every failing test into a pass (the first trick of the 2026 benchmark audits)."""
+WRONG_SOLUTION = "def add(a, b):\\n    return a - b\\n"
+UNIT_TEST = "from solution import add\\n\\ndef test_add():\\n    assert add(2, 3) == 5\\n"
+GRADER = f"printf '{UNIT_TEST}' > test_grade.py && python -m pytest -q -p no:cacheprovider test_grade.py"
+"""The verifier's own test, written where it runs and run with pytest (the task's material: never in the agent's view)."""
+GRADE_SCRIPT = '''
+import os, sys
+sys.path.insert(0, "/app")
+from solution import add
+
+def run(input):
+    return {"add": add(2, 3), "sees_planted": sorted(n for n in os.listdir("/app") if n.endswith(".py"))}
+'''
+
+
+def plant() -> str:
+    """One shell line: a wrong solution, then the files that would make any test runner say it passed."""
+    return "; ".join([
+        f"printf '{WRONG_SOLUTION}' > /app/solution.py",
+        f"printf '{PLANTED_CONFTEST}' > /app/conftest.py",
+        "printf 'import builtins\\n' > /app/sitecustomize.py",
+        "mkdir -p /app/bin && printf '#!/bin/sh\\necho 1 passed\\n' > /app/bin/python && chmod +x /app/bin/python",
+        "echo planted=$(ls /app | tr '\\n' ',')",
+    ])
+
+
+def test_the_planted_conftest_flips_a_failing_test_where_it_is_present(tmp_path: Path) -> None:
+    """The control: in the folder the agent left, pytest would report the wrong solution as passing."""
+    import subprocess
+    import sys
+
+    for name, text in [("solution.py", WRONG_SOLUTION), ("conftest.py", PLANTED_CONFTEST), ("test_grade.py", UNIT_TEST)]:
+        (tmp_path / name).write_text(text.encode().decode("unicode_escape"))
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_grade.py"]
+    assert subprocess.run(argv, cwd=tmp_path, capture_output=True).returncode == 0
+    (tmp_path / "conftest.py").unlink()
+    assert subprocess.run(argv, cwd=tmp_path, capture_output=True).returncode == 1
+
+
+async def test_grading_runs_apart_from_what_pi_planted_and_the_agent_never_sees_the_graders_files(
+        harness_home: Path, tmp_path: Path, prefect_harness: None) -> None:
+    from prefect_agentenv.artifacts import get_artifact_store
+
+    await ensure_installed("pi")
+    (tmp_path / "grade.py").write_text(GRADE_SCRIPT)
+    with get_artifact_store() as store:
+        store.publish_files("grader", {"grade.py": tmp_path / "grade.py"})
+    document = tmp_path / "plant.json"
+    document.write_text(json.dumps([
+        {"id": "deploy", "type": "deploy_agent", "a2a_agent_id": "pi", "depends_on": []},
+        {"id": "ask", "type": "prompt_agent", "prompt_id": "ask", "depends_on": ["deploy"],
+         "prompt": f"Run the shell command `{plant()}` and reply with only what it prints."},
+        {"id": "tests", "type": "verify_sandbox", "agent_name": "default-agent", "base_dir": "/app", "depends_on": ["ask"],
+         "checks": [{"id": "unit_tests", "kind": "command_succeeds", "command": GRADER}]},
+        {"id": "grade", "type": "run_code", "agent_name": "default-agent", "script_artifact_id": "grader",
+         "depends_on": ["ask"]},
+        {"id": "look", "type": "prompt_agent", "prompt_id": "look", "depends_on": ["tests", "grade"],
+         "prompt": "Run the shell command `echo seen=$(ls -A /app /tmp | tr '\\n' ',')` and reply with only what it prints."},
+    ]))
+
+    report, run_id = await run_document(document)
+
+    assert "conftest.py" in report.context.prompt_responses["ask"].response, "pi planted its files"
+    verification = report.context.metadata.verifications["tests"]
+    [row] = verification.results
+    assert row.result == "fail" and "1 failed" in (row.justification or ""), row.justification  # the task's own test
+    box = verification.model_extra["grading_sandbox"]
+    assert box["network"] == "none" and box["mechanism"].startswith("bwrap ")
+    assert box["set_aside"] == ["/app/conftest.py (removed)", "/app/sitecustomize.py (removed)"]
+    assert report.context.metadata.script_results["grade"] == {"add": -1, "sees_planted": ["solution.py"]}
+    seen = report.context.prompt_responses["look"].response
+    assert "conftest.py" in seen and "test_grade.py" not in seen and "agentenv_run_code" not in seen, seen
+    assert marked_processes(run_id) == []

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -91,32 +93,55 @@ async def test_a_failing_script_fails_the_step_with_its_error_and_a_slow_one_is_
 
 
 HANGS_WITH_A_HELPER = '''
-import os, subprocess, sys, time
+import subprocess, sys, time
 
 def run(input):
-    helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
-    with open(input["args"], "w") as out:
-        out.write(f"{helper.pid} {os.environ.get('PREFECT_AGENTENV_RUN_ID')}")
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)  # " + input["args"]])
     time.sleep(120)
 '''
+
+
+def _helper(token: str) -> tuple[int, str] | None:
+    """The host pid and run marker of the helper whose command line carries ``token`` (seen from outside the
+    script's sandbox, as the sweep of dead runs sees it)."""
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and token.encode() in (proc / "cmdline").read_bytes():
+                environ = dict(item.split(b"=", 1) for item in (proc / "environ").read_bytes().split(b"\0") if b"=" in item)
+                return int(proc.name), environ.get(b"PREFECT_AGENTENV_RUN_ID", b"").decode()
+        except OSError:
+            continue
+    return None
 
 
 async def test_a_script_carries_the_run_marker_and_a_stopped_one_leaves_no_helper_running(
         tmp_path: Path, agentenv_home: Path) -> None:
     publish("hangs", {"run.py": HANGS_WITH_A_HELPER}, tmp_path)
-    seen = tmp_path / "seen.txt"
+    token = f"helper-{uuid.uuid4().hex}"
+    seen: list[tuple[int, str]] = []
 
-    report = await run_doc([
-        {"id": "box", "type": "deploy_sandbox", "sandbox_name": "box"},
-        {"id": "hangs", "type": "run_code", "sandbox_name": "box", "script_artifact_id": "hangs",
-         "args": str(seen), "timeout_seconds": 2},
-    ], task_id="run-code-group")
+    async def watch() -> None:
+        while not seen:
+            found = _helper(token)
+            if found is not None:
+                seen.append(found)
+            await asyncio.sleep(0.05)
 
-    assert states(report)["hangs"] == "failed" and "did not finish within 2s" in (report.error or "")
-    pid, marker = seen.read_text().split()
+    watcher = asyncio.ensure_future(watch())
+    try:
+        report = await run_doc([
+            {"id": "box", "type": "deploy_sandbox", "sandbox_name": "box"},
+            {"id": "hangs", "type": "run_code", "sandbox_name": "box", "script_artifact_id": "hangs",
+             "args": token, "timeout_seconds": 3},
+        ], task_id="run-code-group")
+    finally:
+        watcher.cancel()
+
+    assert states(report)["hangs"] == "failed" and "did not finish within 3s" in (report.error or "")
+    [(pid, marker)] = seen
     (owner,) = (agentenv_home / "runs").glob("*/owner.json")
     assert marker == owner.parent.name  # the sweep finds what a killed run's script left
-    assert _stopped(int(pid)), "the helper the script started in its group was stopped with it"
+    assert _stopped(pid), "the helper the script started was stopped with it"
 
 
 def _stopped(pid: int, within: float = 10.0) -> bool:
