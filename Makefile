@@ -14,7 +14,8 @@ HARNESSES := opencode codex pi openhands claude-code
 export PREFECT_AGENTENV_HARNESS_DIR ?= $(CURDIR)/.agentenv/harnesses
 export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 
-.PHONY: install install-test peers harnesses demo test browser system-tools screenshots bench clean
+.PHONY: install install-test peers harnesses demo test browser system-tools docker-install docker-up docker-down \
+	screenshots bench clean
 
 # The package alone (what `make demo` runs); the test extras and the test-only step types
 # (tests/plugin, registered through the entry-point group) only for `make test`.
@@ -68,6 +69,20 @@ browser:
 system-tools:
 	command -v rg >/dev/null && command -v tmux >/dev/null || (apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ripgrep tmux)
+
+# Image mode's tests (the docker launcher, run_container_unit_tests_verifier) need a docker daemon and
+# the local test image; without a daemon they are skipped and say so. CI runs docker-up before
+# `make test` and docker-down after it, whatever the tests did (tests/docker/daemon.sh).
+docker-install:
+	tests/docker/daemon.sh install
+
+# Starts dockerd (no bridge network) unless one answers, then builds the test image unless it is there.
+docker-up: docker-install
+	tests/docker/daemon.sh start
+
+# Stops the daemon docker-up started, by its PID; one it found running is left alone.
+docker-down:
+	tests/docker/daemon.sh stop
 
 # The screenshots of docs/reading-results.md, taken by the browser tests.
 screenshots: install-test browser

@@ -48,8 +48,11 @@ def real_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
         yield run_task(server, home)
 
 
+IMAGE_MODE_TESTS = ("test_docker_launcher.py", "test_run_container_unit_tests_verifier.py", "test_image_mode.py")
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Say why the browser tests did not run, so a skip is never silent."""
+    """Say why the browser tests or the image-mode tests did not run, so a skip is never silent."""
     from viewer.browser import skip_reason
 
     reason = skip_reason()
@@ -57,3 +60,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     browser_tests = ("test_browser", "test_the_demo_ends_in_the_ui")
     if reason and any(name in getattr(report, "nodeid", "") for report in skipped for name in browser_tests):
         terminalreporter.write_line(f"browser tests skipped: {reason}")
+    image_mode = {report.longrepr[2].removeprefix("Skipped: ") for report in skipped
+                  if any(name in getattr(report, "nodeid", "") for name in IMAGE_MODE_TESTS)
+                  and isinstance(report.longrepr, tuple)}
+    for why in sorted(image_mode):
+        terminalreporter.write_line(f"image-mode tests skipped: {why}")

@@ -59,10 +59,12 @@ class Confinement(_Model):
     """What confined a deployed agent's process (docs/security.md), as its launcher reported it."""
 
     mechanism: str
-    """``bwrap <version>`` for a confined agent; ``none`` for one that runs as a plain process."""
+    """``bwrap <version>`` for a confined agent; ``docker <server version>`` for one in a container (image mode:
+    the container is its isolation); ``none`` for one that runs as a plain process."""
     network: str
     """The network the agent reaches: ``confined`` (only its doors), ``public`` (the host's network, widened on
-    purpose) or ``host`` (an unconfined agent's: the runner's own network)."""
+    purpose), ``bridge`` (a container's own network, its port published on the loopback) or ``host`` (the
+    runner's own network: an unconfined agent's, or a container's on a daemon without a bridge network)."""
     doors: list[str] = Field(default_factory=list)
     """What a ``confined`` network lets it reach: ``model 127.0.0.1:4000``, ``mcp 127.0.0.1:5001/mcp`` (that
     path and below only), ``allowed 127.0.0.1:9000`` (a widening its block or task asked for)."""

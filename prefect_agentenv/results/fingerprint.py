@@ -46,6 +46,8 @@ def _confinement(record: Confinement | None) -> str | None:
         return None
     if not record.confined:
         return "unconfined"
+    if record.mechanism.startswith("docker"):
+        return "docker, host network" if record.network == "host" else "docker"
     return "confined, public network" if record.network == "public" else "confined"
 
 

@@ -167,7 +167,8 @@ class AgentSetup(StatsModel):
     """The model it was configured with (``mock``: the built-in mock model)."""
     confinement: str | None = None
     """``unconfined`` (a plain process of the runner's user), ``confined, public network`` (its
-    network widened to the host's), ``confined``; ``None`` when not known (an agent reached by URL,
+    network widened to the host's), ``confined``, ``docker`` (a container of its own) or ``docker, host
+    network`` (a container on the host's network); ``None`` when not known (an agent reached by URL,
     results recorded before agents were confined)."""
 
     def label(self) -> str:

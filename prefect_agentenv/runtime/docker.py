@@ -1,10 +1,16 @@
-"""The docker launcher: a server in a container, published on a free loopback port.
+"""The docker launcher: a server in a container, answering on a free loopback port.
 
 It drives the ``docker`` CLI (no SDK dependency) and is used only when a daemon answers
-(:meth:`DockerLauncher.available`). Secret env vars are passed as bare ``-e NAME`` so their
-values travel in the CLI's environment, never in its argv. Containers carry the run id as a
-label, so ``cleanup`` also finds containers left behind by a flow process that was killed
-(the kernel's parent-death signal cannot reach a container).
+(:meth:`DockerLauncher.available`). Where the daemon has a ``bridge`` network, the container has a
+network of its own and its ``container_port`` is published on a free loopback port. A daemon
+without one (``dockerd --bridge=none``) runs it on the host's network (``--network host``), where
+the server listens on the loopback port its ``{port}`` template is given, as a local process does.
+Each instance records the isolation it ran with (``docker <server version>``, its network).
+
+Secret env vars are passed as bare ``-e NAME`` so their values travel in the CLI's environment,
+never in its argv. Containers carry the run id as a label, so ``cleanup`` also finds containers
+left behind by a flow process that was killed (the kernel's parent-death signal cannot reach a
+container).
 """
 
 from __future__ import annotations
@@ -15,9 +21,11 @@ import logging
 import os
 import re
 from pathlib import Path
+from typing import Literal
 
 import httpx
 
+from prefect_agentenv.context import Confinement
 from prefect_agentenv.exceptions import DeployError
 from prefect_agentenv.runtime.launch import (
     Instance,
@@ -30,7 +38,7 @@ from prefect_agentenv.runtime.launch import (
     tail,
     wait_until_ready,
 )
-from prefect_agentenv.runtime.ports import LOOPBACK
+from prefect_agentenv.runtime.ports import LOOPBACK, free_port
 
 logger = logging.getLogger("prefect_agentenv.runtime.docker")
 
@@ -39,6 +47,10 @@ INSTANCE_LABEL = "prefect-agentenv.instance-id"
 _CONTAINER_HOST = "0.0.0.0"  # inside the container; the host side is published on loopback only
 _CLI_TIMEOUT = 300.0  # `docker run` may pull the image first
 _INFO_TIMEOUT = 10.0
+
+Network = Literal["bridge", "host"]
+"""How a container is networked: ``bridge`` (its own network, its port published on the loopback) or
+``host`` (the host's network, listening on a loopback port of its own), the daemon's choice."""
 
 
 class DockerLauncher:
@@ -58,29 +70,32 @@ class DockerLauncher:
         self.docker = docker
         self._client = http_client
         self._running: dict[str, Instance] = {}
-        self._daemon: bool | None = None
+        self._daemon: tuple[str, Network] | None = None
 
     @staticmethod
     async def available(docker: str = "docker") -> bool:
         """True when the docker CLI exists and its daemon answers ``docker info``."""
-        try:
-            code, _, _ = await _run([docker, "info", "--format", "{{.ServerVersion}}"], timeout=_INFO_TIMEOUT)
-        except (OSError, TimeoutError):
-            return False
-        return code == 0
+        return await server_version(docker) is not None
 
     def run_args(self, spec: LaunchSpec, *, instance_id: str, cwd: Path | None = None,
-                 extra_env: dict[str, str] | None = None) -> list[str]:
-        """The ``docker run`` argv for ``spec`` (secret values are not in it)."""
+                 extra_env: dict[str, str] | None = None, network: Network = "bridge",
+                 host_port: int | None = None) -> list[str]:
+        """The ``docker run`` argv for ``spec`` (secret values are not in it); on the ``host`` network the
+        server is given ``host_port`` on the loopback (its ``container_port`` when none is given)."""
         if spec.image is None:
             raise DeployError(f"{instance_id}: the docker launcher needs an image, got {spec.describe()}")
-        port = spec.container_port
-        args = [self.docker, "run", "--detach", "--name", _container_name(instance_id),
-                "--publish", f"{LOOPBACK}::{port}", "--label", f"{INSTANCE_LABEL}={instance_id}"]
+        if network == "host":
+            host, port = LOOPBACK, host_port or spec.container_port
+            placement = ["--network", "host"]
+        else:
+            host, port = _CONTAINER_HOST, spec.container_port
+            placement = ["--publish", f"{LOOPBACK}::{port}"]
+        args = [self.docker, "run", "--detach", *placement, "--name", _container_name(instance_id),
+                "--label", f"{INSTANCE_LABEL}={instance_id}"]
         if self.run_id is not None:
             args += ["--label", f"{RUN_LABEL}={self.run_id}"]
         for key, value in spec.env.items():
-            args += ["--env", f"{key}={fill_template(value, host=_CONTAINER_HOST, port=port)}"]
+            args += ["--env", f"{key}={fill_template(value, host=host, port=port)}"]
         for key, value in (extra_env or {}).items():
             args += ["--env", f"{key}={value}"]
         for key in spec.secret_env:
@@ -90,7 +105,7 @@ class DockerLauncher:
             resolved = str(Path(cwd).resolve())
             args += ["--volume", f"{resolved}:{resolved}", "--workdir", resolved]
         args.append(spec.image)
-        args += [fill_template(part, host=_CONTAINER_HOST, port=port) for part in spec.command or []]
+        args += [fill_template(part, host=host, port=port) for part in spec.command or []]
         return args
 
     async def start(self, spec: LaunchSpec, *, name: str, workdir: Path, cwd: Path | None = None,
@@ -100,13 +115,12 @@ class DockerLauncher:
         Raises:
             DeployError: docker refused to run it, the container exited, or it timed out.
         """
-        if self._daemon is None:
-            self._daemon = await self.available(self.docker)
-        if not self._daemon:
-            raise DeployError(f"{name!r} runs from the image {spec.image}, but no docker daemon answers "
-                              f"`{self.docker} info`; start docker, or register the env with --command or --url")
+        version, network = await self._daemon_of(spec, name)
         instance_id = new_instance_id(name)
-        args = self.run_args(spec, instance_id=instance_id, cwd=cwd, extra_env=extra_env)
+        # On the host's network a server told its port by `{port}` gets a free one; any other keeps its own.
+        host_port = free_port() if network == "host" and _takes_port(spec) else None
+        args = self.run_args(spec, instance_id=instance_id, cwd=cwd, extra_env=extra_env, network=network,
+                             host_port=host_port)
         cli_env = {**os.environ, **spec.secret_values()}  # secrets reach `-e NAME` through here
         code, out, err = await _run(args, env=cli_env, timeout=_CLI_TIMEOUT)
         if code != 0:
@@ -116,7 +130,11 @@ class DockerLauncher:
         logs.mkdir(parents=True, exist_ok=True)
         stdout_path, stderr_path = logs / f"{instance_id}.stdout.log", logs / f"{instance_id}.stderr.log"
         try:
-            base_url = f"http://{LOOPBACK}:{await self._host_port(container_id, spec.container_port)}"
+            if network == "host":
+                port = host_port or spec.container_port
+            else:
+                port = await self._host_port(container_id, spec.container_port)
+            base_url = f"http://{LOOPBACK}:{port}"
 
             async def exited() -> str | None:
                 return await self._exit_reason(container_id)
@@ -135,7 +153,8 @@ class DockerLauncher:
             raise
         instance = Instance(instance_id=instance_id, name=name, kind="docker", base_url=base_url,
                             mcp_url=join_url(base_url, spec.mcp_path), container_id=container_id,
-                            stdout_path=stdout_path, stderr_path=stderr_path)
+                            stdout_path=stdout_path, stderr_path=stderr_path,
+                            confinement=Confinement(mechanism=f"docker {version}", network=network))
         self._running[instance_id] = instance
         logger.info("%s: started container %s at %s", name, container_id[:12], base_url)
         return instance
@@ -162,6 +181,24 @@ class DockerLauncher:
         if ids:
             logger.warning("removing %s container(s) left by run %s", len(ids), run_id)
             await _run([self.docker, "rm", "--force", *ids], timeout=_CLI_TIMEOUT)
+
+    async def _daemon_of(self, spec: LaunchSpec, name: str) -> tuple[str, Network]:
+        """The daemon's version and how it networks containers (asked once).
+
+        Raises:
+            DeployError: no daemon answers.
+        """
+        if self._daemon is not None:
+            return self._daemon
+        version = await server_version(self.docker)
+        if version is None:
+            raise DeployError(f"{name!r} runs from the image {spec.image}, but no docker daemon answers "
+                              f"`{self.docker} info`; start docker, or register it with --command or --url")
+        code, _, _ = await _run([self.docker, "network", "inspect", "--format", "{{.Name}}", "bridge"],
+                                timeout=_INFO_TIMEOUT)
+        network: Network = "bridge" if code == 0 else "host"
+        self._daemon = (version, network)
+        return version, network
 
     async def _host_port(self, container_id: str, container_port: int) -> int:
         code, out, err = await _run([self.docker, "port", container_id, f"{container_port}/tcp"], timeout=_INFO_TIMEOUT)
@@ -193,6 +230,20 @@ class DockerLauncher:
         code, _, problem = await _run([self.docker, "rm", "--force", container_id], timeout=_CLI_TIMEOUT)
         if code != 0 and "no such container" not in problem.lower():
             logger.warning("docker rm %s failed: %s", container_id[:12], problem.strip())
+
+
+async def server_version(docker: str = "docker") -> str | None:
+    """The version of the daemon the docker CLI talks to; None when the CLI is missing or no daemon answers."""
+    try:
+        code, out, _ = await _run([docker, "info", "--format", "{{.ServerVersion}}"], timeout=_INFO_TIMEOUT)
+    except (OSError, TimeoutError):
+        return None
+    return (out.strip() or None) if code == 0 else None
+
+
+def _takes_port(spec: LaunchSpec) -> bool:
+    """Whether the server is told its port (a ``{port}`` in its command or environment)."""
+    return any("{port}" in part for part in [*(spec.command or []), *spec.env.values()])
 
 
 def _container_name(instance_id: str) -> str:

@@ -283,7 +283,8 @@ class Instance(BaseModel):
     started_at: float = Field(default_factory=time.time)
     """Unix time the instance was started."""
     confinement: Confinement | None = None
-    """What confines the process, for a launcher that confines (the confined launcher)."""
+    """What confines the process, for a launcher that confines (the confined launcher; the docker launcher,
+    whose container is its isolation)."""
 
 
 @runtime_checkable

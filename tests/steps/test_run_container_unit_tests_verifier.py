@@ -1,8 +1,14 @@
-"""run_container_unit_tests_verifier: needs a docker daemon; without one, a clear error and no traceback."""
+"""run_container_unit_tests_verifier: the tests run in a container of the local test image where a daemon
+answers (`make docker-up`); without one, a clear error and no traceback."""
 
 from __future__ import annotations
 
+import subprocess
+import uuid
+from collections.abc import Iterator
+
 import pytest
+from image_mode import TEST_IMAGE, containers, require_image_mode
 from steps.helpers import run_doc, states
 
 from prefect_agentenv.documents import validate_data
@@ -42,3 +48,52 @@ async def test_without_a_docker_daemon_the_step_fails_with_a_clear_error(monkeyp
     assert states(report) == {"tests": "failed"}
     assert "no docker daemon answers here" in (report.error or "")
     assert "Traceback" not in (report.error or "")
+
+
+@pytest.fixture(scope="module")
+def container() -> Iterator[str]:
+    """A running container of the local test image (no network), removed by its id after the module's tests."""
+    require_image_mode()
+    label = f"agentenv-test.verifier={uuid.uuid4().hex[:8]}"
+    started = subprocess.run(["docker", "run", "--detach", "--network", "none", "--label", label, TEST_IMAGE,
+                              "python", "-c", "import time; time.sleep(3600)"], capture_output=True, text=True, check=True)
+    container_id = started.stdout.strip()
+    try:
+        yield container_id
+    finally:
+        subprocess.run(["docker", "rm", "--force", container_id], capture_output=True, check=True)
+    assert containers(label) == [], "the test's container was left behind"
+
+
+async def test_the_tests_run_in_the_container_and_their_exit_code_scores_them(container: str) -> None:
+    step = {**STEP, "container_name": container, "reward_path": None, "env_vars": {"WANT": "bookworm"},
+            "setup_commands": ["mkdir -p /tests", "printf 'grep -q \"$WANT\" /etc/os-release\\n' > /tests/test.sh"]}
+    failing = {**STEP, "id": "failing", "container_name": container, "reward_path": None, "depends_on": ["tests"],
+               "command": "echo 'expected 2 got 3' >&2; exit 3"}
+
+    report = await run_doc([step, failing], task_id="container-exit-code")
+
+    assert states(report) == {"tests": "completed", "failing": "failed"}, report.error
+    passed = report.context.metadata.verifications["tests"]
+    assert passed.score == 1.0 and [r.justification for r in passed.results] == ["exit code 0"]
+    failed = report.context.metadata.verifications["failing"]
+    assert failed.score == 0.0 and [r.justification for r in failed.results] == ["exit code 3"]
+    assert "tests in container" in (report.error or "") and "exited 3: expected 2 got 3" in (report.error or "")
+
+
+async def test_a_reward_file_written_in_the_container_scores_the_run_and_a_stale_one_never_counts(container: str) -> None:
+    write = {**STEP, "container_name": container, "command": "echo 0.5 > /logs/verifier/reward.txt; exit 1",
+             "setup_commands": ["mkdir -p /logs/verifier"], "result_paths": ["/logs/verifier/results.json"]}
+    write["command"] = "echo '{\"passed\": 2}' > /logs/verifier/results.json; " + write["command"]
+    # A reward file left from before must not score the next tests: they write none, and score 0.
+    silent = {**STEP, "id": "silent", "container_name": container, "command": "true", "depends_on": ["tests"]}
+
+    report = await run_doc([write, silent], task_id="container-reward")
+
+    assert states(report) == {"tests": "completed", "silent": "completed"}, report.error
+    scored = report.context.metadata.verifications["tests"]
+    assert [(r.score, r.result, r.justification) for r in scored.results] == [(0.5, "partial", "reward 0.5 (exit code 1)")]
+    assert scored.model_extra is not None and scored.model_extra["extracted_files"] == {
+        "/logs/verifier/results.json": {"passed": 2}, "/logs/verifier/reward.txt": 0.5}
+    stale = report.context.metadata.verifications["silent"]
+    assert stale.score == 0.0 and "missing" in (stale.results[0].justification or "")
