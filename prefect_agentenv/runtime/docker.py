@@ -122,7 +122,7 @@ class DockerLauncher:
         args = self.run_args(spec, instance_id=instance_id, cwd=cwd, extra_env=extra_env, network=network,
                              host_port=host_port)
         cli_env = {**os.environ, **spec.secret_values()}  # secrets reach `-e NAME` through here
-        code, out, err = await _run(args, env=cli_env, timeout=_CLI_TIMEOUT)
+        code, out, err = await docker_cli(args, env=cli_env, timeout=_CLI_TIMEOUT)
         if code != 0:
             raise DeployError(f"{name!r}: docker run {spec.image} failed (exit {code}): {err.strip()[-2000:]}")
         container_id = out.strip()
@@ -172,7 +172,7 @@ class DockerLauncher:
         for instance in list(self._running.values()):
             await self.stop(instance)
         try:
-            code, out, _ = await _run([self.docker, "ps", "--all", "--quiet", "--filter", f"label={RUN_LABEL}={run_id}"],
+            code, out, _ = await docker_cli([self.docker, "ps", "--all", "--quiet", "--filter", f"label={RUN_LABEL}={run_id}"],
                                       timeout=_INFO_TIMEOUT)
         except (OSError, TimeoutError):
             logger.warning("could not list the containers of run %s", run_id)
@@ -180,7 +180,7 @@ class DockerLauncher:
         ids = out.split() if code == 0 else []
         if ids:
             logger.warning("removing %s container(s) left by run %s", len(ids), run_id)
-            await _run([self.docker, "rm", "--force", *ids], timeout=_CLI_TIMEOUT)
+            await docker_cli([self.docker, "rm", "--force", *ids], timeout=_CLI_TIMEOUT)
 
     async def _daemon_of(self, spec: LaunchSpec, name: str) -> tuple[str, Network]:
         """The daemon's version and how it networks containers (asked once).
@@ -194,21 +194,21 @@ class DockerLauncher:
         if version is None:
             raise DeployError(f"{name!r} runs from the image {spec.image}, but no docker daemon answers "
                               f"`{self.docker} info`; start docker, or register it with --command or --url")
-        code, _, _ = await _run([self.docker, "network", "inspect", "--format", "{{.Name}}", "bridge"],
+        code, _, _ = await docker_cli([self.docker, "network", "inspect", "--format", "{{.Name}}", "bridge"],
                                 timeout=_INFO_TIMEOUT)
         network: Network = "bridge" if code == 0 else "host"
         self._daemon = (version, network)
         return version, network
 
     async def _host_port(self, container_id: str, container_port: int) -> int:
-        code, out, err = await _run([self.docker, "port", container_id, f"{container_port}/tcp"], timeout=_INFO_TIMEOUT)
+        code, out, err = await docker_cli([self.docker, "port", container_id, f"{container_port}/tcp"], timeout=_INFO_TIMEOUT)
         match = re.search(r":(\d+)\s*$", out.strip().splitlines()[0]) if code == 0 and out.strip() else None
         if match is None:
             raise DeployError(f"container {container_id[:12]} does not publish port {container_port}: {err.strip()}")
         return int(match.group(1))
 
     async def _exit_reason(self, container_id: str) -> str | None:
-        code, out, _ = await _run([self.docker, "inspect", "--format", "{{.State.Running}} {{.State.ExitCode}}",
+        code, out, _ = await docker_cli([self.docker, "inspect", "--format", "{{.State.Running}} {{.State.ExitCode}}",
                                    container_id], timeout=_INFO_TIMEOUT)
         if code != 0:
             return "the container is gone"
@@ -227,7 +227,7 @@ class DockerLauncher:
                     with contextlib.suppress(ProcessLookupError):
                         process.kill()
                     await process.wait()
-        code, _, problem = await _run([self.docker, "rm", "--force", container_id], timeout=_CLI_TIMEOUT)
+        code, _, problem = await docker_cli([self.docker, "rm", "--force", container_id], timeout=_CLI_TIMEOUT)
         if code != 0 and "no such container" not in problem.lower():
             logger.warning("docker rm %s failed: %s", container_id[:12], problem.strip())
 
@@ -235,7 +235,7 @@ class DockerLauncher:
 async def server_version(docker: str = "docker") -> str | None:
     """The version of the daemon the docker CLI talks to; None when the CLI is missing or no daemon answers."""
     try:
-        code, out, _ = await _run([docker, "info", "--format", "{{.ServerVersion}}"], timeout=_INFO_TIMEOUT)
+        code, out, _ = await docker_cli([docker, "info", "--format", "{{.ServerVersion}}"], timeout=_INFO_TIMEOUT)
     except (OSError, TimeoutError):
         return None
     return (out.strip() or None) if code == 0 else None
@@ -250,7 +250,7 @@ def _container_name(instance_id: str) -> str:
     return "agentenv-" + re.sub(r"[^a-zA-Z0-9_.-]", "-", instance_id)
 
 
-async def _run(args: list[str], *, timeout: float, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+async def docker_cli(args: list[str], *, timeout: float, env: dict[str, str] | None = None) -> tuple[int, str, str]:
     """Run a docker CLI command; (exit code, stdout, stderr). Killed at ``timeout``."""
     process = await asyncio.create_subprocess_exec(*args, stdin=asyncio.subprocess.DEVNULL,
                                                    stdout=asyncio.subprocess.PIPE,
@@ -275,4 +275,4 @@ async def exec_in_container(container: str, command: str, *, user: str, env: dic
     args = [docker, "exec", "-u", user]
     for key, value in env.items():
         args += ["-e", f"{key}={value}"]
-    return await _run([*args, container, "bash", "-c", command], timeout=timeout)
+    return await docker_cli([*args, container, "bash", "-c", command], timeout=timeout)

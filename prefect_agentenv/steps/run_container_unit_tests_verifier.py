@@ -2,33 +2,57 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shlex
-from typing import Literal
+import shutil
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from prefect_agentenv.context import RunContext
-from prefect_agentenv.exceptions import StepError
+from prefect_agentenv.exceptions import AgentEnvError, StepError
 from prefect_agentenv.grading.aggregate import RowResult, VerificationRow
 from prefect_agentenv.grading.verification import scored
 from prefect_agentenv.jsontypes import JsonObject, JsonValue
-from prefect_agentenv.steps.base import VerifierStep
+from prefect_agentenv.runtime.run import current_run
+from prefect_agentenv.steps.base import AgentRef, SandboxPath, VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
+from prefect_agentenv.steps.support.sandboxes import sandbox_target
+from prefect_agentenv.steps.support.services import artifact_store, as_step_error
+
+if TYPE_CHECKING:
+    from prefect_agentenv.runtime.fresh_container import FreshRun, Mount
+    from prefect_agentenv.runtime.grading_box import GradingBox
 
 _TAIL = 2000
 
 
 class RunContainerUnitTestsVerifierStep(VerifierStep):
-    """Runs setup_commands then command in a running container (the local docker daemon's).
+    """Runs setup_commands then command in a running container, or in a fresh container of an image that
+    holds a copy of an agent's sandbox (the local docker daemon's).
 
     Scored by the exit code (0 passes), or, with reward_path, by the number in that file (0.0–1.0;
     1.0 passes), as Harbor-style test scripts write it.
     """
 
     type: Literal["run_container_unit_tests_verifier"] = "run_container_unit_tests_verifier"
-    container_name: str = Field(min_length=1)
-    """Name or id of the running container, on the docker daemon this runner talks to."""
+    container_name: str | None = Field(default=None, min_length=1)
+    """Name or id of a running container, on the docker daemon this runner talks to (the tests run in it as
+    it is: when it is the agent's own, what the agent left there runs too)."""
+    image: str | None = Field(default=None, min_length=1)
+    """Or: the tests run in a fresh container of this image, with no network, removed after: the agent's
+    work reaches it only as a copy of agent_name's sandbox (docs/security.md, "Grading apart")."""
+    agent_name: AgentRef | None = None
+    """With image: the agent whose sandbox is copied in (its top folders at /app, /tmp, …; files that change
+    what runs and that the task did not load set aside)."""
+    inputs: list[SandboxPath] | None = None
+    """With image: the sandbox paths copied (default: the whole sandbox but the agent's home)."""
+    tests_artifact_id: str | None = Field(default=None, min_length=1)
+    """With image: a file artifact of the verifier's own files (its tests), mounted read-only at tests_path;
+    never in the agent's view."""
+    tests_path: str = Field(default="/tests", pattern=r"^/")
+    """Where tests_artifact_id's files are in the container."""
     command: str = Field(min_length=1)
     """Shell command that runs the tests (``bash -c``)."""
     setup_commands: list[str] = Field(default_factory=list)
@@ -46,6 +70,17 @@ class RunContainerUnitTestsVerifierStep(VerifierStep):
 
     accepted_but_ignored = ("sandbox_name", "seed")
     reference_aliases = {"timeout_sec": "timeout_seconds"}
+    artifact_field = "tests_artifact_id"
+
+    @model_validator(mode="after")
+    def _one_container(self) -> RunContainerUnitTestsVerifierStep:
+        if (self.container_name is None) == (self.image is None):
+            raise ValueError("give exactly one of container_name (a running container) or image (a fresh one)")
+        if self.image is None:
+            given = [f for f in ("agent_name", "inputs", "tests_artifact_id") if getattr(self, f) is not None]
+            if given:
+                raise ValueError(f"{', '.join(given)} go with image (a fresh container), not container_name")
+        return self
 
 
 async def run(step: RunContainerUnitTestsVerifierStep, ctx: RunContext) -> RunContext:
@@ -55,28 +90,104 @@ async def run(step: RunContainerUnitTestsVerifierStep, ctx: RunContext) -> RunCo
     if not await DockerLauncher.available():
         raise StepError(f"{step.type} runs tests in a docker container, and no docker daemon answers here "
                         "(`docker info` failed): run it where docker is available", step=step)
-    code, out, err = await _run_tests(step)
-    files = {path: await _read(step, path) for path in _paths(step)}
+    extra: dict[str, Any] = {}
+    if step.image is not None:
+        done = await _in_fresh_container(step, ctx, extra)
+        code, out, err, files = done.exit_code, done.stdout, done.stderr, done.files
+    else:
+        code, out, err = await _run_tests(step)
+        files = {path: await _read(step, path) for path in _paths(step)}
     row, passed = _row(step, code, files)
     ctx.metadata.verifications[step.verifier_id] = scored(
         [row.model_dump()], aggregator=step.score_aggregator, weight=step.weight, fmt="container_tests", exit_code=code,
-        stdout_tail=out[-_TAIL:], stderr_tail=err[-_TAIL:], extracted_files=files)
+        stdout_tail=out[-_TAIL:], stderr_tail=err[-_TAIL:], extracted_files=files, **extra)
     if not passed and step.reward_path is None:
-        raise StepError(f"tests in container '{step.container_name}' exited {code}: {err.strip()[-300:]}",
-                        step=step, context=ctx)
+        where = f"container '{step.container_name}'" if step.image is None else f"a fresh container of {step.image}"
+        raise StepError(f"tests in {where} exited {code}: {err.strip()[-300:]}", step=step, context=ctx)
     return ctx
+
+
+def _script(step: RunContainerUnitTestsVerifierStep) -> str:
+    """The stale reward file removed, then each setup command, then the tests; the first failure ends it."""
+    script = [f"rm -f -- {shlex.quote(step.reward_path)}"] if step.reward_path else []
+    script += [f"( {c}\n)" for c in step.setup_commands] + [f"( {step.command}\n)"]
+    return " && ".join(script)
 
 
 async def _run_tests(step: RunContainerUnitTestsVerifierStep) -> tuple[int, str, str]:
     from prefect_agentenv.runtime.docker import exec_in_container
 
-    script = [f"rm -f -- {shlex.quote(step.reward_path)}"] if step.reward_path else []
-    script += [f"( {c}\n)" for c in step.setup_commands] + [f"( {step.command}\n)"]
     try:
-        return await exec_in_container(step.container_name, " && ".join(script), user=step.user,
+        return await exec_in_container(step.container_name or "", _script(step), user=step.user,
                                        env=step.env_vars, timeout=step.timeout_seconds)
     except TimeoutError:
         return 124, "", f"did not finish within {step.timeout_seconds:g}s"
+
+
+async def _in_fresh_container(step: RunContainerUnitTestsVerifierStep, ctx: RunContext,
+                              record: dict[str, Any]) -> FreshRun:
+    """The tests in a new container of the image: the agent's sandbox as a copy, the verifier's files read-only,
+    no network; the copy and the container gone after (the copy kept with --keep)."""
+    from prefect_agentenv.runtime.docker import server_version
+    from prefect_agentenv.runtime.fresh_container import FreshContainerError, run_in_fresh_container
+
+    run_ = current_run()
+    folder = run_.step_folder("grading", step.id)
+    box = await _box(step, ctx)
+    try:
+        mounts = [*_box_mounts(box), *await _tests_mount(step, folder)]
+        done = await run_in_fresh_container(step.image or "", _script(step), mounts=mounts,
+                                            workdir="/app" if box else "/", user=step.user, env=step.env_vars,
+                                            timeout=step.timeout_seconds, run_id=run_.run_id, read=_paths(step))
+    except FreshContainerError as exc:
+        raise StepError(f"a fresh container of {step.image} could not be made: {exc}", step=step) from None
+    finally:
+        if not run_.keep:
+            if box is not None:
+                box.remove()
+            shutil.rmtree(folder / "tests", ignore_errors=True)
+    record["grading_sandbox"] = {"mechanism": f"docker {await server_version() or 'unknown'}", "network": "none",
+                                 "image": step.image, **({k: v for k, v in box.record().items()
+                                                          if k in ("inputs", "set_aside")} if box else {})}
+    return done
+
+
+async def _box(step: RunContainerUnitTestsVerifierStep, ctx: RunContext) -> GradingBox | None:
+    from prefect_agentenv.runtime.grading_box import open_box
+
+    if step.agent_name is None:
+        return None
+    sandbox, _, _ = sandbox_target(ctx, step, agent_name=step.agent_name, sandbox_name=None)
+    try:
+        return await asyncio.to_thread(open_box, sandbox, current_run().step_folder("grading", step.id),
+                                       inputs=step.inputs)
+    except AgentEnvError as exc:
+        raise StepError(f"inputs: {exc}", step=step) from None
+
+
+def _box_mounts(box: GradingBox | None) -> list[Mount]:
+    """The copy's top folders where the agent saw them (``/app``, ``/tmp``, …)."""
+    from prefect_agentenv.runtime.confined import sandbox_mounts
+    from prefect_agentenv.runtime.fresh_container import Mount
+
+    return [Mount(host, inside) for host, inside in sandbox_mounts(box.root)[1:]] if box else []
+
+
+async def _tests_mount(step: RunContainerUnitTestsVerifierStep, folder: Any) -> list[Mount]:
+    """The verifier's files, fetched from the artifact store into the run's folder, mounted read-only."""
+    from prefect_agentenv.runtime.fresh_container import Mount
+
+    if step.tests_artifact_id is None:
+        return []
+    target = folder / "tests"
+    shutil.rmtree(target, ignore_errors=True)
+    store = await artifact_store(current_run())
+    try:
+        meta = await asyncio.to_thread(store.get_metadata, step.tests_artifact_id, step.version or "latest")
+        await asyncio.to_thread(store.download, meta, target)
+    except AgentEnvError as exc:
+        raise as_step_error(exc, step, f"fetching tests artifact '{step.tests_artifact_id}'") from exc
+    return [Mount(target, step.tests_path, read_only=True)]
 
 
 def _paths(step: RunContainerUnitTestsVerifierStep) -> list[str]:

@@ -6,11 +6,13 @@ from __future__ import annotations
 import subprocess
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from image_mode import TEST_IMAGE, containers, require_image_mode
 from steps.helpers import run_doc, states
 
+from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.documents import validate_data
 from prefect_agentenv.steps.run_container_unit_tests_verifier import RunContainerUnitTestsVerifierStep, _row
 
@@ -97,3 +99,54 @@ async def test_a_reward_file_written_in_the_container_scores_the_run_and_a_stale
         "/logs/verifier/results.json": {"passed": 2}, "/logs/verifier/reward.txt": 0.5}
     stale = report.context.metadata.verifications["silent"]
     assert stale.score == 0.0 and "missing" in (stale.results[0].justification or "")
+
+
+TEST_SH = """set -e
+python3 -c "import sys; sys.path.insert(0, '/app'); from solution import add; assert add(2, 3) == 5"
+test ! -e /app/conftest.py
+if touch /tests/planted 2>/dev/null; then echo 'the tests folder is writable' >&2; exit 9; fi
+if python3 -c "import socket; socket.create_connection(('1.1.1.1', 80), 2)" 2>/dev/null; then exit 8; fi
+mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt
+"""
+PLAN = {"files": [{"path": "/app/solution.py", "content": "def add(a, b):\n    return a + b\n"},
+                  {"path": "/app/conftest.py", "content": "import pytest\n"}], "reply": "done"}
+
+
+def test_a_fresh_container_needs_an_image_and_takes_the_sandbox_fields_only_with_one() -> None:
+    both = validate_data([{**STEP, "image": TEST_IMAGE}])
+    stray = validate_data([{**STEP, "tests_artifact_id": "t"}])
+
+    assert not both.ok and "exactly one of container_name" in both.problems[0].render()
+    assert not stray.ok and "tests_artifact_id go with image" in stray.problems[0].render()
+
+
+@pytest.fixture
+def image_mode() -> None:
+    require_image_mode()
+
+
+@pytest.mark.usefixtures("image_mode")
+async def test_a_fresh_container_of_an_image_runs_the_verifiers_tests_on_a_copy_of_the_agents_work(
+        tmp_path: Path) -> None:
+    (tmp_path / "test.sh").write_text(TEST_SH)
+    with get_artifact_store() as store:
+        store.publish_files("unit-tests", {"test.sh": tmp_path / "test.sh"})
+    steps = [
+        {"id": "agent", "type": "deploy_agent", "a2a_agent_id": "scripted", "agent_config": {"plan": PLAN}},
+        {"id": "ask", "type": "prompt_agent", "prompt_id": "ask", "prompt": "Write add()."},
+        {"id": "tests", "type": "run_container_unit_tests_verifier", "image": TEST_IMAGE, "agent_name": "default-agent",
+         "tests_artifact_id": "unit-tests", "command": "bash /tests/test.sh", "timeout_seconds": 60,
+         "reward_path": "/logs/verifier/reward.txt"},
+    ]
+
+    report = await run_doc(steps, task_id="fresh-container")
+
+    assert states(report)["tests"] == "completed", report.error
+    verification = report.context.metadata.verifications["tests"]
+    assert [r.justification for r in verification.results] == ["reward 1 (exit code 0)"], verification.model_extra
+    record = (verification.model_extra or {})["grading_sandbox"]
+    assert record["mechanism"].startswith("docker ") and record["network"] == "none"
+    assert record["image"] == TEST_IMAGE and record["set_aside"] == ["/app/conftest.py (removed)"]
+    left = subprocess.run(["docker", "ps", "--all", "--quiet", "--filter", "name=agentenv-grading-"],
+                          capture_output=True, text=True, check=True)
+    assert left.stdout.split() == [], "the fresh container was removed"
