@@ -202,7 +202,7 @@ async def _read(step: RunContainerUnitTestsVerifierStep, path: str) -> JsonValue
     from prefect_agentenv.runtime.docker import exec_in_container
 
     try:
-        code, out, _ = await exec_in_container(step.container_name, f"cat -- {shlex.quote(path)}", user="root",
+        code, out, _ = await exec_in_container(step.container_name or "", f"cat -- {shlex.quote(path)}", user="root",
                                                env={}, timeout=30)
     except TimeoutError:
         return None
