@@ -139,9 +139,11 @@ class LaunchSource(BaseModel):
     """Whether an agent started from a command runs confined (docs/security.md): none opts out and is recorded;
     left out, agents run confined where bubblewrap works and envs do not."""
     memory_limit_mb: int | None = Field(default=None, gt=0)
-    """Memory each process of a confined server may allocate (its private writable memory); 8192 when not given."""
+    """Memory of a confined server in MB: each process's private writable memory, and all its processes together
+    where it gets a cgroup of its own (docs/security.md); 8192 when not given."""
     process_limit: int | None = Field(default=None, gt=0)
-    """Processes a confined server may run at once (not enforced when the runner is root); 1024 when not given."""
+    """Processes (and threads) a confined server may run at once, all counted where it gets a cgroup of its own
+    (for root too); without one, per user and not enforced when the runner is root; 1024 when not given."""
     cpu_limit_seconds: int | None = Field(default=None, gt=0)
     """CPU time each process of a confined server may use before it is stopped; 7200 when not given."""
     install_paths: list[str] = Field(default_factory=list)
