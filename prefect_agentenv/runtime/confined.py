@@ -172,7 +172,8 @@ def _bwrap(name: str) -> Bwrap:
 
 
 def network_of(spec: LaunchSpec) -> Literal["public"] | NetworkAllow | None:
-    """The agent's network: its block's widening, else the setting's (``public``), else its own (None)."""
+    """The agent's network: its widening (its block's and its task's), else the setting's (``public``), else its own
+    (None)."""
     if spec.network is not None:
         return spec.network
     return "public" if get_settings().agent_network == "public" else None

@@ -29,6 +29,7 @@ from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.context import Confinement
 from prefect_agentenv.exceptions import DeployError
 from prefect_agentenv.protocols.tls import ssl_context
+from prefect_agentenv.runtime.network_allow import NetworkAllow, host_port
 
 logger = logging.getLogger("prefect_agentenv.runtime")
 
@@ -41,21 +42,6 @@ CONFINED_KIND: LauncherKind = "confined"
 
 DEFAULT_READY_PATH = "/.well-known/agent-env.json"
 DEFAULT_MCP_PATH = "/mcp"
-
-
-class NetworkAllow(BaseModel):
-    """A confined agent's network widened: these endpoints too, besides its model and its envs' MCP paths."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    allow: list[str] = Field(min_length=1)
-    """Endpoints as host:port on this machine's loopback (127.0.0.1:9000), reachable at any path."""
-
-    @model_validator(mode="after")
-    def _host_ports(self) -> Self:
-        for entry in self.allow:
-            Door.parse(entry)
-        return self
 
 
 class Door(BaseModel):
@@ -99,10 +85,8 @@ class Door(BaseModel):
         Raises:
             ValueError: not ``host:port`` with a port number.
         """
-        host, _, port = entry.rpartition(":")
-        if not host or not port.isdigit():
-            raise ValueError(f"network allow entry {entry!r} is not host:port (127.0.0.1:9000)")
-        return cls(role="allowed", host=host.strip("[]"), port=int(port))
+        host, port = host_port(entry)
+        return cls(role="allowed", host=host, port=port)
 
 
 class LaunchSource(BaseModel):
