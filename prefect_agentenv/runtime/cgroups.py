@@ -6,7 +6,7 @@ confined agent gets one, under the runner's own cgroup of each controller (so a 
 itself is under still holds), named ``agentenv-<agent instance>``:
 
 * ``pids.max`` = its ``process_limit``: processes and threads at once, every one it starts, for
-  root too (bwrap's own two included);
+  root too (bwrap's own included);
 * its memory (v1 ``memory.limit_in_bytes`` and ``memory.memsw.limit_in_bytes``, v2 ``memory.max``
   and ``memory.swap.max`` 0) = its ``memory_limit_mb``, for all its processes together; over it,
   the kernel's OOM killer kills one of them.
@@ -18,8 +18,10 @@ after it), and every process bwrap starts is born in the cgroup. A failed write 
 (the shell exits 1 before bwrap runs). The cgroup namespace bwrap gives the agent is rooted there.
 
 Cgroup v1 (a mount per controller, ``pids`` and ``memory`` both needed) or v2 (one unified
-hierarchy whose cgroup offers both, read from its own files) is found once from
-``/proc/self/mountinfo`` and ``/proc/self/cgroup``. Where neither works (not root, read-only, a
+hierarchy whose cgroup offers both, read from its own files; they are enabled in the runner's
+``cgroup.subtree_control`` when they are not, which the kernel refuses while that cgroup holds
+processes itself, as a systemd session's does: a delegated subtree is needed there) is found once
+from ``/proc/self/mountinfo`` and ``/proc/self/cgroup``. Where neither works (not root, read-only, a
 v2 cgroup that cannot hand its controllers down), :func:`create` returns None and the agent has its
 rlimits only, as before (a debug line says why).
 

@@ -22,6 +22,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from prefect_agentenv.runtime import cgroups
+
 logger = logging.getLogger("prefect_agentenv.sweep")
 
 RUN_MARKER = "PREFECT_AGENTENV_RUN_ID"
@@ -82,8 +84,6 @@ def _remove_agent_leftovers(folder: Path) -> None:
     """Remove the network-bridge folders (``agentenv-net-<instance>-…`` in the temporary folder) and the
     cgroups (``agentenv-<instance>``) of the run's confined agents, named after the agent instances whose
     logs are in the run's ``agents``."""
-    from prefect_agentenv.runtime import cgroups
-
     temp = Path(tempfile.gettempdir())
     instances = [log.name.removesuffix(".stdout.log") for log in (folder / "agents").rglob("*.stdout.log")]
     for instance in instances:
