@@ -69,7 +69,11 @@ class Confinement(_Model):
     """What a ``confined`` network lets it reach: ``model 127.0.0.1:4000``, ``mcp 127.0.0.1:5001/mcp`` (that
     path and below only), ``allowed 127.0.0.1:9000`` (a widening its block or task asked for)."""
     limits: dict[str, int] = Field(default_factory=dict)
-    """Resource limits in force (``memory_mb``, ``processes``, ``cpu_seconds``)."""
+    """Resource limits in force (``memory_mb``, ``processes``, ``cpu_seconds``): per process (rlimits), and with a
+    ``cgroup`` the memory and processes of the whole agent."""
+    cgroup: str | None = Field(default=None, exclude_if=_unset)
+    """``v1`` or ``v2`` when the agent had a cgroup of its own bounding its ``memory_mb`` and ``processes`` as a
+    whole (every process it started); left out when it had per-process rlimits only."""
     opted_out: str | None = None
     """Why an agent that could have been confined was not (``confinement: none``, ``kind: process``)."""
 

@@ -13,7 +13,9 @@ An agent under evaluation is untrusted (DESIGN §15, docs/security.md). Started 
   command line, readable in ``/proc``: the process is given a complete environment instead;
 * **processes**: its own PID namespace (the runner's pids do not exist there), no capabilities,
   killed with its parent; rlimits set by ``prlimit`` inside: memory (private writable memory per
-  process), CPU time per process and, when the runner is not root, processes at once;
+  process), CPU time per process and, when the runner is not root, processes at once; where the
+  runner may make cgroups, a cgroup of its own (``runtime/cgroups.py``) bounds its processes and its
+  memory as a whole, for root too;
 * **network**: a namespace of its own with only its loopback, bridged by ``runtime/netns.py`` to its
   doors (its model endpoint, its envs' MCP paths, what its block allows) and from the runner to its
   A2A port, on the same ``host:port`` numbers inside; ``network: public`` keeps the host's network.
@@ -41,6 +43,8 @@ from prefect_agentenv.runtime.bwrap import (
     check_network_namespace,
     working_bwrap,
 )
+from prefect_agentenv.runtime import cgroups
+from prefect_agentenv.runtime.cgroups import Cgroup, Hits
 from prefect_agentenv.runtime.launch import CONFINED_KIND, Door, LauncherKind, LaunchSpec, NetworkAllow, fill_template, tail
 from prefect_agentenv.runtime.netns import FORWARDER, FORWARDER_INSIDE, INSIDE_FOLDER, Bridge, python_folders
 from prefect_agentenv.runtime.leftovers import RUN_MARKER
@@ -80,14 +84,23 @@ class ConfinedLauncher(ProcessLauncher):
     """
 
     kind: LauncherKind = CONFINED_KIND
+    agent_cgroups: bool = True
+    """Whether each agent gets a cgroup of its own where cgroups can be made (a subclass may say no: the
+    confinement benchmark's baseline)."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._bridges: dict[str, Bridge] = {}
+        self._cgroups: dict[str, Cgroup] = {}
 
     async def _prepare(self, spec: LaunchSpec, *, name: str, instance_id: str, port: int) -> None:
-        """The network bridge of an agent whose network is confined: its A2A port taken on the host, its
-        first doors open (docs/security.md, "The network")."""
+        """The agent's cgroup where cgroups can be made (``runtime/cgroups.py``), and the network bridge of an
+        agent whose network is confined: its A2A port taken on the host, its first doors open (docs/security.md,
+        "The network")."""
+        cgroup = cgroups.create(instance_id, processes=spec.process_limit or DEFAULT_PROCESSES,
+                                memory_mb=spec.memory_limit_mb or DEFAULT_MEMORY_MB) if self.agent_cgroups else None
+        if cgroup is not None:
+            self._cgroups[instance_id] = cgroup
         if network_of(spec) == "public":
             return
         bwrap = _bwrap(name)
@@ -102,6 +115,9 @@ class ConfinedLauncher(ProcessLauncher):
         bridge = self._bridges.pop(instance_id, None)
         if bridge is not None:
             bridge.close()
+        cgroup = self._cgroups.pop(instance_id, None)
+        if cgroup is not None:
+            cgroup.remove()
 
     def _command(self, spec: LaunchSpec, *, name: str, port: int, cwd: Path | None,
                  extra_env: dict[str, str] | None, instance_id: str) -> Command:
@@ -122,8 +138,9 @@ class ConfinedLauncher(ProcessLauncher):
         env[RUN_MARKER] = self.run_id or ""
         if spec.follow_tree:
             env[INSTANCE_MARKER] = instance_id
-        limits = enforced_limits(spec)
-        inner = [*_prlimit_argv(limits), program, *argv[1:]]
+        cgroup = self._cgroups.get(instance_id)
+        limits = enforced_limits(spec, cgroup=cgroup is not None)
+        inner = [*_prlimit_argv(spec, cgroup=cgroup is not None), program, *argv[1:]]
         layout = Layout(writable=tuple((host, inside) for host, inside in writable), read_only=tuple(installs),
                         chdir=WORKSPACE, share_net=network_of(spec) == "public")
         bridge = self._bridges.get(instance_id)
@@ -131,12 +148,15 @@ class ConfinedLauncher(ProcessLauncher):
             inner = [*bridge.forwarder_argv(), *inner]
             layout = _bridged(layout, bridge)
         record = Confinement(mechanism=f"bwrap {bwrap.version}", network="public" if layout.share_net else "confined",
-                             doors=bridge.labels if bridge is not None else [], limits=limits)
-        return Command(bwrap_argv(bwrap.path, layout, inner), env, root, record)
+                             doors=bridge.labels if bridge is not None else [], limits=limits,
+                             cgroup=cgroup.version if cgroup is not None else None)
+        joined = cgroups.join_argv(cgroup) if cgroup is not None else []
+        return Command([*joined, *bwrap_argv(bwrap.path, layout, inner)], env, root, record)
 
-    def _exit_reason(self, spec: LaunchSpec, code: int, stderr_path: Path | None) -> str:
-        """The exit code, and the limit that killed the process when its exit says so."""
-        limit = limit_hit(spec, code, tail(stderr_path))
+    def _exit_reason(self, spec: LaunchSpec, code: int, stderr_path: Path | None, instance_id: str | None = None) -> str:
+        """The exit code, and the limit that killed the process when its exit (or its cgroup's counters) says so."""
+        cgroup = self._cgroups.get(instance_id) if instance_id is not None else None
+        limit = limit_hit(spec, code, tail(stderr_path), cgroup.hits() if cgroup is not None else None)
         if limit is not None:
             return f"exit code {code}, stopped by its {limit}"
         # The usual first surprise: the agent's code lives in a folder a confined process cannot see.
@@ -152,7 +172,8 @@ def _bwrap(name: str) -> Bwrap:
 
 
 def network_of(spec: LaunchSpec) -> Literal["public"] | NetworkAllow | None:
-    """The agent's network: its block's widening, else the setting's (``public``), else its own (None)."""
+    """The agent's network: its widening (its block's and its task's), else the setting's (``public``), else its own
+    (None)."""
     if spec.network is not None:
         return spec.network
     return "public" if get_settings().agent_network == "public" else None
@@ -260,21 +281,32 @@ def _visible_path(declared: str, visible: list[Path]) -> str:
     return os.pathsep.join([*kept, *system])
 
 
-def enforced_limits(spec: LaunchSpec) -> dict[str, int]:
-    """The limits the process gets, as recorded: only what the kernel will enforce (no ``prlimit`` here:
-    none; the process count is not enforced for root, whom the kernel exempts)."""
+def enforced_limits(spec: LaunchSpec, *, cgroup: bool = False) -> dict[str, int]:
+    """The limits the process gets, as recorded: only what the kernel will enforce. The rlimits (none without
+    ``prlimit``; the process count not for root, whom the kernel exempts from it), and with a ``cgroup`` of its
+    own the agent's memory and processes as a whole (for root too)."""
+    limits = _rlimits(spec, cgroup=cgroup)
+    if cgroup:
+        limits.update(memory_mb=spec.memory_limit_mb or DEFAULT_MEMORY_MB,
+                      processes=spec.process_limit or DEFAULT_PROCESSES)
+    return limits
+
+
+def _rlimits(spec: LaunchSpec, *, cgroup: bool) -> dict[str, int]:
+    """The limits ``prlimit`` sets in each process (the process count only without a cgroup that counts it)."""
     if not os.access(PRLIMIT, os.X_OK):
-        logger.warning("%s is missing: confined processes run without resource limits", PRLIMIT)
+        logger.warning("%s is missing: confined processes run without per-process resource limits", PRLIMIT)
         return {}
     limits = {"memory_mb": spec.memory_limit_mb or DEFAULT_MEMORY_MB,
               "cpu_seconds": spec.cpu_limit_seconds or DEFAULT_CPU_SECONDS}
-    if os.getuid() != 0:
+    if os.getuid() != 0 and not cgroup:
         limits["processes"] = spec.process_limit or DEFAULT_PROCESSES
     return limits
 
 
-def _prlimit_argv(limits: dict[str, int]) -> list[str]:
+def _prlimit_argv(spec: LaunchSpec, *, cgroup: bool) -> list[str]:
     """``prlimit`` run first inside, so a process count counts only the sandbox's own user namespace."""
+    limits = _rlimits(spec, cgroup=cgroup)
     if not limits:
         return []
     argv = [PRLIMIT, f"--data={limits['memory_mb'] * 1024 * 1024}", "--core=0",
@@ -284,11 +316,16 @@ def _prlimit_argv(limits: dict[str, int]) -> list[str]:
     return [*argv, "--"]
 
 
-def limit_hit(spec: LaunchSpec, code: int, stderr: str) -> str | None:
-    """The limit a confined process's exit points at (``cpu time limit (cpu_limit_seconds=7200)``), or None."""
-    limits = enforced_limits(spec)
+def limit_hit(spec: LaunchSpec, code: int, stderr: str, hits: Hits | None = None) -> str | None:
+    """The limit a confined process's exit points at (``cpu time limit (cpu_limit_seconds=7200)``), or None;
+    ``hits``: what its cgroup counted, when it has one (an OOM kill, refused forks)."""
+    limits = enforced_limits(spec, cgroup=hits is not None)
     if code in _SIGXCPU_EXITS and "cpu_seconds" in limits:
         return f"cpu time limit (cpu_limit_seconds={limits['cpu_seconds']})"
+    if code != 0 and hits is not None and hits.oom_kills:
+        return f"memory limit (memory_limit_mb={limits['memory_mb']})"
+    if code != 0 and hits is not None and hits.refused_forks:
+        return f"process limit (process_limit={limits['processes']})"
     if _MEMORY_SIGNS.search(stderr) and "memory_mb" in limits:
         return f"memory limit (memory_limit_mb={limits['memory_mb']})"
     if _PROCESS_SIGNS.search(stderr) and "processes" in limits:

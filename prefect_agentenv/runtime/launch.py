@@ -29,6 +29,7 @@ from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.context import Confinement
 from prefect_agentenv.exceptions import DeployError
 from prefect_agentenv.protocols.tls import ssl_context
+from prefect_agentenv.runtime.network_allow import NetworkAllow, host_port
 
 logger = logging.getLogger("prefect_agentenv.runtime")
 
@@ -41,21 +42,6 @@ CONFINED_KIND: LauncherKind = "confined"
 
 DEFAULT_READY_PATH = "/.well-known/agent-env.json"
 DEFAULT_MCP_PATH = "/mcp"
-
-
-class NetworkAllow(BaseModel):
-    """A confined agent's network widened: these endpoints too, besides its model and its envs' MCP paths."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    allow: list[str] = Field(min_length=1)
-    """Endpoints as host:port on this machine's loopback (127.0.0.1:9000), reachable at any path."""
-
-    @model_validator(mode="after")
-    def _host_ports(self) -> Self:
-        for entry in self.allow:
-            Door.parse(entry)
-        return self
 
 
 class Door(BaseModel):
@@ -99,10 +85,8 @@ class Door(BaseModel):
         Raises:
             ValueError: not ``host:port`` with a port number.
         """
-        host, _, port = entry.rpartition(":")
-        if not host or not port.isdigit():
-            raise ValueError(f"network allow entry {entry!r} is not host:port (127.0.0.1:9000)")
-        return cls(role="allowed", host=host.strip("[]"), port=int(port))
+        host, port = host_port(entry)
+        return cls(role="allowed", host=host, port=port)
 
 
 class LaunchSource(BaseModel):
@@ -139,9 +123,11 @@ class LaunchSource(BaseModel):
     """Whether an agent started from a command runs confined (docs/security.md): none opts out and is recorded;
     left out, agents run confined where bubblewrap works and envs do not."""
     memory_limit_mb: int | None = Field(default=None, gt=0)
-    """Memory each process of a confined server may allocate (its private writable memory); 8192 when not given."""
+    """Memory of a confined server in MB: each process's private writable memory, and all its processes together
+    where it gets a cgroup of its own (docs/security.md); 8192 when not given."""
     process_limit: int | None = Field(default=None, gt=0)
-    """Processes a confined server may run at once (not enforced when the runner is root); 1024 when not given."""
+    """Processes (and threads) a confined server may run at once, all counted where it gets a cgroup of its own
+    (for root too); without one, per user and not enforced when the runner is root; 1024 when not given."""
     cpu_limit_seconds: int | None = Field(default=None, gt=0)
     """CPU time each process of a confined server may use before it is stopped; 7200 when not given."""
     install_paths: list[str] = Field(default_factory=list)

@@ -5,8 +5,8 @@ Each run writes ``owner.json`` (pid, host, process start time, flow run id) into
 ``report.json`` when it ends. A folder with an owner whose process is gone and no report is a
 dead run: its processes (found by the ``PREFECT_AGENTENV_RUN_ID`` marker every child carries in
 its environment) are killed, its sandboxes removed (unless it kept them), so are its confined
-agents' network-bridge folders in the temporary folder, and the folder gets a ``swept.json``
-saying so. Marking its flow run Crashed is the flow layer's part.
+agents' network-bridge folders in the temporary folder and their cgroups (``runtime/cgroups.py``),
+and the folder gets a ``swept.json`` saying so. Marking its flow run Crashed is the flow layer's part.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import socket
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from prefect_agentenv.runtime import cgroups
 
 logger = logging.getLogger("prefect_agentenv.sweep")
 
@@ -67,7 +69,7 @@ def sweep_dead_runs(runs_dir: Path) -> list[DeadRun]:
         if not owner.get("keep") and (folder / "sandboxes").is_dir():
             shutil.rmtree(folder / "sandboxes", ignore_errors=True)
             removed = True
-        _remove_bridges(folder)
+        _remove_agent_leftovers(folder)
         flow_run_id = owner.get("flow_run_id")
         record = DeadRun(run_id, folder, flow_run_id if isinstance(flow_run_id, str) else None, killed, removed)
         (folder / SWEPT_FILE).write_text(json.dumps({"killed": list(killed), "sandboxes_removed": removed,
@@ -78,14 +80,16 @@ def sweep_dead_runs(runs_dir: Path) -> list[DeadRun]:
     return swept
 
 
-def _remove_bridges(folder: Path) -> None:
-    """Remove the network-bridge folders of the run's confined agents (``agentenv-net-<instance>-…`` in
-    the temporary folder, named after the agent instances whose logs are in the run's ``agents``)."""
+def _remove_agent_leftovers(folder: Path) -> None:
+    """Remove the network-bridge folders (``agentenv-net-<instance>-…`` in the temporary folder) and the
+    cgroups (``agentenv-<instance>``) of the run's confined agents, named after the agent instances whose
+    logs are in the run's ``agents``."""
     temp = Path(tempfile.gettempdir())
-    for log in (folder / "agents").rglob("*.stdout.log"):
-        instance = log.name.removesuffix(".stdout.log")
+    instances = [log.name.removesuffix(".stdout.log") for log in (folder / "agents").rglob("*.stdout.log")]
+    for instance in instances:
         for bridge in temp.glob(f"agentenv-net-{glob.escape(instance)}-*"):
             shutil.rmtree(bridge, ignore_errors=True)
+    cgroups.sweep(instances)
 
 
 def _dead_owner(folder: Path) -> dict[str, object] | None:

@@ -213,7 +213,7 @@ class ProcessLauncher:
         async def exited() -> str | None:
             nonlocal exit_code
             exit_code = _exit_status(process)
-            return None if exit_code is None else self._exit_reason(spec, exit_code, stderr_path)
+            return None if exit_code is None else self._exit_reason(spec, exit_code, stderr_path, instance_id)
 
         try:
             if self._client is not None:
@@ -248,8 +248,9 @@ class ProcessLauncher:
             env[INSTANCE_MARKER] = instance_id
         return Command(argv, env, cwd)
 
-    def _exit_reason(self, spec: LaunchSpec, code: int, stderr_path: Path | None) -> str:
-        """Why the server is gone, as errors say it (a confining launcher names the limit that killed it)."""
+    def _exit_reason(self, spec: LaunchSpec, code: int, stderr_path: Path | None, instance_id: str | None = None) -> str:
+        """Why the server is gone, as errors say it (a confining launcher names the limit that killed it; it is
+        asked before :meth:`_release`, while what the instance's limits counted can still be read)."""
         return f"exit code {code}"
 
     async def stop(self, instance: Instance) -> None:
@@ -265,8 +266,11 @@ class ProcessLauncher:
         if running is None:
             return
         gone = _exit_status(running.process)
+        reason = f"exit code {gone}"
         try:
             code = await _terminate(running.process, grace=self.stop_grace_seconds)
+            if gone is not None and running.spec is not None:
+                reason = self._exit_reason(running.spec, gone, instance.stderr_path, instance.instance_id)
         except BaseException:
             _kill_now(running.process)
             raise
@@ -276,7 +280,6 @@ class ProcessLauncher:
             self._release(instance.instance_id)
         if gone is not None:
             note = _stderr_note(tail(instance.stderr_path), instance.stderr_path) if instance.stderr_path else ""
-            reason = self._exit_reason(running.spec, gone, instance.stderr_path) if running.spec else f"exit code {gone}"
             raise InstanceExitedError(f"{instance.name} (pid {running.process.pid}) exited on its own during the "
                                       f"run with {reason}{note}", exit_code=gone)
         logger.info("%s: stopped pid %s (exit %s)", instance.name, running.process.pid, code)

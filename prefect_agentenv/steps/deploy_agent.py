@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from prefect_agentenv.context import DeployedAgent, DeployedEnv, RunContext
 from prefect_agentenv.exceptions import StepError
 from prefect_agentenv.jsontypes import JsonObject, JsonValue
+from prefect_agentenv.runtime.network_allow import Widening, checked_widening
 from prefect_agentenv.runtime.run import RunResources, current_run
 from prefect_agentenv.steps.support.agents import a2a_client, effective_agent_id, start_agent
 from prefect_agentenv.steps.base import DEFAULT_AGENT_NAME, EnvRef, Provides, StepModel
@@ -47,6 +48,16 @@ class DeployAgentStep(StepModel):
     """How long the agent may take to answer its card; the agent's registered value when omitted."""
     env_vars: dict[str, str] = Field(default_factory=dict)
     """Environment variables of the agent's process."""
+    network: Widening | None = None
+    """Widens the network of the agent when it runs confined, for this task only (docs/security.md, "Widening
+    it"): {allow: [host:port, ...]} adds those endpoints on this machine's loopback, reachable at any path, to
+    its model and its envs' MCP paths; public gives it the host's whole network. Added to its block's own
+    widening (public if either is); recorded in its confinement and the result's setup as the block's is."""
+
+    @field_validator("network", mode="before")
+    @classmethod
+    def _network_form(cls, value: Any) -> Any:
+        return checked_widening(value)
 
     accepted_but_ignored = (
         "env_step_id", "agent_description", "litellm_base_url", "priority",

@@ -70,6 +70,17 @@ def _bridges(run_folder: Path) -> list[Path]:
             for bridge in Path(tempfile.gettempdir()).glob(f"agentenv-net-{instance}-*")]
 
 
+def _cgroups(run_folder: Path) -> list[Path]:
+    """The cgroups of the run's confined agents still on disk (none where this machine makes none)."""
+    from prefect_agentenv.runtime.cgroups import PREFIX, find_hierarchy
+
+    hierarchy = find_hierarchy()
+    bases = set(hierarchy.bases.values()) if hierarchy is not None else set()
+    instances = [log.name.removesuffix(".stdout.log") for log in (run_folder / "agents").rglob("*.stdout.log")]
+    return [base / f"{PREFIX}{instance}" for base in bases for instance in instances
+            if (base / f"{PREFIX}{instance}").exists()]
+
+
 def _assert_clean(cli: CliRun, run_id: str) -> None:
     assert wait_until_gone(run_id) == []
     assert not list((cli.home / "runs" / run_id).glob("sandboxes/*"))
@@ -113,10 +124,15 @@ def test_sigkill_leaves_nothing_running_and_the_next_start_sweeps_the_rest(
     flow_run_id = cli.owner()["flow_run_id"]
     assert list((agentenv_home / "runs" / run_id).glob("sandboxes/*"))
     bridges = _bridges(agentenv_home / "runs" / run_id)
+    cgroups = _cgroups(agentenv_home / "runs" / run_id)
     cli.process.send_signal(signal.SIGKILL)
     cli.finish()
     assert wait_until_gone(run_id) == []
     assert bridges and all(bridge.exists() for bridge in bridges), "its confined agent's bridge outlived the kill"
+    from prefect_agentenv.runtime.cgroups import find_hierarchy
+
+    assert all(cgroup.exists() for cgroup in cgroups), "so did its cgroup"
+    assert cgroups or find_hierarchy() is None, "(where this machine makes them)"
     assert flow_run_states(api_url, flow_run_id)[-1] == "RUNNING"
 
     quick = tmp_path / "quick.json"
@@ -126,4 +142,5 @@ def test_sigkill_leaves_nothing_running_and_the_next_start_sweeps_the_rest(
     assert returncode == 0, err
     assert not list((agentenv_home / "runs" / run_id).glob("sandboxes/*"))
     assert not any(bridge.exists() for bridge in bridges), "the next start removed the dead run's bridge folders"
+    assert _cgroups(agentenv_home / "runs" / run_id) == [], "and its agents' cgroups"
     assert flow_run_states(api_url, flow_run_id)[-1] == "CRASHED"

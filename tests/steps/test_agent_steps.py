@@ -224,3 +224,73 @@ async def test_config_fields_the_agent_card_does_not_list_are_reported_not_sent_
         "extension": "urn:agentenv:agent-config/v1",
         "reason": "the agent's card does not list the field among the agent-config fields it supports"}]
     assert any("cannot take agent_config.temperature" in w for w in report.warnings)
+
+
+# A task widens its agent's network (docs/security.md, "Widening it"), as a block does.
+
+def free_ports(count: int) -> list[str]:
+    """``127.0.0.1:<port>`` endpoints nothing listens on (a door needs no listener until the agent connects)."""
+    import socket
+
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [f"127.0.0.1:{sock.getsockname()[1]}" for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+async def test_a_task_widens_its_agent_s_network_and_the_record_and_the_setup_say_so() -> None:
+    from prefect_agentenv.results import SetupFingerprint
+    from prefect_agentenv.results.fingerprint import setup_from_report
+
+    [endpoint] = free_ports(1)
+    allowed = await run_doc([*email_and_agent(network={"allow": [endpoint]}), prompt()], "allow")
+    public = await run_doc([*email_and_agent(network="public"), prompt()], "public")
+
+    assert allowed.status == "completed" and public.status == "completed", (allowed.error, public.error)
+    record = allowed.context.deployed_agents["assistant"].confinement
+    email_mcp = allowed.context.deployed_envs["email"].mcp_url.split("//", 1)[1]
+    assert record is not None and record.network == "confined"
+    assert sorted(record.doors) == sorted([f"allowed {endpoint}", f"mcp {email_mcp}"]), "the task's door is open"
+    record = public.context.deployed_agents["assistant"].confinement
+    assert record is not None and record.confined and (record.network, record.doors) == ("public", [])
+    [agent] = setup_from_report(public, SetupFingerprint()).agents
+    assert agent.confinement == "confined, public network", "the result's setup marks it as a block widening"
+
+
+@pytest.mark.usefixtures("prefect_harness")
+async def test_a_task_s_widening_adds_to_its_block_s() -> None:
+    from prefect_agentenv.agents.catalog import REFERENCE_AGENTS
+    from prefect_agentenv.blocks import A2AAgent
+
+    block_door, task_door = free_ports(2)
+    await A2AAgent(command=REFERENCE_AGENTS["scripted"].command(), card_path="/.well-known/agent-card.json",
+                   network={"allow": [block_door]}).save("widened-scripted", overwrite=True)
+    report = await run_doc([{"id": "agent", "type": "deploy_agent", "a2a_agent_id": "widened-scripted",
+                             "agent_name": "a", "network": {"allow": [task_door, block_door]}}], "both")
+
+    assert report.status == "completed", report.error
+    record = report.context.deployed_agents["a"].confinement
+    assert record is not None
+    assert [door for door in record.doors if door.startswith("allowed ")] == [f"allowed {block_door}",
+                                                                              f"allowed {task_door}"]
+
+
+@pytest.mark.parametrize(("network", "says"), [
+    ({"allow": ["127.0.0.1"]}, "network allow entry '127.0.0.1' is not host:port (127.0.0.1:9000)"),
+    ({"allow": ["127.0.0.1:70000"]}, "network allow entry '127.0.0.1:70000' is not host:port (127.0.0.1:9000)"),
+    ({"allow": []}, "network is public or {allow: [host:port, ...]}, not {'allow': []}"),
+    ("private", "network is public or {allow: [host:port, ...]}, not 'private'"),
+])
+def test_a_bad_task_network_is_a_document_error_at_its_step_and_field(network: object, says: str) -> None:
+    from prefect_agentenv.documents import validate_data
+
+    result = validate_data([{"id": "agent", "type": "deploy_agent", "a2a_agent_id": "scripted",
+                             "network": network}])
+
+    assert [(p.step_id, p.path) for p in result.problems] == [("agent", "$[0].network")], [
+        p.render() for p in result.problems]
+    assert result.problems[0].message == says
