@@ -54,6 +54,10 @@ class DeployAgentStep(StepModel):
     its model and its envs' MCP paths; public gives it the host's whole network. Added to its block's own
     widening (public if either is); recorded in its confinement and the result's setup as the block's is."""
 
+    confinement: Literal["confined", "none"] | None = None
+    """none runs the agent as a plain local process for this task, unconfined (docs/security.md, "Opting
+    out"): it works, and every result, summary and comparison of its scores is labelled unconfined."""
+
     @field_validator("network", mode="before")
     @classmethod
     def _network_form(cls, value: Any) -> Any:

@@ -217,6 +217,7 @@ class _Launch:
 async def _agent_launch(run: RunResources, step: StepModel, *, a2a_agent_id: str, role: str, model: str | None,
                         extra_env: dict[str, str] | None) -> _Launch:
     from prefect_agentenv.resolution.servers import resolve_agent
+    from prefect_agentenv.runtime.launch import CONFINED_KIND
     from prefect_agentenv.runtime.network_allow import NetworkAllow, widened
     from prefect_agentenv.steps.support.pooling import resolve_once
 
@@ -228,6 +229,8 @@ async def _agent_launch(run: RunResources, step: StepModel, *, a2a_agent_id: str
     network = getattr(step, "network", None)
     if network == "public" or isinstance(network, NetworkAllow):  # deploy_agent's own widening, for this task
         spec = spec.model_copy(update={"network": widened(spec.network, network)})
+    if getattr(step, "confinement", None) == "none" and spec.kind == CONFINED_KIND:  # the task opts out
+        spec = spec.model_copy(update={"kind": "process", "confinement": "none"})
     # An agent known to call no model (the scripted one) does not wait for a mock model to start.
     endpoint = await model_for(run, MODEL_ROLE_OF.get(a2a_agent_id, role), model, start_mock=resolved.uses_model)
     _check_wire(resolved.harness, endpoint, step)
