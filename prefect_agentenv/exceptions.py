@@ -77,9 +77,11 @@ class InstanceExitedError(AgentEnvError):
         exit_code: its exit code (negative: the signal that ended it), when known.
     """
 
-    def __init__(self, message: str, exit_code: int | None = None) -> None:
+    def __init__(self, message: str, exit_code: int | None = None, limit: str | None = None) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+        self.limit = limit
+        """The resource limit that stopped it (``memory limit (memory_limit_mb=512)``), when one did."""
 
 
 class ConfigurationError(AgentEnvError):
@@ -134,6 +136,19 @@ class StepError(AgentEnvError):
 
 class DeployError(StepError):
     """An env or agent could not be started, or never became ready."""
+
+
+class ResourceLimitError(DeployError):
+    """A confined agent was stopped by one of its resource limits before it was ready: the agent's failure
+    (it used more than the task allows), not the infrastructure's.
+
+    Attributes:
+        limit: the limit, as errors name it (``process limit (process_limit=20)``).
+    """
+
+    def __init__(self, message: str, *, limit: str) -> None:
+        super().__init__(message)
+        self.limit = limit
 
 
 class NotInContextError(StepError):

@@ -43,7 +43,8 @@ def build_report(
         error = f"step '{result.fatal.id}' failed: {result.fatal.error}"
     if crashed:
         # An env or agent that died under the run explains whatever else failed: say it first.
-        died = "; ".join(f"{t.label}: exit code {t.exit_code}" for t in crashed)
+        died = "; ".join(f"{t.label}: exit code {t.exit_code}" + (f", stopped by its {t.limit}" if t.limit else "")
+                         for t in crashed)
         error = f"exited on its own during the run: {died}" + (f" (then {error})" if error else "")
     outcome, score = task_outcome(context.metadata.verifications, failed=failed, timed_out=timed_out,
                                   skip_policy=skip_policy, tolerated_failures=len(context.metadata.failed_steps))

@@ -153,15 +153,16 @@ class ConfinedLauncher(ProcessLauncher):
         joined = cgroups.join_argv(cgroup) if cgroup is not None else []
         return Command([*joined, *bwrap_argv(bwrap.path, layout, inner)], env, root, record)
 
-    def _exit_reason(self, spec: LaunchSpec, code: int, stderr_path: Path | None, instance_id: str | None = None) -> str:
+    def _exit_reason(self, spec: LaunchSpec, code: int, stderr_path: Path | None,
+                     instance_id: str | None = None) -> tuple[str, str | None]:
         """The exit code, and the limit that killed the process when its exit (or its cgroup's counters) says so."""
         cgroup = self._cgroups.get(instance_id) if instance_id is not None else None
         limit = limit_hit(spec, code, tail(stderr_path), cgroup.hits() if cgroup is not None else None)
         if limit is not None:
-            return f"exit code {code}, stopped by its {limit}"
+            return f"exit code {code}, stopped by its {limit}", limit
         # The usual first surprise: the agent's code lives in a folder a confined process cannot see.
         return (f"exit code {code} (confined: it sees its sandbox, the system and its install folders only; list "
-                "the folders its code needs in install_paths)")
+                "the folders its code needs in install_paths)"), None
 
 
 def _bwrap(name: str) -> Bwrap:

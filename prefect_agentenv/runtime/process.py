@@ -41,18 +41,9 @@ from typing import Any
 import httpx
 
 from prefect_agentenv.context import Confinement
-from prefect_agentenv.exceptions import DeployError, InstanceExitedError
-from prefect_agentenv.runtime.launch import (
-    Instance,
-    LauncherKind,
-    LaunchSpec,
-    fill_template,
-    join_url,
-    new_instance_id,
-    new_probe_client,
-    tail,
-    wait_until_ready,
-)
+from prefect_agentenv.exceptions import DeployError, InstanceExitedError, ResourceLimitError
+from prefect_agentenv.runtime.launch import (Instance, LauncherKind, LaunchSpec, fill_template, join_url,
+                                             new_instance_id, new_probe_client, tail, wait_until_ready)
 from prefect_agentenv.runtime.leftovers import RUN_MARKER
 from prefect_agentenv.runtime.ports import LOOPBACK, free_port
 from prefect_agentenv.runtime.tree import INSTANCE_MARKER, kill_tree
@@ -209,11 +200,15 @@ class ProcessLauncher:
         logger.debug("%s: argv %s", name, command.argv)
 
         exit_code: int | None = None
+        limit: str | None = None
 
         async def exited() -> str | None:
-            nonlocal exit_code
+            nonlocal exit_code, limit
             exit_code = _exit_status(process)
-            return None if exit_code is None else self._exit_reason(spec, exit_code, stderr_path, instance_id)
+            if exit_code is not None:
+                reason, limit = self._exit_reason(spec, exit_code, stderr_path, instance_id)
+                return reason
+            return None
 
         try:
             if self._client is not None:
@@ -225,7 +220,8 @@ class ProcessLauncher:
             await _terminate(process, grace=0)
             _sweep_tree(spec, instance_id)
             stderr = tail(stderr_path)
-            error = DeployError(f"{exc}{_stderr_note(stderr, stderr_path)}")
+            text = f"{exc}{_stderr_note(stderr, stderr_path)}"
+            error = ResourceLimitError(text, limit=limit) if limit else DeployError(text)
             if exit_code is not None and _ADDRESS_IN_USE.search(stderr):
                 raise _PortTaken(port, error) from None
             raise error from None
@@ -248,10 +244,11 @@ class ProcessLauncher:
             env[INSTANCE_MARKER] = instance_id
         return Command(argv, env, cwd)
 
-    def _exit_reason(self, spec: LaunchSpec, code: int, stderr_path: Path | None, instance_id: str | None = None) -> str:
-        """Why the server is gone, as errors say it (a confining launcher names the limit that killed it; it is
-        asked before :meth:`_release`, while what the instance's limits counted can still be read)."""
-        return f"exit code {code}"
+    def _exit_reason(self, spec: LaunchSpec, code: int, stderr_path: Path | None,
+                     instance_id: str | None = None) -> tuple[str, str | None]:
+        """Why the server is gone, as errors say it, and the resource limit that stopped it (a confining
+        launcher's; asked before :meth:`_release`, while what the instance's limits counted can be read)."""
+        return f"exit code {code}", None
 
     async def stop(self, instance: Instance) -> None:
         """SIGTERM the instance's process group, wait up to the grace, then SIGKILL it.
@@ -266,11 +263,11 @@ class ProcessLauncher:
         if running is None:
             return
         gone = _exit_status(running.process)
-        reason = f"exit code {gone}"
+        reason, limit = f"exit code {gone}", None
         try:
             code = await _terminate(running.process, grace=self.stop_grace_seconds)
             if gone is not None and running.spec is not None:
-                reason = self._exit_reason(running.spec, gone, instance.stderr_path, instance.instance_id)
+                reason, limit = self._exit_reason(running.spec, gone, instance.stderr_path, instance.instance_id)
         except BaseException:
             _kill_now(running.process)
             raise
@@ -281,7 +278,7 @@ class ProcessLauncher:
         if gone is not None:
             note = _stderr_note(tail(instance.stderr_path), instance.stderr_path) if instance.stderr_path else ""
             raise InstanceExitedError(f"{instance.name} (pid {running.process.pid}) exited on its own during the "
-                                      f"run with {reason}{note}", exit_code=gone)
+                                      f"run with {reason}{note}", exit_code=gone, limit=limit)
         logger.info("%s: stopped pid %s (exit %s)", instance.name, running.process.pid, code)
 
     async def cleanup(self, run_id: str, interrupted: bool) -> None:

@@ -50,6 +50,8 @@ class TeardownRecord:
     crashed: bool = False
     """The instance had exited on its own before it was stopped (the run counts as FAILED)."""
     exit_code: int | None = None
+    limit: str | None = None
+    """The resource limit that stopped it, when one did (a confined agent's)."""
 
 
 @dataclass
@@ -88,7 +90,8 @@ class TeardownRegistry:
             error = f"{type(exc).__name__}: {exc}"
         record = TeardownRecord(entry.label, entry.kind, entry.owner_step, error is None,
                                 round(time.monotonic() - started, 3), error, crashed=exited is not None,
-                                exit_code=exited.exit_code if exited else None)
+                                exit_code=exited.exit_code if exited else None,
+                                limit=exited.limit if exited else None)
         if error:
             logger.warning("teardown of %s failed: %s", entry.label, error)
         self.records.append(record)

@@ -235,3 +235,20 @@ async def test_a_prefect_api_that_answers_500_while_a_block_loads_is_a_retried_p
     assert (cause.kind, cause.reason, cause.step_id, cause.error_type, cause.retryable) == (
         "infrastructure", "prefect_api", "email", "PrefectApiUnavailableError", True), cause
     assert "500 Internal Server Error" in (cause.message or "")
+
+
+@pytest.mark.usefixtures("prefect_harness", "agentenv_home")
+async def test_an_agent_its_process_limit_stops_is_the_agents_failure_not_retried() -> None:
+    """A limit is the task's rule: an agent that forks past it (here at its start, as root too) fails itself."""
+    from prefect_agentenv.blocks import A2AAgent
+
+    await A2AAgent(command=["/bin/sh", "-c", "for i in $(seq 100); do sleep 5 & done; wait"], process_limit=20,
+                   startup_timeout_seconds=20).save("forking-agent", overwrite=True)
+    checked = validate_data([{**SCRIPTED, "a2a_agent_id": "forking-agent"}, _prompt("hi")], default_id="limited")
+    assert checked.ok and checked.document is not None, [p.render() for p in checked.problems]
+    report = await run_task_document(checked.document, execute_in_prefect=False, publish=False)
+    cause = classify_report(report, checked.document)
+    assert cause is not None
+    assert (cause.kind, cause.reason, cause.step_id, cause.error_type, cause.retryable) == (
+        "agent", "resource_limit", "agent", "ResourceLimitError", False), cause
+    assert "stopped by its process limit (process_limit=20)" in (cause.message or "")

@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from prefect_agentenv.agents.catalog import REFERENCE_AGENTS
-from prefect_agentenv.exceptions import DeployError, InstanceExitedError
+from prefect_agentenv.exceptions import DeployError, InstanceExitedError, ResourceLimitError
 from prefect_agentenv.runtime import cgroups
 from prefect_agentenv.runtime.confined import ConfinedLauncher
 from prefect_agentenv.runtime.launch import LaunchSpec
@@ -121,6 +121,7 @@ async def test_a_fork_bomb_is_refused_past_the_process_limit_as_root_and_the_fai
         await ConfinedLauncher(run_id="r1").start(spec, name="bomb", workdir=tmp_path, cwd=sandbox.root,
                                                   extra_env=sandbox.env())
     message = str(raised.value)
+    assert isinstance(raised.value, ResourceLimitError) and raised.value.limit == "process limit (process_limit=20)"
     assert os.getuid() != 0 or "Cannot fork" in message, "as root too, forks past the limit are refused"
     assert "'bomb' exited before it was ready: exit code 2, stopped by its process limit (process_limit=20)" in message
     assert all(cgroup_folders(instance) == [] for instance in started_instances(tmp_path)), (
@@ -161,6 +162,7 @@ async def test_an_agent_killed_by_its_memory_limit_during_the_run_is_named_at_st
             stopped = exc
     assert stopped is not None and "exited on its own during the run with exit code 1, stopped by its memory " \
         "limit (memory_limit_mb=256)" in str(stopped)
+    assert stopped.limit == "memory limit (memory_limit_mb=256)", "the teardown's record and the failure's cause carry it"
     assert cgroup_folders(instance.instance_id) == []
 
 

@@ -174,7 +174,7 @@ def test_a_process_over_its_cpu_time_limit_is_stopped_and_the_limit_named(world:
     assert done.returncode == 128 + 24  # SIGXCPU, passed on by bwrap
     assert command.confinement is not None and command.confinement.limits["cpu_seconds"] == 1
     assert launcher._exit_reason(spec, done.returncode, None) == (
-        "exit code 152, stopped by its cpu time limit (cpu_limit_seconds=1)")
+        "exit code 152, stopped by its cpu time limit (cpu_limit_seconds=1)", "cpu time limit (cpu_limit_seconds=1)")
 
 
 def test_a_process_over_its_memory_limit_fails_and_the_limit_is_named(world: World, tmp_path: Path) -> None:
@@ -185,7 +185,8 @@ def test_a_process_over_its_memory_limit_fails_and_the_limit_is_named(world: Wor
     reason = ConfinedLauncher()._exit_reason(LaunchSpec(command=["x"], kind="confined", memory_limit_mb=256),
                                              done.returncode, stderr)
     assert done.returncode == 1 and "MemoryError" in done.stderr
-    assert reason == "exit code 1, stopped by its memory limit (memory_limit_mb=256)"
+    assert reason == ("exit code 1, stopped by its memory limit (memory_limit_mb=256)",
+                      "memory limit (memory_limit_mb=256)")
 
 
 def test_without_user_namespaces_the_deploy_fails_in_one_line_saying_how_to_opt_out(world: World) -> None:

@@ -37,6 +37,7 @@ from prefect_agentenv.exceptions import (
     NotInContextError,
     PeerUnavailableError,
     PrefectApiUnavailableError,
+    ResourceLimitError,
     TaskDocumentError,
 )
 from prefect_agentenv.grading.outcome import Outcome
@@ -73,6 +74,10 @@ def classify_report(report: TaskReport, document: TaskDocument) -> FailureCause 
         return FailureCause(kind="agent", reason="timed_out", message=_first_line(report.error))
     sent = bool(report.context.prompt_responses)
     exited = next((t for t in report.teardown if t.crashed), None)
+    if exited is not None and exited.limit:  # it used more than the task allows: its own doing, not retried
+        return FailureCause(kind="agent", reason="resource_limit", retryable=False, step_id=exited.owner_step,
+                            error_type=InstanceExitedError.__name__,
+                            message=f"{exited.label} was stopped by its {exited.limit}")
     if exited is not None:
         owner = next((s for s in report.steps if s.id == exited.owner_step), None)
         return FailureCause(kind="agent" if sent else "infrastructure", reason="instance_exited", retryable=not sent,
@@ -117,6 +122,8 @@ def _step_verdict(record: StepRecord, report: TaskReport, document: TaskDocument
         return "infrastructure", "prefect_api", True
     if record.error_type in _class_names(*_REPEATING):
         return "infrastructure", "configuration", False
+    if record.error_type in _class_names(ResourceLimitError):  # before DeployError: one of its kinds
+        return "agent", "resource_limit", False
     if record.error_type in _class_names(DeployError):
         return "infrastructure", "deploy_failed", True
     if record.error_type in _class_names(PeerUnavailableError):  # before or after the prompt
