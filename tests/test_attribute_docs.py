@@ -127,4 +127,4 @@ def test_only_blocks_and_what_they_inherit_read_docstrings_at_class_creation() -
     users = sorted(str(p.relative_to(package)) for p in package.rglob("*.py")
                    if "use_attribute_docstrings=True" in p.read_text(encoding="utf-8"))
     assert users == ["blocks/agent.py", "blocks/artifact_store.py", "blocks/environment.py",
-                     "blocks/model_endpoint.py", "runtime/launch.py"]
+                     "blocks/model_endpoint.py", "runtime/launch.py", "runtime/network_allow.py"]
