@@ -178,3 +178,42 @@ def test_a_kept_submission_restores_which_files_the_task_loaded(tmp_path: Path) 
         assert (box.root / "app" / "tests" / "conftest.py").read_text() == "TASK = True\n"
     finally:
         box.remove()
+
+
+FALLBACK = """
+import asyncio, json
+from pathlib import Path
+from prefect_agentenv.runtime.grading_box import open_box
+from prefect_agentenv.runtime.sandbox import create_sandbox
+
+sandbox = create_sandbox(Path("/tmp/run"), "coder")
+(sandbox.root / "app" / "solution.py").write_text("x = 1")
+(sandbox.root / "app" / "conftest.py").write_text("import pytest")
+box = open_box(sandbox, Path("/tmp/grading"))
+done = asyncio.run(box.run(["bash", "-c", "ls; echo home=$HOME"], cwd="/app", env={}, run_id="fallback", timeout=30,
+                           max_output_bytes=4096))
+print(json.dumps({"record": box.record(), "out": done.stdout.decode(), "live": str(sandbox.root)}))
+"""
+
+
+def test_where_bubblewrap_cannot_run_grading_runs_unconfined_on_the_copy_and_says_why(tmp_path: Path) -> None:
+    """A machine without user namespaces for real: a confined process, where bwrap disabled them."""
+    import json
+    import subprocess
+
+    from prefect_agentenv.runtime.confined import ConfinedLauncher
+    from prefect_agentenv.runtime.launch import LaunchSpec
+
+    outer = create_sandbox(tmp_path / "outer", "probe")
+    spec = LaunchSpec(command=[sys.executable, "-c", FALLBACK], kind="confined", network="public")
+    command = ConfinedLauncher(run_id="r1")._command(spec, name="probe", port=1, cwd=outer.root,
+                                                      extra_env=outer.env(), instance_id="probe-1")
+    done = subprocess.run(command.argv, env=command.env, cwd=command.cwd, capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    record = seen["record"]
+    assert record["mechanism"].startswith("none (bubblewrap cannot create its namespaces here"), record
+    assert record["network"] == "host" and record["set_aside"] == ["/app/conftest.py (removed)"]
+    assert "solution.py" in seen["out"] and "conftest.py" not in seen["out"], "it ran on the copy"
+    assert "home=/tmp/grading/" in seen["out"], "with the copy's own home"
