@@ -30,6 +30,7 @@ import shutil
 import sys
 from dataclasses import replace
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from prefect_agentenv.context import Confinement
@@ -132,7 +133,7 @@ class ConfinedLauncher(ProcessLauncher):
         declared.update(sandbox_folders_env(spec, root))
         argv = [fill_template(part, host=self.host, port=port) for part in spec.command or []]
         program = _program(name, argv[0], declared.get("PATH", os.environ.get("PATH", os.defpath)))
-        installs = install_folders(spec, program, root)
+        installs = install_folders(program, install_paths=spec.install_paths, root=root)
         writable = sandbox_mounts(root)
         env = confined_env(declared, root=root, visible=installs, tops=[inside for _, inside in writable[1:]])
         env[RUN_MARKER] = self.run_id or ""
@@ -218,15 +219,15 @@ def sandbox_mounts(root: Path) -> list[tuple[Path, str]]:
     return mounts
 
 
-def install_folders(spec: LaunchSpec, program: str, root: Path) -> list[Path]:
+def install_folders(program: str, *, install_paths: Sequence[str] = (), root: Path | None = None) -> list[Path]:
     """Host folders the server's code lives in, read-only inside: ``install_paths``, and for a command
     run by a Python of a venv the venv and its base Python (and this package, when it is the runner's
     own venv: an editable install lives outside it). System folders are visible anyway.
 
     Raises:
-        DeployError: an install folder would show the sandbox (or the run folder holding it).
+        DeployError: an install folder would show the sandbox ``root`` (or the run folder holding it).
     """
-    found = [Path(p) for p in spec.install_paths]
+    found = [Path(p) for p in install_paths]
     executable = Path(program)
     venv = executable.parent.parent
     if (venv / "pyvenv.cfg").is_file():
@@ -237,7 +238,7 @@ def install_folders(spec: LaunchSpec, program: str, root: Path) -> list[Path]:
         found.append(executable.parent)
     folders: list[Path] = []
     for folder in sorted({Path(os.path.realpath(p)) for p in found}, key=lambda p: len(p.parts)):
-        if root.is_relative_to(folder):
+        if root is not None and root.is_relative_to(folder):
             raise DeployError(f"install path {folder} holds the agent's own sandbox (and the run's folder): name the "
                               "server's own folder instead")
         if folder.is_dir() and not _under(folder, [*map(Path, SYSTEM_DIRS), *folders]):

@@ -22,6 +22,7 @@ process on the copy, with the same environment, and the verification says so.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
@@ -29,7 +30,7 @@ import stat
 import sys
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 from prefect_agentenv.runtime.bwrap import Bwrap, BwrapUnavailableError, Layout, bwrap_argv, working_bwrap
@@ -41,7 +42,7 @@ from prefect_agentenv.runtime.sandbox import HOME_FOLDER, SANDBOX_ROOT_VARIABLE,
 
 logger = logging.getLogger("prefect_agentenv.runtime.grading_box")
 
-__all__ = ["GradingBox", "SetAside", "open_box"]
+__all__ = ["GradingBox", "GradingRecord", "SetAside", "open_box"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,31 @@ class SetAside:
 
     def render(self) -> str:
         return f"{self.path} ({self.action})"
+
+
+@dataclass(frozen=True)
+class GradingRecord:
+    """What a verification keeps of where its grading code ran (its ``grading_sandbox``)."""
+
+    mechanism: str
+    """``bwrap 0.11.0``, ``docker 20.10.24``, or ``none (why)``."""
+    network: str
+    """``none`` (no network at all) or ``host``."""
+    inputs: tuple[str, ...] = ()
+    """The sandbox paths copied in."""
+    set_aside: tuple[str, ...] = ()
+    """Files that change what runs, removed or restored (``/app/conftest.py (removed)``)."""
+    image: str | None = None
+    """The image of a fresh container, when the code ran in one."""
+
+    def as_json(self) -> dict[str, object]:
+        data: dict[str, object] = {"mechanism": self.mechanism, "network": self.network, "inputs": list(self.inputs),
+                                   "set_aside": list(self.set_aside)}
+        return data if self.image is None else {**data, "image": self.image}
+
+    def in_container(self, image: str, mechanism: str) -> GradingRecord:
+        """The same copy, run in a fresh container of ``image`` with no network."""
+        return replace(self, mechanism=mechanism, network="none", image=image)
 
 
 @dataclass
@@ -75,11 +101,11 @@ class GradingBox:
     bwrap: Bwrap | None = None
     unconfined_why: str | None = None
 
-    def record(self) -> dict[str, object]:
+    def record(self) -> GradingRecord:
         """What the verification keeps of it: how it was confined, what it held, what was set aside."""
         mechanism = f"bwrap {self.bwrap.version}" if self.bwrap else f"none ({self.unconfined_why})"
-        return {"mechanism": mechanism, "network": "none" if self.bwrap else "host", "inputs": list(self.inputs),
-                "set_aside": [s.render() for s in self.set_aside]}
+        return GradingRecord(mechanism, "none" if self.bwrap else "host", self.inputs,
+                             tuple(s.render() for s in self.set_aside))
 
     @property
     def root_inside(self) -> str:
@@ -101,14 +127,13 @@ class GradingBox:
         Raises:
             OSError: the command cannot be run.
         """
-        visible = _runner_python()
         declared = {**env, "PATH": os.pathsep.join([str(Path(sys.executable).parent), SYSTEM_PATH])}
         full = _box_env(declared, run_id, sandbox_root=self.root_inside,
                         home=self.inside(f"/{HOME_FOLDER}"), tmp=self.inside("/tmp"))
         if self.bwrap is None:
             return await run_bounded(list(argv), cwd=self.sandbox.path(cwd), env=full, timeout=timeout,
                                      max_output_bytes=max_output_bytes, merge_stderr=merge_stderr)
-        layout = Layout(writable=tuple(sandbox_mounts(self.root)), read_only=tuple(visible),
+        layout = Layout(writable=tuple(sandbox_mounts(self.root)), read_only=_runner_python(),
                         read_only_at=read_only_at, chdir=self.inside(cwd), share_net=False, hostname="grader")
         return await run_bounded(bwrap_argv(self.bwrap.path, layout, list(argv)), cwd=self.root, env=full,
                                  timeout=timeout, max_output_bytes=max_output_bytes, merge_stderr=merge_stderr)
@@ -233,17 +258,11 @@ def _delete(path: Path) -> None:
         path.unlink()
 
 
-def _runner_python() -> list[Path]:
+@functools.cache
+def _runner_python() -> tuple[Path, ...]:
     """The runner's Python, read-only in the box: its venv (and this package when installed from a
-    source folder) and its base installation."""
-    return sorted({*install_folders_of_python(), *python_folders()})
-
-
-def install_folders_of_python() -> list[Path]:
-    """The venv of the Python running this process, as the confined launcher mounts one for an agent."""
-    from prefect_agentenv.runtime.launch import LaunchSpec
-
-    return install_folders(LaunchSpec(command=[sys.executable]), sys.executable, Path("/nonexistent-sandbox"))
+    source folder) and its base installation, as the confined launcher mounts a reference agent's."""
+    return tuple(sorted({*install_folders(sys.executable), *python_folders()}))
 
 
 def _box_env(declared: dict[str, str], run_id: str, *, sandbox_root: str, home: str, tmp: str) -> dict[str, str]:

@@ -130,7 +130,7 @@ async def _in_grading_box(step: RunCodeStep, ctx: RunContext, payload: JsonObjec
         staging = f"{RUN_FOLDER}/{safe_segment(step.id)}"
         folder = box.sandbox.path(staging)
         entry = await _stage(step, folder, {**payload, "sandbox_root": box.root_inside})
-        logger.info("run_code %s runs on a copy of %s: %s", step.id, label, box.record())
+        logger.info("run_code %s runs on a copy of %s: %s", step.id, label, box.record().as_json())
         argv = [sys.executable, "-P", script_runner.__file__, box.inside(staging), entry, step.entrypoint]
         try:
             done = await box.run(argv, cwd=".", env=extra_env, run_id=run_.run_id, timeout=step.timeout_seconds,

@@ -6,7 +6,8 @@ import asyncio
 import json
 import shlex
 import shutil
-from typing import TYPE_CHECKING, Any, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, model_validator
 
@@ -23,7 +24,7 @@ from prefect_agentenv.steps.support.services import artifact_store, as_step_erro
 
 if TYPE_CHECKING:
     from prefect_agentenv.runtime.fresh_container import FreshRun, Mount
-    from prefect_agentenv.runtime.grading_box import GradingBox
+    from prefect_agentenv.runtime.grading_box import GradingBox, GradingRecord
 
 _TAIL = 2000
 
@@ -90,10 +91,11 @@ async def run(step: RunContainerUnitTestsVerifierStep, ctx: RunContext) -> RunCo
     if not await DockerLauncher.available():
         raise StepError(f"{step.type} runs tests in a docker container, and no docker daemon answers here "
                         "(`docker info` failed): run it where docker is available", step=step)
-    extra: dict[str, Any] = {}
+    extra: dict[str, object] = {}
     if step.image is not None:
-        done = await _in_fresh_container(step, ctx, extra)
+        done, record = await _in_fresh_container(step, ctx)
         code, out, err, files = done.exit_code, done.stdout, done.stderr, done.files
+        extra["grading_sandbox"] = record.as_json()
     else:
         code, out, err = await _run_tests(step)
         files = {path: await _read(step, path) for path in _paths(step)}
@@ -124,12 +126,13 @@ async def _run_tests(step: RunContainerUnitTestsVerifierStep) -> tuple[int, str,
         return 124, "", f"did not finish within {step.timeout_seconds:g}s"
 
 
-async def _in_fresh_container(step: RunContainerUnitTestsVerifierStep, ctx: RunContext,
-                              record: dict[str, Any]) -> FreshRun:
+async def _in_fresh_container(step: RunContainerUnitTestsVerifierStep,
+                              ctx: RunContext) -> tuple[FreshRun, GradingRecord]:
     """The tests in a new container of the image: the agent's sandbox as a copy, the verifier's files read-only,
-    no network; the copy and the container gone after (the copy kept with --keep)."""
+    no network; the copy and the container gone after (the copy kept with --keep). With what ran them."""
     from prefect_agentenv.runtime.docker import server_version
     from prefect_agentenv.runtime.fresh_container import FreshContainerError, run_in_fresh_container
+    from prefect_agentenv.runtime.grading_box import GradingRecord
 
     run_ = current_run()
     folder = run_.step_folder("grading", step.id)
@@ -146,10 +149,8 @@ async def _in_fresh_container(step: RunContainerUnitTestsVerifierStep, ctx: RunC
             if box is not None:
                 box.remove()
             shutil.rmtree(folder / "tests", ignore_errors=True)
-    record["grading_sandbox"] = {"mechanism": f"docker {await server_version() or 'unknown'}", "network": "none",
-                                 "image": step.image, **({k: v for k, v in box.record().items()
-                                                          if k in ("inputs", "set_aside")} if box else {})}
-    return done
+    copied = box.record() if box is not None else GradingRecord(mechanism="", network="none")
+    return done, copied.in_container(step.image or "", f"docker {await server_version() or 'unknown'}")
 
 
 async def _box(step: RunContainerUnitTestsVerifierStep, ctx: RunContext) -> GradingBox | None:
@@ -173,7 +174,7 @@ def _box_mounts(box: GradingBox | None) -> list[Mount]:
     return [Mount(host, inside) for host, inside in sandbox_mounts(box.root)[1:]] if box else []
 
 
-async def _tests_mount(step: RunContainerUnitTestsVerifierStep, folder: Any) -> list[Mount]:
+async def _tests_mount(step: RunContainerUnitTestsVerifierStep, folder: Path) -> list[Mount]:
     """The verifier's files, fetched from the artifact store into the run's folder, mounted read-only."""
     from prefect_agentenv.runtime.fresh_container import Mount
 

@@ -178,7 +178,7 @@ async def run(step: VerifySandboxStep, ctx: RunContext) -> RunContext:
     finally:
         if box is not None and not current_run().keep:
             box.remove()
-    extra = {"grading_sandbox": box.record()} if box is not None else {}
+    extra = {"grading_sandbox": box.record().as_json()} if box is not None else {}
     ctx.metadata.verifications[step.verifier_id] = scored(rows, aggregator=step.score_aggregator,
                                                           weight=step.weight, fmt="sandbox_checks", **extra)
     return ctx

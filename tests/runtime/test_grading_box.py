@@ -98,8 +98,9 @@ async def test_files_the_agent_planted_to_change_what_runs_are_set_aside_and_the
         done = await box.run(["bash", "-c", "python3 -c 'print(6 * 7)'"], cwd="/app", env={}, run_id="grading-test",
                              timeout=30, max_output_bytes=4096)
         assert (done.returncode, done.stdout.strip()) == (0, b"42"), "the agent's python3 shim is not on the PATH"
-        assert box.record()["set_aside"] == [s.render() for s in box.set_aside]
-        assert box.record()["network"] == "none" and str(box.record()["mechanism"]).startswith("bwrap ")
+        record = box.record().as_json()
+        assert record["set_aside"] == [s.render() for s in box.set_aside]
+        assert record["network"] == "none" and str(record["mechanism"]).startswith("bwrap ")
     finally:
         box.remove()
 
@@ -192,7 +193,7 @@ sandbox = create_sandbox(Path("/tmp/run"), "coder")
 box = open_box(sandbox, Path("/tmp/grading"))
 done = asyncio.run(box.run(["bash", "-c", "ls; echo home=$HOME"], cwd="/app", env={}, run_id="fallback", timeout=30,
                            max_output_bytes=4096))
-print(json.dumps({"record": box.record(), "out": done.stdout.decode(), "live": str(sandbox.root)}))
+print(json.dumps({"record": box.record().as_json(), "out": done.stdout.decode(), "live": str(sandbox.root)}))
 """
 
 
