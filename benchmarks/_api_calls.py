@@ -90,10 +90,14 @@ def _dump() -> None:
                   indent=1)
 
 
-if __name__ == "__main__":
+def main() -> None:
     instrument()
     atexit.register(_dump)
     import prefect_agentenv.cli as cli
 
     sys.argv = ["prefect-agentenv", *sys.argv[1:]]
     cli.main()
+
+
+if __name__ == "__main__":
+    main()

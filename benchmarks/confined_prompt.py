@@ -33,11 +33,11 @@ from prefect_agentenv.agents.harnesses.catalog import HARNESSES
 from prefect_agentenv.agents.harnesses.endpoint import model_env
 from prefect_agentenv.agents.harnesses.installed import launch_spec
 from prefect_agentenv.agents.mock_model.in_process import serve_mock_model
-from prefect_agentenv.runtime.bwrap import working_bwrap
-from prefect_agentenv.runtime.confined import ConfinedLauncher
-from prefect_agentenv.runtime.launch import Door
-from prefect_agentenv.runtime.process import ProcessLauncher
-from prefect_agentenv.runtime.sandbox import create_sandbox
+from prefect_agentenv.runtime.confinement.bwrap import working_bwrap
+from prefect_agentenv.runtime.confinement.confined import ConfinedLauncher
+from prefect_agentenv.runtime.launch.base import Door
+from prefect_agentenv.runtime.launch.process import ProcessLauncher
+from prefect_agentenv.runtime.resources.sandbox import create_sandbox
 
 sys.path.insert(0, str(Path(__file__).parent))
 from harness_smoke import PROMPT, TERMINAL  # noqa: E402  (the same prompt)

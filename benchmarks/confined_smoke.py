@@ -43,7 +43,7 @@ if "PREFECT_AGENTENV_HARNESS_DIR" not in os.environ and (ROOT / ".agentenv" / "h
 from prefect_agentenv.agents.harnesses.installed import installed  # noqa: E402
 from prefect_agentenv.documents import validate_file  # noqa: E402
 from prefect_agentenv.flows.agent_task import run_task_document  # noqa: E402
-from prefect_agentenv.runtime.bwrap import working_bwrap  # noqa: E402
+from prefect_agentenv.runtime.confinement.bwrap import working_bwrap  # noqa: E402
 from prefect_agentenv.settings import get_settings  # noqa: E402
 
 SITE = sorted((ROOT / ".venv-peers" / "lib").glob("python3*/site-packages/agent_env"))

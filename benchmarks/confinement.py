@@ -32,12 +32,12 @@ from typing import Any
 
 from prefect_agentenv.agents.catalog import REFERENCE_AGENTS
 from prefect_agentenv.agents.mock_model.in_process import serve_mock_model
-from prefect_agentenv.runtime import cgroups
-from prefect_agentenv.runtime.bwrap import Layout, bwrap_argv, check_network_namespace, working_bwrap
-from prefect_agentenv.runtime.confined import ConfinedLauncher
-from prefect_agentenv.runtime.launch import Door, LaunchSpec
-from prefect_agentenv.runtime.process import ProcessLauncher
-from prefect_agentenv.runtime.sandbox import create_sandbox
+from prefect_agentenv.runtime.confinement import cgroups
+from prefect_agentenv.runtime.confinement.bwrap import Layout, bwrap_argv, check_network_namespace, working_bwrap
+from prefect_agentenv.runtime.confinement.confined import ConfinedLauncher
+from prefect_agentenv.runtime.launch.base import Door, LaunchSpec
+from prefect_agentenv.runtime.launch.process import ProcessLauncher
+from prefect_agentenv.runtime.resources.sandbox import create_sandbox
 
 CARD = "/.well-known/agent-card.json"
 

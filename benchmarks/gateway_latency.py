@@ -39,7 +39,7 @@ from typing import Any
 
 import httpx
 
-from prefect_agentenv.runtime.ports import free_port
+from prefect_agentenv.runtime.launch.ports import free_port
 
 HERE = Path(__file__).parent
 PROMPT = "Summarise the plot of a long novel about a whale, in the words of the ship's cook, at length."

@@ -27,10 +27,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from prefect_agentenv.runtime.bwrap import working_bwrap
-from prefect_agentenv.runtime.command import run_bounded
-from prefect_agentenv.runtime.grading_box import open_box
-from prefect_agentenv.runtime.sandbox import Sandbox, create_sandbox
+from prefect_agentenv.runtime.confinement.bwrap import working_bwrap
+from prefect_agentenv.runtime.confinement.grading_box import open_box
+from prefect_agentenv.runtime.launch.command import run_bounded
+from prefect_agentenv.runtime.resources.sandbox import Sandbox, create_sandbox
 
 COMMAND = [sys.executable, "-c", "import solution"]
 

@@ -47,8 +47,8 @@ from prefect_agentenv.agents.harnesses.installed import installed, launch_spec
 from prefect_agentenv.agents.mock_model.in_process import serve_mock_model
 from prefect_agentenv.documents import validate_file
 from prefect_agentenv.flows.agent_task import run_task_document
-from prefect_agentenv.runtime.process import ProcessLauncher
-from prefect_agentenv.runtime.sandbox import create_sandbox
+from prefect_agentenv.runtime.launch.process import ProcessLauncher
+from prefect_agentenv.runtime.resources.sandbox import create_sandbox
 from prefect_agentenv.settings import get_settings
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -49,8 +49,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _scale_watch import Sampler, UiReader, check_results, count_lines, machine_busy_s, read_lines  # noqa: E402
-from task_overhead import CLI, HERE, PLAN, PY, ROOT, PrefectServer, group_cpu_s, reference_pair, stop_group  # noqa: E402
 from server_cost import parse_configs  # noqa: E402
+from task_overhead import CLI, HERE, PLAN, PY, ROOT, PrefectServer, group_cpu_s, reference_pair, stop_group  # noqa: E402
 
 SLUG = "nightly-scale"
 SIGNERS = ["Sam", "Sam Rivera", "S. Rivera", "Sam R.", "Samantha Rivera", "the Finance team", "Sam (Finance)",

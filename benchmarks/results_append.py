@@ -65,7 +65,7 @@ def one(mode: str, runs: int, concurrency: int) -> dict[str, object]:
     """Append ``runs`` results one way in this process, as a benchmark does; RSS every tenth."""
     from prefect_agentenv.artifacts.local import LocalArtifactBackend
     from prefect_agentenv.artifacts.store import ArtifactBackend
-    from prefect_agentenv.results.store import ResultsStore
+    from prefect_agentenv.results.store.run_store import ResultsStore
 
     class Rewriting(LocalArtifactBackend):
         _append = ArtifactBackend._append  # the read-modify-write an object store does

@@ -50,7 +50,7 @@ def _children() -> list[int]:
 
 
 def _marked(run_ids: set[str]) -> int:
-    from prefect_agentenv.runtime.leftovers import RUN_MARKER
+    from prefect_agentenv.runtime.resources.leftovers import RUN_MARKER
 
     count = 0
     for entry in Path("/proc").iterdir():

@@ -7,7 +7,7 @@ import importlib
 import os
 import sys
 import threading
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from typer.core import TyperGroup
@@ -40,6 +40,8 @@ _SUBGROUPS: dict[str, tuple[str, str, str]] = {
               "coding-agent harnesses); install a harness by name."),
     "artifact": ("prefect_agentenv.commands.artifact", "artifact_app",
                  "Publish, list and fetch versioned artifacts in the artifact store."),
+    "control": ("prefect_agentenv.commands.control", "control_app",
+                "Steer a benchmark run in progress: status, pause, resume, set, requeue, cancel."),
     "env": ("prefect_agentenv.commands.env", "env_app",
             "Register, list, show and check environments (AgentEnvironment blocks and the reference envs)."),
     "server": ("prefect_agentenv.commands.server", "server_app",
@@ -72,13 +74,18 @@ class _LazyGroup(TyperGroup):
         """Import a sub-group and register it under ``name``."""
         if name not in self.commands:
             module, attr, _ = _SUBGROUPS[name]
-            command = typer.main.get_group(getattr(importlib.import_module(module), attr))
+            group = getattr(importlib.import_module(module), attr)
+            group.rich_markup_mode = app.rich_markup_mode  # its help renders as the root's does
+            command = typer.main.get_group(group)
             command.name = name
             self.add_command(command, name)
         return self.commands[name]
 
 
 app = typer.Typer(
+    # Click's plain help: an option's whole name at any width (Rich's table cut long ones at 80
+    # columns), and help text shown as written (Rich read "[agent]" as markup and dropped it).
+    rich_markup_mode=None,
     name="prefect-agentenv",
     help="Run agent-evaluation tasks as Prefect flows.",
     no_args_is_help=True,
@@ -86,6 +93,22 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     cls=_LazyGroup,
 )
+
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        from importlib.metadata import version
+
+        typer.echo(f"prefect-agentenv {version('prefect-agentenv')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                          help="Print the version of prefect-agentenv and exit.")] = False,
+) -> None:
+    """Run agent-evaluation tasks as Prefect flows."""
 
 
 app.command(name="run")(run_command)
@@ -121,6 +144,7 @@ def _exit_now(code: object) -> NoReturn:
     every module and object one by one, which after a run (Prefect, pydantic, the steps) took
     1.5-3 s of a busy 2-core machine between the last exit handler and the process's end.
     """
+    _let_prefect_send()
     if code is None:
         status = 0
     elif isinstance(code, int):
@@ -141,6 +165,31 @@ def _exit_now(code: object) -> NoReturn:
         except (OSError, ValueError):  # a closed pipe or stream: nothing more can be shown
             pass
     os._exit(status)
+
+
+_SEND_SECONDS = 10.0
+"""How long the exit waits for each of Prefect's workers to send what it holds."""
+
+
+def _let_prefect_send() -> None:
+    """Wait until Prefect's event and log workers have sent what the command queued (a block load's
+    event, the last log lines), each for at most :data:`_SEND_SECONDS`.
+
+    Their exit handler stops a worker first and sends what it still holds after, warning ``Still
+    processing items: 1 items remaining...`` on stderr for each item left; waited for here, their
+    queues are empty when they stop, and the exit says nothing. A command that never loaded
+    Prefect has nothing to wait for.
+    """
+    services = sys.modules.get("prefect._internal.concurrency.services")
+    base = getattr(services, "_QueueServiceBase", None)
+    if base is None:
+        return
+    with base._instance_cache_lock:  # the workers started in this process (events, logs), by key
+        workers = list(base._instances.values())
+    for worker in workers:
+        waiter = threading.Thread(target=worker.wait_until_empty, name="agentenv-exit-send", daemon=True)
+        waiter.start()
+        waiter.join(_SEND_SECONDS)
 
 
 if __name__ == "__main__":

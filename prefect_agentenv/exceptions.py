@@ -7,10 +7,20 @@ Every error the package raises on purpose derives from ``AgentEnvError``::
     ├── ContextConflictError     two dependencies disagree on one context key
     ├── InstanceExitedError      an env or agent process exited on its own during the run; ``.exit_code``
     ├── ConfigurationError       a registry entry, block or setting is missing or wrong
+    │   ├── PrefectApiUnavailableError  the Prefect API failed while a block was loaded (retried)
+    │   └── RunNotFoundError     no benchmark run in progress answers to the id or slug given
     ├── InstallError             a harness could not be installed; the message names the package and the answer
     ├── LocalServerError         the home's local Prefect server could not be started or stopped; the message names its log
+    ├── BwrapUnavailableError    bubblewrap is missing or cannot make its namespaces here
+    ├── FreshContainerError      docker refused to create a grading container (also a ``RuntimeError``)
+    ├── ShardTaskRunError        a shard could not start one of its task runs (also a ``RuntimeError``)
+    ├── LabelFileError           a human-label file cannot be read; names file, line, field (also a ``ValueError``)
+    ├── JudgeGateRefusedError    the judge gate refused a benchmark before any task run started
+    ├── ImageError               a Harbor task's image cannot be built or found; names docker's log (also a ``RuntimeError``)
+    ├── HarborEnvironmentError   docker refused to start a Harbor task's environment or copy into it (also a ``RuntimeError``)
     ├── StepError                a step failed; ``.step_id`` and ``.step_type`` name it
     │   ├── DeployError          an env or agent could not be deployed or never became ready
+    │   │   └── ResourceLimitError   a confined agent hit one of its limits before it was ready; ``.limit``
     │   ├── NotInContextError    a step names an env/agent/prompt no ancestor provided
     │   ├── PeerUnavailableError the store failed, or a peer's connection failed, under a step
     │   └── AgentTimeoutError    an agent did not answer in time (also a ``TimeoutError``)
@@ -27,11 +37,21 @@ Every error the package raises on purpose derives from ``AgentEnvError``::
         ├── ArtifactNotFoundError       no such artifact, version, file or record
         ├── ArtifactConflictError       a published version exists with other content
         ├── ArtifactIntegrityError      stored bytes do not match their sha256
-        └── ArtifactStoreError          the store failed or is unreachable (also a ``ProtocolError``)
+        ├── ArtifactStoreError          the store failed or is unreachable (also a ``ProtocolError``)
+        └── PublishConflictError        a benchmark version is already published with other content
 
-The ``ArtifactError`` subclasses live in :mod:`prefect_agentenv.artifacts`, ``PromptTimeoutError``
-in :mod:`prefect_agentenv.protocols.a2a`, ``UnsafeSandboxPathError`` in
-:mod:`prefect_agentenv.runtime.sandbox`.
+The classes outside this module live beside what raises them: the ``ArtifactError`` subclasses in
+:mod:`prefect_agentenv.artifacts` (``PublishConflictError`` in
+:mod:`prefect_agentenv.documents.published.store`), ``PromptTimeoutError`` in
+:mod:`prefect_agentenv.protocols.a2a`, ``UnsafeSandboxPathError`` in
+:mod:`prefect_agentenv.runtime.resources.sandbox`, ``BwrapUnavailableError`` and
+``FreshContainerError`` in :mod:`prefect_agentenv.runtime.confinement`, ``ShardTaskRunError`` in
+:mod:`prefect_agentenv.flows.fleet.shards`, ``LabelFileError`` in
+:mod:`prefect_agentenv.results.judges.labels`, ``JudgeGateRefusedError`` in
+:mod:`prefect_agentenv.flows.judge_preflight`, ``RunNotFoundError`` in
+:mod:`prefect_agentenv.flows.control.channel`, ``ImageError`` and ``HarborEnvironmentError`` in
+:mod:`prefect_agentenv.runtime.harbor`. ``tests/test_exceptions.py`` holds this drawing to
+the code.
 
 Third-party errors (httpx, mcp, a2a, botocore) are mapped to these at the protocol
 boundary with ``raise ... from``, so steps never catch foreign types.
@@ -159,7 +179,7 @@ class PeerUnavailableError(StepError):
     """A step failed because the artifact store failed or a peer's connection was refused or
     dropped — the machinery under the step broke, not the agent's work.
 
-    :func:`~prefect_agentenv.steps.support.services.as_step_error` raises it in place of a plain
+    :func:`~prefect_agentenv.run_services.clients.as_step_error` raises it in place of a plain
     :class:`StepError`, so a benchmark can count the failure as infrastructure even after the
     prompt was sent (the error's class is what the report keeps, not its cause).
     """

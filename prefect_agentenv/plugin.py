@@ -71,9 +71,21 @@ from prefect_agentenv.exceptions import (
 )
 from prefect_agentenv.grading.aggregate import VerificationRow, aggregate
 from prefect_agentenv.grading.verification import errored, normalize_row, prompt_error, scored, skip_reason, skipped
-from prefect_agentenv.runtime.run import RunResources, current_run
-from prefect_agentenv.runtime.sandbox import Sandbox
-from prefect_agentenv.runtime.teardown import TeardownRegistry
+from prefect_agentenv.run_services.agents import a2a_client, deployed_agent, sandbox_of
+from prefect_agentenv.run_services.clients import (
+    artifact_store,
+    as_step_error,
+    deployed_env,
+    env_client,
+    http_client,
+    launchers,
+    peer_read_timeout,
+    read_record,
+)
+from prefect_agentenv.run_services.sandboxes import deployed_sandbox, sandbox_target
+from prefect_agentenv.runtime.resources.run import RunResources, current_run
+from prefect_agentenv.runtime.resources.sandbox import Sandbox
+from prefect_agentenv.runtime.resources.teardown import TeardownRegistry
 from prefect_agentenv.steps.base import (
     DEFAULT_AGENT_NAME,
     AgentRef,
@@ -94,18 +106,6 @@ from prefect_agentenv.steps.base import (
     listed_field,
 )
 from prefect_agentenv.steps.registry import ENTRY_POINT_GROUP, RunFunction, StepDefinition, register
-from prefect_agentenv.steps.support.agents import a2a_client, deployed_agent, sandbox_of
-from prefect_agentenv.steps.support.sandboxes import deployed_sandbox, sandbox_target
-from prefect_agentenv.steps.support.services import (
-    artifact_store,
-    as_step_error,
-    deployed_env,
-    env_client,
-    http_client,
-    launchers,
-    peer_read_timeout,
-    read_record,
-)
 
 __all__ = [
     "AgentEnvError",

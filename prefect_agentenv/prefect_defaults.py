@@ -28,6 +28,12 @@ QUIET_CONSOLE_LEVEL = "WARNING"
 a benchmark of five tasks printed ~80 lines of "Beginning subflow run…" and "Finished in state
 Completed()" over its live board. Those lines stay in the Prefect UI and the run's logs."""
 
+BOARD_CONSOLE_LEVEL = "CRITICAL"
+"""The console handler's level for ``bench`` unless ``--verbose``: none of Prefect's lines over the live
+board, errors included. A sweep with two failing task runs printed 16 ``| ERROR |`` lines and 4 stray
+``NoneType: None`` lines above it; each failure is on the board (its error section), and whole in
+``view`` and the Prefect UI."""
+
 
 def set_prefect_defaults() -> None:
     """No analytics ping (offline machines would only time out) and a patient temporary server."""
@@ -35,9 +41,10 @@ def set_prefect_defaults() -> None:
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", str(EPHEMERAL_STARTUP_TIMEOUT_SECONDS))
 
 
-def quiet_engine_logs(*, verbose: bool = False) -> None:
-    """Keep Prefect's per-run INFO lines off the terminal (warnings and errors still show), unless
-    ``verbose`` or the user set the console handler's level.
+def quiet_engine_logs(*, verbose: bool = False, level: str = QUIET_CONSOLE_LEVEL) -> None:
+    """Keep Prefect's per-run INFO lines off the terminal (warnings and errors still show; ``bench``
+    passes :data:`BOARD_CONSOLE_LEVEL`: none at all), unless ``verbose`` or the user set the console
+    handler's level.
 
     The level goes through Prefect's own setting, so its API log handler still receives every line
     and the Prefect UI shows them. When Prefect's logging is already set up in this process, it is
@@ -45,7 +52,7 @@ def quiet_engine_logs(*, verbose: bool = False) -> None:
     """
     if verbose or CONSOLE_LEVEL_VARIABLE in os.environ:
         return
-    os.environ[CONSOLE_LEVEL_VARIABLE] = QUIET_CONSOLE_LEVEL
+    os.environ[CONSOLE_LEVEL_VARIABLE] = level
     configuration = sys.modules.get("prefect.logging.configuration")
     if configuration is not None and configuration.PROCESS_LOGGING_CONFIG:
         configuration.setup_logging(incremental=True)

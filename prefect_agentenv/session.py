@@ -34,10 +34,10 @@ from prefect_agentenv.engine.run_scope import open_run
 from prefect_agentenv.exceptions import StepError
 from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.protocols.a2a import AgentReply
+from prefect_agentenv.run_services.agents import a2a_client
+from prefect_agentenv.run_services.clients import env_client
 from prefect_agentenv.steps import deploy_agent, deploy_env, load_artifact, prompt_agent
 from prefect_agentenv.steps.base import StepModel
-from prefect_agentenv.steps.support.agents import a2a_client
-from prefect_agentenv.steps.support.services import env_client
 
 
 @dataclass

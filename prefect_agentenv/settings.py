@@ -10,9 +10,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
+from prefect.settings.base import PrefectBaseSettings
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import SettingsConfigDict
-from prefect.settings.base import PrefectBaseSettings
 
 
 class AgentEnvSettings(PrefectBaseSettings):

@@ -42,7 +42,7 @@ from prefect_agentenv.documents.problems import Problem
 from prefect_agentenv.engine.execute import execute_step
 from prefect_agentenv.engine.run_scope import open_run
 from prefect_agentenv.exceptions import TaskDocumentError
-from prefect_agentenv.runtime.overrides import RunOverrides
+from prefect_agentenv.runtime.resources.overrides import RunOverrides
 from prefect_agentenv.steps.base import StepModel
 from prefect_agentenv.steps.registry import get_step
 
@@ -53,6 +53,7 @@ __all__ = [
     "aggregate_verifiers", "verify_sandbox", "teardown_sandboxes", "deploy_sandbox", "review", "run_code",
     "deploy_human_agent", "peer_agents", "modify_env_tool_access", "register_agent_triggers",
     "snapshot_agent_state", "run_container_unit_tests_verifier", "verify_env_card", "verify_a2a_core_protocol",
+    "harbor_environment", "harbor_agent", "harbor_verifier",
 ]
 
 
@@ -121,3 +122,6 @@ snapshot_agent_state = step_task("snapshot_agent_state")
 run_container_unit_tests_verifier = step_task("run_container_unit_tests_verifier")
 verify_env_card = step_task("verify_env_card")
 verify_a2a_core_protocol = step_task("verify_a2a_core_protocol")
+harbor_environment = step_task("harbor_environment")
+harbor_agent = step_task("harbor_agent")
+harbor_verifier = step_task("harbor_verifier")

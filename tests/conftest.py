@@ -13,7 +13,7 @@ os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 # The suite never starts or uses the local Prefect server of an agentenv home (the developer's own,
 # maybe running): a command a test runs without PREFECT_API_URL gets Prefect's temporary server. A
 # test that wants the local server asks for it (PREFECT_AGENTENV_SERVER=local) with a temporary
-# home and Prefect home of its own, and stops it by its handle (tests/commands/test_server_command.py).
+# home and Prefect home of its own, and stops it by its handle (tests/commands/test_server.py).
 os.environ["PREFECT_AGENTENV_SERVER"] = "ephemeral"
 
 

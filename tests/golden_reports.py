@@ -2,11 +2,12 @@
 
 A report keeps every field and its meaning through a refactor: the golden tests compare a run's
 JSON, byte for byte, with the file recorded under ``tests/golden/``. What changes from run to run
-(times, durations, ids, ports, temporary paths, hashes of timestamped content) becomes a
+(times, durations, ids, ports, temporary paths, hashes of timestamped content, the install
+folders a confined agent was shown) becomes a
 placeholder first; everything else must be equal.
 
 To record the files again after an intended change of a report:
-``AGENTENV_RECORD_GOLDEN=1 .venv/bin/python -m pytest -q -p no:cacheprovider tests/flows/test_report_golden.py
+``AGENTENV_RECORD_GOLDEN=1 .venv/bin/python -m pytest -q -p no:cacheprovider tests/results/test_task_report_golden.py
 tests/transcript/test_transcript_run.py``
 (and read the diff before committing it).
 """
@@ -60,6 +61,8 @@ def normalise(value: Any, replace: dict[str, str] | None = None, key: str = "") 
         if isinstance(out.get("size"), int) and out.get("text") != value.get("text"):
             out["size"] = "<int>"  # a clipped text whose volatile parts were replaced
         return out
+    if key == "mounts" and isinstance(value, list):
+        return ["<where the runner's Python and this package are installed>"] if value else []
     if isinstance(value, list):
         return [normalise(v, replace, key) for v in value]
     if _VOLATILE_KEYS.search(key) and value is not None and not isinstance(value, bool):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from prefect_agentenv.runtime.docker import server_version
+from prefect_agentenv.runtime.launch.docker import server_version
 
 TEST_IMAGE = os.environ.get("AGENTENV_TEST_IMAGE", "agentenv-test/python:bookworm-1")
 """Debian's Python 3.11 with bash and coreutils (the tag tests/docker/daemon.sh builds)."""

@@ -14,10 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from servers import LOOPBACK, PORT, Server
-
 from prefect_agentenv.artifacts.local import LocalArtifactBackend
 from prefect_agentenv.settings import AgentEnvSettings
+from servers import LOOPBACK, PORT, Server
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

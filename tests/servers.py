@@ -28,7 +28,7 @@ from typing import Self, TypeVar
 
 import httpx
 
-from prefect_agentenv.runtime import ports
+from prefect_agentenv.runtime.launch import ports
 
 LOOPBACK = "127.0.0.1"
 PORT = "{port}"

@@ -13,7 +13,6 @@ from prefect_agentenv import attribute_docs
 from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.documents import TaskDocument
 
-
 THEIRS = ConfigDict(use_attribute_docstrings=True)
 OURS = ConfigDict(json_schema_extra=attribute_docstrings)
 
@@ -127,4 +126,4 @@ def test_only_blocks_and_what_they_inherit_read_docstrings_at_class_creation() -
     users = sorted(str(p.relative_to(package)) for p in package.rglob("*.py")
                    if "use_attribute_docstrings=True" in p.read_text(encoding="utf-8"))
     assert users == ["blocks/agent.py", "blocks/artifact_store.py", "blocks/environment.py",
-                     "blocks/model_endpoint.py", "runtime/launch.py", "runtime/network_allow.py"]
+                     "blocks/model_endpoint.py", "runtime/confinement/network_allow.py", "runtime/launch/base.py"]

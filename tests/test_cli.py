@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from prefect_agentenv.cli import app
@@ -119,6 +120,19 @@ def test_run_exits_0_and_writes_the_report_when_the_run_completes(tmp_path: Path
     assert "Finished in state" not in proc.stderr and "Beginning flow run" not in proc.stderr, proc.stderr
 
 
+def test_run_names_the_mock_judge_on_its_result_line(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    """The worked path's task (examples/judge-gate.yaml), its judge the built-in mock model left unscripted:
+    it passes every criterion, and the line that shows the score says so."""
+    bench = yaml.safe_load((EXAMPLES / "judge-gate.yaml").read_text())
+    steps = json.loads(json.dumps(bench["tasks"][0]["steps"]).replace("<signer>", "Sam"))
+    del steps[-1]["grading_policy_prompt"]
+    path = write(tmp_path, "mock-judged.json", {"id": "mock-judged", "steps": steps})
+    proc = subprocess.run(cli("run", str(path)), env=cli_env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "task mock-judged: PASSED score=1.000 (judged by the mock model: every criterion passes unless " \
+           "scripted) status=completed" in proc.stdout
+
+
 def test_run_verbose_prints_prefects_line_for_every_flow_and_task_run(tmp_path: Path,
                                                                       cli_env: dict[str, str]) -> None:
     path = write(tmp_path, "good.json", [{"id": "a", "type": "test_noop", "depends_on": []}])
@@ -133,6 +147,7 @@ async def _task_runs_and_logs(flow_run_id: str) -> tuple[list[Any], list[Any]]:
     from uuid import UUID
 
     from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+
     from prefect_reads import flushed_logs, settled_task_runs
 
     runs = await settled_task_runs([UUID(flow_run_id)])
@@ -174,3 +189,33 @@ def test_ctrl_c_or_a_cancellation_stops_what_the_run_started(tmp_path: Path, cli
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
     assert proc.returncode != 0
+
+
+
+EMIT_THEN_EXIT = """
+import sys
+from prefect.events import emit_event
+from prefect_agentenv import cli
+emit_event("agentenv.test.exit", resource={"prefect.resource.id": "agentenv.test"})
+print("emitted", flush=True)
+if sys.argv[1] == "cli":
+    cli._exit_now(0)
+"""
+
+
+def test_a_command_ends_after_prefect_sent_its_events_without_a_leftover_warning(cli_env: dict[str, str]) -> None:
+    """An event queued just before the end (a block's load or save) is sent before Prefect's exit
+    handler stops its worker: no ``Still processing items: 1 items remaining...`` after the output."""
+    proc = subprocess.run([sys.executable, "-c", EMIT_THEN_EXIT, "cli"], env=cli_env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "emitted\n"
+    assert "Still processing items" not in proc.stderr, proc.stderr
+    # The command that showed it: `agent show` loads the block, and Prefect queues the load's event.
+    name = f"exit-{os.getpid()}"
+    saved = subprocess.run(cli("agent", "register", name, "--url", "https://agent.example.com", "--overwrite"),
+                           env=cli_env, capture_output=True, text=True, timeout=120)
+    assert saved.returncode == 0, saved.stderr
+    shown = subprocess.run(cli("agent", "show", name), env=cli_env, capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0 and "url: https://agent.example.com" in shown.stdout, shown.stderr
+    assert "Still processing items" not in saved.stderr + shown.stderr

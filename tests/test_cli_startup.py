@@ -40,14 +40,14 @@ def test_help_validate_and_schema_do_not_import_prefect() -> None:
 _RUNTIME_ONLY = ("httpx", "httpx2", "a2a", "rich", "anyio",
                  "prefect_agentenv.protocols.a2a", "prefect_agentenv.protocols.agentenv_ext",
                  "prefect_agentenv.protocols.env", "prefect_agentenv.protocols.probes",
-                 "prefect_agentenv.protocols.openai", "prefect_agentenv.runtime.launch",
-                 "prefect_agentenv.runtime.launchers", "prefect_agentenv.runtime.process",
-                 "prefect_agentenv.runtime.command", "prefect_agentenv.resolution.models",
+                 "prefect_agentenv.protocols.openai", "prefect_agentenv.runtime.launch.base",
+                 "prefect_agentenv.runtime.launch.registry", "prefect_agentenv.runtime.launch.process",
+                 "prefect_agentenv.runtime.launch.command", "prefect_agentenv.resolution.models",
                  "prefect_agentenv.resolution.servers", "prefect_agentenv.resolution.block_lookup",
-                 "prefect_agentenv.runtime.pool",
-                 "prefect_agentenv.runtime.docker", "prefect_agentenv.grading.judging",
-                 "prefect_agentenv.steps.support.agent_configuration", "prefect_agentenv.steps.support.pooling",
-                 "prefect_agentenv.steps.support.concurrency_slots")
+                 "prefect_agentenv.runtime.resources.pool",
+                 "prefect_agentenv.runtime.launch.docker", "prefect_agentenv.grading.judging",
+                 "prefect_agentenv.run_services.agent_configuration", "prefect_agentenv.run_services.pooling",
+                 "prefect_agentenv.run_services.concurrency_slots")
 
 _VALIDATE_PROBE = """
 import json, sys

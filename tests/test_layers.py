@@ -24,7 +24,7 @@ PACKAGE = Path(prefect_agentenv.__file__).parent
 LAYERS: list[tuple[str, ...]] = [
     # The run's context model and the exception tree know each other (a failed step's error
     # carries what it produced); context.py imports only pydantic and exceptions.
-    ("exceptions", "context", "problems", "settings", "redaction", "reference", "jsontypes", "attribute_docs",
+    ("exceptions", "exit_codes", "context", "problems", "settings", "redaction", "jsontypes", "attribute_docs",
      "prefect_defaults", "usage", "lazy"),
     ("protocols", "artifacts"),
     ("grading", "runtime", "transcript", "gateway"),
@@ -36,7 +36,7 @@ LAYERS: list[tuple[str, ...]] = [
     # Resolution of env, agent and model ids to blocks or reference servers.
     ("resolution",),
     # ``plugin`` gathers for step authors what the step modules use (steps, runtime, grading, context).
-    ("documents", "steps", "plugin"),
+    ("documents", "steps", "run_services", "plugin"),
     # Running steps, whatever runs them: no Prefect below the flows.
     ("engine",),
     ("flows", "session", "tasks"),

@@ -6,7 +6,6 @@ import httpx
 import pytest
 
 from prefect_agentenv.session import AgentSession
-
 from steps.helpers import publish_examples
 
 

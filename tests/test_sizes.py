@@ -35,3 +35,14 @@ def test_no_function_is_above_60_lines() -> None:
                 if length > MAX_FUNCTION_LINES:
                     long[f"{name}:{node.lineno} {node.name}"] = length
     assert not long, f"functions above {MAX_FUNCTION_LINES} lines: {long}"
+
+
+def test_no_folder_but_the_registries_keeps_more_than_15_modules() -> None:
+    """A room of more than 15 modules holds several themes: give each a sub-package. ``steps/`` and
+    ``commands/`` are registries (one module per step type, per command) and stay flat."""
+    package = Path(prefect_agentenv.__file__).parent
+    crowded = {str(folder.relative_to(package.parent)): count
+               for folder in [package, *(p.parent for p in package.rglob("__init__.py"))]
+               if (count := len([m for m in folder.glob("*.py") if m.name != "__init__.py"])) > 15
+               and folder.name not in ("steps", "commands")}
+    assert crowded == {}

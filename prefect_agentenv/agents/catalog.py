@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prefect_agentenv.reference import ReferenceServer
+from prefect_agentenv.runtime.launch.reference import ReferenceServer
 
 ReferenceAgent = ReferenceServer
 """A reference agent. Start it with its sandbox as working folder: absolute sandbox paths

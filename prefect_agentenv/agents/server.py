@@ -63,8 +63,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from prefect_agentenv.jsontypes import JsonArray, JsonObject
-from prefect_agentenv.agents.steering import STEERING_EXTENSION, SteeringRequestHandler
 from prefect_agentenv.agents.state import (
     AgentState,
     McpServerConfig,
@@ -72,13 +70,15 @@ from prefect_agentenv.agents.state import (
     Trajectory,
     TrajectoryRequest,
 )
+from prefect_agentenv.agents.steering import STEERING_EXTENSION, SteeringRequestHandler
+from prefect_agentenv.jsontypes import JsonArray, JsonObject
 from prefect_agentenv.protocols.agentenv_ext import (
     AGENT_CONFIG_EXTENSION,
     MCP_CONFIG_EXTENSION,
     SKILL_CONFIG_EXTENSION,
     TRAJECTORY_EXTENSION,
 )
-from prefect_agentenv.runtime.sandbox import SANDBOX_ROOT_VARIABLE, sandbox_path, sandbox_root
+from prefect_agentenv.runtime.resources.sandbox import SANDBOX_ROOT_VARIABLE, sandbox_path, sandbox_root
 
 __all__ = [
     "AgentBackend", "AgentFailure", "AgentState", "Turn", "TurnResult", "build_app", "build_card", "main",

@@ -18,7 +18,7 @@ from typing import Any, TypedDict
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from prefect_agentenv.jsontypes import JsonObject
-from prefect_agentenv.runtime.sandbox import sandbox_path, sandbox_root
+from prefect_agentenv.runtime.resources.sandbox import sandbox_path, sandbox_root
 
 
 class _Request(BaseModel):
@@ -115,7 +115,7 @@ class AgentState:
     def path(self, path: str | os.PathLike[str]) -> Path:
         """Where a path the agent was told about lives on this machine.
 
-        The host's mapping (:func:`~prefect_agentenv.runtime.sandbox.sandbox_path`), so an agent
+        The host's mapping (:func:`~prefect_agentenv.runtime.resources.sandbox.sandbox_path`), so an agent
         and the run agree on every path: absolute ones map under the sandbox root, relative ones
         are relative to it (the agent's cwd when a launcher starts it).
 

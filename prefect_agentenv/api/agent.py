@@ -30,8 +30,8 @@ from prefect_agentenv.exceptions import AgentEnvError
 from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.protocols.agentenv_ext import AgentEnvExtensions
 from prefect_agentenv.redaction import redact
+from prefect_agentenv.run_services.agents import a2a_client
 from prefect_agentenv.session import AgentSession
-from prefect_agentenv.steps.support.agents import a2a_client
 
 logger = logging.getLogger("prefect_agentenv.api")
 AGENT_NAME = "agent"

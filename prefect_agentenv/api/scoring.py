@@ -22,13 +22,13 @@ from pydantic import BaseModel, ValidationError
 from prefect_agentenv.api.config import ScoringConfig, TaskData
 from prefect_agentenv.context import PromptResponse, RunContext, Verification
 from prefect_agentenv.documents.loading import resolve_env_vars
+from prefect_agentenv.engine import scoring_placement as placement
 from prefect_agentenv.engine.execute import run_body, unset_env_vars
 from prefect_agentenv.engine.scheduler import DagScheduler
 from prefect_agentenv.exceptions import ConfigurationError
-from prefect_agentenv.engine import scoring_placement as placement
 from prefect_agentenv.grading.outcome import task_score
 from prefect_agentenv.grading.verification import read_all
-from prefect_agentenv.runtime.run import RunResources
+from prefect_agentenv.runtime.resources.run import RunResources
 from prefect_agentenv.steps.base import StepModel
 from prefect_agentenv.steps.registry import get_step
 

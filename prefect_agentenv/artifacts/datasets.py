@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from prefect_agentenv.artifacts.store import ArtifactBackend

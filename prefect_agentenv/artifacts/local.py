@@ -10,10 +10,10 @@ from typing import BinaryIO
 
 from prefect_agentenv.artifacts.keys import UnsafeKeyError
 from prefect_agentenv.artifacts.store import (
+    TMP_PREFIX,
     ArtifactBackend,
     ArtifactNotFoundError,
     ArtifactStoreError,
-    TMP_PREFIX,
     write_atomically,
 )
 

@@ -398,11 +398,8 @@ class ArtifactBackend(ABC):
     # -- run records --------------------------------------------------------------------------
 
     def put_object(self, key: str, data: bytes | str) -> str:
-        """Store a run record (trajectory, conversation turn, report) and return its URL.
-
-        ``key`` is relative to the runs area, e.g. ``<run id>/trajectories/reply.json``;
-        records are overwritten in place.
-        """
+        """Store a run record (trajectory, conversation turn, report) and return its URL; ``key`` is relative
+        to the runs area (``<run id>/trajectories/reply.json``), and a record is overwritten in place."""
         full = keys.record_key(key)
         if self.record_filter is not None:
             data = self.record_filter(data)
@@ -446,6 +443,11 @@ class ArtifactBackend(ABC):
     def object_url(self, key: str) -> str:
         """URL of a run record."""
         return self._url(keys.record_key(key))
+
+    def key_of(self, url: str | None) -> str | None:
+        """The run-record key of a URL this store gave out (:meth:`put_object`); None for another store's."""
+        prefix = self.object_url("x")[:-1]
+        return url[len(prefix):] if url and url.startswith(prefix) else None
 
     def list_objects(self, folder: str = "") -> list[str]:
         """Keys of the run records under ``folder`` of the runs area (relative to it), sorted."""

@@ -7,9 +7,9 @@ from typing import ClassVar
 from prefect.blocks.core import Block
 from pydantic import ConfigDict
 
-from prefect_agentenv.blocks.launch_fields import LaunchBlockFields
-from prefect_agentenv.runtime.launch import LaunchSpec
 from prefect_agentenv.blocks.documentation import DOCUMENTATION_URL
+from prefect_agentenv.blocks.launch_fields import LaunchBlockFields
+from prefect_agentenv.runtime.launch.base import LaunchSpec
 
 A2A_CARD_PATH = "/.well-known/agent-card.json"
 """Where A2A servers publish their card; the default readiness path of an agent."""

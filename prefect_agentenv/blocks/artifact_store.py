@@ -15,9 +15,9 @@ from prefect_agentenv.artifacts import (
     LocalArtifactBackend,
     S3ArtifactBackend,
 )
-from prefect_agentenv.blocks.documentation import DOCUMENTATION_URL
 from prefect_agentenv.artifacts.keys import check_prefix
 from prefect_agentenv.artifacts.s3_bucket import backend_from_s3_bucket
+from prefect_agentenv.blocks.documentation import DOCUMENTATION_URL
 from prefect_agentenv.settings import get_settings
 
 

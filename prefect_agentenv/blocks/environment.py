@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from pydantic import ConfigDict
 from prefect.blocks.core import Block
+from pydantic import ConfigDict
 
-from prefect_agentenv.blocks.launch_fields import LaunchBlockFields
-from prefect_agentenv.runtime.launch import DEFAULT_MCP_PATH, DEFAULT_READY_PATH, LaunchSpec
 from prefect_agentenv.blocks.documentation import DOCUMENTATION_URL
+from prefect_agentenv.blocks.launch_fields import LaunchBlockFields
+from prefect_agentenv.runtime.launch.base import DEFAULT_MCP_PATH, DEFAULT_READY_PATH, LaunchSpec
 
 
 class AgentEnvironment(LaunchBlockFields, Block):

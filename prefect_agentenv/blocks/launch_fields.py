@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from prefect_agentenv.blocks.secret_env import SecretEnv, reveal_env
-from prefect_agentenv.runtime.launch import LaunchSource, LaunchSpec
+from prefect_agentenv.runtime.launch.base import LaunchSource, LaunchSpec
 
 
 class LaunchBlockFields(LaunchSource):

@@ -1,7 +1,7 @@
 """Which Prefect server a command records on, chosen before it talks to Prefect.
 
 In order: the server ``PREFECT_API_URL`` names (in the environment or the user's Prefect profile:
-the user's own); else the local server of the agentenv home (``runtime/local_server.py``), started
+the user's own); else the local server of the agentenv home (``commands/_local_server.py``), started
 once in the background and reused; else, only when asked (``--ephemeral``,
 ``PREFECT_AGENTENV_SERVER=ephemeral``), Prefect's temporary server, started and stopped by the
 command. In CI (``CI`` set) or without a terminal on stdin, ``auto`` uses the local server only if
@@ -19,9 +19,10 @@ import time
 import typer
 from pydantic import ValidationError
 
+from prefect_agentenv.commands._local_server import LocalServer, ServerState, prefect_version
 from prefect_agentenv.exceptions import LocalServerError
+from prefect_agentenv.exit_codes import ExitCode
 from prefect_agentenv.prefect_defaults import set_prefect_defaults
-from prefect_agentenv.runtime.local_server import LocalServer, ServerState, prefect_version
 from prefect_agentenv.settings import AgentEnvSettings, get_settings
 
 
@@ -39,7 +40,7 @@ def current_settings() -> AgentEnvSettings:
         problem = exc.errors()[0]
         where = ".".join(str(p) for p in problem["loc"])
         typer.echo(f"error: PREFECT_AGENTENV_{where.upper()}: {problem['msg']}", err=True)
-        raise typer.Exit(2) from None
+        raise typer.Exit(ExitCode.INVALID) from None
 
 
 def configured_api_url() -> str | None:
@@ -103,7 +104,7 @@ def start_local_server(server: LocalServer) -> ServerState:
     except LocalServerError as exc:
         progress.done()
         typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
+        raise typer.Exit(ExitCode.FAILED) from None
     progress.done()
     if started:
         typer.echo(f"local Prefect server up in {progress.elapsed():.1f}s: UI {state.url} "

@@ -13,9 +13,10 @@ import json
 import os
 import re
 import shlex
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import NoReturn, Protocol, TypeVar
 
 import typer
@@ -25,12 +26,13 @@ from prefect.exceptions import ObjectNotFound
 from pydantic import SecretStr, ValidationError
 
 from prefect_agentenv.blocks.agent import A2AAgent
-from prefect_agentenv.commands._prefect_server import use_prefect_server
 from prefect_agentenv.blocks.environment import AgentEnvironment
+from prefect_agentenv.commands._prefect_server import use_prefect_server
 from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError
 from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.resolution.block_lookup import is_block_name
-from prefect_agentenv.runtime.launch import LaunchSpec
+from prefect_agentenv.runtime.confinement.command_needs import resolve_at_registration
+from prefect_agentenv.runtime.launch.base import LaunchSpec
 
 MASK = "********"
 _PLAIN_ARG = re.compile(r"^[\w@%+=:,./{}-]+$")
@@ -108,6 +110,8 @@ class LaunchOptions:
     url: str | None
     env: dict[str, str]
     secret_env: dict[str, SecretStr]
+    resolved: tuple[str, ...] = ()
+    """What registration resolved in the command (a shim, a relative script), one note each, shown."""
 
 
 def parse_launch_options(noun: Noun, name: str, *, command: str | None, image: str | None, url: str | None,
@@ -126,6 +130,7 @@ def parse_launch_options(noun: Noun, name: str, *, command: str | None, image: s
     env_vars = parse_pairs(env, "--env")
     secrets = parse_pairs(secret_env, "--secret-env", from_environment=True)
     argv: list[str] | None = None
+    notes: list[str] = []
     if command:
         try:
             argv = shlex.split(command)
@@ -134,10 +139,11 @@ def parse_launch_options(noun: Noun, name: str, *, command: str | None, image: s
         if not any("{port}" in part for part in [*argv, *env_vars.values()]):
             raise UsageProblem("--command must contain {port}, where the launcher puts the free port it picked, "
                                f'e.g. --command "{noun.example_command}"')
+        argv, notes = resolve_at_registration(argv, cwd=Path.cwd(), path=os.environ.get("PATH", os.defpath))
     if url and not url.startswith(("http://", "https://")):
         raise UsageProblem(f"--url must start with http:// or https://, got {url!r}")
     return LaunchOptions(command=argv, image=image, url=url, env=env_vars,
-                         secret_env={k: SecretStr(v) for k, v in secrets.items()})
+                         secret_env={k: SecretStr(v) for k, v in secrets.items()}, resolved=tuple(notes))
 
 
 @contextmanager
@@ -183,8 +189,9 @@ def launch_view(spec: LaunchSpec) -> JsonObject:
     }
 
 
-def register_block(block: LaunchBlock, name: str, *, noun: Noun, overwrite: bool) -> None:
-    """Save ``block`` as ``name`` and say how it launches (and which reference it now replaces).
+def register_block(block: LaunchBlock, name: str, *, noun: Noun, overwrite: bool, resolved: Sequence[str] = ()) -> None:
+    """Save ``block`` as ``name`` and say how it launches, what of its command was resolved (a shim, a relative
+    script), and which reference it now replaces.
 
     Raises:
         UsageProblem: the name is taken and ``overwrite`` was not given.
@@ -193,18 +200,43 @@ def register_block(block: LaunchBlock, name: str, *, noun: Noun, overwrite: bool
     asyncio.run(save_block(block, name, noun=noun, overwrite=overwrite))
     typer.echo(f"registered {noun.word} {name!r} ({noun.block_type.__name__} block {name!r}): "
                f"{block.to_launch_spec().describe()}")
+    for note in resolved:
+        typer.echo(f"  resolved {note}")
     if name in noun.references:
         typer.echo(f"note: this replaces the reference {noun.word} {name!r} for runs that can reach this Prefect API")
 
 
-def list_blocks(noun: Noun, extra: Sequence[tuple[str, str, str, str]] = ()) -> None:
+def list_blocks(noun: Noun, extra: Sequence[tuple[str, str, str, str]] = (),
+                launch: Callable[[LaunchBlock], str] | None = None, reference_note: str = "") -> None:
     """Print the registered blocks of ``noun``, then the reference servers no block replaces, then
-    ``extra`` rows (name, source, version, launch: the coding-agent harnesses)."""
+    ``extra`` rows (name, source, version, launch: the coding-agent harnesses). ``launch`` says how a block
+    launches (its launch line by default); ``reference_note`` follows each reference's."""
     use_prefect_server()
     blocks = asyncio.run(read_blocks(noun.block_type))
-    echo_listing({name: (block.version, block.to_launch_spec().describe()) for name, block in blocks.items()},
-                 {ref_id: (reference.version, f"python -m {reference.module}")
+    describe = launch or (lambda block: block.to_launch_spec().describe())
+    echo_listing({name: (block.version, describe(block)) for name, block in blocks.items()},
+                 {ref_id: (reference.version, f"python -m {reference.module}{reference_note}")
                   for ref_id, reference in noun.references.items()}, extra)
+
+
+def remove_block(noun: Noun, name: str) -> None:
+    """Delete the block ``name`` of ``noun`` (a reference server of that name then launches again).
+
+    Raises:
+        UsageProblem: no block of that name is registered (a reference server cannot be removed).
+    """
+    use_prefect_server()
+    try:
+        asyncio.run(noun.block_type.adelete(name))
+    except (ObjectNotFound, ValueError):  # Prefect says "Unable to find block document named ..."
+        if name in noun.references:
+            raise UsageProblem(f"{name!r} is a reference {noun.word} shipped with the package, not a registration: "
+                               "there is nothing to remove") from None
+        raise UsageProblem(f"{noun.word} {name!r} is not registered (`prefect-agentenv {noun.word} list` lists "
+                           "them)") from None
+    typer.echo(f"removed {noun.word} {name!r} ({noun.block_type.__name__} block {name!r})")
+    if name in noun.references:
+        typer.echo(f"note: the reference {noun.word} {name!r} launches under this name again")
 
 
 def echo_view(view: JsonObject, *, as_json: bool = False) -> None:

@@ -16,6 +16,7 @@ from prefect_agentenv.blocks.secret_env import secret_dict
 from prefect_agentenv.commands import _harnesses
 from prefect_agentenv.commands._prefect_server import use_prefect_server
 from prefect_agentenv.commands._registry import (
+    LaunchBlock,
     Noun,
     UsageProblem,
     echo_view,
@@ -24,12 +25,23 @@ from prefect_agentenv.commands._registry import (
     list_blocks,
     parse_launch_options,
     register_block,
+    remove_block,
     reported,
 )
 from prefect_agentenv.commands.check import run_check
 from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.resolution.servers import ResolvedAgent, resolve_agent
-from prefect_agentenv.runtime.launch import NetworkAllow
+from prefect_agentenv.runtime.confinement.confined import (
+    DEFAULT_CPU_SECONDS,
+    DEFAULT_MEMORY_MB,
+    DEFAULT_PROCESSES,
+    confine_by_default,
+    network_of,
+    unconfined_record,
+)
+from prefect_agentenv.runtime.confinement.disk import DEFAULT_DISK_MB
+from prefect_agentenv.runtime.launch.base import CONFINED_KIND, LaunchSpec, NetworkAllow
+from prefect_agentenv.settings import get_settings
 
 agent_app = typer.Typer(
     help="Register, list, show and check agents (A2AAgent blocks, the reference agents, the installed "
@@ -78,20 +90,35 @@ def register(
 ) -> None:
     """Register how to launch an agent, as an A2AAgent block named NAME."""
     with reported():
-        block = build_block(name, command=command, image=image, url=url, version=version, env=env or [],
+        block, resolved = build_block(name, command=command, image=image, url=url, version=version, env=env or [],
                             secret_env=secret_env or [], startup_timeout=startup_timeout, card_path=card_path,
                             container_port=container_port, description=description,
                             install_paths=install_path or [], confinement=confinement.value if confinement else None,
                             network=network or [])
-        register_block(block, name, noun=AGENT, overwrite=overwrite)
+        register_block(block, name, noun=AGENT, overwrite=overwrite, resolved=resolved)
 
 
 @agent_app.command("list")
 def list_agents() -> None:
     """List registered agents (blocks), the reference agents shipped in the package, and the
-    coding-agent harnesses with the versions installed."""
+    coding-agent harnesses with the versions installed; each with how it runs (confinement, network, limits)."""
     with reported():
-        list_blocks(AGENT, _harnesses.listing_rows())
+        default = f"  [{confinement_summary(None)}]"
+        harnesses = [(name, source, version, f"{launch}{default}")
+                     for name, source, version, launch in _harnesses.listing_rows()]
+        list_blocks(AGENT, harnesses, launch=_listed, reference_note=default)
+
+
+def _listed(block: LaunchBlock) -> str:
+    spec = block.to_launch_spec()
+    return f"{spec.describe()}  [{confinement_summary(confine_by_default(spec, kind_given=block.kind is not None))}]"
+
+
+@agent_app.command("remove")
+def remove(name: Annotated[str, typer.Argument(help="Agent id of a registration (an A2AAgent block).")]) -> None:
+    """Remove a registered agent (its A2AAgent block). Exit 2 when NAME is not registered."""
+    with reported():
+        remove_block(AGENT, name)
 
 
 @agent_app.command("install")
@@ -143,8 +170,9 @@ def check(
 def build_block(name: str, *, command: str | None, image: str | None, url: str | None, version: str,
                 env: list[str], secret_env: list[str], startup_timeout: float, card_path: str,
                 container_port: int, description: str | None, install_paths: list[str] | None = None,
-                confinement: Literal["confined", "none"] | None = None, network: list[str] | None = None) -> A2AAgent:
-    """Check the command line and turn it into a block.
+                confinement: Literal["confined", "none"] | None = None,
+                network: list[str] | None = None) -> tuple[A2AAgent, tuple[str, ...]]:
+    """Check the command line and turn it into a block; with what of its command was resolved (shown).
 
     Raises:
         UsageProblem: what is wrong and how to write it instead.
@@ -154,11 +182,12 @@ def build_block(name: str, *, command: str | None, image: str | None, url: str |
     if not card_path.startswith("/"):
         raise UsageProblem(f"--card-path must start with /, got {card_path!r} (the default is {A2A_CARD_PATH})")
     with invalid_as_usage():
-        return A2AAgent(version=version, command=options.command, image=options.image, url=options.url,
-                        env=options.env, secret_env=secret_dict(options.secret_env), startup_timeout_seconds=startup_timeout,
-                        card_path=card_path, container_port=container_port, description=description,
-                        install_paths=[str(Path(p).resolve()) for p in install_paths or []], confinement=confinement,
-                        network=_network(network or []))
+        block = A2AAgent(version=version, command=options.command, image=options.image, url=options.url,
+                         env=options.env, secret_env=secret_dict(options.secret_env),
+                         startup_timeout_seconds=startup_timeout, card_path=card_path, container_port=container_port,
+                         description=description, install_paths=[str(Path(p).resolve()) for p in install_paths or []],
+                         confinement=confinement, network=_network(network or []))
+    return block, options.resolved
 
 
 def _network(values: list[str]) -> Literal["public"] | NetworkAllow | None:
@@ -178,7 +207,7 @@ def _network(values: list[str]) -> Literal["public"] | NetworkAllow | None:
 
 
 def describe(resolved: ResolvedAgent) -> JsonObject:
-    """What ``agent show`` prints, with secret values masked."""
+    """What ``agent show`` prints, with secret values masked: how it launches and how it runs."""
     return {
         "name": resolved.a2a_agent_id,
         "source": resolved.source,
@@ -186,12 +215,48 @@ def describe(resolved: ResolvedAgent) -> JsonObject:
         "description": resolved.description,
         **launch_view(resolved.spec),
         "card_path": resolved.spec.ready_path,
-        **_network_view(resolved.spec.network),
+        **confinement_view(resolved.spec),
     }
 
 
-def _network_view(network: Literal["public"] | NetworkAllow | None) -> JsonObject:
-    """A widened network as ``show`` prints it; nothing for the default (its model and its envs' MCP paths)."""
-    if network is None:
-        return {}
-    return {"network": network if isinstance(network, str) else {"allow": [*network.allow]}}
+def confinement_view(spec: LaunchSpec) -> JsonObject:
+    """How a local agent runs (docs/security.md), defaults said so: its confinement, install paths, network and
+    limits; for an image or a URL, what isolates it instead."""
+    if spec.url is not None:
+        return {"confinement": "none here (already running; the runner never starts it)"}
+    if spec.image is not None:
+        return {"confinement": "its container (image mode)"}
+    if spec.kind != CONFINED_KIND:
+        return {"confinement": f"none ({unconfined_record(spec).opted_out})"}
+    explicit = spec.confinement == "confined"
+    network = network_of(spec)
+    return {
+        "confinement": "confined" if explicit else "confined (default)",
+        "install_paths": [*spec.install_paths],
+        "network": (network if isinstance(network, str) else {"allow": [*network.allow]} if network is not None
+                    else "its model and its envs' MCP paths (default)"),
+        "limits": {name: f"{value}" if given else f"{value} (default)" for name, value, given in _limits(spec)},
+    }
+
+
+def _limits(spec: LaunchSpec) -> list[tuple[str, int, bool]]:
+    return [("memory_limit_mb", spec.memory_limit_mb or DEFAULT_MEMORY_MB, spec.memory_limit_mb is not None),
+            ("process_limit", spec.process_limit or DEFAULT_PROCESSES, spec.process_limit is not None),
+            ("cpu_limit_seconds", spec.cpu_limit_seconds or DEFAULT_CPU_SECONDS, spec.cpu_limit_seconds is not None),
+            ("disk_limit_mb", spec.disk_limit_mb or DEFAULT_DISK_MB, spec.disk_limit_mb is not None)]
+
+
+def confinement_summary(spec: LaunchSpec | None) -> str:
+    """One cell of ``agent list``: confinement, then only what is not the default (``None``: a harness or a
+    reference agent, confined by default where this machine confines)."""
+    if spec is None:
+        return "confined (default)" if get_settings().agent_confinement != "none" else "none (setting)"
+    parts = [str(confinement_view(spec)["confinement"])]
+    network = network_of(spec) if spec.kind == CONFINED_KIND else None
+    if network == "public":
+        parts.append("network public")
+    elif isinstance(network, NetworkAllow):
+        parts.append(f"network allow {','.join(network.allow)}")
+    parts += [f"install {path}" for path in spec.install_paths]
+    parts += [f"{name}={value}" for name, value, given in _limits(spec) if given]
+    return "; ".join(parts)

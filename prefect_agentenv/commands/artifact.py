@@ -124,13 +124,21 @@ def list_(
                 versions = store.list_versions(each)
                 if versions:
                     typer.echo(f"{each}  latest={versions[-1].version}  versions={len(versions)}  "
-                               f"{_describe(versions[-1])}")
+                               f"{_described(store, versions[-1])}")
             return
         versions = store.list_versions(artifact_id)
         if not versions:
             raise _fail(f"artifact {artifact_id!r} is not published in {store.location}")
         for meta in versions:
-            typer.echo(f"{meta.ref}  {meta.created_at:%Y-%m-%d %H:%M:%S}Z  {_describe(meta)}")
+            typer.echo(f"{meta.ref}  {meta.created_at:%Y-%m-%d %H:%M:%S}Z  {_described(store, meta)}")
+
+
+def _described(store: ArtifactBackend, meta: ArtifactMetadata) -> str:
+    """A version in words; a judge setup's calibration with its κ and the labels it rests on, so a
+    demotion shows in the list of its versions."""
+    from prefect_agentenv.results.judges.calibration import describe_calibration
+
+    return describe_calibration(store, meta) or _describe(meta)
 
 
 @artifact_app.command("get")

@@ -12,7 +12,8 @@ from typing import Annotated
 import typer
 
 from prefect_agentenv.commands._options import Verbose, check_published, check_writable, overrides, published_ref
-from prefect_agentenv.prefect_defaults import quiet_engine_logs
+from prefect_agentenv.exit_codes import ExitCode
+from prefect_agentenv.prefect_defaults import BOARD_CONSOLE_LEVEL, quiet_engine_logs
 
 BudgetUsd = Annotated[float | None, typer.Option(
     help="Start no task run once the run's model calls cost this many US dollars; the rest are not run (exit 7).",
@@ -60,7 +61,7 @@ def bench_command(
     4 when a gate (--fail-under, --fail-on-regression) failed, 5 when more task runs failed for infrastructure
     than its infrastructure.max_error_rate allows, 6 when --require-calibrated-judge failed, 7 when its budget
     (--budget-usd, --budget-tokens, the document's budget) was spent before every task run started."""
-    quiet_engine_logs(verbose=verbose)  # before anything below imports Prefect
+    quiet_engine_logs(verbose=verbose, level=BOARD_CONSOLE_LEVEL)  # before anything below imports Prefect
     run_overrides = overrides(override)
     axes = _matrix(matrix)
     if report_dir is not None:
@@ -69,8 +70,8 @@ def bench_command(
     if baseline is not None:
         _check_baseline(baseline, slug)
     from prefect_agentenv.commands.progress import run_benchmark_with_progress
-    from prefect_agentenv.results.baseline import Gate
-    from prefect_agentenv.runtime.leftovers import sweep_dead_runs
+    from prefect_agentenv.results.store.baseline import Gate
+    from prefect_agentenv.runtime.resources.leftovers import sweep_dead_runs
     from prefect_agentenv.settings import get_settings
 
     sweep_dead_runs(get_settings().runs_dir)  # what killed runs left behind (logged)
@@ -100,7 +101,7 @@ def _checked_source(bench_file: str, *, ephemeral: bool) -> str | None:
 
 def _matrix(values: list[str]) -> dict[str, list[str]]:
     """``--matrix KEY=V1,V2`` options as a sweep's matrix, refused (exit 2) as a ``matrix:`` block is."""
-    from prefect_agentenv.documents.matrix import check_matrix
+    from prefect_agentenv.documents.benchmarks.matrix import check_matrix
 
     given: dict[str, list[str]] = {}
     for v in values:
@@ -108,36 +109,38 @@ def _matrix(values: list[str]) -> dict[str, list[str]]:
         if not sep or not key or key in given:
             problem = f"{key!r} given twice" if key in given else f"expects KEY=VALUE,VALUE…, got {v!r}"
             typer.echo(f"error: --matrix: {problem}", err=True)
-            raise typer.Exit(2)
+            raise typer.Exit(ExitCode.INVALID)
         given[key] = [value.strip() for value in listed.split(",")] if listed.strip() else []
     try:
         return check_matrix(given)
     except ValueError as exc:
         typer.echo(f"error: --matrix: {str(exc).removeprefix('matrix: ')}", err=True)
-        raise typer.Exit(2) from None
+        raise typer.Exit(ExitCode.INVALID) from None
 
 
 def _check_baseline(baseline: str, slug: str | None) -> None:
     """Refuse a baseline the artifact store does not have, before anything runs (exit 2)."""
     from prefect_agentenv.artifacts import ArtifactError, get_artifact_store
-    from prefect_agentenv.results.run_lookup import find_run
+    from prefect_agentenv.results.store.run_lookup import find_run
 
     try:
         with get_artifact_store() as store:
             find_run(store, baseline, slug=slug)
     except ArtifactError as exc:
         typer.echo(f"error: --baseline: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise typer.Exit(ExitCode.INVALID) from None
 
 
 def _checked_slug(bench_file: str) -> str | None:
     """The benchmark file's slug once it validates; every problem listed and exit 2 otherwise."""
-    from prefect_agentenv.documents.benchmark_validation import validate_benchmark_file
+    from prefect_agentenv.documents.benchmarks.validation import validate_benchmark_file
+    from prefect_agentenv.engine.benchmark_source import hand_over
 
     checked = validate_benchmark_file(bench_file)
     if checked.problems:
         typer.echo(f"{bench_file}: {len(checked.problems)} problem(s)", err=True)
         for p in checked.problems:
             typer.echo(f"  - {p.render()}", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(ExitCode.INVALID)
+    hand_over(bench_file, checked)  # the flow this command starts uses it: the file is read once
     return checked.benchmark.slug if checked.benchmark is not None else None

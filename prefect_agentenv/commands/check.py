@@ -19,7 +19,7 @@ from prefect_agentenv.exceptions import ConfigurationError
 from prefect_agentenv.jsontypes import JsonArray, JsonObject
 
 if TYPE_CHECKING:
-    from prefect_agentenv.context import Verification, VerificationRow
+    from prefect_agentenv.context import Confinement, Verification, VerificationRow
     from prefect_agentenv.results.task_report import TaskReport
 
 _CHECK_STEP = "check"
@@ -67,7 +67,9 @@ def _json_view(noun: str, name: str, report: TaskReport, verification: Verificat
     rows: JsonArray = [{"check": r.id, "status": _status(r), "detail": r.justification if "justification" in
                         r.model_fields_set else ""} for r in (verification.results if verification is not None else [])]
     ok = report.status == "completed" and verification is not None and verification.score == 1.0
+    confinement = _confinement(report, name)
     return {noun: name, "ok": ok, "url": extra.get("url"), "checks": rows, "card": extra.get("card"),
+            "confinement": confinement.model_dump(mode="json") if confinement is not None else None,
             "not_sent": [r.model_dump(mode="json") for r in report.context.metadata.unsupported_agent_config],
             "error": report.error, "teardown_ok": all(t.ok for t in report.teardown)}
 
@@ -91,7 +93,31 @@ def _print_table(noun: str, name: str, report: TaskReport, verification: Verific
         typer.echo(f"  {check:<{width}}  {status:<8}  {detail}")
     for row in report.context.metadata.unsupported_agent_config:
         typer.echo(f"  {row.field:<{width}}  {'NOT SENT':<8}  {row.extension}: {row.reason}")
+    _print_confinement(_confinement(report, name))
     failed = [r[0] for r in rows if r[1] == "FAILED"]
     lacks = [r[0] for r in rows if r[1] == "MISSING"]
     verdict = f"FAILED: {', '.join(failed)}" if failed else "ok"
     typer.echo(f"{noun} {name}: {verdict}" + (f" (lacks: {', '.join(lacks)})" if lacks else "") + f"; {stopped}")
+
+
+def _confinement(report: TaskReport, name: str) -> Confinement | None:
+    agent = report.context.deployed_agents.get(name)
+    return agent.confinement if agent is not None else None
+
+
+def _print_confinement(confinement: Confinement | None) -> None:
+    """How the checked agent ran: its confinement, network, limits, and what of the host it saw, and why."""
+    if confinement is None:
+        return
+    if not confinement.confined:
+        typer.echo(f"  runs unconfined ({confinement.opted_out or confinement.network})")
+        return
+    doors = f" (doors: {', '.join(confinement.doors)})" if confinement.doors else ""
+    limits = ", ".join(f"{k}={v}" for k, v in confinement.limits.items())
+    cgroup = f", cgroup {confinement.cgroup}" if confinement.cgroup else ""
+    typer.echo(f"  confined by {confinement.mechanism}; network {confinement.network}{doors}; "
+               f"limits {limits or 'none'}{cgroup}")
+    typer.echo("  sees read-only, besides its sandbox and the system:" if confinement.mounts else
+               "  sees its sandbox and the system only")
+    for mount in confinement.mounts:
+        typer.echo(f"    {mount}")

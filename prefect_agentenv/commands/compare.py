@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from prefect_agentenv.exit_codes import ExitCode
+
 _RUN_HELP = "RUN_ID, SLUG/RUN_ID, or SLUG (its latest finished run)."
 
 
@@ -31,19 +33,19 @@ def compare_command(
     from prefect_agentenv.commands._prefect_server import use_prefect_server
 
     use_prefect_server(running_only=True)  # an S3 store's block is read through the Prefect API
-    from prefect_agentenv.results import GATE_EXIT_CODE, compare
-    from prefect_agentenv.results.judge_trust import trust_summary
-    from prefect_agentenv.results.run_lookup import find_run
-    from prefect_agentenv.results.scoring_store import read_version
+    from prefect_agentenv.commands._run_home import found_anywhere
+    from prefect_agentenv.results import compare
+    from prefect_agentenv.results.judges.judge_trust import trust_summary
+    from prefect_agentenv.results.store.scoring_store import read_version
 
     try:
         with get_artifact_store() as store:
-            before, after = find_run(store, baseline), find_run(store, candidate, slug=None)
-            previous = read_version(store, before.slug, before.run_id)  # the scoring its summary shows
-            current = read_version(store, after.slug, after.run_id)
+            before, after = found_anywhere(store, baseline), found_anywhere(store, candidate)
+            previous = read_version(before.store, before.slug, before.run_id)  # the scoring its summary shows
+            current = read_version(after.store, after.slug, after.run_id)
     except ArtifactError as exc:
         typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise typer.Exit(ExitCode.INVALID) from None
     comparison = compare(current, previous, confidence=confidence, resamples=resamples, seed=seed,
                          current_run_id=f"{after.slug}/{after.run_id}", previous_run_id=f"{before.slug}/{before.run_id}")
     if as_json:
@@ -62,4 +64,4 @@ def compare_command(
     if fail_on_regression and comparison.regressed and comparison.overall is not None:
         typer.echo(f"gate failed: worse than {before.slug}/{before.run_id}: {comparison.overall.sentence()} "
                    f"({comparison.setup.sentence()})", err=True)
-        raise typer.Exit(GATE_EXIT_CODE)
+        raise typer.Exit(ExitCode.GATE)

@@ -18,6 +18,7 @@ from prefect_agentenv.commands._registry import (
     list_blocks,
     parse_launch_options,
     register_block,
+    remove_block,
     reported,
 )
 from prefect_agentenv.commands.check import run_check
@@ -54,10 +55,10 @@ def register(
 ) -> None:
     """Register how to launch an env, as an AgentEnvironment block named NAME."""
     with reported():
-        block = build_block(name, command=command, image=image, url=url, version=version, env=env or [],
+        block, resolved = build_block(name, command=command, image=image, url=url, version=version, env=env or [],
                             secret_env=secret_env or [], startup_timeout=startup_timeout,
                             container_port=container_port, description=description)
-        register_block(block, name, noun=ENV, overwrite=overwrite)
+        register_block(block, name, noun=ENV, overwrite=overwrite, resolved=resolved)
 
 
 @env_app.command("list")
@@ -65,6 +66,13 @@ def list_envs() -> None:
     """List registered envs (blocks) and the reference envs shipped in the package."""
     with reported():
         list_blocks(ENV)
+
+
+@env_app.command("remove")
+def remove(name: Annotated[str, typer.Argument(help="Env id of a registration (an AgentEnvironment block).")]) -> None:
+    """Remove a registered env (its AgentEnvironment block). Exit 2 when NAME is not registered."""
+    with reported():
+        remove_block(ENV, name)
 
 
 @env_app.command("show")
@@ -96,17 +104,19 @@ def check(
 
 def build_block(name: str, *, command: str | None, image: str | None, url: str | None, version: str,
                 env: list[str], secret_env: list[str], startup_timeout: float, container_port: int,
-                description: str | None) -> AgentEnvironment:
-    """Check the command line and turn it into a block.
+                description: str | None) -> tuple[AgentEnvironment, tuple[str, ...]]:
+    """Check the command line and turn it into a block; with what of its command was resolved (shown).
 
     Raises:
         UsageProblem: what is wrong and how to write it instead.
     """
     options = parse_launch_options(ENV, name, command=command, image=image, url=url, env=env, secret_env=secret_env)
     with invalid_as_usage():
-        return AgentEnvironment(version=version, command=options.command, image=options.image, url=options.url,
-                                env=options.env, secret_env=secret_dict(options.secret_env), startup_timeout_seconds=startup_timeout,
-                                container_port=container_port, description=description)
+        block = AgentEnvironment(version=version, command=options.command, image=options.image, url=options.url,
+                                 env=options.env, secret_env=secret_dict(options.secret_env),
+                                 startup_timeout_seconds=startup_timeout, container_port=container_port,
+                                 description=description)
+    return block, options.resolved
 
 
 def describe(resolved: ResolvedEnv) -> JsonObject:

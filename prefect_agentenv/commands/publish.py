@@ -12,11 +12,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from prefect_agentenv.exit_codes import ExitCode
+
 if TYPE_CHECKING:
     from prefect_agentenv.artifacts import ArtifactBackend
-    from prefect_agentenv.documents.published import PublishedBenchmark
+    from prefect_agentenv.documents.published.snapshot import PublishedBenchmark
 
-MATCHED, DRIFTED, INVALID = 0, 1, 2
+MATCHED, DRIFTED, INVALID = ExitCode.OK, ExitCode.FAILED, ExitCode.INVALID
 STORE_ERROR = 1
 
 
@@ -46,7 +48,7 @@ def publish_command(
 
 def _frozen(target: str, store: ArtifactBackend) -> PublishedBenchmark:
     # Imported here (and below) so the other commands do not pay for the documents and the store.
-    from prefect_agentenv.documents.published import freeze_benchmark
+    from prefect_agentenv.documents.published.snapshot import freeze_benchmark
     from prefect_agentenv.exceptions import TaskDocumentError
 
     if not Path(target).is_file():
@@ -64,7 +66,7 @@ def _frozen(target: str, store: ArtifactBackend) -> PublishedBenchmark:
 
 
 def _publish(store: ArtifactBackend, record: PublishedBenchmark, target: str) -> None:
-    from prefect_agentenv.documents.published_store import PublishConflictError, publish
+    from prefect_agentenv.documents.published.store import PublishConflictError, publish
 
     try:
         done = publish(store, record)
@@ -89,7 +91,7 @@ def _publish(store: ArtifactBackend, record: PublishedBenchmark, target: str) ->
 
 
 def _check(store: ArtifactBackend, record: PublishedBenchmark, target: str) -> int:
-    from prefect_agentenv.documents.published_store import check, list_published
+    from prefect_agentenv.documents.published.store import check, list_published
 
     drift = check(store, record)
     name = f"{record.slug}@{record.version}"
@@ -112,7 +114,7 @@ def _check(store: ArtifactBackend, record: PublishedBenchmark, target: str) -> i
 
 def _list(store: ArtifactBackend, target: str) -> None:
     from prefect_agentenv.documents.loading import ParseError, read_document
-    from prefect_agentenv.documents.published_store import list_published
+    from prefect_agentenv.documents.published.store import list_published
 
     slug = target
     if Path(target).is_file():

@@ -10,16 +10,19 @@ from typing import Annotated
 import typer
 
 from prefect_agentenv.commands._options import Verbose
+from prefect_agentenv.exit_codes import ExitCode
 from prefect_agentenv.prefect_defaults import quiet_engine_logs
 
 
 def rescore_command(
     run: Annotated[str, typer.Argument(metavar="RUN", help="RUN_ID, SLUG/RUN_ID, or SLUG (its latest finished run).")],
     task: Annotated[Path | None, typer.Option("--task", metavar="DOC", help="Score with this task document's "
-                                              "verifiers (every task run of its id) instead of the frozen copy.")]
+                                              "verifiers (every task run of its id) instead of the frozen copy; a "
+                                              "Harbor task folder is one.")]
     = None,
     benchmark: Annotated[Path | None, typer.Option("--benchmark", metavar="FILE", help="Score with this benchmark "
-                                                   "file's tasks, matched by task id and seed.")] = None,
+                                                   "file's tasks (or a Harbor dataset's), matched by task id and "
+                                                   "seed.")] = None,
     override: Annotated[list[str], typer.Option(help="KEY=VALUE run override for the verifiers, e.g. "
                                                 "judge_model=gpt-4.1-mini (repeatable).")] = [],  # noqa: B006
     as_json: Annotated[bool, typer.Option("--json", help="Print the rescore as JSON instead of markdown.")] = False,
@@ -40,14 +43,14 @@ def rescore_command(
     overrides = dict(pair.split("=", 1) for pair in override if "=" in pair)
     if len(overrides) != len(override):
         typer.echo("error: --override takes KEY=VALUE", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(ExitCode.INVALID)
     try:
         documents = load_documents(str(task) if task else None, str(benchmark) if benchmark else None)
         with get_artifact_store() as store:
             result = asyncio.run(rescore_run(store, run, documents, overrides=overrides))
     except (TaskDocumentError, ConfigurationError, ArtifactError) as exc:
         typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise typer.Exit(ExitCode.INVALID) from None
     typer.echo(json.dumps(result.model_dump(mode="json"), indent=2) if as_json else result.markdown())
     if result.missing:
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.FAILED)

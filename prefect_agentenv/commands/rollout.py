@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from prefect_agentenv.exit_codes import ExitCode
+
 if TYPE_CHECKING:
     from prefect_agentenv.api import AgentConfig, Task, Trace
 
@@ -35,12 +37,12 @@ def rollout_command(
         rollout_task = Task.from_document(task)
     except (ConfigurationError, TaskDocumentError, ValueError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise typer.Exit(ExitCode.INVALID) from None
     try:
         trace = asyncio.run(_rollout(config, rollout_task, list(message or [])))
     except (AgentEnvError, ValueError) as exc:
         typer.echo(f"error: the rollout could not run: {exc}", err=True)
-        raise typer.Exit(1) from None
+        raise typer.Exit(ExitCode.FAILED) from None
     if json_out:
         json_out.write_text(trace.model_dump_json(indent=2), encoding="utf-8")
     _print(trace)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from prefect_agentenv.commands._options import Verbose, check_writable, overrides, pairs
+from prefect_agentenv.exit_codes import ExitCode
 from prefect_agentenv.prefect_defaults import quiet_engine_logs
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ def run_command(
         typer.echo(f"{task_file}: {len(result.problems)} problem(s)", err=True)
         for p in result.problems:
             typer.echo(f"  - {p.render()}", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(ExitCode.INVALID)
     doc = result.document
     if report is not None:
         check_writable(report, "--report")
@@ -53,7 +54,7 @@ def run_command(
         typer.echo(f"task {doc.id}: {len(doc.steps)} steps")
         for i, wave in enumerate(_waves(doc), 1):
             typer.echo(f"  wave {i}: " + ", ".join(f"{s} ({doc.step(s).type})" for s in wave))
-        raise typer.Exit(0)
+        raise typer.Exit(ExitCode.OK)
     quiet_engine_logs(verbose=verbose)
     # Imported here: the server's choice reads Prefect's settings, which `--help` and `validate` never load.
     from prefect_agentenv.commands._prefect_server import use_prefect_server

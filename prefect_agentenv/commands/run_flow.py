@@ -1,7 +1,7 @@
 """``prefect-agentenv run``: one task as a Prefect flow run, whatever way it ends.
 
 Every ending gives one exit code, one line on stderr and, except after SIGKILL, the report
-(README, "How a run can stop"): 0 completed, 1 failed, 3 cancelled from Prefect, 130 Ctrl-C,
+(docs/reliability.md, "How a run can stop"): 0 completed, 1 failed, 3 cancelled from Prefect, 130 Ctrl-C,
 143 SIGTERM. What a run killed outright left behind is swept when the next run starts.
 """
 
@@ -21,13 +21,15 @@ import typer
 
 from prefect_agentenv.documents import TaskDocument
 from prefect_agentenv.engine.reporting import build_report
+from prefect_agentenv.exit_codes import ExitCode
 from prefect_agentenv.flows.adapters import api_health
 from prefect_agentenv.flows.adapters.stale import mark_dead_flow_runs_crashed
 from prefect_agentenv.flows.agent_task import agent_task
+from prefect_agentenv.grading.judge_setup import MOCK_JUDGE_NOTE, mock_judged
 from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.results.task_report import write_report
-from prefect_agentenv.runtime.leftovers import sweep_dead_runs
-from prefect_agentenv.runtime.stop import DESCRIPTIONS, EXIT_CODES
+from prefect_agentenv.runtime.resources.leftovers import sweep_dead_runs
+from prefect_agentenv.runtime.resources.stop import DESCRIPTIONS, EXIT_CODES
 from prefect_agentenv.settings import get_settings
 
 logger = logging.getLogger("prefect_agentenv.cli")
@@ -61,7 +63,7 @@ def run_task_cli(doc: TaskDocument, *, overrides: dict[str, str], keep: bool, re
         where = f"; report: {report}" if report else ""
         typer.echo(f"{DESCRIPTIONS.get(reason, reason)}: the steps in flight were stopped and everything the run "
                    f"started was torn down{where}", err=True)
-        return EXIT_CODES.get(reason, 1)
+        return EXIT_CODES.get(reason, ExitCode.FAILED)
     return 0 if data["status"] == "completed" else 1
 
 
@@ -170,7 +172,10 @@ def _one_line(value: object) -> str:
 def print_summary(data: JsonObject, report: Path | None) -> None:
     """The run's outcome, its steps and where the report is (``data``: the run's summary, as JSON)."""
     score = "-" if data.get("score") is None else f"{data['score']:.3f}"
-    typer.echo(f"task {data['task_id']}: {data['outcome']} score={score} status={data['status']} "
+    context = data.get("context")
+    metadata = context.get("metadata") if isinstance(context, dict) else None
+    mock = f" ({MOCK_JUDGE_NOTE})" if isinstance(metadata, dict) and mock_judged(metadata.get("verifications")) else ""
+    typer.echo(f"task {data['task_id']}: {data['outcome']} score={score}{mock} status={data['status']} "
                f"({data['duration_s']:.1f}s)")
     steps = data.get("steps")
     for s in steps if isinstance(steps, list) else []:

@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from prefect_agentenv.commands._prefect_server import configured_api_url, local_server, start_local_server
+from prefect_agentenv.exit_codes import ExitCode
 
 server_app = typer.Typer(
     help="The local Prefect server of the agentenv home (the UI): status, start, stop, logs.",
@@ -35,7 +36,7 @@ def status() -> None:
         typer.echo(f"  API: {state.api_url}  (for Prefect's own CLI: export PREFECT_API_URL={state.api_url})")
         typer.echo(f"  log: {server.log_path}")
     _say_when_not_used(state.api_url if state else None)
-    raise typer.Exit(0 if state is not None else 1)
+    raise typer.Exit(ExitCode.OK if state is not None else ExitCode.FAILED)
 
 
 @server_app.command()
@@ -64,7 +65,7 @@ def logs(
     path = local_server().log_path
     if not path.exists():
         typer.echo(f"error: no log yet ({path}): the local server has never started in this home", err=True)
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.FAILED)
     with path.open(errors="replace") as log:
         for line in log.readlines()[-lines:] if lines else []:
             typer.echo(line, nl=False)

@@ -18,9 +18,9 @@ from rich.table import Table
 from rich.text import Text
 
 from prefect_agentenv.results import SweepSummary
-from prefect_agentenv.results.comparison import PairedRow
-from prefect_agentenv.results.comparison_markdown import verdict_cell
-from prefect_agentenv.results.sweep_tables import short_cell_names, varying_keys
+from prefect_agentenv.results.comparison.compare import PairedRow
+from prefect_agentenv.results.comparison.compare_markdown import verdict_cell
+from prefect_agentenv.results.stats.sweep_summary import short_cell_names, varying_keys
 
 FULL_ERRORS = "prefect-agentenv view --benchmark {slug} --run {run_id}"
 """Where a shortened error is whole: the HTML report's task-run page shows each error in full."""

@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from prefect_agentenv.exit_codes import ExitCode
+
 
 def validate_command(
     files: Annotated[list[Path], typer.Argument(help="Task or benchmark documents (JSON or YAML).")],
@@ -40,4 +42,4 @@ def validate_command(
         typer.echo(f"{path}: {len(result.problems)} problem(s)")
         for p in result.problems:
             typer.echo(f"  - {p.render()}")
-    raise typer.Exit(2 if failed else 0)
+    raise typer.Exit(ExitCode.INVALID if failed else ExitCode.OK)

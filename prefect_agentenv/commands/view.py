@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from prefect_agentenv.exit_codes import ExitCode
+
 
 def view_command(
     report: Annotated[Path | None, typer.Argument(help="A task run's report.json (as `run --report` writes).")] = None,
@@ -23,12 +25,13 @@ def view_command(
     """Write a self-contained HTML report (summary, sortable table, transcripts, SVG charts) and print its path."""
     if sum(x is not None for x in (report, benchmark, task_run)) != 1:
         typer.echo("error: give one of REPORT, --benchmark SLUG or --task-run ID", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(ExitCode.INVALID)
     # Imported here so the other commands do not pay for Prefect and the store.
     from prefect_agentenv.artifacts import ArtifactError, get_artifact_store
     from prefect_agentenv.commands._prefect_server import use_prefect_server
 
     use_prefect_server(running_only=True)  # an S3 store's block is read through the Prefect API
+    from prefect_agentenv.commands._run_home import found_anywhere
     from prefect_agentenv.exceptions import AgentEnvError
     from prefect_agentenv.flows.task_runner import report_key
     from prefect_agentenv.flows.ui.view_data import benchmark_report_files, benchmark_view, task_view
@@ -38,6 +41,8 @@ def view_command(
     try:
         with get_artifact_store() as store:
             if benchmark is not None:
+                if run is not None:
+                    store = found_anywhere(store, f"{benchmark}/{run}").store  # a worker's store, when elsewhere
                 view = benchmark_view(store, benchmark, run)
                 folder = out or Path("reports") / "view" / f"{benchmark}-{view.run_id}"
                 index = write_files(benchmark_report_files(store, view), folder)  # a run's page at a time
@@ -50,7 +55,7 @@ def view_command(
                 index = write(view, folder, files)
     except (AgentEnvError, ArtifactError, OSError, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
+        raise typer.Exit(ExitCode.FAILED) from None
     typer.echo(f"report: {index.resolve().as_uri()}")
     if serve:
         _serve(folder, port)

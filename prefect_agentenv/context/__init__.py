@@ -76,6 +76,9 @@ class Confinement(_Model):
     whole (every process it started); left out when it had per-process rlimits only."""
     opted_out: str | None = None
     """Why an agent that could have been confined was not (``confinement: none``, ``kind: process``)."""
+    mounts: list[str] = Field(default_factory=list, exclude_if=_unset)
+    """What of the host a confined agent saw read-only besides its sandbox and the system, each with why:
+    ``/opt/venv (venv of /opt/venv/bin/my-agent)``, ``/opt/data (install_paths)``."""
 
     @property
     def confined(self) -> bool:

@@ -22,8 +22,8 @@ from prefect_agentenv.engine.benchmark_source import published_ref_of
 from prefect_agentenv.flows.agent_task import agent_task
 from prefect_agentenv.flows.agent_task_shard import agent_task_shard
 from prefect_agentenv.flows.benchmark import benchmark
-from prefect_agentenv.flows.fleet.dispatch import SHARD_DEPLOYMENT as SHARD_DEPLOYMENT
 from prefect_agentenv.flows.calibrate import calibrate_judges
+from prefect_agentenv.flows.fleet.dispatch import SHARD_DEPLOYMENT as SHARD_DEPLOYMENT
 from prefect_agentenv.flows.labelling import label_judged_run
 from prefect_agentenv.flows.rescore import rescore
 

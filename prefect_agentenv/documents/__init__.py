@@ -18,8 +18,8 @@ from prefect_agentenv.documents.validation import ValidationResult, load_task, v
 from prefect_agentenv.lazy import lazy_names
 
 if TYPE_CHECKING:  # what checkers and editors see; at run time each name loads on first use
-    from prefect_agentenv.documents.benchmark import Benchmark, StepDocumentTask, VerialTask
-    from prefect_agentenv.documents.benchmark_validation import (
+    from prefect_agentenv.documents.benchmarks.document import Benchmark, StepDocumentTask, VerialTask
+    from prefect_agentenv.documents.benchmarks.validation import (
         BenchmarkValidationResult,
         load_benchmark,
         validate_any_file,
@@ -27,21 +27,21 @@ if TYPE_CHECKING:  # what checkers and editors see; at run time each name loads 
         validate_benchmark_file,
     )
     from prefect_agentenv.documents.compile import ExpandedTask, compile_verial_task, expand_tasks
-    from prefect_agentenv.documents.verial import CriterionRef
+    from prefect_agentenv.documents.verial.compile import CriterionRef
 
 _LAZY = {
-    "Benchmark": "prefect_agentenv.documents.benchmark",
-    "StepDocumentTask": "prefect_agentenv.documents.benchmark",
-    "VerialTask": "prefect_agentenv.documents.benchmark",
-    "BenchmarkValidationResult": "prefect_agentenv.documents.benchmark_validation",
-    "load_benchmark": "prefect_agentenv.documents.benchmark_validation",
-    "validate_any_file": "prefect_agentenv.documents.benchmark_validation",
-    "validate_benchmark_data": "prefect_agentenv.documents.benchmark_validation",
-    "validate_benchmark_file": "prefect_agentenv.documents.benchmark_validation",
+    "Benchmark": "prefect_agentenv.documents.benchmarks.document",
+    "StepDocumentTask": "prefect_agentenv.documents.benchmarks.document",
+    "VerialTask": "prefect_agentenv.documents.benchmarks.document",
+    "BenchmarkValidationResult": "prefect_agentenv.documents.benchmarks.validation",
+    "load_benchmark": "prefect_agentenv.documents.benchmarks.validation",
+    "validate_any_file": "prefect_agentenv.documents.benchmarks.validation",
+    "validate_benchmark_data": "prefect_agentenv.documents.benchmarks.validation",
+    "validate_benchmark_file": "prefect_agentenv.documents.benchmarks.validation",
     "ExpandedTask": "prefect_agentenv.documents.compile",
     "compile_verial_task": "prefect_agentenv.documents.compile",
     "expand_tasks": "prefect_agentenv.documents.compile",
-    "CriterionRef": "prefect_agentenv.documents.verial",
+    "CriterionRef": "prefect_agentenv.documents.verial.compile",
 }
 
 

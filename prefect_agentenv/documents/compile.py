@@ -23,26 +23,26 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.artifacts.datasets import Dataset, read_dataset
 from prefect_agentenv.attribute_docs import attribute_docstrings
-from prefect_agentenv.documents.benchmark import (
+from prefect_agentenv.documents.benchmarks.document import (
     Benchmark,
     BenchmarkDefaults,
     BenchmarkHeader,
-    DatasetRef,
     BenchmarkTask,
+    DatasetRef,
     StepDocumentTask,
     TagFilter,
     VerialTask,
 )
-from prefect_agentenv.documents.criteria import ASSERT_KINDS
-from prefect_agentenv.documents.linked import DatasetReader, Linked
+from prefect_agentenv.documents.benchmarks.linked import DatasetReader, Linked
 from prefect_agentenv.documents.loading import ParseError, fill_placeholders, read_document
 from prefect_agentenv.documents.models import TaskDocument
-from prefect_agentenv.documents.scoring import ScoringConfig, SkipPolicy, apply_skip_defaults, merge_scoring
 from prefect_agentenv.documents.problems import Problem
+from prefect_agentenv.documents.scoring import ScoringConfig, SkipPolicy, apply_skip_defaults, merge_scoring
 from prefect_agentenv.documents.seeds import SeedRow, load_seed_rows, placeholder_names
 from prefect_agentenv.documents.validation import _from_pydantic as pydantic_problem  # one wording for both kinds
 from prefect_agentenv.documents.validation import validate_data
-from prefect_agentenv.documents.verial import CompiledTask, CriterionRef, compile_verial
+from prefect_agentenv.documents.verial.compile import CompiledTask, CriterionRef, compile_verial
+from prefect_agentenv.documents.verial.criteria import ASSERT_KINDS
 from prefect_agentenv.exceptions import TaskDocumentError
 from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.steps.base import StepModel

@@ -36,11 +36,13 @@ MAX_NODES = 1_000_000
 
 
 class ParseError(Exception):
-    """The text is not valid JSON/YAML; ``.problem`` says where."""
+    """The text is not valid JSON/YAML (or the folder not a valid Harbor task); ``.problem`` says where,
+    ``.problems`` lists every problem when there are several (a Harbor task's ``task.toml``)."""
 
-    def __init__(self, problem: Problem) -> None:
+    def __init__(self, problem: Problem, problems: list[Problem] | None = None) -> None:
         super().__init__(problem.render())
         self.problem = problem
+        self.problems = problems or [problem]
 
 
 def parse_text(text: str, source: str = "<document>") -> Any:
@@ -91,11 +93,32 @@ def _parse(text: str, source: str) -> Any:
 
 
 def read_document(path: str | Path) -> Any:
-    """Read and parse a document file (refused unread when it is larger than the limit)."""
+    """Read and parse a document file (refused unread when it is larger than the limit).
+
+    A folder is a Harbor task (a ``task.toml`` in it: its compiled task document) or a Harbor dataset
+    (a folder of task folders: a benchmark of them), read by :mod:`prefect_agentenv.documents.harbor`.
+    """
     p = Path(path)
+    if p.is_dir():
+        return _harbor_folder(p)
     if p.is_file() and p.stat().st_size > MAX_DOCUMENT_BYTES:
         raise ParseError(_too_big(f"the file is larger than {MAX_DOCUMENT_BYTES // (1024 * 1024)} MiB"))
     return parse_text(p.read_text(encoding="utf-8"), str(p))
+
+
+def _harbor_folder(folder: Path) -> Any:
+    from prefect_agentenv.documents.harbor.compile import dataset_benchmark_data, task_document_data
+    from prefect_agentenv.documents.harbor.folder import HarborTaskError, is_dataset_folder, is_task_folder
+
+    if is_task_folder(folder):
+        try:
+            return task_document_data(folder)
+        except HarborTaskError as exc:
+            raise ParseError(exc.problems[0], exc.problems) from None
+    if is_dataset_folder(folder):
+        return dataset_benchmark_data(folder)
+    raise ParseError(Problem(f"{folder} is a folder with no task.toml and no task folders in it", path=str(folder),
+                             hint="give a Harbor task folder, a folder of them, or a task document file"))
 
 
 class _LimitError(Exception):

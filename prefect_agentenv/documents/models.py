@@ -5,17 +5,26 @@ from __future__ import annotations
 import functools
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, GetJsonSchemaHandler, TypeAdapter, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+    PrivateAttr,
+    TypeAdapter,
+    model_validator,
+)
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
 from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.documents.scoring import ScoringConfig, apply_skip_defaults, fold_skip_policy, split_for_isolation
-from prefect_agentenv.steps.base import Identifier, StepModel
-from prefect_agentenv.steps.registry import all_steps, get_step, unknown_type_message
 from prefect_agentenv.exceptions import ConfigurationError
 from prefect_agentenv.gateway.limits import CallLimits
 from prefect_agentenv.jsontypes import JsonObject
+from prefect_agentenv.steps.base import Identifier, StepModel
+from prefect_agentenv.steps.registry import all_steps, get_step, unknown_type_message
 
 
 def parse_step(value: Any) -> StepModel:
@@ -122,6 +131,22 @@ class TaskDocument(BaseModel):
                 raise PydanticCustomError("scoring_isolated_order", "{field}: {why}",
                                           {"field": "scoring.mode", "why": str(exc)}) from None
         return self
+
+    _graph_checked: bool = PrivateAttr(default=False)
+    """Set by ``validate_data`` once the whole document (the graph too) passed, so a flow handed this
+    very document by the command that validated it does not check it again. Never set from input."""
+
+    @property
+    def graph_checked(self) -> bool:
+        return self._graph_checked
+
+    def __eq__(self, other: object) -> bool:
+        """Documents are equal when they say the same: whether one was already checked is not part of
+        what it says (a resumed run compares the frozen copy with the document it was handed)."""
+        if not isinstance(other, BaseModel):
+            return NotImplemented
+        return (type(self) is type(other) and self.__dict__ == other.__dict__
+                and self.__pydantic_extra__ == other.__pydantic_extra__)
 
     def step(self, step_id: str) -> StepModel:
         for s in self.steps:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-
 from pydantic.json_schema import models_json_schema
 
-from prefect_agentenv.documents.benchmark import Benchmark
+from prefect_agentenv.documents.benchmarks.document import Benchmark
 from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.jsontypes import JsonObject
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from prefect_agentenv.documents.benchmark import CsvSeeds, SeedRows
+from prefect_agentenv.documents.benchmarks.document import CsvSeeds, SeedRows
 from prefect_agentenv.documents.loading import _PLACEHOLDER, NAME_PATTERN
 from prefect_agentenv.documents.problems import Problem
 

@@ -56,7 +56,7 @@ def validate_file(path: str | Path, seeds: Mapping[str, Any] | None = None) -> V
     try:
         data = read_document(path)
     except ParseError as exc:
-        return ValidationResult(None, [exc.problem])
+        return ValidationResult(None, list(exc.problems))
     except OSError as exc:
         return ValidationResult(None, [Problem(f"cannot read the file: {exc.strerror or exc}")])
     return validate_data(data, default_id=Path(path).stem, seeds=seeds)
@@ -95,6 +95,7 @@ def validate_data(data: Any, *, default_id: str = "task", seeds: Mapping[str, An
         doc = TaskDocument.model_validate({**header, "steps": [s for s in steps if s is not None]})
     except ValidationError as exc:  # a check across the header and the steps (scoring.mode isolated)
         return ValidationResult(None, [_document_problem(e) for e in exc.errors()], warnings)
+    doc._graph_checked = True
     return ValidationResult(doc, [], warnings)
 
 

@@ -9,21 +9,27 @@ a string names a published version when it reads ``SLUG@VERSION`` and no file ha
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
 from prefect_agentenv.artifacts import ArtifactNotFoundError, get_artifact_store
-from prefect_agentenv.documents.benchmark import Benchmark, BenchmarkHeader
-from prefect_agentenv.documents.benchmark_validation import validate_benchmark_data, validate_benchmark_file
+from prefect_agentenv.documents.benchmarks.document import Benchmark, BenchmarkHeader
+from prefect_agentenv.documents.benchmarks.validation import (
+    BenchmarkValidationResult,
+    validate_benchmark_data,
+    validate_benchmark_file,
+)
 from prefect_agentenv.documents.compile import ExpandedTask
+from prefect_agentenv.documents.harbor.kept_tasks import has_harbor_tasks, kept_tasks
 from prefect_agentenv.documents.loading import ParseError, read_document
 from prefect_agentenv.documents.problems import Problem
-from prefect_agentenv.documents.published import PublishedBenchmark, parse_published_ref
-from prefect_agentenv.documents.published_store import read_published
+from prefect_agentenv.documents.published.snapshot import PublishedBenchmark, parse_published_ref
+from prefect_agentenv.documents.published.store import read_published
 from prefect_agentenv.exceptions import TaskDocumentError
 from prefect_agentenv.jsontypes import JsonObject, JsonValue
 from prefect_agentenv.results import PublishedVersion
-from prefect_agentenv.results.store import RunEntry
+from prefect_agentenv.results.store.run_store import RunEntry
 
 
 @dataclass(frozen=True)
@@ -48,6 +54,35 @@ class BenchmarkSource:
             except KeyError:
                 pass
         return task.document.model_dump(mode="json", by_alias=True)
+
+
+_handed_over: ContextVar[tuple[str, tuple[int, int], BenchmarkValidationResult] | None] = ContextVar(
+    "agentenv_validated_benchmark", default=None)
+"""A benchmark file the command validated, for the flow it starts in the same process."""
+
+
+def hand_over(path: str, result: BenchmarkValidationResult) -> None:
+    """Let the benchmark flow this process starts use ``result`` instead of reading ``path`` again.
+
+    ``bench`` validates the file before it starts anything (exit 2 lists the problems); without this,
+    the flow read and validated it again, and its run name read it a third time. The file's size and
+    modification time are kept with it, so a file changed in between is read again."""
+    _handed_over.set((path, _signature(path), result))
+
+
+def _validated(path: str) -> BenchmarkValidationResult:
+    held = _handed_over.get()
+    if held is not None and held[0] == path and held[1] == _signature(path):
+        return held[2]
+    return validate_benchmark_file(path)
+
+
+def _signature(path: str) -> tuple[int, int]:
+    try:
+        stat = Path(path).stat()
+    except OSError:
+        return (-1, -1)
+    return (stat.st_mtime_ns, stat.st_size)
 
 
 def published_ref_of(text: str) -> tuple[str, str] | None:
@@ -79,10 +114,16 @@ def load_source(benchmark: Benchmark | str | None, path: str | None) -> Benchmar
 
 
 def _from_file(path: str) -> BenchmarkSource:
-    result = validate_benchmark_file(path)
+    """The file's benchmark; its Harbor task folders kept by content in the store, so the run's snapshots
+    name no checkout (``documents/harbor/kept_tasks``)."""
+    result = _validated(path)
     if result.problems or result.benchmark is None:
         raise TaskDocumentError(result.problems, path)
-    return BenchmarkSource(result.benchmark, result.tasks)
+    tasks = result.tasks
+    if has_harbor_tasks(tasks):
+        with get_artifact_store() as store:
+            tasks = kept_tasks(store, tasks)
+    return BenchmarkSource(result.benchmark, tasks)
 
 
 def _published(slug: str, version: str) -> BenchmarkSource:
@@ -109,6 +150,9 @@ def slug_of(value: JsonValue | Benchmark) -> str | None:
     ref = published_ref_of(value)
     if ref is not None:
         return f"{ref[0]}@{ref[1]}"
+    held = _handed_over.get()
+    if held is not None and held[0] == value and held[2].benchmark is not None:
+        return held[2].benchmark.slug
     try:
         data = read_document(Path(value))
     except (OSError, ParseError, UnicodeDecodeError):

@@ -35,14 +35,14 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Protocol, TypeVar
 
-from prefect_agentenv.context import FailedStep, RunContext, StepRecord
 from pydantic import ValidationError
 
+from prefect_agentenv.context import FailedStep, RunContext, StepRecord
 from prefect_agentenv.documents.loading import env_var_names, resolve_env_vars
 from prefect_agentenv.documents.validation import resolved_value_errors
 from prefect_agentenv.exceptions import ConfigurationError, StepError
 from prefect_agentenv.grading.verification import errored
-from prefect_agentenv.runtime.run import current_run
+from prefect_agentenv.runtime.resources.run import current_run
 from prefect_agentenv.settings import get_settings
 from prefect_agentenv.steps.base import StepModel, VerifierStep
 from prefect_agentenv.steps.registry import get_step

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.engine.scheduler import ScheduleResult
-from prefect_agentenv.grading.outcome import SkipPolicy, task_outcome
 from prefect_agentenv.gateway.ledger import CallRecord, RunTotals, sum_calls
+from prefect_agentenv.grading.outcome import SkipPolicy, task_outcome
 from prefect_agentenv.results.task_report import ModelCalls, ScoringSummary, TaskReport
-from prefect_agentenv.runtime.stop import DESCRIPTIONS
-from prefect_agentenv.runtime.teardown import TeardownRecord
+from prefect_agentenv.runtime.resources.stop import DESCRIPTIONS
+from prefect_agentenv.runtime.resources.teardown import TeardownRecord
 from prefect_agentenv.transcript import Transcript
 from prefect_agentenv.usage import TokenUsage, total_usage
 

@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 from types import TracebackType
 
 from prefect_agentenv.redaction import redacting_logs
-from prefect_agentenv.runtime.leftovers import write_owner
-from prefect_agentenv.runtime.overrides import RunOverrides
-from prefect_agentenv.runtime.run import RunResources, bind_run, unbind_run
-from prefect_agentenv.runtime.teardown import TeardownRecord, TeardownRegistry
+from prefect_agentenv.runtime.resources.leftovers import write_owner
+from prefect_agentenv.runtime.resources.overrides import RunOverrides
+from prefect_agentenv.runtime.resources.run import RunResources, bind_run, unbind_run
+from prefect_agentenv.runtime.resources.teardown import TeardownRecord, TeardownRegistry
 from prefect_agentenv.settings import get_settings
 
 

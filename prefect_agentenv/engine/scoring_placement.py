@@ -33,12 +33,12 @@ from prefect_agentenv.grading.verification import read_all
 from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.protocols.env import DataPart
 from prefect_agentenv.redaction import redact
-from prefect_agentenv.runtime.run import RunResources
-from prefect_agentenv.runtime.sandbox import create_sandbox
+from prefect_agentenv.run_services.agents import sandbox_of
+from prefect_agentenv.run_services.clients import env_client
+from prefect_agentenv.runtime.resources.run import RunResources
+from prefect_agentenv.runtime.resources.sandbox import create_sandbox
 from prefect_agentenv.steps import deploy_env
 from prefect_agentenv.steps.base import StepModel
-from prefect_agentenv.steps.support.agents import sandbox_of
-from prefect_agentenv.steps.support.services import env_client
 
 logger = logging.getLogger("prefect_agentenv.scoring")
 
@@ -55,6 +55,9 @@ class Submission:
     task_files: dict[str, dict[str, bytes]] = field(default_factory=dict)
     """Each agent's sandbox files that change what runs, as the task loaded them (``Sandbox.task_files``):
     grading in the restored sandbox tells the task's own from what the agent planted."""
+    environments: dict[str, dict[str, bytes]] = field(default_factory=dict)
+    """Container folders steps kept for a rescore (``RunServices.kept_environments``), as tar
+    archives by step id then path: a Harbor verifier's workdir as the agent left it."""
 
 
 async def capture(run: RunResources, ctx: RunContext, *, stateless: dict[str, str] | None = None) -> Submission:
@@ -79,6 +82,8 @@ async def capture(run: RunResources, ctx: RunContext, *, stateless: dict[str, st
             submission.files[name] = {p: sandbox.read(p) for p in sandbox.list_files(".")}
             if sandbox.task_files:
                 submission.task_files[name] = dict(sandbox.task_files)
+    submission.environments = {step: {path: tar.read_bytes() for path, tar in kept.items() if tar.is_file()}
+                               for step, kept in run.services.kept_environments.items()}
     return submission
 
 
@@ -87,6 +92,8 @@ async def restore(run: RunResources, ctx: RunContext, scoring: ScoringConfig, su
     (everything else — replies, collected artifacts, verifications so far — carried over)."""
     fresh = ctx.model_copy(deep=True)
     fresh.deployed_envs = {}
+    if submission.environments:  # a rescore: the steps that kept them start fresh containers from these
+        run.services.restored_environments = submission.environments
     for env_id, deployed in ctx.deployed_envs.items():
         try:
             step = runtime_step(env_id, deployed.version, scoring)

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import gzip
 import logging
 from datetime import UTC, datetime
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from prefect_agentenv.artifacts import ArtifactBackend
 from prefect_agentenv.context import RunContext
@@ -25,7 +26,8 @@ from prefect_agentenv.engine.scoring_placement import Submission, capture
 from prefect_agentenv.exceptions import AgentEnvError
 from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.redaction import Redactor
-from prefect_agentenv.runtime.run import RunResources
+from prefect_agentenv.runtime.harbor.kept import masked_archive
+from prefect_agentenv.runtime.resources.run import RunResources
 from prefect_agentenv.transcript import Transcript
 
 logger = logging.getLogger("prefect_agentenv.scoring")
@@ -62,6 +64,10 @@ class StoredSubmission(BaseModel):
     """The run context the verifiers start from: deployed envs and agents, replies, trajectories."""
     transcript: Transcript | None = None
     """The run's transcript, step by step, as its report has it."""
+    environments: dict[str, dict[str, str]] = Field(default_factory=dict)
+    """Container folders steps kept for a rescore (a Harbor verifier's workdir), by step id then path:
+    the store key of each one's tar archive (gzipped, kept beside this record, secrets masked)."""
+    _archives: dict[str, dict[str, bytes]] = PrivateAttr(default_factory=dict)
 
     @classmethod
     def of(cls, submission: Submission, *, task_id: str, run_id: str, context: RunContext,
@@ -75,12 +81,18 @@ class StoredSubmission(BaseModel):
                       for agent, paths in submission.task_files.items()}
         record = cls(task_id=task_id, run_id=run_id, captured_at=datetime.now(UTC).isoformat(), scoring_mode=mode,
                      states=submission.states, stateless=dict(stateless or {}), files=files, task_files=task_files,
-                     context=context, transcript=transcript)
-        return cls.model_validate(redactor.data(record.model_dump(mode="json")))
+                     context=context, transcript=transcript,
+                     environments={step: {path: environment_key(run_id, step, n) for n, path in enumerate(sorted(kept))}
+                                   for step, kept in submission.environments.items()})
+        stored = cls.model_validate(redactor.data(record.model_dump(mode="json")))
+        stored._archives = {step: {path: masked_archive(data, redactor) for path, data in kept.items()}
+                            for step, kept in submission.environments.items()}
+        return stored
 
     def submission(self) -> Submission:
         """The captured submission, as isolated scoring restores it."""
-        return Submission(states=dict(self.states), files=_decoded(self.files), task_files=_decoded(self.task_files))
+        return Submission(states=dict(self.states), files=_decoded(self.files), task_files=_decoded(self.task_files),
+                          environments={step: dict(kept) for step, kept in self._archives.items()})
 
     def start_context(self) -> RunContext:
         """The context verifiers start from: the run's, without the verdicts of its own verifiers."""
@@ -105,7 +117,22 @@ def read_submission(store: ArtifactBackend, run_id: str) -> StoredSubmission:
     if record.format_version > SUBMISSION_FORMAT:
         raise ValueError(f"submission format {record.format_version} is newer than this version reads "
                          f"({SUBMISSION_FORMAT})")
+    record._archives = {step: {path: gzip.decompress(store.get_object(key)) for path, key in kept.items()}
+                        for step, kept in record.environments.items()}
     return record
+
+
+def environment_key(run_id: str, step_id: str, index: int) -> str:
+    """Where the ``index``-th container folder a step kept is stored (beside the run's submission)."""
+    return f"{run_id}/environments/{step_id}/{index}.tar.gz"
+
+
+def store_submission(store: ArtifactBackend, record: StoredSubmission) -> None:
+    """Keep ``record``: its environments' archives first, then the record that names them."""
+    for step, kept in record.environments.items():
+        for path, key in kept.items():
+            store.put_object(key, gzip.compress(record._archives[step][path], compresslevel=6))
+    store.put_object(submission_key(record.run_id), record.model_dump_json())
 
 
 CAPTURE_TIMEOUT_SECONDS = 60.0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prefect_agentenv.reference import ReferenceServer
+from prefect_agentenv.runtime.launch.reference import ReferenceServer
 
 ReferenceEnv = ReferenceServer
 """A reference env: started with its own loopback port, ready when its card answers."""

@@ -17,8 +17,9 @@ from prefect_agentenv.flows.adapters.json_flow import json_parameter_flow
 from prefect_agentenv.flows.adapters.run_tags import add_flow_run_tags
 from prefect_agentenv.flows.adapters.step_log import send_package_logs_to_prefect
 from prefect_agentenv.flows.adapters.task_parameter import TaskParameter, resolve_task_parameter
+from prefect_agentenv.flows.control.follow import following, run_of
 from prefect_agentenv.flows.task_runner import current_flow_run_id, is_top_level_run, report_key, run_task_document
-from prefect_agentenv.runtime.stop import StopRequest
+from prefect_agentenv.runtime.resources.stop import StopRequest
 
 if TYPE_CHECKING:
     from prefect_agentenv.flows.adapters.subflow_start import SubflowStarter
@@ -88,8 +89,11 @@ async def agent_task(
     await add_flow_run_tags(document.tags)
     stop = StopRequest()
     top_level = is_top_level_run()
-    # Only a process's own run watches for cancellation: subflows of a benchmark stop with it.
-    async with watch_cancellation(stop, current_flow_run_id() if top_level else None):
+    ctx = FlowRunContext.get()
+    # Only a process's own run watches for cancellation: subflows of a benchmark stop with it. A
+    # fleet's task run follows its benchmark's hold of the agents' model calls (flows/control/follow).
+    async with watch_cancellation(stop, current_flow_run_id() if top_level else None), following(
+            run_of(ctx.flow_run.tags) if ctx and ctx.flow_run else None):
         report = await run_task_document(document, seeds=seeds, overrides=overrides, keep=keep, stop=stop,
                                          report_path=Path(report_path) if report_path else None,
                                          handle_signals=top_level, execute_in_prefect=step_task_runs)

@@ -25,6 +25,7 @@ from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.flows.adapters.json_flow import json_parameter_flow
 from prefect_agentenv.flows.adapters.subflow_start import SubflowStarter, subflow_starter
 from prefect_agentenv.flows.agent_task import start_agent_task
+from prefect_agentenv.flows.control.follow import following, run_of
 from prefect_agentenv.flows.fleet.shard_items import ShardEntry, ShardItem, shard_entry_key
 from prefect_agentenv.flows.task_runner import current_flow_run_id
 
@@ -54,7 +55,7 @@ async def agent_task_shard(items: list[ShardItem], step_task_runs: bool = True) 
         return Failed(message="agent-task-shard runs as a flow run")
     ctx = FlowRunContext.get()
     own_tags = list(ctx.flow_run.tags) if ctx and ctx.flow_run else []
-    async with subflow_starter() as starter:
+    async with subflow_starter() as starter, following(run_of(own_tags)):  # its benchmark's hold (control)
         ended = await asyncio.gather(*(_run_item(shard_id, i, item, own_tags, step_task_runs, starter)
                                        for i, item in enumerate(items)))
     failed = sum(not ok for ok in ended)

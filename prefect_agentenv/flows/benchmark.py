@@ -28,9 +28,9 @@ from prefect.states import Completed, Failed, State
 from pydantic import Field
 
 from prefect_agentenv.artifacts import ArtifactBackend, ArtifactNotFoundError, get_artifact_store
-from prefect_agentenv.documents.benchmark import Benchmark, RunBudget
+from prefect_agentenv.documents.benchmarks.document import Benchmark, RunBudget
+from prefect_agentenv.documents.benchmarks.matrix import Matrix, SweepCell, merge_matrix, sweep_cells
 from prefect_agentenv.documents.compile import ExpandedTask
-from prefect_agentenv.documents.matrix import Matrix, SweepCell, merge_matrix, sweep_cells
 from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.engine.benchmark_source import BenchmarkSource, load_source, with_source
 from prefect_agentenv.exceptions import ArtifactError, ConfigurationError, TaskDocumentError
@@ -46,13 +46,15 @@ from prefect_agentenv.flows.adapters.failures import (
 )
 from prefect_agentenv.flows.adapters.json_flow import json_parameter_flow
 from prefect_agentenv.flows.adapters.subflow_start import subflow_starter
+from prefect_agentenv.flows.control.steering import Steering
 from prefect_agentenv.flows.fleet.budget import RunSpend, not_run_result
 from prefect_agentenv.flows.fleet.cassettes import keep_model_calls, model_traffic_of
 from prefect_agentenv.flows.fleet.dispatch import SHARD_DEPLOYMENT, Dispatcher, current_flow_run_id
+from prefect_agentenv.flows.judge_preflight import JudgeGateRefusedError, gate_before_run
 from prefect_agentenv.flows.task_runner import report_key
 from prefect_agentenv.flows.ui.benchmark import (
-    benchmark_flow_run_name,
     ProgressBar,
+    benchmark_flow_run_name,
     headline_text,
     progress_artifact,
     publish_benchmark_artifacts,
@@ -75,26 +77,27 @@ from prefect_agentenv.results import (
     summary_markdown,
     sweep_markdown,
 )
-from prefect_agentenv.results.baseline import Gate, baseline_results, compare_with_baseline, find_baseline
-from prefect_agentenv.results.benchmark_result import BenchmarkRunResult
-from prefect_agentenv.results.calibration import report_trust
-from prefect_agentenv.results.judge_trust import judge_gate
-from prefect_agentenv.results.fingerprint import benchmark_setup, setup_from_report
-from prefect_agentenv.results.run_lookup import FoundRun
-from prefect_agentenv.results.store import (
+from prefect_agentenv.results.comparison.sweep_baseline import sweep_regressions, sweep_summary
+from prefect_agentenv.results.judges.calibration import report_trust
+from prefect_agentenv.results.judges.judge_trust import judge_gate_section
+from prefect_agentenv.results.run_outcome import decide, outcome_of, verdict_markdown
+from prefect_agentenv.results.store.baseline import Gate, baseline_results, compare_with_baseline, find_baseline
+from prefect_agentenv.results.store.benchmark_result import BenchmarkRunResult
+from prefect_agentenv.results.store.fingerprint import benchmark_setup, setup_from_report
+from prefect_agentenv.results.store.run_lookup import FoundRun
+from prefect_agentenv.results.store.run_store import (
     ResultsStore,
     RunEntry,
     crashed_result,
     result_from_report,
     task_key,
 )
-from prefect_agentenv.results.sweep_runs import sweep_regressions, sweep_summary
 from prefect_agentenv.results.task_report import TaskReport, verification_rows
-from prefect_agentenv.runtime.overrides import RunOverrides
-from prefect_agentenv.runtime.pool import WarmPool, bind_pool, unbind_pool
-from prefect_agentenv.runtime.run import bind_lookups, unbind_lookups
+from prefect_agentenv.run_services.model_door import ModelTraffic, model_budget, model_traffic
+from prefect_agentenv.runtime.resources.overrides import RunOverrides
+from prefect_agentenv.runtime.resources.pool import WarmPool, bind_pool, unbind_pool
+from prefect_agentenv.runtime.resources.run import bind_lookups, unbind_lookups
 from prefect_agentenv.settings import get_settings
-from prefect_agentenv.steps.support.model_door import ModelTraffic, model_budget, model_traffic
 
 logger = logging.getLogger("prefect_agentenv.benchmark")
 
@@ -167,36 +170,32 @@ async def benchmark(
                          gate=Gate(baseline, confidence, fail_under, fail_on_regression, require_calibrated_judge),
                          matrix=merge_matrix(bench.matrix, matrix), budget=budget or bench.budget)
         await runner.prepare(baseline, record=record_model_calls, replay=replay)  # refused before anything runs
-    except (TaskDocumentError, ConfigurationError, ArtifactError) as exc:
+    except (TaskDocumentError, ConfigurationError, ArtifactError, JudgeGateRefusedError) as exc:
         return _refused(exc)
     return _final_state(await runner.run())
 
 
 def _refused(exc: Exception) -> State:
-    """A user mistake (a bad document, setting or store): logged in one line, no traceback."""
+    """A user mistake (a bad document, setting or store): logged in one line, no traceback; the judge
+    gate's refusal is not logged: the state, named as a failed judge gate, carries its line."""
+    if isinstance(exc, JudgeGateRefusedError):
+        return Failed(name="Judge gate failed", message=str(exc))
     get_run_logger().error("%s", exc)
     return Failed(message=str(exc))
 
 
 def _final_state(result: BenchmarkRunResult) -> State:
-    """Failed when infrastructure failures, the gate or an empty run say so, else Completed; the
-    data is the run's result. Infrastructure comes first: it makes the gate's verdict moot."""
+    """The flow run's final state, from the run's one outcome (``results.run_outcome``): Completed only
+    when the command line exits 0, else Failed under a name that says why; the data is the run's result.
+    The outcome's line is not logged here: the command line prints it once, and the state's message
+    carries it to the UI."""
     get_run_logger().info("benchmark %s run %s: %s", result.slug, result.run_id, result.headline)
     data = result.model_dump(mode="json")  # the flow run's result stays plain JSON for the API and the UI
-    if result.infrastructure_error:  # the mean would mostly measure the setup: say so, loudly
-        get_run_logger().error("benchmark %s run %s failed: %s", result.slug, result.run_id,
-                               result.infrastructure_error)
-        return Failed(message=result.infrastructure_error, data=data)
-    if result.judge_gate is not None:
-        get_run_logger().error("judge gate failed: %s", result.judge_gate)
-        return Failed(message=f"judge gate failed: {result.judge_gate}", data=data)
-    if result.gate is not None and not result.gate.passed:
-        get_run_logger().error("gate failed: %s", result.gate.reason)
-        return Failed(message=f"gate failed: {result.gate.reason}", data=data)
+    outcome = outcome_of(result)
+    if outcome.failed:
+        return Failed(name=outcome.state_name, message=outcome.line, data=data)
     if result.regressions:
         return Completed(message=f"{result.headline} — {len(result.regressions)} regression(s)", data=data)
-    if result.counts.get("total", 0) == 0:
-        return Failed(message="no task ran", data=data)
     return Completed(message=result.headline, data=data)
 
 
@@ -233,21 +232,25 @@ class _Runner:
         self.progress = ProgressBar(None, 0)
         self.dispatcher = Dispatcher(source, dispatch=dispatch, deployment=deployment, store=self.store,
                                      tasks_per_flow_run=tasks_per_flow_run if dispatch == "deployment" else 1,
-                                     shard_deployment=shard_deployment)
+                                     shard_deployment=shard_deployment, run_id=self.run_id)
         self.traffic: ModelTraffic | None = None
         """The run's model calls recorded, or replayed from another run (``None``: neither)."""
         self.budget = RunSpend(budget) if budget is not None else None
         """What the run may spend on model calls and has spent (``None``: no budget)."""
+        self.steering: Steering  # the run's live queue and controls, made when it runs
         self.verification_rows: list[JsonObject] = []
         """Rows of the verifications table artifact (Prefect's API takes them as JSON)."""
 
     async def prepare(self, baseline: str | None, *, record: bool, replay: str | None) -> None:
         """What is checked and read before anything runs: the overrides, the source against a resumed
-        run's, the baseline, and the recorded model calls to replay."""
+        run's, the baseline, the recorded model calls to replay, and the judge setups known before the run."""
         RunOverrides.parse(self.overrides)  # every cell's keys are checked again when it runs
         await asyncio.to_thread(self.results.check_source, self.source.ref, [c.label for c in self.cells])
         self.baseline = await asyncio.to_thread(find_baseline, self.results, baseline)
         self.traffic = await asyncio.to_thread(model_traffic_of, self.results, record, replay)
+        self.judge_line = None if self.gate.require_calibrated_judge is None else await gate_before_run(
+            self.store, self.bench.slug, self.tasks.values(), self.cell_overrides.values(),
+            self.gate.require_calibrated_judge, quiet=progress_listener.get() is not None)
 
     def keys(self) -> list[RunKey]:
         return [RunKey(t.task_id, t.seed_index, e, cell) for cell in self.cell_overrides
@@ -264,13 +267,13 @@ class _Runner:
         self.progress = ProgressBar(await progress_artifact(self.bench.slug, len(keys) - len(pending), len(keys)),
                                     len(keys))
         self.done = len(keys) - len(pending)
-        gate = asyncio.Semaphore(self.concurrency)
+        self.steering = Steering.of(self, total=len(keys), done=self.done, emit=_emit)
         self.dispatcher.expect(len(pending))
-        bound = model_budget.set(self.budget.gateway if self.budget else None)
-        traffic = model_traffic.set(self.traffic)
+        bound = model_budget.set(self.steering.counter)  # counting even without a budget: one may be set live
+        traffic = model_traffic.set(self.steering.traffic(self.traffic))
         try:
-            async with self._shared():
-                await asyncio.gather(*(self._run_key(k, gate) for k in pending))
+            async with self._shared(), self.steering:
+                await self.steering.run_all(pending, self._run_key)
         finally:
             model_budget.reset(bound)
             model_traffic.reset(traffic)
@@ -278,7 +281,7 @@ class _Runner:
             await asyncio.to_thread(keep_model_calls, self.results, self.traffic.recording)
         return await self._finish()
 
-    async def _run_key(self, key: RunKey, gate: asyncio.Semaphore) -> None:
+    async def _run_key(self, key: RunKey) -> None:
         """Attempt one run key until it passes, fails for the agent, or has no retry left; record it.
 
         Retried here, not with Prefect's flow or task retries: the decision needs the report's
@@ -287,19 +290,20 @@ class _Runner:
         run to retry (a 503 creating it); a fleet's flow runs belong to their deployment. Each
         attempt is a new subflow run, task run or flow run, so its envs and agents are fresh.
         The back-off is Prefect's (``exponential_backoff``, with its jitter); a waiting retry
-        holds no concurrency slot.
+        holds no concurrency slot. The slot is the live gate's (flows/control: paused, concurrency changed).
         """
         retried: list[RetriedAttempt] = []
         while True:
-            async with gate:
-                if self.budget is not None and (spent := self.budget.spent_by()) is not None:
-                    await self._record(not_run_result(key, self.tasks[key.task_id], self.budget.describe(spent)))
+            async with self.steering.gate.slot():
+                if (budget := self.steering.spend) is not None and (spent := budget.spent_by()) is not None:
+                    await self._record(not_run_result(key, self.tasks[key.task_id], budget.describe(spent)))
                     return
-                result, report = await self._attempt(key)
+                result, report = await self.steering.attempt(key, lambda: self._attempt(key))
                 if not should_retry(result.failure, len(retried), self.policy):
                     # The bookkeeping ends before the gate lets the next task run start: its progress
                     # PATCH racing the next subflow's POST /task_runs/ made a SQLite server answer 503,
-                    # and the client waited ~2 s before retrying (benchmarks/README.md, round 2).
+                    # and the client waited ~2 s before retrying (benchmarks/task_overhead.py; the benchmarks
+                    # README's section on a benchmark of 8 task runs).
                     await self._record(self._final(key, result, report, retried))
                     return
             assert result.failure is not None
@@ -315,9 +319,9 @@ class _Runner:
 
     async def _record(self, result: TaskResult) -> None:
         """Append a run key's result, announce it, move the progress bar."""
-        result = result.model_copy(update={"published": self.source.ref})
-        if self.budget is not None:
-            self.budget.add(result.usage)
+        result = self.steering.noted(result.model_copy(update={"published": self.source.ref}))
+        if self.steering.spend is not None:
+            self.steering.spend.add(result.usage)
         await self.results.append_async(result)
         task_result_event(self.bench.slug, self.run_id, result)
         self.done += 1
@@ -376,10 +380,10 @@ class _Runner:
         started, t0 = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), time.monotonic()
         setup = self.setups[key.cell]
         try:
-            async with asyncio.timeout(task.timeout_seconds):
-                report, ran = await self.dispatcher.run(task, key, self.cell_overrides[key.cell])
+            async with self.steering.flight.deadline(key, task.timeout_seconds):
+                report, ran = await self.dispatcher.run(task, key, self.steering.overrides(self.cell_overrides[key.cell]))
         except TimeoutError:
-            error = f"the task did not finish within {task.timeout_seconds:g}s"
+            error = f"the task did not finish within {self.steering.flight.limit_of(task.timeout_seconds):g}s"
             return TaskResult(task_id=key.task_id, seed_index=key.seed_index, seed=dict(task.seed_row or {}),
                               epoch=key.epoch, tags=task.tags, status="failed", outcome=Outcome.TIMED_OUT, score=0.0,
                               duration_s=round(time.monotonic() - t0, 3), snapshot=snapshot, started_at=started,
@@ -397,7 +401,8 @@ class _Runner:
                                   failure=no_report_failure(error), seed=task.seed_row, tags=task.tags,
                                   snapshot=snapshot, setup=setup), None
         url = self.store.object_url(report_key(ran.task_run_id or report.flow_run_id or ran.flow_run_id or ""))
-        judges = await asyncio.to_thread(report_trust, self.store, self.bench.slug, key.task_id, report)
+        judges = await asyncio.to_thread(report_trust, self.store, self.bench.slug, key.task_id, report,
+                                         required_kappa=self.gate.require_calibrated_judge)
         return result_from_report(report, key, report_url=url, skip_policy=task.document.skip_policy,
                                   task_run_id=ran.task_run_id, failure=classify_report(report, task.document),
                                   seed=task.seed_row, tags=task.tags, snapshot=snapshot,
@@ -457,15 +462,12 @@ class _Runner:
         markdown = summary_markdown(summary, comparison, results, title=title,
                                     alert=verdict and f"The benchmark failed: {verdict}",
                                     section=sweep_markdown(sweep) if sweep else None)
-        markdown = with_source(markdown, self.source.ref, previous)
-        if gate is not None:
-            markdown += f"\n\n**Gate {'passed' if gate.passed else 'failed'}:** {gate.reason}\n"
-        judges_short = None
-        if self.gate.require_calibrated_judge is not None:
-            judges_short = judge_gate(results, self.gate.require_calibrated_judge)
-            markdown += (f"\n\n**Judge gate failed:** {judges_short}\n" if judges_short else
-                         f"\n\n**Judge gate passed:** every rubric score rests on a judge setup calibrated to "
-                         f"κ {self.gate.require_calibrated_judge:g}\n")
+        markdown = with_source(markdown, self.source.ref, previous) + self.steering.summary_section()
+        judges_short, section = judge_gate_section(results, self.gate.require_calibrated_judge, self.judge_line)
+        markdown += section
+        markdown += verdict_markdown(decide(infrastructure_error=None, not_run=summary.counts.not_run,
+                                            judge_gate=judges_short, gate=gate, total=summary.counts.total,
+                                            run_id=self.run_id))
         html_url = await publish_html_report(self.store, self.bench.slug, self.run_id, title=title,
                                              headline=headline_text(summary), sweep=sweep,
                                              folder=self.report_dir / "html" if self.report_dir else None)

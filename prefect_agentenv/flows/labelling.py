@@ -1,11 +1,11 @@
 """The ``label-judged-run`` flow: a reviewer labels a sample of a run's judged criteria in the Prefect UI.
 
 The flow draws task runs of a benchmark run, stratified by the judge's verdict
-(:mod:`prefect_agentenv.results.label_sampling`), and for each one pauses with a typed form: one
+(:mod:`prefect_agentenv.results.judges.label_sampling`), and for each one pauses with a typed form: one
 ``pass``/``fail`` choice and one note per judged criterion, under a description that shows the
 task run's prompt, the agent's reply and the criteria. The judge's own verdict is not shown, so
 it cannot sway the reviewer. Each answer is saved at once as a new version of the run's labels
-(:mod:`prefect_agentenv.results.labels`, ``source: ui``); a criterion left blank is not labelled.
+(:mod:`prefect_agentenv.results.judges.labels`, ``source: ui``); a criterion left blank is not labelled.
 ``prefect-agentenv calibrate RUN`` then reads them with any labels imported from files.
 """
 
@@ -25,13 +25,14 @@ from pydantic import Field, create_model
 
 from prefect_agentenv.artifacts import ArtifactBackend, get_artifact_store
 from prefect_agentenv.exceptions import ArtifactError
-from prefect_agentenv.results.calibration import run_judgements, stored_report
-from prefect_agentenv.results.label_sampling import LabellingSample, sample_for_labelling
-from prefect_agentenv.results.labels import HumanLabel, save_labels
+from prefect_agentenv.results.judges.calibration import run_judgements, stored_report
+from prefect_agentenv.results.judges.label_pool import plural
+from prefect_agentenv.results.judges.label_sampling import LabellingSample, sample_for_labelling
+from prefect_agentenv.results.judges.label_template import criteria_texts
+from prefect_agentenv.results.judges.labels import HumanLabel, save_labels
 from prefect_agentenv.results.rows import TaskResult
-from prefect_agentenv.results.run_lookup import FoundRun, find_run
-from prefect_agentenv.results.scoring_store import read_version
-from prefect_agentenv.results.store import ResultsStore, task_key
+from prefect_agentenv.results.store.run_lookup import FoundRun, find_run
+from prefect_agentenv.results.store.scoring_store import read_version
 
 __all__ = ["label_judged_run"]
 
@@ -77,14 +78,15 @@ async def label_judged_run(run: str, reviewer: str, n: int = 10, seed: int = 0, 
                                                key=f"label-{number}")
             except FlowPauseTimeout:
                 message = f"no answer to task run {number} of {len(samples)} within {timeout_seconds}s"
-                logger.error("%s; %d labels were saved", message, labelled)
+                logger.error("%s; %s saved", message, plural(labelled, "label was", "labels were"))
                 return Failed(message=message)
             labels = _labels(answer, sample, reviewer)
             if labels:
                 await asyncio.to_thread(save_labels, store, found.slug, found.run_id, labels)
                 labelled += len(labels)
-    summary = (f"{labelled} labels from {reviewer} on {len(samples)} task runs of {found.slug}/{found.run_id}; "
-               f"calibrate with `prefect-agentenv calibrate {found.slug}/{found.run_id}`.")
+    summary = (f"{plural(labelled, 'label')} from {reviewer} on {plural(len(samples), 'task run')} of "
+               f"{found.slug}/{found.run_id}; calibrate with `prefect-agentenv calibrate {found.slug}/{found.run_id} "
+               "--record`.")
     await acreate_markdown_artifact(markdown=summary, key="judge-labels")
     return Completed(message=summary, data={"labels": labelled, "task_runs": len(samples)})
 
@@ -145,25 +147,13 @@ def _description(store: ArtifactBackend, found: FoundRun, result: TaskResult | N
     if report is not None:
         for response in report.context.prompt_responses.values():
             lines += ["**Prompt**", "", _quote(response.prompt), "", "**Reply**", "", _quote(response.response), ""]
-    texts = _criteria_texts(store, found, key.task_id, key.seed_index)
+    texts = criteria_texts(store, found.slug, found.run_id, key.task_id, key.seed_index)
     lines += ["**Criteria**", ""]
     lines += [f"{i}. `{c.verifier_id} / {c.criterion_id}` — {texts.get((c.verifier_id, c.criterion_id), '')}"
               for i, c in enumerate(sample.criteria, start=1)]
     if result is not None and result.report_url:
         lines += ["", f"The whole run: [report.json]({store.browser_url(result.report_url) or result.report_url})"]
     return "\n".join(lines)
-
-
-def _criteria_texts(store: ArtifactBackend, found: FoundRun, task_id: str, seed_index: int) -> dict[tuple[str, str], str]:
-    """Each criterion's text from the frozen task document the run used (empty when it cannot be read)."""
-    try:
-        document = ResultsStore(store, found.slug, found.run_id).read_snapshot(task_key(task_id, seed_index))
-    except (ArtifactError, ValueError):
-        return {}
-    steps = document.get("steps", []) if isinstance(document, dict) else []
-    return {(str(step.get("verifier_id") or step.get("id")), str(c.get("id"))): str(c.get("criterion", ""))
-            for step in steps if isinstance(step, dict) and step.get("type") == "rubrics_verifier"
-            for c in step.get("criteria") or [] if isinstance(c, dict)}
 
 
 def _quote(text: str | None) -> str:

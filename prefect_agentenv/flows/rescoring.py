@@ -36,7 +36,6 @@ from prefect_agentenv.engine.scoring_placement import IsolatedScoring
 from prefect_agentenv.engine.submission_record import StoredSubmission, read_submission
 from prefect_agentenv.exceptions import ArtifactError, ConfigurationError
 from prefect_agentenv.flows.adapters.failures import classify_report
-from prefect_agentenv.results.calibration import report_trust
 from prefect_agentenv.results import (
     TaskResult,
     TaskSnapshot,
@@ -44,12 +43,14 @@ from prefect_agentenv.results import (
     latest_per_run_key,
     summarize,
 )
-from prefect_agentenv.results.run_lookup import find_run
-from prefect_agentenv.results.scoring_store import next_scoring, write_scoring
-from prefect_agentenv.results.scoring_versions import ScoringVersion, version_folder
-from prefect_agentenv.results.store import ResultsStore, canonical_json, result_from_report, task_key
+from prefect_agentenv.results.judges.calibration import report_trust
+from prefect_agentenv.results.store.run_lookup import find_run
+from prefect_agentenv.results.store.run_store import ResultsStore, canonical_json, result_from_report, task_key
+from prefect_agentenv.results.store.scoring_store import next_scoring, write_scoring
+from prefect_agentenv.results.store.scoring_versions import ScoringVersion, version_folder
 from prefect_agentenv.results.task_report import ScoringSummary, TaskReport
-from prefect_agentenv.runtime.overrides import RunOverrides
+from prefect_agentenv.runtime.resources.overrides import RunOverrides
+from prefect_agentenv.steps.base import VerifierStep
 
 DocumentsSource = Literal["frozen", "task", "benchmark"]
 
@@ -152,7 +153,7 @@ async def rescore_run(store: ArtifactBackend, ref: str, documents: _Documents, *
     parsed = RunOverrides.parse(dict(overrides or {}))
     found = await asyncio.to_thread(find_run, store, ref)
     results = ResultsStore(store, found.slug, found.run_id)
-    from prefect_agentenv.results.scoring_store import read_version
+    from prefect_agentenv.results.store.scoring_store import read_version
 
     shown = latest_per_run_key(await asyncio.to_thread(read_version, store, found.slug, found.run_id))
     own = {r.run_key: r for r in latest_per_run_key(await asyncio.to_thread(results.read_results))}
@@ -201,6 +202,10 @@ class _Rescore:
         document = await asyncio.to_thread(self._document, own, key)
         if document is None:
             return shown
+        unsupported = await asyncio.to_thread(_refusal, document)
+        if unsupported is not None:
+            self.missing.append(f"{label}: cannot be rescored: {unsupported}")
+            return shown
         submission_id = own.task_run_id or own.flow_run_id
         try:
             if submission_id is None:
@@ -208,6 +213,10 @@ class _Rescore:
             record = await asyncio.to_thread(read_submission, self.results.store, submission_id)
         except (ArtifactError, ValueError) as exc:
             self.missing.append(f"{label}: no submission to rescore ({_first_line(exc)})")
+            return shown
+        kept = kept_environment_missing(document, record)
+        if kept is not None:
+            self.missing.append(f"{label}: cannot be rescored: {kept}")
             return shown
         snapshot = await asyncio.to_thread(self._snapshot, key, document, own)
         report = await score_submission(document, record, self.overrides, flow_run_id=own.flow_run_id)
@@ -290,6 +299,21 @@ async def score_submission(document: TaskDocument, record: StoredSubmission, ove
                         transcript=None,  # the run's own is in the submission; this one only scored
                         scoring=ScoringSummary(mode="isolated", attempts=scorer.attempts, network=network,
                                                env=sorted(scoring.env)))
+
+
+def _refusal(document: TaskDocument) -> str | None:
+    """The first reason a verifier of ``document`` gives for not rescoring now (None: they all can)."""
+    return next((why for s in document.steps if isinstance(s, VerifierStep) and (why := s.rescore_refusal())), None)
+
+
+def kept_environment_missing(document: TaskDocument, record: StoredSubmission) -> str | None:
+    """Why ``record`` holds nothing for the verifiers that rescore from a kept container folder (a
+    Harbor task's workdir), or None when it does (or none needs one)."""
+    needs = [s.id for s in document.steps if isinstance(s, VerifierStep) and s.rescore_needs_environment]
+    if not needs or set(needs) & set(record.environments):
+        return None
+    return (f"its run kept no final workdir for {', '.join(needs)} (it ran before this version kept them, its "
+            "workdir was over the size kept, it was scored in isolated mode, or its tests never ran)")
 
 
 def _first_line(exc: BaseException) -> str:

@@ -29,21 +29,21 @@ from prefect_agentenv.engine.reporting import build_report
 from prefect_agentenv.engine.run_scope import RunScope, open_run
 from prefect_agentenv.engine.scheduler import DagScheduler, ScheduleResult
 from prefect_agentenv.engine.scoring_placement import IsolatedScoring, Submission
-from prefect_agentenv.engine.submission_record import StoredSubmission, capture_quietly, submission_key
+from prefect_agentenv.engine.submission_record import StoredSubmission, capture_quietly, store_submission
 from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError
 from prefect_agentenv.flows.adapters import api_health
 from prefect_agentenv.flows.adapters.step_tasks import PrefectSteps, execute_as_prefect_task, steps_graph
 from prefect_agentenv.flows.ui.task import publish_artifacts
+from prefect_agentenv.gateway.ledger import CallRecord
 from prefect_agentenv.redaction import MIN_SECRET_LENGTH, Redactor, redacting_logs
 from prefect_agentenv.results.task_report import ScoringSummary, TaskReport, write_report
-from prefect_agentenv.runtime.overrides import RunOverrides
-from prefect_agentenv.runtime.run import RunResources
-from prefect_agentenv.runtime.stop import StopRequest, stop_on_signals
-from prefect_agentenv.runtime.teardown import TeardownRecord
-from prefect_agentenv.steps.support.lookahead import start_lookahead, stop_lookahead
+from prefect_agentenv.run_services.lookahead import start_lookahead, stop_lookahead
+from prefect_agentenv.runtime.resources.overrides import RunOverrides
+from prefect_agentenv.runtime.resources.run import RunResources
+from prefect_agentenv.runtime.resources.stop import StopRequest, stop_on_signals
+from prefect_agentenv.runtime.resources.teardown import TeardownRecord
 from prefect_agentenv.transcript import StepFields, Transcript, build_transcript
 from prefect_agentenv.transcript.models import ModelCallLine
-from prefect_agentenv.gateway.ledger import CallRecord
 
 logger = logging.getLogger("prefect_agentenv.flow")
 
@@ -242,7 +242,7 @@ async def _store_submission(state: _TaskRun, transcript: Transcript | None) -> N
                                  mode=scoring.mode if scoring else "shared", stateless=state.stateless)
     try:
         with await asyncio.to_thread(get_artifact_store) as store:
-            await asyncio.to_thread(store.put_object, submission_key(run.run_id), record.model_dump_json())
+            await asyncio.to_thread(store_submission, store, record)
     except AgentEnvError as exc:  # the report is kept; only a later rescore of this run is lost
         logger.warning("could not store the submission in the artifact store: %s", exc)
 

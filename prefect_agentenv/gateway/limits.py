@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from prefect_agentenv.attribute_docs import attribute_docstrings
@@ -88,6 +89,14 @@ class Budget:
 
     def __repr__(self) -> str:
         return f"Budget(usd={self.usd}, tokens={self.tokens}, spent={self._spent!r})"
+
+    @classmethod
+    def counting(cls) -> Budget:
+        """A budget with no bound yet: it counts what its runs spend and refuses nothing, so a bound
+        set on it later (a benchmark's budget set while it runs) counts the calls made before."""
+        budget = cls.__new__(cls)
+        budget.usd, budget.tokens, budget._spent = None, None, Spent()
+        return budget
 
     def spent(self) -> Spent:
         """What the runs under this budget have used so far."""

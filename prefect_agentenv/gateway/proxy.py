@@ -21,9 +21,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from prefect_agentenv.gateway.config import GatewayConfig, Upstream, Wire
 from prefect_agentenv.gateway.cassette import Cassette, CassetteEntry, Player, request_hash
+from prefect_agentenv.gateway.config import GatewayConfig, Upstream, Wire
 from prefect_agentenv.gateway.errors import error_response, limit_refusal, models_wire, replay_miss
+from prefect_agentenv.gateway.hold import ModelHold
 from prefect_agentenv.gateway.ledger import CallLedger, CallRecord, priced
 from prefect_agentenv.gateway.limits import LimitBook
 from prefect_agentenv.gateway.metering import CallUsage
@@ -56,6 +57,8 @@ class GatewayState:
     slots: Slots = field(default_factory=Slots)
     recording: Cassette | None = None
     player: Player | None = None
+    hold: ModelHold | None = None
+    """Holds agents' new calls while set (a benchmark paused with ``--now``)."""
 
     def record(self, record: CallRecord, config: GatewayConfig | None = None) -> None:
         """Price an ended call, count it against its run's limits and budget, and keep it."""
@@ -93,6 +96,10 @@ def _completions(state: GatewayState, wire: Wire, suffix: str) -> Endpoint:
         if grant is None:
             return _unauthorized(wire)
         body = await request.body()
+        if state.hold is not None and grant.role == "agent":  # before the limits: counted when it goes
+            if not await state.hold.wait(request.is_disconnected):
+                return Response(status_code=499)  # the agent went away while held: nothing to send
+            started, started_at = time.perf_counter(), datetime.now(UTC)
         call = CallStart(grant=grant, wire=wire, path=request.url.path, requested_model=_model_of(body),
                          started_at=started_at, started=started)
         config = state.config_for(grant)

@@ -14,11 +14,12 @@ from starlette.types import ASGIApp
 
 from prefect_agentenv.gateway.cassette import Cassette, Player
 from prefect_agentenv.gateway.config import GatewayConfig
+from prefect_agentenv.gateway.hold import ModelHold
 from prefect_agentenv.gateway.ledger import CallLedger, CallRecord, LimitName, RunTotals
 from prefect_agentenv.gateway.limits import Budget, CallLimits, Spent
 from prefect_agentenv.gateway.proxy import GatewayState, build_app
 from prefect_agentenv.gateway.tokens import TokenRegistry
-from prefect_agentenv.runtime.guest_server import start_guest_server
+from prefect_agentenv.runtime.launch.guest_server import start_guest_server
 
 LOOPBACK = "127.0.0.1"
 _GRACEFUL_SHUTDOWN_SECONDS = 2
@@ -117,7 +118,7 @@ class ModelGateway:
 
 @contextlib.asynccontextmanager
 async def serve_gateway(config: GatewayConfig, host: str = LOOPBACK, *, recording: Cassette | None = None,
-                        replay: Cassette | None = None) -> AsyncIterator[ModelGateway]:
+                        replay: Cassette | None = None, hold: ModelHold | None = None) -> AsyncIterator[ModelGateway]:
     """Start the gateway on a free port of ``host`` (loopback); stop it, and close its upstream client, on exit.
 
     Args:
@@ -126,6 +127,7 @@ async def serve_gateway(config: GatewayConfig, host: str = LOOPBACK, *, recordin
         recording: A cassette every completion call relayed to its end is added to.
         replay: A cassette the gateway answers from instead of any upstream (matched by request; a
             request never recorded is refused with its model and hash).
+        hold: While held, agents' new calls wait before they are relayed (``control pause --now``).
 
     Example:
         ```python
@@ -142,6 +144,6 @@ async def serve_gateway(config: GatewayConfig, host: str = LOOPBACK, *, recordin
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=64)
     async with httpx.AsyncClient(limits=limits, trust_env=False) as http:
         state = GatewayState(config=config, tokens=tokens, ledger=ledger, http=http, recording=recording,
-                             player=Player(replay) if replay is not None else None)
+                             player=Player(replay) if replay is not None else None, hold=hold)
         async with serve_asgi(build_app(state), host) as base_url:
             yield ModelGateway(base_url, state)

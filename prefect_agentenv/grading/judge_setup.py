@@ -13,18 +13,23 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
 from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.grading.judge import OutputFormat, RubricCriterion, judge_template
 
-__all__ = ["JudgeIdentity", "JudgeSetup", "SINGLE_JUDGE", "criteria_hash", "judge_setup", "prompt_hash"]
+__all__ = ["MOCK_JUDGE_NOTE", "JudgeIdentity", "JudgeSetup", "SINGLE_JUDGE", "criteria_hash", "judge_setup",
+           "mock_judged", "named_judge_models", "prompt_hash"]
 
 SINGLE_JUDGE = "single"
 """The panel rule recorded for a verifier with one judge."""
 _HASH_CHARS = 16
+_MOCK = "mock"
+"""The model name the built-in mock model answers as (``resolution.models.MOCK_MODEL``)."""
+MOCK_JUDGE_NOTE = "judged by the mock model: every criterion passes unless scripted"
+"""What a score graded by the built-in mock model is shown with, wherever it is shown."""
 
 
 class JudgeIdentity(BaseModel):
@@ -53,6 +58,11 @@ class JudgeSetup(BaseModel):
     panel_rule: str
     """``majority``, ``unanimous``, ``mean``, or ``single`` for one judge."""
 
+    @property
+    def mock(self) -> bool:
+        """A judge of the setup is the built-in mock model (its verdicts are scripted, not judged)."""
+        return any(j.model == _MOCK for j in self.judges)
+
 
 def _digest(value: object) -> str:
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -76,3 +86,20 @@ def judge_setup(judges: Sequence[JudgeIdentity], criteria: Sequence[RubricCriter
     crit = criteria_hash(criteria)
     fingerprint = _digest({"judges": [j.model_dump() for j in ids], "criteria": crit, "panel_rule": panel_rule})
     return JudgeSetup(fingerprint=fingerprint, judges=ids, criteria=crit, panel_rule=panel_rule)
+
+
+def mock_judged(verifications: object) -> bool:
+    """Whether any rubric verification of a report's ``verifications`` (as JSON) was graded by the mock model."""
+    if not isinstance(verifications, dict):
+        return False
+    for verification in verifications.values():
+        setup = verification.get("judge_setup") if isinstance(verification, dict) else None
+        judges = setup.get("judges") if isinstance(setup, dict) else None
+        if any(isinstance(j, dict) and j.get("model") == _MOCK for j in judges or []):
+            return True
+    return False
+
+
+def named_judge_models(models: Iterable[str]) -> list[str]:
+    """Judge models as a reader should see them: the mock model with what its verdicts are worth."""
+    return [f"{m} ({MOCK_JUDGE_NOTE})" if m == _MOCK else m for m in models]

@@ -1,4 +1,6 @@
-"""Runs an env outcome verify script in its own process: ``python -m ... SCRIPT MCP_URL [RUN_JSON]``.
+"""Runs an env outcome verify script in its own process: ``python -P outcome_script.py SCRIPT MCP_URL [RUN_JSON]``.
+
+Standard library only: it runs by path under the Python the task names, where this package is not installed.
 
 The script defines ``async def verify(mcp_url)`` or ``async def verify(mcp_url, run)`` and
 returns rows (a list of dicts with at least ``id`` and ``result``). The rows are printed as one

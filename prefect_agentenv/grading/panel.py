@@ -24,11 +24,19 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    ValidatorFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from prefect_agentenv.context import RowResult, VerificationRow
 
-__all__ = ["JudgeVerdict", "PanelCriterion", "PanelOutcome", "PanelRecord", "PanelRule", "combine_panel",
+__all__ = ["JudgeRecord", "JudgeVerdict", "PanelCriterion", "PanelOutcome", "PanelRecord", "PanelRule", "combine_panel",
            "pair_disagreement"]
 
 PanelRule = Literal["majority", "unanimous", "mean"]
@@ -76,19 +84,58 @@ class PanelOutcome(BaseModel):
         return [c.row for c in self.criteria if c.row is not None]
 
 
+class JudgeRecord(BaseModel):
+    """One judge as a verification names it (keys written only when known, in the order written)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str | None = None
+    """Its id in a panel (a single judge has none)."""
+    mode: str | None = None
+    """``model`` (the judge model called directly) or ``agent`` (a judge agent)."""
+    model: str | None = None
+    mock: bool = False
+    """The judge was the built-in mock model: its verdicts say nothing of the work."""
+    agent_name: str | None = None
+    a2a_agent_id: str | None = None
+    files: list[str] | None = None
+    """Files the judge agent was given to read."""
+    attempts: int | None = None
+    """How many answers it was asked for (1 + the corrective retries it needed)."""
+    trajectory: str | None = None
+    """Where its own trajectory (its prompt and answer) is stored."""
+    _order: tuple[str, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _keep_order(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> JudgeRecord:
+        record: JudgeRecord = handler(data)
+        if isinstance(data, dict) and not record._order:
+            record._order = tuple(data)
+        return record
+
+    @model_serializer(mode="wrap")
+    def _as_written(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The record as the step wrote it: the keys it set, in its order (a record stays byte for byte)."""
+        data = handler(self)
+        kept = self.model_fields_set | set(self.model_extra or {})
+        keys = [k for k in self._order if k in data] + [k for k in data if k not in self._order]
+        return {key: data[key] for key in keys if key in kept}
+
+
 class PanelRecord(BaseModel):
     """What a panel's verification keeps beside its rows, as ``verification.panel``."""
 
     rule: PanelRule
-    judges: list[dict[str, Any]]
+    judges: list[JudgeRecord] = []
     """Who judged: each judge's description, attempts and trajectory."""
-    disagreement: float | None
+    disagreement: float | None = None
     """The run's disagreement: mean share of judge pairs that disagree, over the scored criteria."""
-    split_criteria: list[str]
+    split_criteria: list[str] = []
     """Criteria on which the judges did not all agree."""
-    unscored: list[str]
+    unscored: list[str] = []
     """Criteria left unscored: no judge's answer about them could be read."""
-    unreadable_judges: list[str]
+    unreadable_judges: list[str] = []
     """Judges whose answer was still unreadable after the corrective retries."""
 
 

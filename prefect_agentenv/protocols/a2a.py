@@ -54,7 +54,6 @@ from google.protobuf.message import Message as ProtoMessage
 
 from prefect_agentenv.exceptions import AgentTimeoutError, ProtocolError
 from prefect_agentenv.jsontypes import JsonObject
-from prefect_agentenv.protocols.tls import ssl_context
 from prefect_agentenv.protocols.a2a_card import (
     A2A_CARD_PATH,
     LEGACY_A2A_CARD_PATH,
@@ -71,6 +70,7 @@ from prefect_agentenv.protocols.a2a_reply import (
     TaskStateName,
     reply_from_result,
 )
+from prefect_agentenv.protocols.tls import ssl_context
 
 __all__ = [
     "A2A_CARD_PATH", "LEGACY_A2A_CARD_PATH", "TERMINAL_STATES", "WAITING_STATES", "A2ACard", "A2AClient",

@@ -18,11 +18,11 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from prefect_agentenv.attribute_docs import attribute_docstrings
-from prefect_agentenv.usage import ModelPrice
 from prefect_agentenv.exceptions import ConfigurationError
 from prefect_agentenv.gateway.config import WIRES, AuthStyle, GatewayConfig, Upstream, Wire
 from prefect_agentenv.protocols.openai import OpenAIClient
 from prefect_agentenv.resolution.block_lookup import is_block_name, load_block, prefect_api_configured
+from prefect_agentenv.usage import ModelPrice
 
 if TYPE_CHECKING:
     from prefect_agentenv.blocks.model_endpoint import ModelEndpoint

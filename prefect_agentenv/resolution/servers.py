@@ -7,7 +7,7 @@ or a reference agent, with one stop between the two: a coding-agent harness inst
 ``agent install`` (named as AgentEnv names it: its folder name, its ``@local/agentenv-framework/
 agents/<name>`` id or an alias). A harness this package knows but that is not installed is an
 error that says how to install it. An agent whose launch runs a command and names no launcher
-gets the confined one (``runtime/confined.py``, docs/security.md) unless it opts out.
+gets the confined one (``runtime/confinement/confined.py``, docs/security.md) unless it opts out.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.envs.catalog import REFERENCE_ENVS, ReferenceEnv
 from prefect_agentenv.exceptions import ConfigurationError
 from prefect_agentenv.resolution.block_lookup import is_block_name, load_block, prefect_api_configured
-from prefect_agentenv.runtime.confined import confine_by_default
-from prefect_agentenv.runtime.launch import DEFAULT_READY_PATH, LaunchSpec
+from prefect_agentenv.runtime.confinement.confined import confine_by_default
+from prefect_agentenv.runtime.launch.base import DEFAULT_READY_PATH, LaunchSpec
 
 if TYPE_CHECKING:
     from prefect_agentenv.blocks.agent import A2AAgent

@@ -1,28 +1,18 @@
 """A benchmark run's results: task reports, the results store, and their statistics.
 
-What a task run leaves: ``task_report`` (its report, a stable JSON contract) and ``task_results``
-(its result row, made from the report or from a crash that left none).
+What a task run leaves, at the top: ``task_report`` (its report, a stable JSON contract),
+``result_row`` (its result row, made from the report or from a crash that left none) and ``rows``
+(the row models, run keys, the denominator policy, axis scores, the setup fingerprint a row
+carries). Then four rooms:
 
-Where results are kept: ``store`` (results, frozen task snapshots, the runs index),
-``scoring_versions`` and ``scoring_store`` (a run's scoring versions: its own, then each rescore),
-``run_lookup`` (a run named on the command line), ``baseline`` (the run compared with),
-``fingerprint`` (what produced a result) and ``benchmark_result`` (what a benchmark run returns).
+* ``store`` — where results are kept and how a run is found again (the runs index, scoring
+  versions, baselines, fingerprints).
+* ``stats`` — pure statistics over rows: intervals, paired tests, a run's summary and its
+  markdown, a run's setup, changes, sweeps.
+* ``comparison`` — a run against a baseline, the gates, and a run's verdicts.
+* ``judges`` — human labels, agreement and calibration: how far a judge can be trusted.
 
-The statistics are pure: they take :class:`TaskResult` rows and return models and markdown, one
-module per concern: ``rows`` (the rows, run keys, the denominator policy, axis scores, the setup
-fingerprint a row carries), ``intervals`` (pass@k, pass^k, Student t and Wilson intervals),
-``summary`` (a run's summary), ``setup`` (a run's merged setup and how two differ), ``paired``
-(McNemar, the sign test, the paired bootstrap), ``comparison`` (a run against a baseline, pair by
-pair), ``sweep_tables`` (a run over several cells: each cell's summary, cells compared pair by
-pair) and ``sweep_runs`` (a sweep's cells against the baseline's), ``gate`` (a pipeline's minimum
-score and no-regression check), ``changes`` (what changed task by task: the HTML report's trend),
-``markdown`` and ``comparison_markdown`` (the summary artifact). This package's names load on
-first use.
-
-How far a judge can be trusted: ``labels`` (human labels of criteria, versioned in the store),
-``label_sampling`` (which task runs a reviewer labels), ``agreement`` (agreement, Cohen's κ,
-TPR/TNR), ``calibration`` and ``calibration_markdown`` (judges against the labels, per judge
-setup) and ``judge_trust`` (a run's rubric scores by their setups' calibration, and the gate on it).
+This package's names load on first use.
 
 **Denominator policy** (docs/scoring.md): ``PASSED``, ``BELOW_ONE``, ``FAILED`` and
 ``TIMED_OUT`` runs count in the mean score and the pass rate, FAILED and TIMED_OUT with score 0
@@ -46,8 +36,7 @@ from prefect_agentenv.lazy import lazy_names
 
 if TYPE_CHECKING:  # what checkers and editors see; at run time each name loads on first use, so a
     # task run that imports the task report (``results.task_report``) never loads the statistics.
-    from prefect_agentenv.results.changes import ChangeKind, TaskChange, TaskChanges, task_changes
-    from prefect_agentenv.results.comparison import (
+    from prefect_agentenv.results.comparison.compare import (
         Comparison,
         PairedRow,
         PassFailTest,
@@ -55,25 +44,7 @@ if TYPE_CHECKING:  # what checkers and editors see; at run time each name loads 
         Verdict,
         compare,
     )
-    from prefect_agentenv.results.gate import GATE_EXIT_CODE, GateResult, check_gate
-    from prefect_agentenv.results.intervals import (
-        DEFAULT_CONFIDENCE,
-        Interval,
-        mean_interval,
-        pass_at_k,
-        pass_hat_k,
-        student_t_quantile,
-        wilson_interval,
-    )
-    from prefect_agentenv.results.markdown import summary_markdown
-    from prefect_agentenv.results.paired import (
-        DEFAULT_RESAMPLES,
-        DEFAULT_SEED,
-        binomial_two_sided,
-        mcnemar,
-        paired_bootstrap,
-        sign_test,
-    )
+    from prefect_agentenv.results.comparison.gate import GateResult, check_gate
     from prefect_agentenv.results.rows import (
         DENOMINATOR_OUTCOMES,
         DENOMINATOR_POLICY,
@@ -94,8 +65,32 @@ if TYPE_CHECKING:  # what checkers and editors see; at run time each name loads 
         cell_suffix,
         latest_per_run_key,
     )
-    from prefect_agentenv.results.setup import RunSetup, SetupComparison, SetupDifference, compare_setups, run_setup
-    from prefect_agentenv.results.summary import (
+    from prefect_agentenv.results.stats.changes import ChangeKind, TaskChange, TaskChanges, task_changes
+    from prefect_agentenv.results.stats.intervals import (
+        DEFAULT_CONFIDENCE,
+        Interval,
+        mean_interval,
+        pass_at_k,
+        pass_hat_k,
+        student_t_quantile,
+        wilson_interval,
+    )
+    from prefect_agentenv.results.stats.paired import (
+        DEFAULT_RESAMPLES,
+        DEFAULT_SEED,
+        binomial_two_sided,
+        mcnemar,
+        paired_bootstrap,
+        sign_test,
+    )
+    from prefect_agentenv.results.stats.run_setup import (
+        RunSetup,
+        SetupComparison,
+        SetupDifference,
+        compare_setups,
+        run_setup,
+    )
+    from prefect_agentenv.results.stats.summary import (
         BenchmarkSummary,
         Breakdown,
         FailureSummary,
@@ -104,7 +99,8 @@ if TYPE_CHECKING:  # what checkers and editors see; at run time each name loads 
         axis_values,
         summarize,
     )
-    from prefect_agentenv.results.sweep_tables import (
+    from prefect_agentenv.results.stats.summary_markdown import summary_markdown
+    from prefect_agentenv.results.stats.sweep_summary import (
         CellPair,
         CellSummary,
         SweepSummary,
@@ -115,33 +111,32 @@ if TYPE_CHECKING:  # what checkers and editors see; at run time each name loads 
     )
 
 _LAZY = {
-    "ChangeKind": "prefect_agentenv.results.changes",
-    "TaskChange": "prefect_agentenv.results.changes",
-    "TaskChanges": "prefect_agentenv.results.changes",
-    "task_changes": "prefect_agentenv.results.changes",
-    "Comparison": "prefect_agentenv.results.comparison",
-    "PairedRow": "prefect_agentenv.results.comparison",
-    "PassFailTest": "prefect_agentenv.results.comparison",
-    "ScoreTest": "prefect_agentenv.results.comparison",
-    "Verdict": "prefect_agentenv.results.comparison",
-    "compare": "prefect_agentenv.results.comparison",
-    "GATE_EXIT_CODE": "prefect_agentenv.results.gate",
-    "GateResult": "prefect_agentenv.results.gate",
-    "check_gate": "prefect_agentenv.results.gate",
-    "DEFAULT_CONFIDENCE": "prefect_agentenv.results.intervals",
-    "Interval": "prefect_agentenv.results.intervals",
-    "mean_interval": "prefect_agentenv.results.intervals",
-    "pass_at_k": "prefect_agentenv.results.intervals",
-    "pass_hat_k": "prefect_agentenv.results.intervals",
-    "student_t_quantile": "prefect_agentenv.results.intervals",
-    "wilson_interval": "prefect_agentenv.results.intervals",
-    "summary_markdown": "prefect_agentenv.results.markdown",
-    "DEFAULT_RESAMPLES": "prefect_agentenv.results.paired",
-    "DEFAULT_SEED": "prefect_agentenv.results.paired",
-    "binomial_two_sided": "prefect_agentenv.results.paired",
-    "mcnemar": "prefect_agentenv.results.paired",
-    "paired_bootstrap": "prefect_agentenv.results.paired",
-    "sign_test": "prefect_agentenv.results.paired",
+    "ChangeKind": "prefect_agentenv.results.stats.changes",
+    "TaskChange": "prefect_agentenv.results.stats.changes",
+    "TaskChanges": "prefect_agentenv.results.stats.changes",
+    "task_changes": "prefect_agentenv.results.stats.changes",
+    "Comparison": "prefect_agentenv.results.comparison.compare",
+    "PairedRow": "prefect_agentenv.results.comparison.compare",
+    "PassFailTest": "prefect_agentenv.results.comparison.compare",
+    "ScoreTest": "prefect_agentenv.results.comparison.compare",
+    "Verdict": "prefect_agentenv.results.comparison.compare",
+    "compare": "prefect_agentenv.results.comparison.compare",
+    "GateResult": "prefect_agentenv.results.comparison.gate",
+    "check_gate": "prefect_agentenv.results.comparison.gate",
+    "DEFAULT_CONFIDENCE": "prefect_agentenv.results.stats.intervals",
+    "Interval": "prefect_agentenv.results.stats.intervals",
+    "mean_interval": "prefect_agentenv.results.stats.intervals",
+    "pass_at_k": "prefect_agentenv.results.stats.intervals",
+    "pass_hat_k": "prefect_agentenv.results.stats.intervals",
+    "student_t_quantile": "prefect_agentenv.results.stats.intervals",
+    "wilson_interval": "prefect_agentenv.results.stats.intervals",
+    "summary_markdown": "prefect_agentenv.results.stats.summary_markdown",
+    "DEFAULT_RESAMPLES": "prefect_agentenv.results.stats.paired",
+    "DEFAULT_SEED": "prefect_agentenv.results.stats.paired",
+    "binomial_two_sided": "prefect_agentenv.results.stats.paired",
+    "mcnemar": "prefect_agentenv.results.stats.paired",
+    "paired_bootstrap": "prefect_agentenv.results.stats.paired",
+    "sign_test": "prefect_agentenv.results.stats.paired",
     "DENOMINATOR_OUTCOMES": "prefect_agentenv.results.rows",
     "DENOMINATOR_POLICY": "prefect_agentenv.results.rows",
     "ERRORED_OUTCOMES": "prefect_agentenv.results.rows",
@@ -160,25 +155,25 @@ _LAZY = {
     "axis_scores": "prefect_agentenv.results.rows",
     "cell_suffix": "prefect_agentenv.results.rows",
     "latest_per_run_key": "prefect_agentenv.results.rows",
-    "RunSetup": "prefect_agentenv.results.setup",
-    "SetupComparison": "prefect_agentenv.results.setup",
-    "SetupDifference": "prefect_agentenv.results.setup",
-    "compare_setups": "prefect_agentenv.results.setup",
-    "run_setup": "prefect_agentenv.results.setup",
-    "BenchmarkSummary": "prefect_agentenv.results.summary",
-    "Breakdown": "prefect_agentenv.results.summary",
-    "FailureSummary": "prefect_agentenv.results.summary",
-    "Headline": "prefect_agentenv.results.summary",
-    "OutcomeCounts": "prefect_agentenv.results.summary",
-    "axis_values": "prefect_agentenv.results.summary",
-    "summarize": "prefect_agentenv.results.summary",
-    "CellPair": "prefect_agentenv.results.sweep_tables",
-    "CellSummary": "prefect_agentenv.results.sweep_tables",
-    "SweepSummary": "prefect_agentenv.results.sweep_tables",
-    "results_of_cell": "prefect_agentenv.results.sweep_tables",
-    "summarize_sweep": "prefect_agentenv.results.sweep_tables",
-    "sweep_gate": "prefect_agentenv.results.sweep_tables",
-    "sweep_markdown": "prefect_agentenv.results.sweep_tables",
+    "RunSetup": "prefect_agentenv.results.stats.run_setup",
+    "SetupComparison": "prefect_agentenv.results.stats.run_setup",
+    "SetupDifference": "prefect_agentenv.results.stats.run_setup",
+    "compare_setups": "prefect_agentenv.results.stats.run_setup",
+    "run_setup": "prefect_agentenv.results.stats.run_setup",
+    "BenchmarkSummary": "prefect_agentenv.results.stats.summary",
+    "Breakdown": "prefect_agentenv.results.stats.summary",
+    "FailureSummary": "prefect_agentenv.results.stats.summary",
+    "Headline": "prefect_agentenv.results.stats.summary",
+    "OutcomeCounts": "prefect_agentenv.results.stats.summary",
+    "axis_values": "prefect_agentenv.results.stats.summary",
+    "summarize": "prefect_agentenv.results.stats.summary",
+    "CellPair": "prefect_agentenv.results.stats.sweep_summary",
+    "CellSummary": "prefect_agentenv.results.stats.sweep_summary",
+    "SweepSummary": "prefect_agentenv.results.stats.sweep_summary",
+    "results_of_cell": "prefect_agentenv.results.stats.sweep_summary",
+    "summarize_sweep": "prefect_agentenv.results.stats.sweep_summary",
+    "sweep_gate": "prefect_agentenv.results.stats.sweep_summary",
+    "sweep_markdown": "prefect_agentenv.results.stats.sweep_summary",
 }
 
 
@@ -202,7 +197,6 @@ __all__ = [
     "DENOMINATOR_OUTCOMES",
     "DENOMINATOR_POLICY",
     "ERRORED_OUTCOMES",
-    "GATE_EXIT_CODE",
     "GateResult",
     "Headline",
     "Interval",

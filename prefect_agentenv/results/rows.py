@@ -28,9 +28,9 @@ from typing import Any, Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from prefect_agentenv.attribute_docs import attribute_docstrings
-from prefect_agentenv.usage import TokenUsage
 from prefect_agentenv.grading.outcome import Outcome, SkipPolicy
 from prefect_agentenv.grading.verification import Verification, Verifications, read_all
+from prefect_agentenv.usage import TokenUsage
 
 DENOMINATOR_OUTCOMES = frozenset({Outcome.PASSED, Outcome.BELOW_ONE, Outcome.FAILED, Outcome.TIMED_OUT})
 """Outcomes that count in the mean score and the pass rate."""
@@ -74,9 +74,10 @@ class RunKey(NamedTuple):
 TaskKey = tuple[str, int]
 """``(task_id, seed_index)``: one problem of the benchmark, attempted once per epoch."""
 
-RunStatus = Literal["completed", "failed", "crashed", "not_run"]
+RunStatus = Literal["completed", "failed", "crashed", "not_run", "cancelled"]
 """``completed`` / ``failed`` as in the task report; ``crashed``: the flow run ended without one;
-``not_run``: never started (``not_run`` says why: the run's budget was spent)."""
+``not_run``: never started (``not_run`` says why: the run's budget was spent); ``cancelled``: an
+operator cancelled it while the benchmark ran (``control cancel``: UNSCORED, run again by a resume)."""
 
 FailureKind = Literal["agent", "infrastructure"]
 """Whose failure a run's is: the agent's (it answered wrongly, failed or ran out of time) or the
@@ -213,13 +214,20 @@ class RubricTrust(StatsModel):
     fingerprint: str
     """The judge setup's fingerprint (``verification.judge_setup``)."""
     calibrated: bool
-    """A calibration against human labels exists for exactly this setup."""
+    """A calibration against human labels that counts exists for exactly this setup (κ defined, enough
+    labels of each class)."""
     stale: bool = False
     """The verifier was calibrated under another setup: its judge, prompt, criteria or rule changed since."""
     labels: int = 0
     """Labels the calibration rests on."""
     kappa: float | None = None
     """The calibration's Cohen's κ (the panel's verdict against the human labels)."""
+    shortfall: str | None = None
+    """Why the setup's recorded calibration does not count (κ undefined, too few labels of a class)."""
+    required_kappa: float | None = None
+    """The κ the run's judge gate asked for (``--require-calibrated-judge``); None without a gate."""
+    mock: bool = False
+    """A judge of the setup is the built-in mock model, which passes every criterion unless scripted."""
     disagreement: float | None = None
     """A panel's disagreement on this task run (mean share of judge pairs that disagree per criterion)."""
     unscored: int = 0
@@ -227,11 +235,23 @@ class RubricTrust(StatsModel):
     scored: bool = True
     """The verification has a score (False: every criterion was unscored, so no score rests on the judge)."""
 
+    def meets(self, min_kappa: float | None) -> bool:
+        """Calibrated, and (with a threshold) to at least ``min_kappa``."""
+        if not self.calibrated or self.kappa is None:
+            return False
+        return min_kappa is None or self.kappa >= min_kappa
+
     def mark(self) -> str:
-        """``calibrated κ 0.72 (40 labels)``, ``uncalibrated``, ``stale calibration``: how tables show it."""
-        if self.calibrated:
-            kappa = "κ n/a" if self.kappa is None else f"κ {self.kappa:.2f}"
-            return f"calibrated {kappa} ({self.labels} labels)"
+        """``calibrated κ 0.72 (40 labels)``, ``κ 0.55 below the gate's 0.6 (9 labels)``, ``not calibrated:
+        κ undefined: …``, ``uncalibrated``, ``stale calibration``: how tables show it. Never
+        "calibrated" for a setup the run's gate would refuse."""
+        labels = f"{self.labels} label{'' if self.labels == 1 else 's'}"
+        if self.calibrated and self.kappa is not None:
+            if self.required_kappa is not None and self.kappa < self.required_kappa:
+                return f"κ {self.kappa:.2f} below the gate's {self.required_kappa:g} ({labels})"
+            return f"calibrated κ {self.kappa:.2f} ({labels})"
+        if self.shortfall:
+            return f"not calibrated: {self.shortfall}"
         return "stale calibration" if self.stale else "uncalibrated"
 
 
@@ -292,6 +312,9 @@ class TaskResult(StatsModel):
     """Why the run never started: ``budget``, the benchmark run's budget was spent first. Such a run
     is UNSCORED (in no mean), counted apart, and run by a resume."""
     judges: list[RubricTrust] = Field(default_factory=list, exclude_if=_empty)
+    requeued: list[RetriedAttempt] = Field(default_factory=list, exclude_if=_empty)
+    """Earlier results of this task run that an operator put back in the queue while the benchmark ran
+    (``control requeue``), oldest first; each is also still a line of the results file."""
     """The trust of each rubric score of the run (its judge setup's calibration when the run was
     scored); empty when the run has no judged rubric, and in results recorded before."""
 
@@ -329,7 +352,7 @@ class TaskResult(StatsModel):
     def rerun_on_resume(self) -> bool:
         """Whether a resumed benchmark runs it again: it errored, or failed for infrastructure
         (a verifier that errored leaves a completed run below one)."""
-        return self.errored or self.infrastructure_failed or self.not_run is not None
+        return self.errored or self.infrastructure_failed or self.not_run is not None or self.status == "cancelled"
 
     @property
     def passed(self) -> bool:

@@ -22,10 +22,11 @@ from pydantic import (
 
 from prefect_agentenv.context import RunContext, StepRecord
 from prefect_agentenv.gateway.ledger import CallRecord, RunTotals
+from prefect_agentenv.grading.judge_records import verdicts_of
 from prefect_agentenv.grading.outcome import Outcome
 from prefect_agentenv.jsontypes import JsonObject, JsonValue
 from prefect_agentenv.redaction import MASK, Redactor
-from prefect_agentenv.runtime.teardown import TeardownRecord
+from prefect_agentenv.runtime.resources.teardown import TeardownRecord
 from prefect_agentenv.transcript import Transcript
 from prefect_agentenv.usage import TokenUsage
 
@@ -135,9 +136,9 @@ def verification_rows(report: TaskReport) -> list[JsonObject]:
                 "weight": r.weight,
                 "justification": (r.justification or "")[:300],
             }
-            judges = (r.model_extra or {}).get("judges")
-            if isinstance(judges, list):  # a panel's row: each judge's verdict, in one cell
-                row["judges"] = "; ".join(f"{j.get('judge')}: {j.get('result')}" for j in judges if isinstance(j, dict))
+            judges = verdicts_of(r)
+            if judges is not None:  # a panel's row: each judge's verdict, in one cell
+                row["judges"] = "; ".join(f"{j.judge}: {j.result}" for j in judges)
             rows.append(row)
     return rows
 

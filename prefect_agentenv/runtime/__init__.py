@@ -1,20 +1,21 @@
 """Launching and stopping what a run starts, and the resources of one running task.
 
-* ``run`` — a running task's resources, reached from steps through ``current_run()``.
-* ``launch`` / ``launchers`` — the launcher interface, the registry of launcher kinds and the
-  launchers of one run; ``process``, ``docker`` and ``url`` are the built-in kinds, and a plugin
-  adds its own through the ``prefect_agentenv.launchers`` entry-point group; ``supervisor``
-  stops a process tree when its parent dies; ``tree`` finds what a server started outside its
-  process group.
-* ``teardown`` / ``stop`` / ``leftovers`` — stopping what a run started: on every ending, from
-  outside, and what a killed run left behind.
-* ``sandbox`` — per-agent work folders and the host view of their paths.
-* ``confined`` / ``bwrap`` — the ``confined`` launcher kind: an agent under bubblewrap, seeing its
-  sandbox, the system and its install folders only.
-* ``guest_server`` — an ASGI app served from the run's own event loop (the mock model, the gateway).
-* ``pool`` — warm pools of envs and agents across a benchmark's task runs.
-* ``command`` / ``script_runner`` — short-lived commands and run_code scripts, bounded.
-* ``ports`` / ``paths`` / ``overrides`` — free loopback ports, output-path checks, run overrides.
-* ``local_server`` — the local Prefect server of an agentenv home: started in the background,
-  found, health-checked and stopped by the PID it recorded.
+Four rooms:
+
+* ``launch`` — how a server or a command is started and stopped: the launcher interface
+  (``base``), the registry of launcher kinds and the launchers of one run (``registry``), the
+  built-in kinds ``process``, ``docker`` and ``url`` (a plugin adds its own through the
+  ``prefect_agentenv.launchers`` entry-point group), the ``supervisor`` that stops a process tree
+  when its parent dies, ``tree`` (what a server started outside its process group), ``ports``,
+  ``guest_server`` (an ASGI app on the run's own event loop), and bounded short-lived commands
+  (``command``, ``script_runner``).
+* ``confinement`` — keeping the agent under evaluation in its box: the ``confined`` launcher kind
+  over ``bwrap``, a cgroup per agent (``cgroups``), its network namespace and doors (``netns``,
+  ``netns_inside``, ``network_allow``), and grading apart from it (``grading_box``,
+  ``fresh_container``).
+* ``resources`` — one running task's resources (``run``, reached through ``current_run()``), its
+  sandboxes, the teardown registry, stopping from outside (``stop``), what a killed run left
+  behind (``leftovers``), warm pools, run overrides and output-path checks.
+* ``harbor`` — a Harbor task's environment: its image built once and cached by content (``images``),
+  its container and the commands, copies and files of it (``environment``).
 """

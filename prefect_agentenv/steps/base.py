@@ -20,7 +20,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal, cast
 
-from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field, GetJsonSchemaHandler, PrivateAttr, model_validator
+from pydantic import (
+    AfterValidator,
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetJsonSchemaHandler,
+    PrivateAttr,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 from pydantic.json_schema import JsonSchemaValue
 
@@ -346,6 +355,17 @@ class VerifierStep(StepModel):
     """The ``score_aggregator`` of a step of this type whose document names none (set it on a subclass)."""
     rows_from_output: ClassVar[bool] = False
     """True when the verifier's rows (and so their axes) come from what it runs, not from the document."""
+    rescore_unsupported: ClassVar[str | None] = None
+    """Why a kept submission cannot be scored again by this verifier (``rescore`` keeps the task run's
+    previous result and says so); None: it can."""
+    rescore_needs_environment: ClassVar[bool] = False
+    """True when a rescore needs a container folder this verifier kept during the run
+    (``RunServices.kept_environments``): a run that kept none keeps its previous result, saying why."""
+
+    def rescore_refusal(self) -> str | None:
+        """Why this step cannot score a kept submission now (what it grades with is gone or changed
+        since the document was frozen), or None; ``rescore`` keeps the previous result and says why."""
+        return self.rescore_unsupported
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:

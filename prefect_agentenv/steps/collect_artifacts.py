@@ -13,12 +13,12 @@ from prefect_agentenv.artifacts import ArtifactBackend
 from prefect_agentenv.artifacts.keys import UnsafeKeyError, check_id, check_path
 from prefect_agentenv.context import ArtifactRef, CollectedFiles, RunContext
 from prefect_agentenv.exceptions import AgentEnvError, StepError
-from prefect_agentenv.runtime.run import current_run
-from prefect_agentenv.runtime.sandbox import Sandbox
+from prefect_agentenv.run_services.clients import artifact_store, as_step_error
+from prefect_agentenv.run_services.sandboxes import sandbox_target
+from prefect_agentenv.runtime.resources.run import current_run
+from prefect_agentenv.runtime.resources.sandbox import Sandbox
 from prefect_agentenv.steps.base import AgentRef, FieldError, NameKind, SandboxPath, SandboxRef, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
-from prefect_agentenv.steps.support.sandboxes import sandbox_target
-from prefect_agentenv.steps.support.services import artifact_store, as_step_error
 
 
 def _under_base_path(value: str) -> str:

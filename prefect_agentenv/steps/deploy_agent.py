@@ -10,16 +10,16 @@ from pydantic import Field, field_validator
 from prefect_agentenv.context import DeployedAgent, DeployedEnv, RunContext
 from prefect_agentenv.exceptions import StepError
 from prefect_agentenv.jsontypes import JsonObject, JsonValue
-from prefect_agentenv.runtime.network_allow import Widening, checked_widening
-from prefect_agentenv.runtime.run import RunResources, current_run
-from prefect_agentenv.steps.support.agents import a2a_client, effective_agent_id, start_agent
+from prefect_agentenv.run_services.agents import a2a_client, effective_agent_id, start_agent
+from prefect_agentenv.run_services.clients import deployed_env
+from prefect_agentenv.run_services.skill import Skill
+from prefect_agentenv.runtime.confinement.network_allow import Widening, checked_widening
+from prefect_agentenv.runtime.resources.run import RunResources, current_run
 from prefect_agentenv.steps.base import DEFAULT_AGENT_NAME, EnvRef, Provides, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
-from prefect_agentenv.steps.support.skill import Skill
-from prefect_agentenv.steps.support.services import deployed_env
 
 if TYPE_CHECKING:  # the runtime loads on use: `validate` imports step modules and stays light
-    from prefect_agentenv.steps.support.agent_configuration import ConfigRequest
+    from prefect_agentenv.run_services.agent_configuration import ConfigRequest
 
 
 DEFAULT_AGENT_ID = "llm"
@@ -88,7 +88,7 @@ class DeployAgentStep(StepModel):
 
 async def run(step: DeployAgentStep, ctx: RunContext) -> RunContext:
     """Read the envs, start the agent in a sandbox, connect it, configure it, record it."""
-    from prefect_agentenv.steps.support.agent_configuration import deliver, record, takes_config
+    from prefect_agentenv.run_services.agent_configuration import deliver, record, takes_config
 
     if step.agent_name in ctx.deployed_agents:
         raise StepError(f"Agent with name '{step.agent_name}' is already deployed", step=step)
@@ -118,7 +118,7 @@ async def run(step: DeployAgentStep, ctx: RunContext) -> RunContext:
 def _config_request(run_: RunResources, step: DeployAgentStep, envs: list[DeployedEnv],
                     agent: DeployedAgent) -> ConfigRequest:
     """What the document asks to give the agent; the run's default model only if the card can take it."""
-    from prefect_agentenv.steps.support.agent_configuration import ConfigRequest
+    from prefect_agentenv.run_services.agent_configuration import ConfigRequest
 
     explicit: dict[str, tuple[str, JsonValue]] = {"system_prompt": ("system_prompt", step.system_prompt)}
     if step.model is not None or run_.overrides.model:

@@ -9,13 +9,13 @@ from pydantic import Field
 
 from prefect_agentenv.context import DeployedEnv, RunContext
 from prefect_agentenv.exceptions import DeployError, ProtocolError, StepError
-from prefect_agentenv.runtime.run import current_run
+from prefect_agentenv.run_services.clients import http_client, launchers
+from prefect_agentenv.runtime.resources.run import current_run
 from prefect_agentenv.steps.base import Provides, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
-from prefect_agentenv.steps.support.services import http_client, launchers
 
 if TYPE_CHECKING:  # the runtime loads on use: `validate` imports step modules and stays light
-    from prefect_agentenv.runtime.launch import Instance, LaunchSpec
+    from prefect_agentenv.runtime.launch.base import Instance, LaunchSpec
 
 logger = logging.getLogger("prefect_agentenv.envs")
 
@@ -38,7 +38,7 @@ class DeployEnvStep(StepModel):
 async def run(step: DeployEnvStep, ctx: RunContext) -> RunContext:
     """Resolve the env, start it, register its teardown, and record where its MCP endpoint is."""
     from prefect_agentenv.resolution.servers import resolve_env
-    from prefect_agentenv.steps.support.pooling import resolve_once
+    from prefect_agentenv.run_services.pooling import resolve_once
 
     if step.env_id in ctx.deployed_envs:
         raise StepError(f"Env '{step.env_id}' is already deployed", step=step)
@@ -59,8 +59,8 @@ async def run(step: DeployEnvStep, ctx: RunContext) -> RunContext:
 
 
 async def _start(step: DeployEnvStep, spec: LaunchSpec) -> Instance:
-    from prefect_agentenv.steps.support.concurrency_slots import hold_slot
-    from prefect_agentenv.steps.support.pooling import pooled_env
+    from prefect_agentenv.run_services.concurrency_slots import hold_slot
+    from prefect_agentenv.run_services.pooling import pooled_env
 
     run = current_run()
     run.redact.update(spec.secret_values().values())  # a failing env may echo its environment

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from prefect_agentenv.context import DeployedAgent, HumanAgent, RunContext
 from prefect_agentenv.exceptions import StepError
-from prefect_agentenv.runtime.run import current_run
+from prefect_agentenv.runtime.resources.run import current_run
 from prefect_agentenv.steps.base import Provides, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
 

@@ -10,11 +10,11 @@ from pydantic import Field, model_validator
 from prefect_agentenv.context import DeployedSandbox, RunContext
 from prefect_agentenv.exceptions import StepError
 from prefect_agentenv.jsontypes import JsonObject
-from prefect_agentenv.runtime.run import current_run
-from prefect_agentenv.runtime.sandbox import create_sandbox
+from prefect_agentenv.run_services.sandboxes import register_sandbox
+from prefect_agentenv.runtime.resources.run import current_run
+from prefect_agentenv.runtime.resources.sandbox import create_sandbox
 from prefect_agentenv.steps.base import Provides, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
-from prefect_agentenv.steps.support.sandboxes import register_sandbox
 
 
 class DeploySandboxStep(StepModel):

@@ -15,11 +15,11 @@ from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import AgentEnvError, AgentTimeoutError, StepError
 from prefect_agentenv.grading import outcome_script
 from prefect_agentenv.grading.verification import normalize_row, prompt_error, scored, skip_reason, skipped
-from prefect_agentenv.runtime.leftovers import RUN_MARKER
-from prefect_agentenv.runtime.run import current_run
+from prefect_agentenv.run_services.clients import artifact_store, as_step_error, deployed_env
+from prefect_agentenv.runtime.resources.leftovers import RUN_MARKER
+from prefect_agentenv.runtime.resources.run import current_run
 from prefect_agentenv.steps.base import EnvRef, PromptRef, VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
-from prefect_agentenv.steps.support.services import artifact_store, as_step_error, deployed_env
 
 
 class EnvOutcomeVerifierStep(VerifierStep):
@@ -93,7 +93,7 @@ async def _fetch_script(step: EnvOutcomeVerifierStep, folder: Path) -> Path:
 async def _run_script(step: EnvOutcomeVerifierStep, script: Path, mcp_url: str, run_file: Path | None,
                       folder: Path) -> list[object]:
     """Run the script in its own process group so a hang or crash costs only this step."""
-    from prefect_agentenv.runtime.command import run_bounded
+    from prefect_agentenv.runtime.launch.command import run_bounded
 
     argv = [*_interpreter(), str(script), mcp_url]
     if run_file:

@@ -10,9 +10,9 @@ from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import ProtocolError
 from prefect_agentenv.grading.assertions import StateAssertion, evaluate
 from prefect_agentenv.grading.verification import scored
+from prefect_agentenv.run_services.clients import as_step_error, env_client
 from prefect_agentenv.steps.base import EnvRef, VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
-from prefect_agentenv.steps.support.services import as_step_error, env_client
 
 
 class EnvStateVerifierStep(VerifierStep):

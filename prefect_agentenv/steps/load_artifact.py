@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
+import mimetypes
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import model_validator
-
-import asyncio
-import mimetypes
 
 from prefect_agentenv.artifacts import ArtifactMetadata
 from prefect_agentenv.context import ArtifactRef, LoadedFiles, RunContext
 from prefect_agentenv.exceptions import AgentEnvError, StepError
 from prefect_agentenv.jsontypes import JsonObject
-from prefect_agentenv.runtime.run import current_run
+from prefect_agentenv.run_services.clients import artifact_store, as_step_error, env_client
+from prefect_agentenv.run_services.sandboxes import sandbox_target
+from prefect_agentenv.runtime.resources.run import current_run
 from prefect_agentenv.steps.base import AgentRef, CollectRef, EnvRef, SandboxPath, SandboxRef, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
-from prefect_agentenv.steps.support.sandboxes import sandbox_target
-from prefect_agentenv.steps.support.services import artifact_store, as_step_error, env_client
 
 if TYPE_CHECKING:  # the runtime loads on use: `validate` imports step modules and stays light
     from prefect_agentenv.protocols.env import FilePart, Part

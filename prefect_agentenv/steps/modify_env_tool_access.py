@@ -9,9 +9,9 @@ from pydantic import Field
 from prefect_agentenv.context import RunContext, ToolAccessChange, ToolAccessState
 from prefect_agentenv.exceptions import ProtocolError
 from prefect_agentenv.jsontypes import JsonValue
+from prefect_agentenv.run_services.clients import as_step_error, env_client
 from prefect_agentenv.steps.base import EnvRef, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
-from prefect_agentenv.steps.support.services import as_step_error, env_client
 
 
 class ModifyEnvToolAccessStep(StepModel):

@@ -10,8 +10,8 @@ from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.context import AgentPeering, RunContext
 from prefect_agentenv.exceptions import ProtocolError, StepError
 from prefect_agentenv.jsontypes import JsonObject
-from prefect_agentenv.runtime.run import current_run
-from prefect_agentenv.steps.support.agents import a2a_client, deployed_agent, network_for_peers
+from prefect_agentenv.run_services.agents import a2a_client, deployed_agent, network_for_peers
+from prefect_agentenv.runtime.resources.run import current_run
 from prefect_agentenv.steps.base import AgentRef, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
 

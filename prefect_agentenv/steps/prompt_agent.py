@@ -12,13 +12,13 @@ from pydantic import Field, model_validator
 from prefect_agentenv.context import DeployedAgent, PromptResponse, RunContext
 from prefect_agentenv.exceptions import AgentEnvError, ProtocolError, StepError
 from prefect_agentenv.jsontypes import JsonObject
-from prefect_agentenv.runtime.run import RunResources, current_run
-from prefect_agentenv.steps.support.agents import a2a_client, deployed_agent
+from prefect_agentenv.run_services.agents import a2a_client, deployed_agent
+from prefect_agentenv.run_services.clients import artifact_store, http_client, peer_read_timeout
+from prefect_agentenv.run_services.model_door import limit_reached
+from prefect_agentenv.run_services.usage import price_of, prompt_usage
+from prefect_agentenv.runtime.resources.run import RunResources, current_run
 from prefect_agentenv.steps.base import DEFAULT_AGENT_NAME, AgentRef, Provides, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
-from prefect_agentenv.steps.support.services import artifact_store, http_client, peer_read_timeout
-from prefect_agentenv.steps.support.model_door import limit_reached
-from prefect_agentenv.steps.support.usage import price_of, prompt_usage
 
 if TYPE_CHECKING:  # the runtime loads on use: `validate` imports step modules and stays light
     from prefect_agentenv.protocols.a2a import AgentReply
@@ -130,7 +130,7 @@ class ConversationTurn(TypedDict, total=False):
 
 async def run(step: PromptAgentStep, ctx: RunContext) -> RunContext:
     """Configure the caps, converse, store the trajectory and turns, record the PromptResponse."""
-    from prefect_agentenv.steps.support.agent_configuration import ConfigRequest, deliver, record
+    from prefect_agentenv.run_services.agent_configuration import ConfigRequest, deliver, record
 
     agent = deployed_agent(ctx, step.agent_name, step)
     user = deployed_agent(ctx, step.user_agent_name, step) if step.user_agent_name else None

@@ -10,8 +10,8 @@ from pydantic import Field, model_validator
 from prefect_agentenv.context import AgentTriggerRegistration, RunContext
 from prefect_agentenv.exceptions import ProtocolError, StepError
 from prefect_agentenv.jsontypes import JsonObject, JsonValue
-from prefect_agentenv.runtime.run import current_run
-from prefect_agentenv.steps.support.agents import a2a_client, deployed_agent
+from prefect_agentenv.run_services.agents import a2a_client, deployed_agent
+from prefect_agentenv.runtime.resources.run import current_run
 from prefect_agentenv.steps.base import AgentRef, NameKind, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
 

@@ -38,7 +38,7 @@ async def run(step: ReviewStep, ctx: RunContext) -> RunContext:
     from prefect.exceptions import FlowPauseTimeout
     from prefect.flow_runs import apause_flow_run
 
-    from prefect_agentenv.steps.support.review_input import ReviewDecision
+    from prefect_agentenv.run_services.review_input import ReviewDecision
 
     flow_run = FlowRunContext.get()
     if flow_run is None or flow_run.flow_run is None:

@@ -5,26 +5,26 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import TYPE_CHECKING, Any, Literal, Required, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Required, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from prefect_agentenv.attribute_docs import attribute_docstrings
-from prefect_agentenv.context import DeployedAgent, PromptResponse, RunContext
+from prefect_agentenv.context import DeployedAgent, PromptResponse, RunContext, VerificationRow
 from prefect_agentenv.exceptions import AgentEnvError, JudgeOutputError, NotInContextError, StepError
-from prefect_agentenv.context import VerificationRow
-from prefect_agentenv.grading.panel import PanelRecord, combine_panel
+from prefect_agentenv.grading.panel import JudgeRecord, PanelRecord, combine_panel
 from prefect_agentenv.grading.verification import Verification, prompt_error, scored, skip_reason, skipped
 from prefect_agentenv.jsontypes import JsonObject
-from prefect_agentenv.runtime.run import RunResources, current_run
-from prefect_agentenv.steps.support.agents import a2a_client, deployed_agent, model_for, start_agent
+from prefect_agentenv.run_services.agents import a2a_client, deployed_agent, model_for, start_agent
+from prefect_agentenv.run_services.clients import artifact_store, http_client, read_record
+from prefect_agentenv.runtime.resources.run import RunResources, current_run
 from prefect_agentenv.steps.base import AgentRef, PromptRef, VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
-from prefect_agentenv.steps.support.services import artifact_store, http_client, read_record
 
 if TYPE_CHECKING:  # the runtime loads on use: `validate` imports step modules and stays light
     from prefect_agentenv.grading.judge_setup import JudgeSetup
     from prefect_agentenv.grading.judging import Ask
+    from prefect_agentenv.runtime.resources.overrides import RunOverrides
 
 logger = logging.getLogger("prefect_agentenv.judge")
 
@@ -179,13 +179,40 @@ async def _grade(step: RubricsVerifierStep, ctx: RunContext, response: PromptRes
     finally:
         await judge.close()
     rows = [row.model_copy(update={"axis": c.axis}) if c.axis else row for row, c in zip(result.rows, step.criteria)]
-    setup = _setup(step, [("judge", judge.model, step.grading_policy_prompt)], None)
+    setup = setup_of(step, [("judge", judge.model, step.grading_policy_prompt)], None)
     return scored(rows, aggregator=step.score_aggregator, weight=step.weight, fmt=step.output_format,
                   judge=judge_info, judge_setup=setup.model_dump(mode="json"))
 
 
-def _setup(step: RubricsVerifierStep, judges: list[tuple[str, str | None, str | None]],
-           rule: str | None) -> JudgeSetup:
+class JudgeChoice(NamedTuple):
+    """One judge of a step as its fields and the run's overrides decide it, before it is asked: what a
+    grading uses and what a benchmark works its judge setup out from before any task run starts."""
+
+    id: str
+    mode: Literal["agent", "model"]
+    agent_name: str | None
+    """A deployed agent that judges (its model is known only once it runs)."""
+    model: str | None
+    """The model asked for (None: the configured endpoint's model for the judge role)."""
+    agent_id: str
+    """Registry id of the judge agent started for the step (mode ``agent`` without ``agent_name``)."""
+    policy: str | None
+    """The grading policy its prompt carries (the step's, then a panel judge's own instructions)."""
+    member: PanelJudge | None = None
+
+
+def judges_of(step: RubricsVerifierStep, overrides: RunOverrides) -> list[JudgeChoice]:
+    """The step's judge, or each judge of its panel, with the step's and the run's fallbacks applied."""
+    if step.judges is None:
+        return [JudgeChoice("judge", step.judge_mode, step.agent_name, step.judge_model or overrides.judge_model,
+                            overrides.judge_agent_id or step.judge_agent_id, step.grading_policy_prompt)]
+    return [JudgeChoice(m.id, m.mode, m.agent_name, m.model or step.judge_model or overrides.judge_model,
+                        overrides.judge_agent_id or m.judge_agent_id or step.judge_agent_id, _policy(step, m), m)
+            for m in step.judges]
+
+
+def setup_of(step: RubricsVerifierStep, judges: list[tuple[str, str | None, str | None]],
+             rule: str | None) -> JudgeSetup:
     """The judge setup of this grading from ``(judge id, model, grading policy)`` triples."""
     from prefect_agentenv.grading.judge_setup import SINGLE_JUDGE, JudgeIdentity, judge_setup, prompt_hash
 
@@ -234,10 +261,9 @@ class _Judge:
         from prefect_agentenv.grading.judging import AgentAsk, model_ask
 
         run_ = current_run()
-        mode = member.mode if member is not None else step.judge_mode
-        agent_name = member.agent_name if member is not None else step.agent_name
-        model = (member.model if member is not None else None) or step.judge_model or run_.overrides.judge_model
-        if mode == "model" and agent_name is None:
+        choice = next(c for c in judges_of(step, run_.overrides) if member is None or c.id == member.id)
+        agent_name, model = choice.agent_name, choice.model
+        if choice.mode == "model" and agent_name is None:
             endpoint = await model_for(run_, "judge", model)
             ask = model_ask(endpoint.client(http=http_client(run_)), endpoint.model,
                             timeout=step.judge_timeout_seconds)
@@ -246,10 +272,8 @@ class _Judge:
         if agent_name is not None:
             agent, own = deployed_agent(ctx, agent_name, step), False
         else:
-            judge_id = run_.overrides.judge_agent_id or (member.judge_agent_id if member else None) \
-                or step.judge_agent_id
             suffix = f"-{member.id}" if member is not None else ""
-            agent, _ = await start_agent(step, agent_name=f"judge-{step.id}{suffix}", a2a_agent_id=judge_id,
+            agent, _ = await start_agent(step, agent_name=f"judge-{step.id}{suffix}", a2a_agent_id=choice.agent_id,
                                          role="judge", model=model, extra_env=step.scoring_env)
             own = True
         files = [f"{entry.folder.rstrip('/')}/{name}" for entry in ctx.metadata.loaded_file_artifact_universes
@@ -305,8 +329,8 @@ class _MemberGrading(BaseModel):
 
     model_config = ConfigDict(json_schema_extra=attribute_docstrings)
 
-    judge: dict[str, Any]
-    """Who judged (a :class:`JudgeDescription`), with its attempts and trajectory."""
+    judge: JudgeRecord
+    """Who judged, with its attempts and trajectory."""
     rows: dict[str, VerificationRow]
     """Its readable verdicts by criterion id."""
     unreadable: str | None = None
@@ -330,10 +354,11 @@ async def grade_with_panel(step: RubricsVerifierStep, ctx: RunContext, response:
                             {m.id: g.unreadable for m, g in zip(step.judges, graded) if g.unreadable})
     axes = {c.id: c.axis for c in step.criteria if c.axis}
     rows = [row.model_copy(update={"axis": axes[row.id]}) if row.id in axes else row for row in outcome.rows]
-    panel = PanelRecord(rule=step.panel_rule, judges=[g.judge for g in graded], disagreement=outcome.disagreement,
+    panel = PanelRecord(rule=step.panel_rule, judges=[g.judge for g in graded],
+                        disagreement=outcome.disagreement,
                         split_criteria=outcome.split_criteria, unscored=outcome.unscored,
                         unreadable_judges=[m.id for m, g in zip(step.judges, graded) if g.unreadable])
-    setup = _setup(step, [(m.id, g.judge.get("model"), _policy(step, m)) for m, g in zip(step.judges, graded)],
+    setup = setup_of(step, [(m.id, g.judge.model, _policy(step, m)) for m, g in zip(step.judges, graded)],
                    step.panel_rule)
     extra = {"panel": panel.model_dump(mode="json"), "judge_setup": setup.model_dump(mode="json")}
     if not rows:
@@ -363,14 +388,15 @@ async def _ask_member(step: RubricsVerifierStep, ctx: RunContext, response: Prom
                 context_facts=step.context_facts_for_judge, files=judge.files, retries=step.judge_retries)
         except JudgeOutputError as exc:
             logger.info("judge %s of %s: unreadable after %d retries: %s", member.id, step.id, step.judge_retries, exc)
-            return _MemberGrading(judge={**judge.describe(), "attempts": step.judge_retries + 1},
+            return _MemberGrading(judge=JudgeRecord.model_validate(
+                {**judge.describe(), "attempts": step.judge_retries + 1}),
                                   rows={r.id: r for r in exc.partial_rows}, unreadable=str(exc),
                                   raw_outputs=exc.raw_outputs)
-        described = {**judge.describe(), "attempts": result.attempts,
-                     "trajectory": await judge.store_trajectory(current_run(), step)}
+        described = JudgeRecord.model_validate({**judge.describe(), "attempts": result.attempts,
+                                                "trajectory": await judge.store_trajectory(current_run(), step)})
         return _MemberGrading(judge=described, rows={r.id: r for r in result.rows})
     except AgentEnvError as exc:
-        return _MemberGrading(judge={"id": member.id}, rows={}, failure=str(exc))
+        return _MemberGrading(judge=JudgeRecord(id=member.id), rows={}, failure=str(exc))
     finally:
         if judge is not None:
             await judge.close()

@@ -16,16 +16,16 @@ from pydantic import Field, model_validator
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import AgentEnvError, AgentTimeoutError, StepError
 from prefect_agentenv.jsontypes import JsonObject
-from prefect_agentenv.runtime import script_runner
-from prefect_agentenv.runtime.leftovers import RUN_MARKER
-from prefect_agentenv.runtime.run import current_run, safe_segment
+from prefect_agentenv.run_services.clients import artifact_store, as_step_error, deployed_env
+from prefect_agentenv.run_services.sandboxes import sandbox_target
+from prefect_agentenv.runtime.launch import script_runner
+from prefect_agentenv.runtime.resources.leftovers import RUN_MARKER
+from prefect_agentenv.runtime.resources.run import current_run, safe_segment
 from prefect_agentenv.steps.base import DEFAULT_AGENT_NAME, AgentRef, EnvRef, SandboxPath, SandboxRef, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
-from prefect_agentenv.steps.support.sandboxes import sandbox_target
-from prefect_agentenv.steps.support.services import artifact_store, as_step_error, deployed_env
 
 if TYPE_CHECKING:
-    from prefect_agentenv.runtime.command import CommandResult
+    from prefect_agentenv.runtime.launch.command import CommandResult
 
 logger = logging.getLogger("prefect_agentenv.steps.run_code")
 
@@ -100,7 +100,7 @@ async def run(step: RunCodeStep, ctx: RunContext) -> RunContext:
 
 async def _beside_env(step: RunCodeStep, ctx: RunContext, payload: JsonObject) -> Any:
     """The task's own code against an env: in a scratch folder of the run, as verify scripts run."""
-    from prefect_agentenv.runtime.command import run_bounded
+    from prefect_agentenv.runtime.launch.command import run_bounded
 
     env = deployed_env(ctx, step.env_id or "", step)
     folder = current_run().step_folder("run_code", step.id)
@@ -116,9 +116,9 @@ async def _beside_env(step: RunCodeStep, ctx: RunContext, payload: JsonObject) -
 
 
 async def _in_grading_box(step: RunCodeStep, ctx: RunContext, payload: JsonObject) -> Any:
-    """Against a sandbox's files: in a fresh confined copy of the sandbox (``runtime/grading_box.py``), with
+    """Against a sandbox's files: in a fresh confined copy of the sandbox (``runtime/confinement/grading_box.py``), with
     the script staged in the copy, so the agent never sees it and never changes what it runs."""
-    from prefect_agentenv.runtime.grading_box import open_box
+    from prefect_agentenv.runtime.confinement.grading_box import open_box
 
     sandbox, extra_env, label = sandbox_target(ctx, step, agent_name=step.agent_name, sandbox_name=step.sandbox_name)
     run_ = current_run()

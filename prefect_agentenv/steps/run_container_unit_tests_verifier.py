@@ -16,15 +16,15 @@ from prefect_agentenv.exceptions import AgentEnvError, StepError
 from prefect_agentenv.grading.aggregate import RowResult, VerificationRow
 from prefect_agentenv.grading.verification import scored
 from prefect_agentenv.jsontypes import JsonObject, JsonValue
-from prefect_agentenv.runtime.run import current_run
+from prefect_agentenv.run_services.clients import artifact_store, as_step_error
+from prefect_agentenv.run_services.sandboxes import sandbox_target
+from prefect_agentenv.runtime.resources.run import current_run
 from prefect_agentenv.steps.base import AgentRef, SandboxPath, VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
-from prefect_agentenv.steps.support.sandboxes import sandbox_target
-from prefect_agentenv.steps.support.services import artifact_store, as_step_error
 
 if TYPE_CHECKING:
-    from prefect_agentenv.runtime.fresh_container import FreshRun, Mount
-    from prefect_agentenv.runtime.grading_box import GradingBox, GradingRecord
+    from prefect_agentenv.runtime.confinement.fresh_container import FreshRun, Mount
+    from prefect_agentenv.runtime.confinement.grading_box import GradingBox, GradingRecord
 
 _TAIL = 2000
 
@@ -86,7 +86,7 @@ class RunContainerUnitTestsVerifierStep(VerifierStep):
 
 async def run(step: RunContainerUnitTestsVerifierStep, ctx: RunContext) -> RunContext:
     """Check the daemon, run setup and tests, read result files, record the row; a failed run raises after."""
-    from prefect_agentenv.runtime.docker import DockerLauncher
+    from prefect_agentenv.runtime.launch.docker import DockerLauncher
 
     if not await DockerLauncher.available():
         raise StepError(f"{step.type} runs tests in a docker container, and no docker daemon answers here "
@@ -117,7 +117,7 @@ def _script(step: RunContainerUnitTestsVerifierStep) -> str:
 
 
 async def _run_tests(step: RunContainerUnitTestsVerifierStep) -> tuple[int, str, str]:
-    from prefect_agentenv.runtime.docker import exec_in_container
+    from prefect_agentenv.runtime.launch.docker import exec_in_container
 
     try:
         return await exec_in_container(step.container_name or "", _script(step), user=step.user,
@@ -130,9 +130,9 @@ async def _in_fresh_container(step: RunContainerUnitTestsVerifierStep,
                               ctx: RunContext) -> tuple[FreshRun, GradingRecord]:
     """The tests in a new container of the image: the agent's sandbox as a copy, the verifier's files read-only,
     no network; the copy and the container gone after (the copy kept with --keep). With what ran them."""
-    from prefect_agentenv.runtime.docker import server_version
-    from prefect_agentenv.runtime.fresh_container import FreshContainerError, run_in_fresh_container
-    from prefect_agentenv.runtime.grading_box import GradingRecord
+    from prefect_agentenv.runtime.confinement.fresh_container import FreshContainerError, run_in_fresh_container
+    from prefect_agentenv.runtime.confinement.grading_box import GradingRecord
+    from prefect_agentenv.runtime.launch.docker import server_version
 
     run_ = current_run()
     folder = run_.step_folder("grading", step.id)
@@ -154,7 +154,7 @@ async def _in_fresh_container(step: RunContainerUnitTestsVerifierStep,
 
 
 async def _box(step: RunContainerUnitTestsVerifierStep, ctx: RunContext) -> GradingBox | None:
-    from prefect_agentenv.runtime.grading_box import open_box
+    from prefect_agentenv.runtime.confinement.grading_box import open_box
 
     if step.agent_name is None:
         return None
@@ -168,15 +168,15 @@ async def _box(step: RunContainerUnitTestsVerifierStep, ctx: RunContext) -> Grad
 
 def _box_mounts(box: GradingBox | None) -> list[Mount]:
     """The copy's top folders where the agent saw them (``/app``, ``/tmp``, …)."""
-    from prefect_agentenv.runtime.confined import sandbox_mounts
-    from prefect_agentenv.runtime.fresh_container import Mount
+    from prefect_agentenv.runtime.confinement.confined import sandbox_mounts
+    from prefect_agentenv.runtime.confinement.fresh_container import Mount
 
     return [Mount(host, inside) for host, inside in sandbox_mounts(box.root)[1:]] if box else []
 
 
 async def _tests_mount(step: RunContainerUnitTestsVerifierStep, folder: Path) -> list[Mount]:
     """The verifier's files, fetched from the artifact store into the run's folder, mounted read-only."""
-    from prefect_agentenv.runtime.fresh_container import Mount
+    from prefect_agentenv.runtime.confinement.fresh_container import Mount
 
     if step.tests_artifact_id is None:
         return []
@@ -200,7 +200,7 @@ def _paths(step: RunContainerUnitTestsVerifierStep) -> list[str]:
 
 async def _read(step: RunContainerUnitTestsVerifierStep, path: str) -> JsonValue:
     """The file parsed as JSON, else its text; None when it cannot be read."""
-    from prefect_agentenv.runtime.docker import exec_in_container
+    from prefect_agentenv.runtime.launch.docker import exec_in_container
 
     try:
         code, out, _ = await exec_in_container(step.container_name or "", f"cat -- {shlex.quote(path)}", user="root",

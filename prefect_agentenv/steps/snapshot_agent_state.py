@@ -13,11 +13,11 @@ from pydantic import Field
 from prefect_agentenv.artifacts import ArtifactBackend
 from prefect_agentenv.context import AgentSnapshot, RunContext
 from prefect_agentenv.exceptions import AgentEnvError, NotInContextError, StepError
-from prefect_agentenv.runtime.run import RunResources, current_run
-from prefect_agentenv.steps.support.agents import deployed_agent, sandbox_of
+from prefect_agentenv.run_services.agents import deployed_agent, sandbox_of
+from prefect_agentenv.run_services.clients import artifact_store, as_step_error, read_record
+from prefect_agentenv.runtime.resources.run import RunResources, current_run
 from prefect_agentenv.steps.base import DEFAULT_AGENT_NAME, AgentRef, PromptRef, SandboxPath, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
-from prefect_agentenv.steps.support.services import artifact_store, as_step_error, read_record
 
 
 class SnapshotAgentStateStep(StepModel):

@@ -9,10 +9,10 @@ from typing import Literal
 
 from prefect_agentenv.context import ArtifactRef, EnvSnapshot, RunContext
 from prefect_agentenv.exceptions import AgentEnvError
-from prefect_agentenv.runtime.run import current_run
+from prefect_agentenv.run_services.clients import artifact_store, as_step_error, env_client
+from prefect_agentenv.runtime.resources.run import current_run
 from prefect_agentenv.steps.base import EnvRef, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
-from prefect_agentenv.steps.support.services import artifact_store, as_step_error, env_client
 
 
 class SnapshotEnvStep(StepModel):

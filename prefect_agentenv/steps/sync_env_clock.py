@@ -7,11 +7,11 @@ from typing import Literal
 
 from pydantic import model_validator
 
-from prefect_agentenv.steps.base import EnvRef, StepModel
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import ProtocolError
 from prefect_agentenv.jsontypes import JsonObject
-from prefect_agentenv.steps.support.services import as_step_error, env_client
+from prefect_agentenv.run_services.clients import as_step_error, env_client
+from prefect_agentenv.steps.base import EnvRef, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
 
 

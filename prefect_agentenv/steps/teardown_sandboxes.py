@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from prefect_agentenv.context import RunContext, StoppedEarly
-from prefect_agentenv.runtime.run import current_run
+from prefect_agentenv.runtime.resources.run import current_run
 from prefect_agentenv.steps.base import AgentRef, EnvRef, SandboxRef, StepModel
 from prefect_agentenv.steps.registry import StepDefinition
 

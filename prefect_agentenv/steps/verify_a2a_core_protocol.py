@@ -8,10 +8,10 @@ from pydantic import Field, model_validator
 
 from prefect_agentenv.context import DeployedAgent, RunContext
 from prefect_agentenv.exceptions import NotInContextError
-from prefect_agentenv.runtime.run import current_run
+from prefect_agentenv.run_services.clients import http_client, peer_read_timeout
+from prefect_agentenv.runtime.resources.run import current_run
 from prefect_agentenv.steps.base import AgentRef, Provides, VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
-from prefect_agentenv.steps.support.services import http_client, peer_read_timeout
 from prefect_agentenv.steps.verify_env_card import probe_verification
 
 

@@ -8,10 +8,10 @@ from pydantic import Field, model_validator
 
 from prefect_agentenv.context import RunContext
 from prefect_agentenv.grading.verification import Verification, scored
-from prefect_agentenv.runtime.run import current_run
+from prefect_agentenv.run_services.clients import deployed_env, http_client, peer_read_timeout
+from prefect_agentenv.runtime.resources.run import current_run
 from prefect_agentenv.steps.base import EnvRef, Provides, VerifierStep
 from prefect_agentenv.steps.registry import StepDefinition
-from prefect_agentenv.steps.support.services import deployed_env, http_client, peer_read_timeout
 
 if TYPE_CHECKING:  # the runtime loads on use: `validate` imports step modules and stays light
     from prefect_agentenv.protocols.probes import ProbeReport

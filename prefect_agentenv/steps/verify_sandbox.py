@@ -14,8 +14,9 @@ from prefect_agentenv.context import RunContext
 from prefect_agentenv.exceptions import AgentEnvError, StepError
 from prefect_agentenv.grading.verification import scored
 from prefect_agentenv.jsontypes import JsonObject, JsonValue
-from prefect_agentenv.runtime.run import current_run
-from prefect_agentenv.runtime.sandbox import Sandbox
+from prefect_agentenv.run_services.sandboxes import sandbox_target
+from prefect_agentenv.runtime.resources.run import current_run
+from prefect_agentenv.runtime.resources.sandbox import Sandbox
 from prefect_agentenv.steps.base import (
     AgentRef,
     FieldError,
@@ -26,10 +27,9 @@ from prefect_agentenv.steps.base import (
     listed_field,
 )
 from prefect_agentenv.steps.registry import StepDefinition
-from prefect_agentenv.steps.support.sandboxes import sandbox_target
 
 if TYPE_CHECKING:
-    from prefect_agentenv.runtime.grading_box import GradingBox
+    from prefect_agentenv.runtime.confinement.grading_box import GradingBox
 
 CheckKind = Literal["file_exists", "dir_exists", "file_contains", "file_matches", "command_succeeds"]
 
@@ -186,7 +186,7 @@ async def run(step: VerifySandboxStep, ctx: RunContext) -> RunContext:
 
 async def _grading_box(step: VerifySandboxStep, sandbox: Sandbox) -> GradingBox | None:
     """The copy the step's commands run in (none without a command check)."""
-    from prefect_agentenv.runtime.grading_box import open_box
+    from prefect_agentenv.runtime.confinement.grading_box import open_box
 
     if not any(check.kind == "command_succeeds" for check in step.checks):
         return None

@@ -19,6 +19,8 @@ from pydantic import BaseModel
 
 from prefect_agentenv.artifacts import ArtifactBackend, ArtifactError
 from prefect_agentenv.context import EnvSnapshot, PromptResponse, RunContext, StepRecord, Verification, VerificationRow
+from prefect_agentenv.grading.judge_records import judge_of, panel_of, verdicts_of
+from prefect_agentenv.grading.panel import PanelRecord
 from prefect_agentenv.grading.verification import read_all
 from prefect_agentenv.transcript.diff import MAX_CHANGES, diff_states
 from prefect_agentenv.transcript.models import (
@@ -253,8 +255,7 @@ def _event_usage(event: Any) -> dict[str, Any] | None:
 def _verifier(verifier_id: str, verification: Verification,
               fields: Mapping[str, StepFields]) -> VerifierTranscript:
     given = verification.model_fields_set
-    judge = (verification.model_extra or {}).get("judge")
-    judge = judge if isinstance(judge, dict) else None
+    judge = judge_of(verification)
     return VerifierTranscript(
         verifier_id=verifier_id, step_id=_verifier_step(fields, verifier_id),
         format=_str(verification.format), score=_float(verification.score),
@@ -263,31 +264,26 @@ def _verifier(verifier_id: str, verification: Verification,
         error=_str(verification.error),
         rows=[_row(r) for r in verification.results],
         judge=None if judge is None else JudgeInfo(
-            mode=_str(judge.get("mode")), model=_str(judge.get("model")), mock=bool(judge.get("mock")),
-            agent_name=_str(judge.get("agent_name")), attempts=_int(judge.get("attempts")),
-            trajectory_url=_str(judge.get("trajectory"))),
-        panel=_panel((verification.model_extra or {}).get("panel")),
+            mode=judge.mode, model=judge.model, mock=judge.mock, agent_name=judge.agent_name,
+            attempts=judge.attempts, trajectory_url=judge.trajectory),
+        panel=_panel(panel_of(verification)),
     )
 
 
-def _panel(raw: Any) -> PanelInfo | None:
-    """A panel record read liberally: a record written by another version may lack a key."""
-    if not isinstance(raw, dict):
+def _panel(record: PanelRecord | None) -> PanelInfo | None:
+    if record is None:
         return None
-    names = [str(j.get("id")) for j in raw.get("judges") or [] if isinstance(j, dict)]
-    return PanelInfo(rule=str(raw.get("rule")), judges=names, disagreement=_float(raw.get("disagreement")),
-                     split_criteria=[str(x) for x in raw.get("split_criteria") or []],
-                     unscored=[str(x) for x in raw.get("unscored") or []],
-                     unreadable_judges=[str(x) for x in raw.get("unreadable_judges") or []])
+    return PanelInfo(rule=record.rule, judges=[str(j.id) for j in record.judges], disagreement=record.disagreement,
+                     split_criteria=record.split_criteria, unscored=record.unscored,
+                     unreadable_judges=record.unreadable_judges)
 
 
 def _row(row: VerificationRow) -> VerifierRow:
     given = row.model_fields_set
     extra = row.model_extra or {}
-    judges = extra.get("judges")
-    verdicts = [PanelVerdict(judge=str(j.get("judge")), result=str(j.get("result")), score=_float(j.get("score")),
-                             justification=_str(j.get("justification")))
-                for j in judges if isinstance(j, dict)] if isinstance(judges, list) else None
+    judges = verdicts_of(row)
+    verdicts = None if judges is None else [
+        PanelVerdict(judge=j.judge, result=j.result, score=j.score, justification=j.justification) for j in judges]
     return VerifierRow(id=row.id, label=_str(extra.get("label")), axis=row.axis,
                        result=row.result if "result" in given else None, score=row.score if "score" in given else None,
                        weight=row.weight if "weight" in given else None, justification=row.justification,
@@ -333,11 +329,10 @@ def _read_json(store: ArtifactBackend, *, notes: list[str], what: str, key: str 
                url: str | None = None) -> Any:
     """A stored record as JSON, or None with a note saying why it is missing."""
     if url is not None:
-        prefix = store.object_url("x")[:-1]
-        if not url.startswith(prefix):
+        key = store.key_of(url)
+        if key is None:
             notes.append(f"{what} is stored outside this run's artifact store: {url}")
             return None
-        key = url[len(prefix):]
     try:
         return json.loads(store.get_object(key or ""))
     except ArtifactError as exc:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
 from prefect_agentenv.attribute_docs import attribute_docstrings
 
 MAX_VALUE_CHARS = 4000

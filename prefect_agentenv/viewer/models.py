@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from prefect_agentenv.attribute_docs import attribute_docstrings
 from prefect_agentenv.results import BenchmarkSummary, SweepSummary, cell_suffix
+from prefect_agentenv.results.control_log import ControlChange
 from prefect_agentenv.transcript.models import Transcript
 
 
@@ -99,5 +100,7 @@ class ReportView(_Model):
     """What the paired comparison with the run's baseline marked worse (the summary's regressions)."""
     prefect_ui_url: str | None = None
     """Base URL of the Prefect UI, to link each task run's flow run."""
+    changes: list[ControlChange] = Field(default_factory=list)
+    """What operators changed while the run ran (``control``: pause, concurrency, requeue…)."""
     attachments: dict[str, str] = Field(default_factory=dict)
     """Stored URL → path inside the report folder, for records copied next to the pages."""

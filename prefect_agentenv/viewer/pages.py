@@ -106,7 +106,7 @@ def _index(view: ReportView, durations: Mapping[str, list[float]]) -> str:
                     'run</b><ul>' + "".join(f"<li>{escape(r)}</li>" for r in view.regressions) + "</ul></div>")
     if view.sweep is not None:
         body += sweep_section(view.sweep)
-    body += _judges(view)
+    body += _judges(view) + _changes(view)
     body += ["<h2>Task runs</h2>", _filters(view), _table(view)]
     body += ["<h2>Score by tag and axis</h2>", score_bars(view.bars)]
     body += ["<h2>Duration per step type</h2>", duration_bars(_mean_durations(durations))]
@@ -117,14 +117,34 @@ def _index(view: ReportView, durations: Mapping[str, list[float]]) -> str:
     return _page(view.title, "\n".join(body), script=True)
 
 
+def _changes(view: ReportView) -> list[str]:
+    """The changes operators made while the run ran, one row each (none: no section)."""
+    if not view.changes:
+        return []
+    rows = "".join(f"<tr><td>{escape(c.at)}</td><td>{escape(c.kind)}</td><td>{escape(c.what)}</td>"
+                   f"<td>{escape(_moved(c.old, c.new))}</td><td>{escape(c.by)}</td>"
+                   f"<td>{escape(' — '.join(p for p in (c.reason, c.detail) if p))}</td></tr>" for c in view.changes)
+    return ['<h2 id="changes">Changes during the run</h2>', '<table class="changes"><thead><tr><th>when (UTC)</th>'
+            "<th>change</th><th>setting or task run</th><th>old → new</th><th>by</th><th>why</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table>"]
+
+
+def _moved(old: object, new: object) -> str:
+    if old is None and new is None:
+        return ""
+    shown = ["none" if v is None else str(v).lower() if isinstance(v, bool) else str(v) for v in (old, new)]
+    return " → ".join(shown)
+
+
 def _judges(view: ReportView) -> list[str]:
-    """How far the rubric scores can be trusted: marked as a warning when a judge setup is uncalibrated or stale."""
+    """How far the rubric scores can be trusted: marked as a warning when a judge setup is uncalibrated, stale,
+    not calibrated or below the gate's κ, or when the mock model judged."""
     trust = view.summary.judges if view.summary is not None else None
     if trust is None:
         return []
     marks = sorted({(r.task_id, mark) for r in view.rows for mark in r.judges})
     items = "".join(f"<li><code>{escape(task)}</code> {escape(mark)}</li>" for task, mark in marks)
-    box = "warn" if trust.uncalibrated or trust.stale else "muted"
+    box = "warn" if trust.uncalibrated or trust.stale or trust.not_counted or trust.below or trust.mock else "muted"
     return ["<h2>Judges</h2>", f'<div class="{box}" id="judges"><p>{escape(trust.sentence().replace("**", ""))}</p>'
             f"<ul>{items}</ul></div>"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from html import escape
 
 from prefect_agentenv.results import CellPair, CellSummary, SweepSummary
-from prefect_agentenv.results.comparison_markdown import verdict_cell
+from prefect_agentenv.results.comparison.compare_markdown import verdict_cell
 from prefect_agentenv.viewer.charts import trend_lines
 from prefect_agentenv.viewer.models import TrendPoint
 

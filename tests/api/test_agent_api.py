@@ -16,8 +16,6 @@ from typing import Any
 
 import httpx
 import pytest
-from scoring_scripts import VERIFY
-from servers import mock_model
 from typer.testing import CliRunner
 
 from prefect_agentenv import AgentConfig, ScoringConfig, Task, TaskData, make_agent
@@ -27,6 +25,8 @@ from prefect_agentenv.exceptions import ConfigurationError
 from prefect_agentenv.protocols.agentenv_ext import AgentEnvExtensions
 from prefect_agentenv.protocols.steering import STEERING_EXTENSION
 from prefect_agentenv.settings import get_settings
+from scoring_scripts import VERIFY
+from servers import mock_model
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SUBMIT = {"tool_calls": [{"tool": "create_request", "arguments": {"patient_id": "P1", "cpt_code": "72148",

@@ -12,9 +12,9 @@ from pydantic import ValidationError
 
 from prefect_agentenv import AgentConfig, ScoringConfig, Task, TaskData, load_agent_config, make_agent
 from prefect_agentenv.api.scoring import scoring_env, verifier_steps
-from prefect_agentenv.documents.scoring import runtime_step
-from prefect_agentenv.documents.benchmark import Benchmark
+from prefect_agentenv.documents.benchmarks.document import Benchmark
 from prefect_agentenv.documents.compile import expand_tasks
+from prefect_agentenv.documents.scoring import runtime_step
 from prefect_agentenv.exceptions import ConfigurationError
 from prefect_agentenv.grading.outcome import Outcome, task_outcome
 

@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from prefect_agentenv.artifacts import ArtifactBackend, ArtifactNotFoundError, UnsafeKeyError
-from prefect_agentenv.documents.published import PublishedBenchmark, freeze_benchmark
-from prefect_agentenv.documents.published_store import PublishConflictError, publish, read_published
+from prefect_agentenv.documents.published.snapshot import PublishedBenchmark, freeze_benchmark
+from prefect_agentenv.documents.published.store import PublishConflictError, publish, read_published
 
 
 def test_a_published_version_is_stored_once_and_a_second_writer_cannot_replace_it(store: ArtifactBackend) -> None:

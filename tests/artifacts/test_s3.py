@@ -12,7 +12,6 @@ from botocore.exceptions import (
     NoCredentialsError,
     ReadTimeoutError,
 )
-from servers import free_port
 
 from prefect_agentenv.artifacts import (
     ArtifactNotFoundError,
@@ -21,6 +20,7 @@ from prefect_agentenv.artifacts import (
     UnsafeKeyError,
 )
 from prefect_agentenv.exceptions import AgentEnvError, ConfigurationError, ProtocolError
+from servers import free_port
 
 from .conftest import REGION, make_s3_store
 

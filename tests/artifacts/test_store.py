@@ -21,8 +21,8 @@ from prefect_agentenv.artifacts import (
     LocalArtifactBackend,
     S3ArtifactBackend,
     UnsafeKeyError,
+    keys,
 )
-from prefect_agentenv.artifacts import keys
 
 
 def fetch_url(url: str, request: pytest.FixtureRequest) -> bytes:
@@ -192,6 +192,16 @@ def test_run_records_round_trip_under_the_runs_area(store: ArtifactBackend, requ
     assert store.get_object("run-1/report.json") == b'{"score": 1}'
     assert store.list_objects("run-1") == ["run-1/report.json", "run-1/trajectories/reply.json"]
     assert store.object_url("run-1/report.json").endswith("/runs/run-1/report.json")
+
+
+def test_a_record_url_reads_back_as_its_key_and_another_stores_as_none(store: ArtifactBackend, tmp_path: Path) -> None:
+    from prefect_agentenv.artifacts import LocalArtifactBackend
+
+    url = store.put_object("run-1/trajectories/reply.json", b"{}")
+    assert store.key_of(url) == "run-1/trajectories/reply.json"
+    assert store.get_object(store.key_of(url) or "") == b"{}"
+    other = LocalArtifactBackend(tmp_path / "elsewhere").put_object("run-1/trajectories/reply.json", b"{}")
+    assert [store.key_of(other), store.key_of(None), store.key_of("")] == [None, None, None]
 
 
 def test_missing_artifacts_versions_files_and_records_are_reported_as_not_found(store: ArtifactBackend) -> None:

@@ -37,7 +37,7 @@ class TestEveryBlockFollowsThePrefectBlockStandard(BlockStandardTestSuite):
 def test_the_env_and_agent_blocks_take_their_launch_fields_from_the_one_launch_source(block: str) -> None:
     """The launch fields are written once (``runtime.launch.LaunchSource``); a block that declared
     its own copy would drift from what the launcher reads."""
-    from prefect_agentenv.runtime.launch import LaunchSource, LaunchSpec
+    from prefect_agentenv.runtime.launch.base import LaunchSource, LaunchSpec
 
     fields = getattr(blocks, block).model_fields
     for name, shared in LaunchSource.model_fields.items():

@@ -9,13 +9,13 @@ from typing import cast
 
 import pytest
 from pydantic import SecretStr, ValidationError
-from servers import free_port
 
 from prefect_agentenv.blocks.model_endpoint import ModelEndpoint
 from prefect_agentenv.exceptions import ConfigurationError, ProtocolError
 from prefect_agentenv.protocols.openai import ChatMessage, OpenAIClient
 from prefect_agentenv.resolution.models import MOCK_MODEL, resolve_model_endpoint
 from prefect_agentenv.settings import get_settings
+from servers import free_port
 
 SECRET = "sk-model-endpoint-test-0123456789"
 OPENAI_VARIABLES = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "PREFECT_AGENTENV_OPENAI_BASE_URL",

@@ -11,7 +11,7 @@ from prefect_agentenv.commands.progress import _Board
 from prefect_agentenv.commands.tables import FULL_ERRORS, shorten, sweep_tables
 from prefect_agentenv.grading.outcome import Outcome
 from prefect_agentenv.results import TaskResult, summarize_sweep
-from prefect_agentenv.results.sweep_tables import short_cell_names
+from prefect_agentenv.results.stats.sweep_summary import short_cell_names
 
 TASKS = ["env-roundtrip", "reply-to-dana-scripted", "chart-handoff", "prior-auth-lumbar-mri-with-a-long-name"]
 LABELS = ["a2a_agent_id=scripted", "a2a_agent_id=llm"]

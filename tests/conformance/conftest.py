@@ -25,10 +25,10 @@ ENVS = {
     "calculator-mcp": [f"{PEERS_PYTHON} {PEERS / 'mcp_only_server.py'} --host {{host}} --port {{port}}"],
 }
 AGENTS = {
+    # By their command alone: confinement finds their venv, its Python and their script's folder.
     "sdk-tool-caller": [f"{PEERS_PYTHON} {PEERS / 'sdk_agent.py'}", "--env", "A2A_HOST={host}",
-                        "--env", "A2A_PORT={port}", "--install-path", str(PEERS)],
-    "plain-a2a": [f"{sys.executable} {PEERS / 'plain_agent.py'} --host {{host}} --port {{port}}",
-                  "--install-path", str(PEERS)],
+                        "--env", "A2A_PORT={port}"],
+    "plain-a2a": [f"{sys.executable} {PEERS / 'plain_agent.py'} --host {{host}} --port {{port}}"],
 }
 
 

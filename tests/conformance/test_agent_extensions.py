@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from conformance.conftest import PEERS, PEERS_PYTHON, cli
 from conformance.test_genuine_peers import assert_nothing_left_running
 from steps.helpers import run_doc, states

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conformance.conftest import PEERS_PYTHON, ROOT, cli
 
+from conformance.conftest import PEERS_PYTHON, ROOT, cli
 from prefect_agentenv.documents import validate_file
 from prefect_agentenv.documents.schema import document_schema
 from prefect_agentenv.flows.agent_task import run_task_document

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from conformance.conftest import PEERS, PEERS_PYTHON, cli
 from conformance.test_genuine_peers import assert_nothing_left_running
 from steps.helpers import run_doc, states

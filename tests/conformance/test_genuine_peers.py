@@ -19,11 +19,11 @@ from typing import Any
 
 import httpx
 import pytest
-from steps.helpers import run_doc, states
 
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.engine.submission_record import StoredSubmission
 from prefect_agentenv.results.task_report import TaskReport
+from steps.helpers import run_doc, states
 
 pytestmark = pytest.mark.usefixtures("genuine_peers")
 

@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from conformance.conftest import PEERS, PEERS_PYTHON
 
+from conformance.conftest import PEERS, PEERS_PYTHON
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.flows.benchmark import benchmark
 
@@ -87,7 +87,7 @@ async def test_an_sdk_agent_that_holds_the_server_already_is_given_it_and_one_th
     from prefect_agentenv.exceptions import ProtocolError
     from prefect_agentenv.protocols.a2a import A2AClient
     from prefect_agentenv.protocols.agentenv_ext import AgentEnvExtensions
-    from prefect_agentenv.steps.support.agent_configuration import _give_env
+    from prefect_agentenv.run_services.agent_configuration import _give_env
     from servers import Server
 
     agent = Server([str(PEERS_PYTHON), str(PEERS / "sdk_agent.py")], "/.well-known/agent-card.json",

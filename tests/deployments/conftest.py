@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from deployment_helpers import BIN
+
 from servers import LOOPBACK, PORT, Server
+
+from .deployment_helpers import BIN
 
 
 @pytest.fixture(scope="module")

@@ -1,10 +1,12 @@
 """The deployments end to end: a real `prefect server start`, `prefect-agentenv serve`, and runs
-triggered with `prefect deployment run` from the CLI, read back through the Prefect client."""
+triggered with `prefect deployment run` from the CLI, read back through the Prefect client (a Harbor
+dataset too, on the local docker daemon, skipped without one)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -12,7 +14,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from prefect_reads import settled_task_runs
 import yaml
 from prefect.client.orchestration import PrefectClient
 from prefect.client.schemas.filters import (
@@ -22,8 +23,12 @@ from prefect.client.schemas.filters import (
     FlowRunFilterDeploymentId,
     FlowRunFilterParentFlowRunId,
 )
-from deployment_helpers import BIN, REPO, prefect_cli
+
+from image_mode import require_image_mode
+from prefect_reads import settled_task_runs
 from servers import stop_process
+
+from .deployment_helpers import BIN, REPO, prefect_cli
 
 
 @pytest.fixture(scope="module")
@@ -136,3 +141,34 @@ def test_the_bench_command_shows_progress_and_a_summary(served: dict[str, str], 
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "roundtrip" in proc.stdout and "mean score 1.000" in proc.stdout
     assert (out / "summary.md").exists() and "--resume" in proc.stdout
+
+
+@pytest.mark.parametrize("dispatch", ["subflow", "deployment"])
+def test_a_harbor_dataset_runs_through_the_nightly_deployment_the_oracle_scoring_one(
+        served: dict[str, str], tmp_path: Path, dispatch: str) -> None:
+    require_image_mode()
+    dataset = tmp_path / "nightly-harbor"
+    for name in ("hello-world", "count-lines"):
+        shutil.copytree(REPO / "examples" / "harbor" / "dataset" / name, dataset / name)
+    run = prefect_cli(served, "deployment", "run", "benchmark/nightly", "--param", f"path={dataset}",
+                      "--param", f"dispatch={dispatch}", "--watch", "--watch-timeout", "280")
+    assert run.returncode == 0, run.stdout + run.stderr
+
+    async def check() -> None:
+        async with PrefectClient(served["PREFECT_API_URL"]) as client:
+            latest = max(await flow_run_named(client, "benchmark/nightly"), key=lambda r: r.created or 0)
+            assert latest.state and latest.state.is_completed(), latest.state
+            children = await client.read_flow_runs(
+                flow_run_filter=FlowRunFilter(parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[latest.id])))
+            assert sorted(c.name.split(" · ")[0] for c in children) == ["count-lines", "hello-world"]
+            if dispatch == "deployment":
+                agent_dep = await client.read_deployment_by_name("agent-task/agent-task")
+                assert {c.deployment_id for c in children} == {agent_dep.id}
+            task_runs = await settled_task_runs([c.id for c in children], client, at_least=6)
+            assert {t.name for t in task_runs} >= {"environment", "agent", "verifier"}
+            artifacts = await client.read_artifacts(
+                artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[latest.id])))
+            summary = str(next(a for a in artifacts if a.type == "markdown" and a.key.endswith("-summary")).data)
+            assert "PASSED | 2" in summary and "Mean score" in summary, summary
+
+    asyncio.run(check())

@@ -12,21 +12,31 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 from uuid import UUID
 
 import pytest
 import yaml
-from deployment_helpers import BIN, REPO, prefect_cli
 from prefect.client.orchestration import PrefectClient
-from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
+from prefect.client.schemas.filters import (
+    FlowRunFilter,
+    FlowRunFilterId,
+    FlowRunFilterParentFlowRunId,
+    TaskRunFilter,
+    TaskRunFilterName,
+)
+
+from flows.control.helpers import control, wait_for_status
+from prefect_agentenv.artifacts import LocalArtifactBackend
+from prefect_agentenv.documents.published.store import read_published
+from prefect_agentenv.flows.task_runner import report_key
+from prefect_agentenv.results.control_log import read_changes
+from prefect_agentenv.results.store.run_store import read_results, run_folder
+from prefect_agentenv.results.task_report import TaskReport
 from servers import LOOPBACK, PORT, Server
 
-from prefect_agentenv.artifacts import LocalArtifactBackend
-from prefect_agentenv.documents.published_store import read_published
-from prefect_agentenv.flows.task_runner import report_key
-from prefect_agentenv.results.store import read_results
-from prefect_agentenv.results.task_report import TaskReport
+from .deployment_helpers import BIN, REPO, prefect_cli
 
 STUCK_TIMEOUT = 15
 """Long enough for the worker to start the child flow run, short enough to keep the test cheap."""
@@ -234,3 +244,82 @@ def test_the_rescore_deployment_runs_on_the_worker_and_names_a_run_that_is_not_i
     final = asyncio.run(state())
     assert final is not None and final.is_failed(), final  # type: ignore[attr-defined]
     assert "no run 'no-such-run'" in (final.message or ""), final  # type: ignore[attr-defined]
+
+
+async def _step_running(api_url: str, flow_run_id: UUID, step_id: str) -> bool:
+    """Whether step ``step_id`` of a task run on the worker is running (its Prefect task run says so)."""
+    async with PrefectClient(api_url) as client:
+        runs = await client.read_task_runs(
+            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])),
+            task_run_filter=TaskRunFilter(name=TaskRunFilterName(any_=[step_id])))
+    return any(r.state is not None and r.state.is_running() for r in runs)
+
+
+def test_a_paused_fleet_starts_no_flow_run_and_pause_now_holds_an_agent_on_the_worker_until_resume(
+        deployed: dict[str, str], tmp_path: Path) -> None:
+    slug, api = "fleet-steered", deployed["PREFECT_API_URL"]
+    steps = [{"id": "assistant", "type": "deploy_agent", "a2a_agent_id": "llm", "agent_name": "assistant"},
+             {"id": "nap", "type": "test_sleep", "seconds": 10, "depends_on": ["assistant"]},
+             {"id": "ask", "type": "prompt_agent", "agent_name": "assistant", "prompt_id": "ask",
+              "prompt": "Say hello.", "depends_on": ["nap"]},
+             {"id": "grade", "type": "test_score", "score": 1.0, "depends_on": ["ask"]}]
+    quick = [{"id": "work", "type": "test_sleep", "seconds": 8},  # still running when the two are seen running
+             {"id": "grade", "type": "test_score", "score": 1.0, "depends_on": ["work"]}]
+    bench = tmp_path / "fleet.yaml"  # two at a time: the quick one ends while paused, and its slot stays free
+    bench.write_text(yaml.safe_dump({"name": slug, "slug": slug, "concurrency": 2, "tasks": [
+        {"id": "hello", "steps": steps}, {"id": "quick", "steps": quick}, {"id": "later", "steps": quick}]}))
+    started = prefect_cli(deployed, "deployment", "run", "benchmark/nightly", "--param", f"benchmark={bench}",
+                          "--param", "dispatch=deployment")
+    assert started.returncode == 0, started.stdout + started.stderr
+    bench_run = UUID(re.search(r"UUID: ([0-9a-f-]{36})", started.stdout).group(1))  # type: ignore[union-attr]
+
+    async def flow_run(flow_run_id: UUID) -> object:
+        async with PrefectClient(api) as client:
+            return await client.read_flow_run(flow_run_id)
+
+    try:
+        first = wait_for_status(deployed, slug, lambda s: s["counts"]["running"] == 2, timeout=240)
+        paused = control(deployed, "pause", slug, "--now", "--reason", "provider throttling")
+        assert paused.returncode == 0 and "hold_model_calls=true" in paused.stdout, paused.stdout + paused.stderr
+        # 'quick' ends on the worker; 'hello' reaches its prompt, and its agent's call waits in the worker's gateway.
+        wait_for_status(deployed, slug, lambda s: s["counts"]["done"] == 1, timeout=240)
+        [hello] = [c for c in asyncio.run(_children_of(api, bench_run)) if c.name.startswith("hello")]
+        deadline = time.monotonic() + 240
+        while not asyncio.run(_step_running(api, hello.id, "ask")):
+            assert not asyncio.run(flow_run(hello.id)).state.is_final(), (  # type: ignore[attr-defined]
+                "the task run ended: its agent's model call was not held")
+            assert time.monotonic() < deadline, "the held task run never reached its prompt"
+            time.sleep(1)
+        time.sleep(8)  # a free slot, and a prompt under way: neither a task run starts nor the call goes
+        still = wait_for_status(deployed, slug, lambda s: True)
+        assert (still["counts"]["running"], still["counts"]["done"]) == (1, 1), still
+        assert len(asyncio.run(_children_of(api, bench_run))) == 2, "no flow run is sent while paused"
+        resumed = control(deployed, "resume", slug, "--reason", "provider back")
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+        deadline = time.monotonic() + 300
+        while not (state := asyncio.run(flow_run(bench_run)).state).is_final():  # type: ignore[attr-defined]
+            assert time.monotonic() < deadline, "the benchmark did not finish"
+            time.sleep(2)
+        assert state.is_completed(), state
+    finally:
+        if not asyncio.run(flow_run(bench_run)).state.is_final():  # type: ignore[attr-defined]
+            prefect_cli(deployed, "flow-run", "cancel", str(bench_run))
+
+    children = {c.name.split(" · ")[0]: c for c in asyncio.run(_children_of(api, bench_run))}
+    assert sorted(children) == ["hello", "later", "quick"]
+    assert all(c.state.is_completed() for c in children.values()), {n: c.state for n, c in children.items()}
+    assert all(f"agentenv-run:{first['run_id']}" in c.tags for c in children.values()), "each names its benchmark run"
+    with LocalArtifactBackend(Path(deployed["PREFECT_AGENTENV_HOME"]) / "store") as store:
+        changes = [c for c in read_changes(store, run_folder(slug, first["run_id"])) if c.kind != "start"]
+        held = TaskReport.model_validate_json(store.get_object(report_key(str(children["hello"].id))))
+    assert [(c.kind, c.what, c.old, c.new) for c in changes] == [
+        ("pause", "paused", False, True), ("pause", "hold_model_calls", False, True),
+        ("resume", "paused", True, False), ("resume", "hold_model_calls", True, False)], changes
+    assert [c.reason for c in changes] == ["provider throttling"] * 2 + ["provider back"] * 2
+    resume_at = datetime.fromisoformat(changes[-1].at.replace("Z", "+00:00"))
+    # 'quick' passed the gate before the pause (its flow run may be created after it, on a busy server).
+    assert children["later"].created >= resume_at - timedelta(seconds=1), "the third was sent only once resumed"
+    ask = next(s for s in held.steps if s.id == "ask")
+    [call] = [c for c in held.model_calls.calls if c.role == "agent"]  # type: ignore[union-attr]
+    assert ask.started_at and ask.started_at + timedelta(seconds=5) < resume_at, "the prompt began while held"
+    assert call.started_at >= resume_at - timedelta(seconds=1), "its model call went only once resumed"

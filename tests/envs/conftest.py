@@ -7,10 +7,10 @@ from collections.abc import AsyncIterator, Iterator
 import httpx
 import httpx2
 import pytest
-from servers import ENV_CARD, Server, python_server, running
 
 from prefect_agentenv.protocols.env import EnvClient
 from prefect_agentenv.protocols.mcp import mcp_http_client
+from servers import ENV_CARD, Server, python_server, running
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 
-
 @dataclass
 class _Rule:
     method: str

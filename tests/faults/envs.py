@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prefect_agentenv.envs.catalog import REFERENCE_ENVS
-from prefect_agentenv.reference import ReferenceServer
+from prefect_agentenv.runtime.launch.reference import ReferenceServer
 
 FAULT_ENV = Path(__file__).with_name("fault_env.py")
 

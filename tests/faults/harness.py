@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from prefect_agentenv.runtime.leftovers import RUN_MARKER
+from prefect_agentenv.runtime.resources.leftovers import RUN_MARKER
 
 CLI = Path(__file__).with_name("cli_entry.py")
 

@@ -11,7 +11,7 @@ import yaml
 
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.flows.benchmark import benchmark
-from prefect_agentenv.results.store import read_results
+from prefect_agentenv.results.store.run_store import read_results
 
 pytestmark = pytest.mark.usefixtures("prefect_harness", "agentenv_home")
 

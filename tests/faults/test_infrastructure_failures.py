@@ -24,7 +24,7 @@ from prefect_agentenv.flows.adapters.failures import classify_report
 from prefect_agentenv.flows.agent_task import run_task_document
 from prefect_agentenv.flows.benchmark import benchmark
 from prefect_agentenv.results import FailureCause
-from prefect_agentenv.results.store import read_results
+from prefect_agentenv.results.store.run_store import read_results
 
 from .envs import FAULT_ENVS
 from .harness import CLI
@@ -155,9 +155,9 @@ def test_an_env_that_never_starts_stays_an_infrastructure_failure_and_fails_the_
                           env=env, text=True, capture_output=True, timeout=240)
     assert done.returncode == 5, (done.stdout, done.stderr)
     assert "Traceback" not in done.stderr, done.stderr
-    said = " ".join(done.stdout.split())  # the console wraps long lines
-    assert "the benchmark failed: 1 of 2 task runs (50%) failed for infrastructure" in said, done.stdout
-    assert "infrastructure.max_error_rate 0.25" in said and "deploy_failed ×1" in said
+    [line] = [line for line in done.stderr.splitlines() if line.startswith("the benchmark failed:")]
+    assert line.startswith("the benchmark failed: 1 of 2 task runs (50%) failed for infrastructure"), done.stderr
+    assert "infrastructure.max_error_rate 0.25" in line and "deploy_failed ×1" in line
 
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["infrastructure_error"].startswith("1 of 2 task runs (50%) failed for infrastructure")

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from prefect_agentenv.artifacts import get_artifact_store
-from prefect_agentenv.results.store import read_results
+from prefect_agentenv.results.store.run_store import read_results
 
 from .api_proxy import ApiProxy, api_proxy
 from .harness import CLI, flow_run_states, start_cli, wait_until_gone

@@ -110,7 +110,7 @@ async def test_an_errored_verifier_scores_zero_on_its_axes_in_every_per_axis_agg
         store_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from prefect_agentenv.envs.catalog import REFERENCE_ENVS
     from prefect_agentenv.results import RunKey, TaskResult, summarize
-    from prefect_agentenv.results.store import result_from_report
+    from prefect_agentenv.results.store.run_store import result_from_report
 
     from .envs import FAULT_ENVS
 

@@ -72,7 +72,7 @@ def _bridges(run_folder: Path) -> list[Path]:
 
 def _cgroups(run_folder: Path) -> list[Path]:
     """The cgroups of the run's confined agents still on disk (none where this machine makes none)."""
-    from prefect_agentenv.runtime.cgroups import PREFIX, find_hierarchy
+    from prefect_agentenv.runtime.confinement.cgroups import PREFIX, find_hierarchy
 
     hierarchy = find_hierarchy()
     bases = set(hierarchy.bases.values()) if hierarchy is not None else set()
@@ -129,7 +129,7 @@ def test_sigkill_leaves_nothing_running_and_the_next_start_sweeps_the_rest(
     cli.finish()
     assert wait_until_gone(run_id) == []
     assert bridges and all(bridge.exists() for bridge in bridges), "its confined agent's bridge outlived the kill"
-    from prefect_agentenv.runtime.cgroups import find_hierarchy
+    from prefect_agentenv.runtime.confinement.cgroups import find_hierarchy
 
     assert all(cgroup.exists() for cgroup in cgroups), "so did its cgroup"
     assert cgroups or find_hierarchy() is None, "(where this machine makes them)"

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from prefect_agentenv.cli import app
 from prefect_agentenv.documents import validate_data, validate_file
-from prefect_agentenv.documents.benchmark_validation import validate_benchmark_file
+from prefect_agentenv.documents.benchmarks.validation import validate_benchmark_file
 from prefect_agentenv.documents.graph import ancestors, resolve_dependencies
 
 runner = CliRunner()

@@ -6,15 +6,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from prefect_reads import settled_task_runs, summary_steps
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
 from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
 
 from prefect_agentenv.documents import validate_data
-from prefect_agentenv.steps.support import concurrency_slots
 from prefect_agentenv.flows.agent_task import agent_task
+from prefect_agentenv.run_services import concurrency_slots
 from prefect_agentenv.settings import get_settings
+from prefect_reads import settled_task_runs, summary_steps
 
 pytestmark = pytest.mark.usefixtures("prefect_harness", "agentenv_home")
 

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 import yaml
-from servers import mock_model
 
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.flows.benchmark import benchmark
-from prefect_agentenv.results.store import read_results
+from prefect_agentenv.results.store.run_store import read_results
+from servers import mock_model
 
 pytestmark = pytest.mark.usefixtures("prefect_harness", "agentenv_home")
 
@@ -42,7 +42,9 @@ async def test_a_token_budget_stops_a_benchmark_of_20_task_runs_part_way_and_the
     # One task run's prompt and answer cost the mock model's tokens a few times over this budget's share.
     state = await benchmark(path=str(write_bench(tmp_path, budget={"tokens": 60})), return_state=True)
     out = await state.result(raise_on_failure=False)
-    assert state.is_completed(), state.message
+    # Not a green Completed in the UI: the command line exits 7 for this run.
+    assert state.is_failed() and state.name == "Budget spent", state
+    assert state.message.startswith("budget spent: ") and "resume with --resume" in state.message
     with get_artifact_store() as store:
         results = read_results(store, SLUG, out["run_id"])
     ran = [r for r in results if r.status != "not_run"]
@@ -55,6 +57,7 @@ async def test_a_token_budget_stops_a_benchmark_of_20_task_runs_part_way_and_the
     assert counts["not_run"] == len(not_run) and counts["unscored"] >= len(not_run)
     assert f"{len(not_run)} not run: budget spent" in out["headline"]
     assert out["summary"]["pass_rate"] == 1.0, "the task runs not run are in no mean"
+    assert "**Budget spent:**" in out["markdown"], "the summary says why the run failed"
 
 
 def test_bench_exits_7_with_one_line_when_its_budget_is_spent(tmp_path: Path, agentenv_home: Path) -> None:

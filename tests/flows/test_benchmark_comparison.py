@@ -21,8 +21,8 @@ import yaml
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.flows.benchmark import benchmark
 from prefect_agentenv.flows.ui.view_data import benchmark_report_files, benchmark_view
-from prefect_agentenv.results.fingerprint import package_version
-from prefect_agentenv.results.store import list_runs, read_results
+from prefect_agentenv.results.store.fingerprint import package_version
+from prefect_agentenv.results.store.run_store import list_runs, read_results
 
 pytestmark = pytest.mark.usefixtures("prefect_harness", "agentenv_home")
 

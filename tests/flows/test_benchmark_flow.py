@@ -19,12 +19,12 @@ from prefect.client.schemas.filters import (
 )
 from prefect.events.filters import EventFilter, EventNameFilter
 from prefect.events.worker import EventsWorker
-from prefect_reads import settled_task_runs, summary_steps
 
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.flows.agent_task import agent_task
 from prefect_agentenv.flows.benchmark import benchmark
-from prefect_agentenv.results.store import read_results
+from prefect_agentenv.results.store.run_store import read_results
+from prefect_reads import settled_task_runs, summary_steps
 
 pytestmark = pytest.mark.usefixtures("prefect_harness", "agentenv_home")
 
@@ -49,9 +49,11 @@ async def run(path: Path, **params: Any) -> tuple[Any, dict[str, Any]]:
     return state, await state.result(raise_on_failure=False)
 
 
-async def test_every_task_and_epoch_runs_as_an_agent_task_subflow_with_results_and_artifacts(tmp_path: Path) -> None:
+async def test_every_task_and_epoch_runs_as_an_agent_task_subflow_with_results_and_artifacts(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     state, out = await run(write_bench(tmp_path, {"alpha": 1.0, "beta": 0.5}, epochs=2))
     assert state.is_completed(), state.message
+    assert "changed since" not in caplog.text, "a later epoch runs the very document the first one froze"
     assert out["counts"]["total"] == 4 and out["summary"]["pass_at_k"] == pytest.approx(0.5)
     with get_artifact_store() as store:
         results = read_results(store, "unit-bench", out["run_id"])

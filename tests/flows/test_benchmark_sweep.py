@@ -19,8 +19,8 @@ import yaml
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.flows.benchmark import benchmark
 from prefect_agentenv.flows.rescoring import load_documents, rescore_run
-from prefect_agentenv.results.scoring_store import read_version
-from prefect_agentenv.results.store import RESULTS_FILE, list_runs, read_results, run_folder
+from prefect_agentenv.results.store.run_store import RESULTS_FILE, list_runs, read_results, run_folder
+from prefect_agentenv.results.store.scoring_store import read_version
 from tests.flows.test_benchmark_comparison import cli, run, write_bench
 from tests.flows.test_benchmark_flow import wait_for_event
 

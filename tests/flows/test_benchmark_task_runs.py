@@ -21,14 +21,14 @@ from prefect.client.schemas.filters import (
     LogFilter,
     LogFilterTaskRunId,
 )
-from prefect_reads import flushed_logs, settled_task_runs, summary_steps
 
 from prefect_agentenv.artifacts import get_artifact_store
-from prefect_agentenv.documents.benchmark_validation import validate_benchmark_data
+from prefect_agentenv.documents.benchmarks.validation import validate_benchmark_data
 from prefect_agentenv.flows.benchmark import benchmark
-from prefect_agentenv.results.store import read_results
+from prefect_agentenv.results.store.run_store import read_results
 from prefect_agentenv.results.task_report import TaskReport
-from prefect_agentenv.steps.support import concurrency_slots
+from prefect_agentenv.run_services import concurrency_slots
+from prefect_reads import flushed_logs, settled_task_runs, summary_steps
 
 pytestmark = pytest.mark.usefixtures("prefect_harness", "agentenv_home")
 

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 import yaml
-from flows.test_rescore import published as published  # the clinic data the records env loads
-from flows.test_rescore import steps
 from typer.testing import CliRunner
 
+from flows.test_rescore import published as published  # the clinic data the records env loads
+from flows.test_rescore import steps
 from prefect_agentenv.cli import app
 from prefect_agentenv.flows.benchmark import benchmark
 
@@ -60,7 +60,7 @@ def test_the_same_labels_calibrate_the_judge_that_ran_and_the_one_a_rescore_used
     write_bench(tmp_path, "[mock-judge: fail c2]")
     done = CliRunner().invoke(app, ["rescore", run, "--benchmark", str(path)])
     assert done.exit_code == 0, done.output
-    [second] = calibrate(run)
+    [second] = calibrate(run, "--record")
     assert second["fingerprint"] != first["fingerprint"]
     assert second["setup"]["criteria"] == first["setup"]["criteria"]  # the same criteria: the labels hold
     assert (second["labels"], second["panel"]["overall"]["kappa"]) == (2, 1.0)

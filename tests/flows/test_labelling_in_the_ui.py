@@ -17,15 +17,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from flows.test_labelling_flow import judged_run, paused
 from playwright.sync_api import expect
 from prefect.settings import PREFECT_API_URL, temporary_settings
+
+from flows.test_labelling import judged_run, paused
+from prefect_agentenv.artifacts import get_artifact_store
+from prefect_agentenv.results.judges.labels import load_labels
 from real_run import prefect_server
 from servers import Server, stop_process
 from viewer.browser import chromium, requires_browser
-
-from prefect_agentenv.artifacts import get_artifact_store
-from prefect_agentenv.results.labels import load_labels
 
 pytestmark = [requires_browser, pytest.mark.slow]
 
@@ -90,7 +90,7 @@ def test_a_reviewer_labels_a_task_run_through_the_prefect_ui(ui_server: Server, 
         assert labelling.process.wait(timeout=120) == 0, labelling.output()
         page.get_by_text("Completed").first.wait_for(timeout=30_000)
 
-    assert labelling.output().startswith("COMPLETED 3 labels from ana on 1 task runs of mail/r1")
+    assert labelling.output().startswith("COMPLETED 3 labels from ana on 1 task run of mail/r1")
     with get_artifact_store() as store:
         labels = load_labels(store, "mail", "r1")
     assert [(lb.criterion_id, lb.label, lb.note, lb.reviewer, lb.source) for lb in labels] == [

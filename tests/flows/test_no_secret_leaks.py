@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from prefect_reads import flushed_logs, settled_task_runs
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import (
     ArtifactFilter,
@@ -23,6 +22,7 @@ from prefect.client.schemas.filters import (
 from prefect_agentenv.blocks import AgentEnvironment
 from prefect_agentenv.envs.catalog import REFERENCE_ENVS
 from prefect_agentenv.flows.benchmark import benchmark
+from prefect_reads import flushed_logs, settled_task_runs
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 

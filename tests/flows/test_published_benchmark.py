@@ -16,10 +16,10 @@ from prefect.client.orchestration import get_client
 
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.deployments import build_deployments
-from prefect_agentenv.documents.published import PublishedBenchmark, freeze_benchmark
-from prefect_agentenv.documents.published_store import publish
+from prefect_agentenv.documents.published.snapshot import PublishedBenchmark, freeze_benchmark
+from prefect_agentenv.documents.published.store import publish
 from prefect_agentenv.flows.benchmark import benchmark
-from prefect_agentenv.results.store import list_runs, read_results
+from prefect_agentenv.results.store.run_store import list_runs, read_results
 
 pytestmark = pytest.mark.usefixtures("prefect_harness", "agentenv_home")
 

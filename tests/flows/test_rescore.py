@@ -24,8 +24,8 @@ from prefect_agentenv.cli import app
 from prefect_agentenv.engine.submission_record import read_submission, submission_key
 from prefect_agentenv.flows.benchmark import benchmark
 from prefect_agentenv.flows.rescore import rescore as rescore_flow
-from prefect_agentenv.results.scoring_store import read_version
-from prefect_agentenv.results.store import ResultsStore, read_results
+from prefect_agentenv.results.store.run_store import ResultsStore, read_results
+from prefect_agentenv.results.store.scoring_store import read_version
 
 pytestmark = pytest.mark.usefixtures("prefect_harness", "agentenv_home")
 

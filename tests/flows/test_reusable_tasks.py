@@ -9,11 +9,11 @@ from types import ModuleType
 
 import httpx
 import pytest
-from prefect_reads import settled_task_runs
 from prefect import flow
 
 from prefect_agentenv.exceptions import TaskDocumentError
 from prefect_agentenv.tasks import agentenv_run, deploy_env
+from prefect_reads import settled_task_runs
 
 pytestmark = pytest.mark.usefixtures("prefect_harness", "agentenv_home")
 

@@ -17,10 +17,10 @@ from prefect.settings import PREFECT_API_URL
 import prefect_agentenv.documents as documents
 
 BENCHMARK_SIDE = [
-    "prefect_agentenv.documents.benchmark", "prefect_agentenv.documents.benchmark_validation",
-    "prefect_agentenv.documents.compile", "prefect_agentenv.documents.verial",
-    "prefect_agentenv.documents.published", "prefect_agentenv.documents.published_store",
-    "prefect_agentenv.results.summary", "prefect_agentenv.results.comparison", "prefect_agentenv.results.store",
+    "prefect_agentenv.documents.benchmarks.document", "prefect_agentenv.documents.benchmarks.validation",
+    "prefect_agentenv.documents.compile", "prefect_agentenv.documents.verial.compile",
+    "prefect_agentenv.documents.published.snapshot", "prefect_agentenv.documents.published.store",
+    "prefect_agentenv.results.stats.summary", "prefect_agentenv.results.comparison.compare", "prefect_agentenv.results.store.run_store",
 ]
 
 _PROBE = """

@@ -11,8 +11,8 @@ import yaml
 
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.flows.benchmark import benchmark
-from prefect_agentenv.results.setup import compare_setups
-from prefect_agentenv.results.store import read_results
+from prefect_agentenv.results.stats.run_setup import compare_setups
+from prefect_agentenv.results.store.run_store import read_results
 from prefect_agentenv.settings import get_settings
 
 from .test_benchmark_budget import SLUG, write_bench

@@ -67,7 +67,7 @@ async def test_a_pooled_task_run_sees_a_clean_env_and_sandbox_after_one_that_wro
 
 
 async def test_a_shared_lookup_keeps_a_success_and_asks_again_after_a_failure() -> None:
-    from prefect_agentenv.runtime.run import shared_lookup
+    from prefect_agentenv.runtime.resources.run import shared_lookup
 
     table: dict[tuple[str, ...], Any] = {}
     calls = []
@@ -164,7 +164,7 @@ async def test_an_agent_still_working_when_its_task_run_ends_is_stopped_not_pool
                                                {"id": "after", "steps": [*deploy, check]}]}))
     reports_dir = tmp_path / "reports"
 
-    with caplog.at_level(logging.INFO, logger="prefect_agentenv.runtime.pool"):
+    with caplog.at_level(logging.INFO, logger="prefect_agentenv.runtime.resources.pool"):
         state = await benchmark(path=str(bench), report_dir=str(reports_dir), return_state=True)
 
     assert state.is_completed(), state.message

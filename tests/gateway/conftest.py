@@ -7,10 +7,11 @@ from collections.abc import AsyncIterator, Iterator
 
 import httpx
 import pytest
-from gateway_upstreams import RUN, mock_config
-from servers import Server, mock_model
 
 from prefect_agentenv.gateway import ModelGateway, serve_gateway
+from servers import Server, mock_model
+
+from .gateway_upstreams import RUN, mock_config
 
 
 @pytest.fixture(scope="session")

@@ -4,10 +4,10 @@ the gateway's configuration with every wire going to the mock model."""
 from __future__ import annotations
 
 from pydantic import SecretStr
-from servers import Server
 
 from prefect_agentenv.gateway import GatewayConfig, Upstream
 from prefect_agentenv.usage import ModelPrice
+from servers import Server
 
 CANARY_KEY = "sk-canary-0f1e2d3c4b5a69788796a5b4c3d2e1f0"
 """The 'real' provider key: it must reach the upstream and nothing else."""

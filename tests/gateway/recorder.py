@@ -8,10 +8,10 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
+from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
-from starlette.applications import Starlette
 
 USAGE_ANSWER = {"id": "chatcmpl-rec", "object": "chat.completion", "model": "recorded-model",
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],

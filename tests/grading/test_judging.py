@@ -8,7 +8,6 @@ from typing import Any
 
 import httpx
 import pytest
-from servers import mock_model as mock_model_server
 
 from prefect_agentenv.exceptions import AgentTimeoutError, JudgeOutputError
 from prefect_agentenv.grading.judge import JudgeCriterion
@@ -22,6 +21,7 @@ from prefect_agentenv.grading.judging import (
     run_judge,
 )
 from prefect_agentenv.protocols.openai import ChatMessage, OpenAIClient
+from servers import mock_model as mock_model_server
 
 CRITERIA = [JudgeCriterion(id="polite", criterion="The email to Dana is polite and signed."),
             JudgeCriterion(id="explains", criterion="The email tells Dana what was done with the Q3 numbers.",

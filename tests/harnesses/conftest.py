@@ -16,18 +16,25 @@ from pathlib import Path
 
 import pytest
 
+from image_mode import require_image_mode
 from prefect_agentenv.agents.harnesses.installed import HarnessManifest
 from prefect_agentenv.agents.harnesses.installer import install_harnesses
 from prefect_agentenv.documents import validate_file
 from prefect_agentenv.flows.agent_task import run_task_document
 from prefect_agentenv.results.task_report import TaskReport
-from prefect_agentenv.runtime.leftovers import RUN_MARKER
+from prefect_agentenv.runtime.resources.leftovers import RUN_MARKER
 from prefect_agentenv.settings import get_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 HARNESS_DIR = Path(os.environ.get("PREFECT_AGENTENV_HARNESS_DIR") or ROOT / ".agentenv" / "harnesses")
 SITE = sorted((ROOT / ".venv-peers" / "lib").glob("python3*/site-packages/agent_env"))
 SMOKE_TASKS = SITE[0] / "agents" / "tasks" if SITE else None
+
+
+@pytest.fixture(scope="module")
+def daemon() -> None:
+    """The local docker daemon and its test image (Harbor tasks run there); skipped with the reason without them."""
+    require_image_mode()
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from harnesses.conftest import assert_smoke_passed, ensure_installed, run_document, smoke_task
 
 pytestmark = pytest.mark.slow

@@ -8,8 +8,8 @@ import re
 from pathlib import Path
 
 import pytest
-from harnesses.conftest import ROOT, ensure_installed, marked_processes, run_document
 
+from harnesses.conftest import ROOT, ensure_installed, marked_processes, run_document
 from prefect_agentenv.artifacts import get_artifact_store
 
 pytestmark = pytest.mark.slow

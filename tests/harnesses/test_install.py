@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
-from harnesses.conftest import HARNESS_DIR, ensure_installed
 from typer.testing import CliRunner
 
+from harnesses.conftest import HARNESS_DIR, ensure_installed
 from prefect_agentenv.agents.harnesses import installer
 from prefect_agentenv.agents.harnesses.catalog import HARNESSES, NpmCli
 from prefect_agentenv.cli import app

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from harnesses.conftest import assert_smoke_passed, ensure_installed, run_document, smoke_task
-from servers import Server, mock_model, running
 
+from harnesses.conftest import assert_smoke_passed, ensure_installed, run_document, smoke_task
 from prefect_agentenv.settings import get_settings
+from servers import Server, mock_model, running
 
 pytestmark = pytest.mark.slow
 

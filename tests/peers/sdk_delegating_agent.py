@@ -12,8 +12,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentenv_protocol.a2a_agent import PEER_AGENTS_V1, TRIGGERS_V1, AgentEnvAgent, AgentIdentity, TaskRequest
-from agentenv_protocol.a2a_agent import TaskResult, TextPart, Usage, a2a_agent
+from agentenv_protocol.a2a_agent import (
+    PEER_AGENTS_V1,
+    TRIGGERS_V1,
+    AgentEnvAgent,
+    AgentIdentity,
+    TaskRequest,
+    TaskResult,
+    TextPart,
+    Usage,
+    a2a_agent,
+)
 from mcp import ClientSession
 from mcp.client.streamable_http import streamablehttp_client
 

@@ -15,8 +15,17 @@ import json
 import os
 from typing import Annotated, Any
 
-from agentenv_protocol import AgentEnvEnvironment, DataPart, FilePart, add_data, environment_card, extension, get_data
-from agentenv_protocol import reset_data, tool
+from agentenv_protocol import (
+    AgentEnvEnvironment,
+    DataPart,
+    FilePart,
+    add_data,
+    environment_card,
+    extension,
+    get_data,
+    reset_data,
+    tool,
+)
 from agentenv_protocol.types import FileWithBytes
 from pydantic import Field
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import httpx
 import httpx2
 import pytest
-from servers import ENV_CARD, Server, python_server, running
 
 from prefect_agentenv.protocols.mcp import mcp_http_client
+from servers import ENV_CARD, Server, python_server, running
 
 LEGACY_MCP_SERVER = str(Path(__file__).with_name("legacy_mcp_server.py"))
 

@@ -18,7 +18,6 @@ import pytest
 from a2a.client import A2AClientError, A2AClientTimeoutError
 from a2a.utils.errors import InvalidParamsError, TaskNotFoundError
 from google.protobuf import json_format
-from servers import AGENT_CARD, Server, free_port, python_server, running
 
 from prefect_agentenv.exceptions import AgentTimeoutError, ProtocolError
 from prefect_agentenv.protocols.a2a import (
@@ -30,6 +29,7 @@ from prefect_agentenv.protocols.a2a import (
     reply_from_result,
 )
 from prefect_agentenv.protocols.agentenv_ext import AgentEnvExtensions
+from servers import AGENT_CARD, Server, free_port, python_server, running
 
 LEGACY_AGENT = str(Path(__file__).with_name("legacy_a2a_agent.py"))
 

@@ -244,7 +244,7 @@ def free_ports(count: int) -> list[str]:
 
 async def test_a_task_widens_its_agent_s_network_and_the_record_and_the_setup_say_so() -> None:
     from prefect_agentenv.results import SetupFingerprint
-    from prefect_agentenv.results.fingerprint import setup_from_report
+    from prefect_agentenv.results.store.fingerprint import setup_from_report
 
     [endpoint] = free_ports(1)
     allowed = await run_doc([*email_and_agent(network={"allow": [endpoint]}), prompt()], "allow")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+
 from servers import free_port
 
 from .helpers import run_doc

@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from prefect_agentenv.artifacts import get_artifact_store
+
 from .helpers import run_doc, states
 
 pytestmark = pytest.mark.usefixtures("published")

@@ -5,11 +5,11 @@ the run ends."""
 from __future__ import annotations
 
 import pytest
-from image_mode import ECHO_AGENT, TEST_IMAGE, bridge_network, containers, require_image_mode
 
-from prefect_agentenv.results.fingerprint import setup_from_report
+from image_mode import ECHO_AGENT, TEST_IMAGE, bridge_network, containers, require_image_mode
 from prefect_agentenv.results.rows import SetupFingerprint
-from prefect_agentenv.runtime.docker import INSTANCE_LABEL
+from prefect_agentenv.results.store.fingerprint import setup_from_report
+from prefect_agentenv.runtime.launch.docker import INSTANCE_LABEL
 
 from .helpers import run_doc, states
 

@@ -12,10 +12,10 @@ from typing import Any
 
 import httpx
 import pytest
-from servers import mock_model
 
 from prefect_agentenv.gateway.tokens import TOKEN_PREFIX
 from prefect_agentenv.settings import get_settings
+from servers import mock_model
 
 from .helpers import EXAMPLES, run_doc
 
@@ -145,7 +145,7 @@ async def test_a_task_run_limit_refuses_the_next_call_and_ends_the_prompt_trunca
 async def test_a_limit_given_as_an_override_wins_and_a_bad_one_is_refused_before_anything_starts(
         provider: str) -> None:
     from prefect_agentenv.exceptions import ConfigurationError
-    from prefect_agentenv.runtime.overrides import RunOverrides
+    from prefect_agentenv.runtime.resources.overrides import RunOverrides
 
     assert RunOverrides.parse({"limit_tokens": "500", "limit_seconds": "2.5"}).limits() == {
         "tokens": 500, "seconds": 2.5}
@@ -158,8 +158,8 @@ def test_a_harness_whose_api_no_upstream_answers_is_refused_at_deploy_in_one_lin
 
     from prefect_agentenv.exceptions import DeployError
     from prefect_agentenv.resolution.models import ResolvedModel, _upstreams
+    from prefect_agentenv.run_services.agents import _check_wire
     from prefect_agentenv.steps.deploy_agent import DeployAgentStep
-    from prefect_agentenv.steps.support.agents import _check_wire
 
     # OpenAI itself: chat completions and the Responses API, no Messages API.
     upstreams = _upstreams("https://api.openai.com/v1", SecretStr(CANARY), ["chat", "responses"],

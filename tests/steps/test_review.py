@@ -10,12 +10,12 @@ import pytest
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
 from prefect.flow_runs import aresume_flow_run
-from steps.helpers import run_doc, states
 from typer.testing import CliRunner
 
 from prefect_agentenv.cli import app
 from prefect_agentenv.documents import validate_data
 from prefect_agentenv.flows.agent_task import agent_task
+from steps.helpers import run_doc, states
 
 pytestmark = pytest.mark.usefixtures("prefect_harness", "agentenv_home")
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import httpx
 import pytest
-from servers import mock_model
 
 from prefect_agentenv.settings import get_settings
+from servers import mock_model
 
 from .helpers import EXAMPLES, run_doc, states
 

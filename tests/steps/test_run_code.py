@@ -8,9 +8,9 @@ import uuid
 from pathlib import Path
 
 import pytest
-from steps.helpers import is_gone, run_doc, states
 
 from prefect_agentenv.artifacts import get_artifact_store
+from steps.helpers import is_gone, run_doc, states
 
 pytestmark = pytest.mark.usefixtures("agentenv_home")
 

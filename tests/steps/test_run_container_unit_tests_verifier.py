@@ -9,12 +9,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from image_mode import TEST_IMAGE, containers, require_image_mode
-from steps.helpers import run_doc, states
 
+from image_mode import TEST_IMAGE, containers, require_image_mode
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.documents import validate_data
 from prefect_agentenv.steps.run_container_unit_tests_verifier import RunContainerUnitTestsVerifierStep, _row
+from steps.helpers import run_doc, states
 
 pytestmark = pytest.mark.usefixtures("agentenv_home")
 

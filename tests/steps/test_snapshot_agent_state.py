@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from steps.helpers import run_doc, states
 
 from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.documents import validate_data
+from steps.helpers import run_doc, states
 
 pytestmark = pytest.mark.usefixtures("agentenv_home")
 

@@ -19,7 +19,8 @@ from prefect_agentenv.steps.registry import all_steps
 STEP_TYPES = sorted(all_steps())
 VERIFIER_TYPES = [t for t in STEP_TYPES if issubclass(all_steps()[t].model, VerifierStep)]
 SCHEMA: dict[str, Any] = TaskDocument.model_json_schema()
-OWN_DEFAULTS = {"aggregate_verifiers": "weighted_average", "env_state_verifier": "weighted_average"}
+OWN_DEFAULTS = {"aggregate_verifiers": "weighted_average", "env_state_verifier": "weighted_average",
+                "harbor_verifier": "weighted_average"}
 
 
 def step_definition(step_type: str) -> dict[str, Any]:

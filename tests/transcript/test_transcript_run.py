@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from golden_reports import check, steady
 from prefect.client.orchestration import PrefectClient
 from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
-from real_run import PLAN, SECRET, RealRun
 
+from golden_reports import check, steady
 from prefect_agentenv.results.task_report import TaskReport
+from real_run import PLAN, SECRET, RealRun
 
 
 @pytest.fixture(scope="module")

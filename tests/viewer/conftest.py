@@ -12,7 +12,7 @@ from prefect_agentenv.artifacts import get_artifact_store
 from prefect_agentenv.flows.benchmark import benchmark
 from prefect_agentenv.grading.outcome import Outcome
 from prefect_agentenv.results import TaskResult, summarize
-from prefect_agentenv.results.store import ResultsStore
+from prefect_agentenv.results.store.run_store import ResultsStore
 from prefect_agentenv.settings import get_settings
 
 SLUG = "view-bench"

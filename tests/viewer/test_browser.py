@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from real_run import BIN, RealRun
 
 from prefect_agentenv.viewer.serve import report_server
+from real_run import BIN, RealRun
 
 from .browser import ConsoleErrors, chromium, requires_browser
 

@@ -28,7 +28,7 @@ from prefect_agentenv.agents.harnesses.catalog import (
     harness_named,
 )
 from prefect_agentenv.attribute_docs import attribute_docstrings
-from prefect_agentenv.runtime.launch import LaunchSpec
+from prefect_agentenv.runtime.launch.base import LaunchSpec
 from prefect_agentenv.settings import get_settings
 
 MANIFEST = "manifest.json"

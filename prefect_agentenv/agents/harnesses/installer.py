@@ -49,7 +49,7 @@ from prefect_agentenv.agents.harnesses.installed import (
     read_manifest,
 )
 from prefect_agentenv.exceptions import InstallError
-from prefect_agentenv.runtime.command import run_bounded
+from prefect_agentenv.runtime.launch.command import run_bounded
 
 logger = logging.getLogger("prefect_agentenv.harnesses")
 

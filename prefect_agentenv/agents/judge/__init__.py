@@ -18,7 +18,7 @@ One A2A context is one grading conversation: a corrective follow-up sent with th
 
 The model may call one tool, ``read_file(path)``, to open files the request names: absolute
 sandbox paths such as ``/tmp/file_artifacts/q3.png`` map under the sandbox root (see
-:func:`~prefect_agentenv.runtime.sandbox.sandbox_path`), text files come back as text and a binary
+:func:`~prefect_agentenv.runtime.resources.sandbox.sandbox_path`), text files come back as text and a binary
 file is described by name, size and type. Every model call and file read is recorded in the
 task's trajectory.
 

@@ -6,13 +6,13 @@ import mimetypes
 from pathlib import Path
 from typing import ClassVar
 
-from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.agents.llm.agent import LlmConfig, ModelBackend, answered_history
 from prefect_agentenv.agents.llm.loop import ModelEvent, ToolCallEvent, ToolResultEvent
 from prefect_agentenv.agents.server import BASE_CONFIG_FIELDS, AgentFailure, AgentState, Turn, TurnResult
 from prefect_agentenv.agents.state import Trajectory
 from prefect_agentenv.exceptions import ProtocolError
 from prefect_agentenv.grading.judging import judge_messages_from_text
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.protocols.openai import ChatCompletion, ChatMessage, OpenAIClient, ToolCall, ToolSpec
 
 DEFAULT_JUDGE_TURNS = 8
@@ -142,7 +142,7 @@ def read_sandbox_file(state: AgentState, raw_path: str) -> tuple[str, bool]:
     """What the judge's model sees of a file: ``(content, is_error)``; never raises.
 
     Absolute sandbox paths map under the sandbox root (see
-    :func:`~prefect_agentenv.runtime.sandbox.sandbox_path`). Text comes back as text (cut past
+    :func:`~prefect_agentenv.runtime.resources.sandbox.sandbox_path`). Text comes back as text (cut past
     ``MAX_TEXT_BYTES``); a binary file is described by name, size and type, since its bytes
     mean nothing to a text model; a folder lists its entries.
     """

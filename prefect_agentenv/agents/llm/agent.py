@@ -27,10 +27,10 @@ from typing import ClassVar, Self
 import httpx2
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
-from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.agents.llm.loop import DEFAULT_MAX_TURNS, LoopResult, TrajectoryEvent, run_tool_loop
 from prefect_agentenv.agents.server import BASE_CONFIG_FIELDS, AgentBackend, AgentFailure, AgentState, Turn, TurnResult
 from prefect_agentenv.agents.state import Trajectory
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.protocols.mcp import mcp_http_client
 from prefect_agentenv.protocols.openai import ChatMessage, OpenAIClient
 

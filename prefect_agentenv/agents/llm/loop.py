@@ -35,8 +35,8 @@ from typing import Annotated, Literal
 import httpx2
 from pydantic import BaseModel, Field
 
-from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.exceptions import McpError, ProtocolError
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.protocols.mcp import McpClient, ToolCallResult, ToolInfo, mcp_http_client, mcp_session
 from prefect_agentenv.protocols.openai import ChatCompletion, ChatMessage, OpenAIClient, ToolCall, ToolSpec, Usage
 

@@ -13,7 +13,7 @@ warm pool hands a server from one task run to the next instead, its state reset 
 from __future__ import annotations
 
 from prefect_agentenv.agents.mock_model.app import GRACEFUL_SHUTDOWN_SECONDS, MockModelState, build_app
-from prefect_agentenv.runtime.guest_server import GuestServer, start_guest_server
+from prefect_agentenv.runtime.launch.guest_server import GuestServer, start_guest_server
 
 
 class InProcessMockModel:

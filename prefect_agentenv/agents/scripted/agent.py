@@ -11,10 +11,10 @@ from typing import Any, ClassVar
 
 import httpx2
 
-from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.agents.scripted.plan import Plan, PlannedToolCall, choose_plan
 from prefect_agentenv.agents.server import BASE_CONFIG_FIELDS, AgentBackend, AgentFailure, Turn, TurnResult
 from prefect_agentenv.exceptions import McpError
+from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.protocols.mcp import McpClient, mcp_http_client, mcp_session
 
 logger = logging.getLogger(__name__)

@@ -9,8 +9,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.agents.server import AgentFailure
+from prefect_agentenv.jsontypes import JsonObject
 
 PLAN_FILE = "plan.json"
 _PLAN_LINE = re.compile(r"^[ \t]*PLAN:[ \t]*", re.MULTILINE)

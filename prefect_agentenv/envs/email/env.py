@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+
 from mcp.server.mcpserver import MCPServer
 
 from prefect_agentenv.envs.email.mailbox import Email, Mailbox
 from prefect_agentenv.envs.email.tools import register_tools
-from prefect_agentenv.jsontypes import JsonObject
 from prefect_agentenv.envs.server import EnvBackend, TriggerAction, VirtualClock
+from prefect_agentenv.jsontypes import JsonObject
 
 
 class EmailEnv(EnvBackend):

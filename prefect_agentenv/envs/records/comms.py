@@ -10,6 +10,7 @@ documents it attaches (copied, so the fax keeps what was sent).
 from __future__ import annotations
 
 from datetime import datetime
+
 from pydantic import Field
 
 from prefect_agentenv.envs.records.base import Record

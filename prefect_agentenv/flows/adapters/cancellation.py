@@ -18,7 +18,7 @@ from prefect.client.orchestration import get_client
 from prefect.client.schemas.objects import StateType
 from prefect.settings import get_current_settings
 
-from prefect_agentenv.runtime.stop import StopRequest
+from prefect_agentenv.runtime.resources.stop import StopRequest
 from prefect_agentenv.settings import get_settings
 
 logger = logging.getLogger("prefect_agentenv.cancellation")

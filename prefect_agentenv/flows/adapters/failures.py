@@ -26,7 +26,7 @@ from prefect.utilities.math import clamped_poisson_interval
 
 from prefect_agentenv.artifacts.keys import UnsafeKeyError
 from prefect_agentenv.context import StepRecord
-from prefect_agentenv.documents.infrastructure import InfrastructurePolicy
+from prefect_agentenv.documents.benchmarks.infrastructure import InfrastructurePolicy
 from prefect_agentenv.documents.models import TaskDocument
 from prefect_agentenv.exceptions import (
     AgentTimeoutError,
@@ -44,7 +44,7 @@ from prefect_agentenv.grading.outcome import Outcome
 from prefect_agentenv.grading.verification import read_all
 from prefect_agentenv.results import FailureCause, FailureKind, FailureSummary
 from prefect_agentenv.results.task_report import TaskReport
-from prefect_agentenv.runtime.sandbox import UnsafeSandboxPathError
+from prefect_agentenv.runtime.resources.sandbox import UnsafeSandboxPathError
 from prefect_agentenv.steps.base import StepModel, VerifierStep
 from prefect_agentenv.steps.prompt_agent import PromptAgentStep
 

@@ -35,10 +35,10 @@ from prefect_agentenv.exceptions import AgentEnvError, StepError
 from prefect_agentenv.flows.adapters.step_log import describe_step
 from prefect_agentenv.flows.adapters.task_tags import only_tags, step_task_tags
 from prefect_agentenv.redaction import redact
-from prefect_agentenv.runtime.run import RunResources, current_run
+from prefect_agentenv.run_services.concurrency_slots import ApiUnreachable
+from prefect_agentenv.runtime.resources.run import RunResources, current_run
 from prefect_agentenv.settings import get_settings
 from prefect_agentenv.steps.base import StepModel
-from prefect_agentenv.steps.support.concurrency_slots import ApiUnreachable
 
 logger = logging.getLogger("prefect_agentenv.flow")
 

@@ -6,7 +6,7 @@ in a transaction that reads before it writes. When another write commits in betw
 all the time while other task runs record their states, SQLite refuses the write at once
 ("database is locked") and the server answers 503. Prefect's client waits 2 s, then 4 s, before
 it asks again; a benchmark's concurrent subflows start one after another, seconds apart
-(benchmarks/README.md, round 8). Asked again a few milliseconds later, the server says yes.
+(the benchmarks README's section on a benchmark of 8 task runs). Asked again a few milliseconds later, the server says yes.
 
 :class:`SubflowStarter` makes those two writes itself, through a client whose transport asks
 again after 10 ms, then after longer waits up to 400 ms each, for about 3.5 s in all, before
@@ -15,7 +15,7 @@ exactly as ``await flow(...)`` would: same parent task run, same flow run, same 
 parameters. A fleet's ``arun_deployment`` makes the same two writes and takes the same client.
 The starter makes one subflow's two writes at a time: started together, the subflows of a
 benchmark's first wave refused each other, round after round, until one of them fell back to
-Prefect's two-second wait (benchmarks/README.md, round 11); one after another, each takes a
+Prefect's two-second wait (the benchmarks README's section on a benchmark of 8 task runs); one after another, each takes a
 few milliseconds.
 
 Two round trips of an ordinary subflow buy nothing here, and the starter leaves them out: Prefect's

@@ -2,8 +2,8 @@
 
 From the UI's Run form, ``prefect deployment run --param``/``--params`` or ``run_deployment``,
 a task arrives as the document (``{id, steps}``), as a bare list of steps, or as a string: the
-path of a task document on the worker, the id (``ID`` or ``ID@VERSION``) of a file artifact
-in the artifact store that holds one, or a task of a published benchmark version
+path of a task document (or of a Harbor task folder) on the worker, the id (``ID`` or
+``ID@VERSION``) of a file artifact in the artifact store that holds one, or a task of a published benchmark version
 (``SLUG@VERSION/TASK_ID``, how a fleet's benchmark hands its workers a published task: each
 reads the frozen copy from the shared store). All become a validated :class:`TaskDocument`, or
 a :class:`TaskDocumentError` listing every problem.
@@ -40,16 +40,18 @@ def resolve_task_parameter(task: TaskDocument | list[AnyStep] | str) -> TaskDocu
     """
     if isinstance(task, list):
         task = TaskDocument(steps=task)
+    if isinstance(task, TaskDocument) and task.graph_checked:
+        return task  # validated whole by the command that started this run, in this process
     if isinstance(task, TaskDocument):
         # The model checks each step; the graph (dependencies, names an ancestor provides) is checked here.
         data = task.model_dump(mode="json", by_alias=True, exclude_none=True)
         return validate_data(data, default_id=task.id).raise_for_problems(task.id)
     text = task.strip()
-    if Path(text).is_file():
+    if Path(text).is_file() or Path(text).is_dir():  # a document, or a Harbor task folder
         return validate_file(text).raise_for_problems(text)
     # Published versions load here, on the one path that reads them: they pull in the whole
     # benchmark side of the documents (~0.1 s of CPU), which a document or a file never needs.
-    from prefect_agentenv.documents.published import parse_published_task_ref
+    from prefect_agentenv.documents.published.snapshot import parse_published_task_ref
 
     with get_artifact_store() as store:
         published = parse_published_task_ref(text)
@@ -60,7 +62,7 @@ def resolve_task_parameter(task: TaskDocument | list[AnyStep] | str) -> TaskDocu
 
 def _from_published(store: ArtifactBackend, slug: str, version: str, task_id: str) -> TaskDocument:
     """A task of a published benchmark version, as it was frozen (checked against its hashes)."""
-    from prefect_agentenv.documents.published_store import read_published  # see resolve_task_parameter
+    from prefect_agentenv.documents.published.store import read_published  # see resolve_task_parameter
 
     try:
         task = read_published(store, slug, version).task(task_id)

@@ -8,7 +8,7 @@ was 2.4 s before three of the five steps of a one-prompt task. A tag is only wor
 when a concurrency limit uses it, so by default (``PREFECT_AGENTENV_TAG_TASK_RUNS=auto``) a
 step's task run carries just the tags that have a limit — among its step type and the tags of
 the run it belongs to (a benchmark's slug, the task's tags) — which the API is asked for once
-per process every ``LIMITS_TTL_SECONDS`` (the listing ``steps/support/concurrency_slots.py`` keeps for
+per process every ``LIMITS_TTL_SECONDS`` (the listing ``run_services/concurrency_slots.py`` keeps for
 env and agent limits too). The flow run keeps all its tags.
 
 ``true`` tags every step's task run with its step type and the run's tags (the requests are
@@ -22,8 +22,8 @@ from contextlib import contextmanager
 
 from prefect.context import TagsContext
 
+from prefect_agentenv.run_services.concurrency_slots import ApiUnreachable, limit_names
 from prefect_agentenv.settings import get_settings
-from prefect_agentenv.steps.support.concurrency_slots import ApiUnreachable, limit_names
 
 
 async def limited_tags() -> frozenset[str] | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from prefect_agentenv.documents.benchmark import RunBudget
+from prefect_agentenv.documents.benchmarks.document import RunBudget
 from prefect_agentenv.documents.compile import ExpandedTask
 from prefect_agentenv.grading.outcome import Outcome
 from prefect_agentenv.results import RunKey, TaskResult
@@ -29,12 +29,14 @@ Spent = Literal["usd", "tokens"]
 class RunSpend:
     """What a benchmark run may spend and has spent, by both counts."""
 
-    def __init__(self, budget: RunBudget) -> None:
+    def __init__(self, budget: RunBudget, gateway: Budget | None = None) -> None:
         from prefect_agentenv.gateway.limits import Budget
 
         self.budget = budget
-        self.gateway: Budget = Budget(usd=budget.usd, tokens=budget.tokens)
-        """Shared by the gateways of the task runs in this process."""
+        self.gateway: Budget = gateway or Budget(usd=budget.usd, tokens=budget.tokens)
+        """Shared by the gateways of the task runs in this process (``gateway``: one that has counted
+        their calls since the run started, bound now)."""
+        self.gateway.usd, self.gateway.tokens = budget.usd, budget.tokens
         self.reported = TokenUsage(input_tokens=0, output_tokens=0, cost_usd=0.0, source="sum")
         """Summed from finished task runs' results (a fleet's included)."""
 

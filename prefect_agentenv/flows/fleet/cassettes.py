@@ -8,11 +8,11 @@ grader or a runner change can be checked against the agents' recorded behaviour.
 
 from __future__ import annotations
 
+from prefect_agentenv.artifacts import ArtifactNotFoundError
 from prefect_agentenv.exceptions import ConfigurationError
 from prefect_agentenv.gateway.cassette import Cassette
-from prefect_agentenv.artifacts import ArtifactNotFoundError
-from prefect_agentenv.results.store import ResultsStore
-from prefect_agentenv.steps.support.model_door import ModelTraffic
+from prefect_agentenv.results.store.run_store import ResultsStore
+from prefect_agentenv.run_services.model_door import ModelTraffic
 
 CASSETTE_FILE = "model-calls.jsonl"
 

@@ -14,12 +14,13 @@ from prefect.deployments import arun_deployment
 
 from prefect_agentenv.artifacts import ArtifactBackend
 from prefect_agentenv.documents.compile import ExpandedTask
-from prefect_agentenv.documents.published import task_ref
+from prefect_agentenv.documents.published.snapshot import task_ref
 from prefect_agentenv.engine.benchmark_source import BenchmarkSource
 from prefect_agentenv.exceptions import ArtifactError
 from prefect_agentenv.flows.adapters.fleet import cancel_flow_run, create_flow_run, wait_for_flow_run
 from prefect_agentenv.flows.adapters.subflow_start import SubflowStarter
 from prefect_agentenv.flows.adapters.task_tags import benchmark_task_run_tags, only_tags
+from prefect_agentenv.flows.control.follow import run_tag
 from prefect_agentenv.flows.fleet.shard_items import ShardItem
 from prefect_agentenv.flows.fleet.shards import Shards
 from prefect_agentenv.flows.fleet.task_runs import Handoff, agent_task_run, handoff
@@ -52,13 +53,16 @@ class Dispatcher:
     """Starts a benchmark's task runs the way its run dispatches them."""
 
     def __init__(self, source: BenchmarkSource, *, dispatch: str, deployment: str, store: ArtifactBackend,
-                 tasks_per_flow_run: int = 1, shard_deployment: str = SHARD_DEPLOYMENT) -> None:
+                 tasks_per_flow_run: int = 1, shard_deployment: str = SHARD_DEPLOYMENT, run_id: str | None = None
+                 ) -> None:
         self.source, self.dispatch, self.deployment, self.store = source, dispatch, deployment, store
+        self.run_tags = [run_tag(run_id)] if run_id else []
+        """A fleet's flow runs name their benchmark run: they follow its hold of model calls (flows/control/follow)."""
         self.starter: SubflowStarter | None = None
         """Starts this process's subflows while they run (set by the benchmark for the run's length)."""
         self.shards = Shards(store, deployment=shard_deployment, size=tasks_per_flow_run,
                              step_task_runs=source.header.step_task_runs,
-                             tags=[f"benchmark:{source.header.slug}"]) if tasks_per_flow_run > 1 else None
+                             tags=[f"benchmark:{source.header.slug}", *self.run_tags]) if tasks_per_flow_run > 1 else None
         """Gathers a fleet's task runs into flow runs of several (``tasks_per_flow_run`` above 1)."""
 
     def expect(self, count: int) -> None:
@@ -84,7 +88,7 @@ class Dispatcher:
                     *([f"cell:{key.cell}"] if key.cell else [])]
         with tags(*run_tags):
             if self.dispatch == "deployment":
-                return await self._dispatch_to_deployment(task, name, run_tags, overrides)
+                return await self._dispatch_to_deployment(task, name, [*run_tags, *self.run_tags], overrides)
             if self.source.header.task_runs_as == "tasks":
                 return await self._run_as_task(task, name, overrides)
             # Imported here: task runs recorded as tasks (and fleets) never need the flow.

@@ -29,7 +29,7 @@ from prefect.client.orchestration import PrefectClient, get_client
 from prefect.deployments import arun_deployment
 
 from prefect_agentenv.artifacts import ArtifactBackend
-from prefect_agentenv.exceptions import ArtifactError
+from prefect_agentenv.exceptions import AgentEnvError, ArtifactError
 from prefect_agentenv.flows.adapters.fleet import POLL_SECONDS, cancel_flow_run, create_flow_run
 from prefect_agentenv.flows.fleet.shard_items import ShardEntry, ShardItem, shard_entry_folder
 
@@ -41,7 +41,7 @@ LINGER_SECONDS = 10.0
 """How long a shard that is not full, with task runs still to come, waits for another to join it."""
 
 
-class ShardTaskRunError(RuntimeError):
+class ShardTaskRunError(AgentEnvError, RuntimeError):
     """A task run its shard could not start (the shard's entry says why): the benchmark's infrastructure
     failure, retried as its policy says."""
 

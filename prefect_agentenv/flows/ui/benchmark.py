@@ -76,6 +76,10 @@ class ProgressBar:
         self.artifact_id, self.total, self.interval_s = artifact_id, max(1, total), interval_s
         self._moved_at = time.monotonic()
 
+    def grow(self, more: int) -> None:
+        """``more`` task runs were put back in the queue (``control requeue``): the total grows."""
+        self.total += more
+
     async def move_to(self, done: int) -> None:
         """Show ``done`` task runs of the total, unless the bar moved less than ``interval_s`` ago
         and this is not the last one (a failure is logged, never fatal)."""

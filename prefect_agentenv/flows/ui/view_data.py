@@ -34,8 +34,9 @@ from prefect_agentenv.results import (
     summarize,
     summarize_sweep,
 )
-from prefect_agentenv.results.scoring_store import read_version
-from prefect_agentenv.results.store import RunEntry, list_runs, result_from_report, run_folder
+from prefect_agentenv.results.control_log import read_changes
+from prefect_agentenv.results.store.run_store import RunEntry, list_runs, result_from_report, run_folder
+from prefect_agentenv.results.store.scoring_store import read_version
 from prefect_agentenv.results.task_report import TaskReport
 from prefect_agentenv.viewer import render_pages, write_files
 from prefect_agentenv.viewer.models import ReportView, ScoreBar, TaskRow, TrendPoint
@@ -82,7 +83,8 @@ def benchmark_view(store: ArtifactBackend, slug: str, run_id: str | None = None,
         headline=headline or _headline(results), summary=summary, sweep=sweep,
         rows=[_row(r, None) for r in sorted(results, key=lambda r: r.run_key.sort_key())],
         bars=score_bars(results), trend=trend,
-        regressions=(entry.regressions or []) if entry else [], prefect_ui_url=PREFECT_UI_URL.value())
+        regressions=(entry.regressions or []) if entry else [], prefect_ui_url=PREFECT_UI_URL.value(),
+        changes=[c for c in read_changes(store, run_folder(slug, run_id)) if c.kind != "start"])
 
 
 def benchmark_report_files(store: ArtifactBackend, view: ReportView) -> Iterator[tuple[str, str | bytes]]:
@@ -186,7 +188,7 @@ def _row(result: TaskResult, report: TaskReport | None) -> TaskRow:
 
 
 def _stored_report(store: ArtifactBackend, url: str | None) -> TaskReport | None:
-    key = _key_of(store, url)
+    key = store.key_of(url)
     if key is None:
         return None
     try:
@@ -194,12 +196,6 @@ def _stored_report(store: ArtifactBackend, url: str | None) -> TaskReport | None
     except (ArtifactError, ValueError) as exc:
         logger.info("report %s unreadable: %s", url, exc)
         return None
-
-
-def _key_of(store: ArtifactBackend, url: str | None) -> str | None:
-    """The run-record key of a URL this store gave out, or None."""
-    prefix = store.object_url("x")[:-1]
-    return url[len(prefix):] if url and url.startswith(prefix) else None
 
 
 def _attach(view: ReportView, store: ArtifactBackend) -> tuple[ReportView, Attachments]:
@@ -239,7 +235,7 @@ def _linked_urls(row: TaskRow) -> list[str]:
 
 def _read_url(store: ArtifactBackend, url: str) -> bytes | None:
     """A record or artifact file of this store by its URL; None when elsewhere, missing or too big."""
-    key = _key_of(store, url)
+    key = store.key_of(url)
     data: bytes | None
     try:
         if key is not None:

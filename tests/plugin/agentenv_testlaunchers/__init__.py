@@ -3,7 +3,7 @@
 ``test-process`` starts servers exactly as the built-in process launcher does, and leaves two
 traces that it was the one used: every server it starts has ``AGENTENV_TEST_LAUNCHER`` in its
 environment, and each start, stop and cleanup is a line of ``test-process.jsonl`` in the folder
-it was given. Like any launcher plugin, it takes all it needs from ``prefect_agentenv.runtime.launchers``.
+it was given. Like any launcher plugin, it takes all it needs from ``prefect_agentenv.runtime.launch.registry``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 
-from prefect_agentenv.runtime.launchers import Instance, LaunchSpec, ProcessLauncher
+from prefect_agentenv.runtime.launch.registry import Instance, LaunchSpec, ProcessLauncher
 
 KIND = "test-process"
 MARKER = "AGENTENV_TEST_LAUNCHER"

@@ -1,0 +1,2 @@
+#!/bin/bash
+echo "step two started" > /app/step-two.log

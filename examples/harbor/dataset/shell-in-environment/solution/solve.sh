@@ -1,0 +1,2 @@
+#!/bin/bash
+pwd > where.txt && cat /opt/task/marker.txt seed.txt | tee found.txt

@@ -1,0 +1,3 @@
+#!/bin/bash
+echo done > status.txt
+sleep 60

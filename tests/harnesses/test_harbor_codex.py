@@ -1,0 +1,27 @@
+"""Codex CLI on a Harbor task, on the mock model: its shell tool acts inside the task's environment
+(harnesses/harbor_trial.py says what is asserted). Needs the local docker daemon (`make docker-up`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harnesses.harbor_trial import assert_shell_acts_in_the_environment, environment_of_its_shell
+
+pytestmark = pytest.mark.slow
+
+async def test_codex_runs_its_shell_inside_the_task_environment(harness_home: object, daemon: None) -> None:
+    await assert_shell_acts_in_the_environment("codex")
+
+
+async def test_its_shell_sees_the_environments_variables_not_the_runners_nor_its_own(
+        harness_home: object, daemon: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "runner-secret-f00d")
+
+    seen = await environment_of_its_shell("codex", tmp_path)
+
+    assert "PWD=/app" in seen and "HOSTNAME=" in seen, ("the container's own environment", seen)
+    assert "runner-secret-f00d" not in seen, "no runner secret reaches the environment"
+    assert "CODEX_HOME" not in seen and "AGENTENV_HARBOR" not in seen, "nor the harness's own variables"
+    assert "LITELLM" not in seen and "OPENAI" not in seen, "nor its model's endpoint and key"

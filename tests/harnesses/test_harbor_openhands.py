@@ -1,0 +1,15 @@
+"""OpenHands on a Harbor task, on the mock model: its terminal tool's one interactive bash (in a tmux pane) is
+a terminal inside the task's environment (harnesses/harbor_trial.py says what is asserted). Needs the local
+docker daemon (`make docker-up`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from harnesses.harbor_trial import assert_shell_acts_in_the_environment
+
+pytestmark = pytest.mark.slow
+
+
+async def test_openhands_runs_its_terminal_inside_the_task_environment(harness_home: object, daemon: None) -> None:
+    await assert_shell_acts_in_the_environment("openhands")
