@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
-from prefect_agentenv.context import PromptResponse, RunContext
+from prefect_agentenv.context import DeployedEnv, PromptResponse, RunContext
 from prefect_agentenv.exceptions import StepError
 from prefect_agentenv.run_services.agents import effective_agent_id
 from prefect_agentenv.runtime.resources.run import current_run
@@ -31,6 +31,7 @@ from prefect_agentenv.steps.registry import StepDefinition
 if TYPE_CHECKING:
     from prefect_agentenv.context import DeployedAgent
     from prefect_agentenv.documents.harbor.folder import HarborStepFiles
+    from prefect_agentenv.run_services.harbor_task_mcp import TaskServerBridge
 
 logger = logging.getLogger("prefect_agentenv.harbor")
 
@@ -119,7 +120,6 @@ async def _deploy_a2a(step: HarborAgentStep, ctx: RunContext, env: RunningEnviro
         StepError: the agent cannot be given MCP servers, so it could not act inside the environment (it is
             never run outside it and scored as if it had been inside).
     """
-    from prefect_agentenv.context import DeployedEnv
     from prefect_agentenv.run_services.agent_configuration import ConfigRequest, deliver, record, takes_config
     from prefect_agentenv.run_services.agents import a2a_client, start_agent
     from prefect_agentenv.run_services.harbor_mcp import MCP_PATH, SERVER_NAME, CommandOutcome, environment_mcp_app
@@ -137,12 +137,15 @@ async def _deploy_a2a(step: HarborAgentStep, ctx: RunContext, env: RunningEnviro
                                       name="Harbor environment's MCP server")
     run_.teardown.add("Harbor environment's MCP server", server.stop, owner_step=step.id, kind="model")
     served = DeployedEnv(env_id=SERVER_NAME, instance_id=env.container, mcp_url=f"{server.base_url}{MCP_PATH}")
+    own = await _task_servers(step, env)
+    await _connect_task_servers(step, env, own, env.container)
+    envs = [served, *(_as_env(bridge, env) for bridge in own)]
     agent, _ = await start_agent(step, agent_name=step.agent_name, a2a_agent_id=agent_id,
                                  model=run_.overrides.model or ctx.metadata.default_agent_model,
-                                 mcp_servers={SERVER_NAME: served.mcp_url})
+                                 mcp_servers={e.env_id: e.mcp_url for e in envs})
     ctx.deployed_agents[step.agent_name] = agent
     client = a2a_client(run_, agent)
-    rows = await deliver(step, agent, client, ConfigRequest(envs=[served], implicit={"model": agent.model}))
+    rows = await deliver(step, agent, client, ConfigRequest(envs=envs, implicit={"model": agent.model}))
     lacking = [row for row in rows if row.field == f"env_ids.{SERVER_NAME}"]
     if lacking:
         raise StepError(f"agent '{agent_id}' cannot act inside a Harbor task's environment: it runs its tools where "
@@ -160,7 +163,8 @@ async def _harness(step: HarborAgentStep, ctx: RunContext, env: RunningEnvironme
     """A harness started confined, its workspace the environment's workdir and its shell the environment's
     (run_services/harbor_agents.py); the instruction sent; its reply."""
     from prefect_agentenv.run_services import harbor_agents as joined
-    from prefect_agentenv.run_services.agents import start_agent
+    from prefect_agentenv.run_services.agent_configuration import ConfigRequest, deliver, record
+    from prefect_agentenv.run_services.agents import a2a_client, start_agent
     from prefect_agentenv.runtime.harbor.environment import exec_bash
     from prefect_agentenv.runtime.harbor.terminal import Terminal, open_terminal
     from prefect_agentenv.runtime.launch.base import Door
@@ -184,13 +188,60 @@ async def _harness(step: HarborAgentStep, ctx: RunContext, env: RunningEnvironme
     model = run_.overrides.model or ctx.metadata.default_agent_model
     door = Door(role="environment", host="127.0.0.1", port=int(server.base_url.rsplit(":", 1)[1]), path="/exec")
     overlays = joined.shell_overlays(run_.step_folder("harbor", step.id))
+    own = await _task_servers(step, env)
     agent, sandbox = await start_agent(step, agent_name=step.agent_name, a2a_agent_id=agent_id, model=model,
                                        extra_env={"AGENTENV_HARBOR_EXEC": f"{server.base_url}/exec",
                                                   "AGENTENV_HARBOR_TOKEN": door_app.token, "SHELL": "/bin/bash"},
+                                       mcp_servers={bridge.name: bridge.url for bridge in own},
                                        confined_with={"doors": (door,), "overlays": tuple(overlays)})
     ctx.deployed_agents[step.agent_name] = agent
     target.container = await _restart_with_workspace(step, ctx, env, sandbox.root / "app")
+    if own:  # the task's servers run in the container the agent works in: the one started with its workspace
+        await _connect_task_servers(step, env, own, target.container)
+        given = ConfigRequest(envs=[_as_env(bridge, env) for bridge in own])
+        record(ctx, await deliver(step, agent, a2a_client(run_, agent), given))
     return await joined.prompt(step, agent, instruction, timeout)
+
+
+async def _task_servers(step: HarborAgentStep, env: RunningEnvironment) -> list[TaskServerBridge]:
+    """The task's own stdio ``[[environment.mcp_servers]]``, each served on loopback for the agent (connected to
+    the environment by ``_connect_task_servers``) and stopped with the run."""
+    from prefect_agentenv.run_services.harbor_task_mcp import TaskServerBridge
+
+    run_, served = current_run(), []
+    for spec in env.task.config.environment.mcp_servers:
+        if spec.transport != "stdio" or not spec.command:
+            continue  # a URL server (a compose sidecar's): validate's notice says it is not given
+        bridge = TaskServerBridge(spec.name, run_.step_folder("harbor", step.id) / f"mcp-{spec.name}.stderr")
+        await bridge.serve()
+        run_.teardown.add(f"task MCP server {spec.name}", bridge.stop, owner_step=step.id, kind="model")
+        served.append(bridge)
+    return served
+
+
+def _as_env(bridge: TaskServerBridge, env: RunningEnvironment) -> DeployedEnv:
+    """A task server as the agent is given it: an env, under the task's name for it."""
+    return DeployedEnv(env_id=bridge.name, instance_id=f"{env.task.name}:{bridge.name}", mcp_url=bridge.url)
+
+
+async def _connect_task_servers(step: HarborAgentStep, env: RunningEnvironment, servers: list[TaskServerBridge],
+                                container: str) -> None:
+    """Each task server's command started in ``container`` (as ``[agent].user``, in the workdir), its session open.
+
+    Raises:
+        DeployError: a server did not answer its handshake (the environment's failure, with its stderr's end).
+    """
+    from prefect_agentenv.exceptions import DeployError
+    from prefect_agentenv.run_services.harbor_task_mcp import StdioCommand, TaskServerError
+
+    specs = {spec.name: spec for spec in env.task.config.environment.mcp_servers}
+    for bridge in servers:
+        spec = specs[bridge.name]
+        try:
+            await bridge.connect(StdioCommand(container, spec.command or "", tuple(spec.args), _user(env),
+                                                     env.workdir))
+        except TaskServerError as exc:
+            raise DeployError(str(exc), step=step) from None
 
 
 async def _restart_with_workspace(step: HarborAgentStep, ctx: RunContext, env: RunningEnvironment,

@@ -40,16 +40,21 @@ class HarborEnvironmentStep(StepModel):
     """The environment/ folder's hash when the task was compiled (the setup's fingerprint: the document's
     snapshot holds it, so a changed Dockerfile is a changed setup)."""
     mcp_servers: list[str] = Field(default_factory=list)
-    """Names of the task's ``[[environment.mcp_servers]]``: read, not given to the agent (a notice says so)."""
+    """Names of the task's ``[[environment.mcp_servers]]``."""
+    stdio_mcp_servers: list[str] = Field(default_factory=list)
+    """Those of them that run over stdio: started in the environment and given to the agent. The others are
+    served at a URL (a compose sidecar's, which this runner does not start): read, not given (a notice says so)."""
 
     @classmethod
     def reference_forms(cls, data: JsonObject, notices: list[str]) -> JsonObject:
-        """Say, at ``validate`` and in the run's plan, that the task's MCP servers are not given to the agent."""
-        names = data.get("mcp_servers")
-        if isinstance(names, list) and names:
-            notices.append(f"[[environment.mcp_servers]] {', '.join(map(str, names))}: read, not given to the agent: "
-                           "the Harbor agent step starts its agent without tool servers for now (the oracle and nop "
-                           "need none; an agent's tools are its shell in the environment)")
+        """Say, at ``validate`` and in the run's plan, which of the task's MCP servers are not given to the agent."""
+        names, stdio = data.get("mcp_servers"), data.get("stdio_mcp_servers")
+        given = set(map(str, stdio)) if isinstance(stdio, list) else set()
+        left = [str(name) for name in names if str(name) not in given] if isinstance(names, list) else []
+        if left:
+            notices.append(f"[[environment.mcp_servers]] {', '.join(left)}: read, not given to the agent: a server "
+                           "at a URL is a compose sidecar's, which this runner does not start (stdio servers are "
+                           "started in the environment and given)")
         return data
 
 

@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from harnesses.harbor_trial import assert_shell_acts_in_the_environment, environment_of_its_shell
+from harnesses.conftest import ROOT, ensure_installed, marked_processes, run_document
+from harnesses.harbor_trial import assert_shell_acts_in_the_environment, containers_of, environment_of_its_shell
 
 pytestmark = pytest.mark.slow
+
 
 async def test_codex_runs_its_shell_inside_the_task_environment(harness_home: object, daemon: None) -> None:
     await assert_shell_acts_in_the_environment("codex")
@@ -25,3 +27,18 @@ async def test_its_shell_sees_the_environments_variables_not_the_runners_nor_its
     assert "runner-secret-f00d" not in seen, "no runner secret reaches the environment"
     assert "CODEX_HOME" not in seen and "AGENTENV_HARBOR" not in seen, "nor the harness's own variables"
     assert "LITELLM" not in seen and "OPENAI" not in seen, "nor its model's endpoint and key"
+
+
+async def test_it_calls_the_task_s_own_mcp_tool_which_runs_in_the_environment(
+        harness_home: object, daemon: None) -> None:
+    """mcp-tool's stdio server is started in the environment (the container its workspace is mounted in) and given
+    to Codex through its wrapper's mcp-config; the model calls its tool, which writes where the verifier reads."""
+    await ensure_installed("codex")
+
+    report, run_id = await run_document(ROOT / "examples" / "harbor" / "mcp-tool", overrides={"a2a_agent_id": "codex"})
+
+    assert report.error is None, report.error
+    assert "stamped harbor: only in the image" in report.context.prompt_responses["agent"].response
+    assert report.context.metadata.verifications["verifier"].score == 1.0, "the tool wrote in the environment"
+    assert not report.context.metadata.unsupported_agent_config, "Codex takes MCP servers"
+    assert containers_of(run_id) == [] and marked_processes(run_id) == []

@@ -83,6 +83,38 @@ async def test_what_an_a2a_agent_s_command_sees_is_the_environment_only(daemon: 
         assert secret not in seen, f"{secret} reached the agent's command: {seen}"
 
 
+async def test_a_task_s_own_stdio_mcp_server_runs_in_the_environment_and_is_given_to_the_agent(daemon: None) -> None:
+    """mcp-tool's ``[[environment.mcp_servers]]`` is a stdio server of its image; the agent calls its tool through
+    the loopback server the run serves it on, and the tool writes in the container (the verifier reads it)."""
+    report, run_id = await run_task_and_id(DATASET.parent / "mcp-tool", "llm")
+
+    reply = report.context.prompt_responses["agent"]
+    assert report.error is None, report.error
+    assert "stamped harbor: only in the image" in reply.response, reply
+    assert scores(report) == {"verifier": 1.0}, "the tool wrote /app/stamp.txt in the environment"
+    agent = report.context.deployed_agents["default-agent"]
+    assert agent.confinement is not None and agent.confinement.network == "confined"
+    mcp_doors = [door for door in agent.confinement.doors if door.startswith("mcp 127.0.0.1:")]
+    assert len(mcp_doors) == 2, ("the environment's server and the task's, each a door", agent.confinement.doors)
+    assert not report.context.metadata.unsupported_agent_config
+    assert report.teardown and all(entry.ok for entry in report.teardown), report.teardown
+    assert any(entry.label == "task MCP server stamper" for entry in report.teardown), report.teardown
+    assert containers_of(run_id) == []
+
+
+async def test_a_task_server_that_does_not_start_fails_the_deploy_with_its_stderr(daemon: None, tmp_path: Path) -> None:
+    task = tmp_path / "broken-tool"
+    shutil.copytree(DATASET.parent / "mcp-tool", task)
+    toml = task / "task.toml"
+    toml.write_text(toml.read_text().replace('args = ["/opt/task/stamper.py"]', 'args = ["/opt/task/missing.py"]'))
+
+    report = await run_task(task, "llm")
+
+    assert report.outcome != "COMPLETED" and report.context.metadata.verifications.get("verifier") is None
+    assert "the task's MCP server 'stamper' (python3) did not start in the environment" in (report.error or "")
+    assert "missing.py" in (report.error or ""), "the end of its stderr says why"
+
+
 @pytest.mark.usefixtures("prefect_harness")
 async def test_an_a2a_agent_that_cannot_be_given_mcp_servers_is_refused_by_name(daemon: None) -> None:
     from prefect_agentenv.blocks import A2AAgent

@@ -43,7 +43,8 @@ rules (``rules``) answer. Without a script, the first rule that matches answers:
    ``CALL tool_name {json args}``: the first line not yet answered by a tool call after that
    message is returned as a tool call (one per completion, in order; a tool exposed as
    ``<server>__tool_name`` matches too). A line naming a tool that is not offered, or with
-   arguments that are not a JSON object, gets a text reply saying so.
+   arguments that are not a JSON object, gets a text reply saying so; under Codex's code mode
+   (one custom ``exec`` tool) the line becomes JavaScript for ``exec`` that calls the nested tool.
 4. **Shell** — a shell tool is offered (``bash``, ``terminal``, ``exec_command``, Claude Code's
    ``Bash``, Codex's code-mode ``exec``, ...) and the last user message asks to run a backticked
    command: the tool is called with it, in the shape the tool takes; once its result is back,

@@ -23,7 +23,7 @@ from prefect_agentenv.agents.mock_model.conversation import (
     ToolCall,
     count_tokens,
 )
-from prefect_agentenv.agents.mock_model.shell import shell_answer
+from prefect_agentenv.agents.mock_model.shell import CODE_MODE_TOOL, shell_answer
 from prefect_agentenv.grading.judge import read_criteria_block
 from prefect_agentenv.jsontypes import JsonObject
 
@@ -167,6 +167,13 @@ def _next_call(conversation: Conversation) -> ToolCall | str | None:
     name, raw_args = lines[done]
     tool = _match_tool(name, offered)
     call_id = f"call_{conversation.assistant_turns()}_0"
+    code_mode = next((t for t in offered if t.kind == "custom" and t.name == CODE_MODE_TOOL), None)
+    if tool is None and code_mode is not None:
+        try:
+            arguments = _call_arguments(raw_args)
+        except ValueError:
+            return f"mock reply: cannot CALL {name!r}: its arguments are not JSON: {raw_args[:80]}"
+        return ToolCall(id=call_id, name=code_mode.name, arguments=_nested_call(name, arguments))
     if tool is None:
         return f"mock reply: cannot CALL {name!r}: the offered tools are {', '.join(t.name for t in offered)}"
     if tool.kind == "custom":
@@ -192,6 +199,17 @@ def _call_arguments(raw: str) -> object:
         if '\\"' not in literal:
             raise
         return json.loads(json.loads(f'"{literal}"'))
+
+
+def _nested_call(name: str, arguments: object) -> str:
+    """Codex's code mode: JavaScript for its ``exec`` tool that calls the nested tool ``name`` (or the one named
+    ``<server>__name``: an MCP server's tools are nested, and may be left out of ``exec``'s description, but
+    are always listed in ``ALL_TOOLS``) and appends what it returned, or says which tools there are."""
+    return (f"const wanted = {json.dumps(name)}; const args = {json.dumps(arguments)};\n"
+            "const found = ALL_TOOLS.filter(t => t.name === wanted || t.name.endsWith('__' + wanted));\n"
+            "if (found.length !== 1) { text(`cannot CALL ${wanted}: the nested tools are "
+            "${ALL_TOOLS.map(t => t.name).join(', ')}`); }\n"
+            "else { text(await tools[found[0].name](args)); }")
 
 
 def _match_tool(name: str, offered: list[OfferedTool]) -> OfferedTool | None:

@@ -36,8 +36,10 @@ def compile_task(task: HarborTask) -> JsonObject:
     environment: JsonObject = {
         "id": ENVIRONMENT, "type": "harbor_environment", "task_dir": root, "sandbox_name": ENVIRONMENT,
         "task_toml_sha256": task.task_toml_sha256, "environment_sha256": sha256_folder(task.environment)}
-    if task.config.environment.mcp_servers:
-        environment["mcp_servers"] = [s.name for s in task.config.environment.mcp_servers]
+    servers = task.config.environment.mcp_servers
+    if servers:
+        environment["mcp_servers"] = [s.name for s in servers]
+        environment["stdio_mcp_servers"] = [s.name for s in servers if s.transport == "stdio" and s.command]
     steps: list[JsonValue] = [environment]
     previous = ENVIRONMENT
     many = task.multi_step

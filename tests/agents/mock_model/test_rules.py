@@ -130,6 +130,21 @@ async def test_a_call_line_matches_a_tool_exposed_under_its_server_prefix() -> N
     assert [call.name for call in answer.tool_calls] == ["inbox__send"]
 
 
+def test_under_codex_s_code_mode_a_call_line_becomes_a_script_calling_the_nested_tool() -> None:
+    """Codex's code mode offers one custom ``exec`` tool; an MCP server's tools are nested in it, named
+    ``mcp__<server>__<tool>``, and may be left out of its description (they are in ``ALL_TOOLS``)."""
+    from prefect_agentenv.agents.mock_model.responses import read_request as read_responses
+
+    body = {"input": [{"role": "user", "content": 'Stamp it.\nCALL stamp {"word": "harbor"}'}],
+            "tools": [{"type": "custom", "name": "exec", "description": "Run JavaScript"}]}
+
+    (call,) = default_answer(read_responses(body)).tool_calls
+
+    assert call.name == "exec" and isinstance(call.arguments, str)
+    assert 'const wanted = "stamp"; const args = {"word": "harbor"};' in call.arguments
+    assert "t.name.endsWith('__' + wanted)" in call.arguments and "await tools[found[0].name](args)" in call.arguments
+
+
 @pytest.mark.parametrize("output_format", ["rubric_binary", "rubric_partial"])
 async def test_a_judge_prompt_is_answered_with_a_labelled_passing_grade_that_parses(
         client: OpenAIClient, output_format: Any) -> None:

@@ -16,7 +16,7 @@ from prefect_agentenv.documents.harbor.folder import HarborTaskError, load_task_
 ROOT = Path(__file__).resolve().parents[3]
 HARBOR_PYTHON = ROOT / ".venv-harbor" / "bin" / "python"
 EXAMPLES = ROOT / "examples" / "harbor"
-FOLDERS = sorted((EXAMPLES / "dataset").iterdir())
+FOLDERS = [*sorted((EXAMPLES / "dataset").iterdir()), EXAMPLES / "mcp-tool"]
 # Harbor's own reading of a task.toml, as JSON (the fields both models have).
 READ = """
 import json, sys
@@ -38,7 +38,8 @@ for folder in sys.argv[1:]:
         "min_reward": [s.min_reward for s in c.steps or []],
         "strategy": str(getattr(c.multi_step_reward_strategy, "value", c.multi_step_reward_strategy))
             if c.multi_step_reward_strategy is not None else None,
-        "artifacts": [a if isinstance(a, str) else a.source for a in c.artifacts]}
+        "artifacts": [a if isinstance(a, str) else a.source for a in c.artifacts],
+        "mcp_servers": [[m.name, m.transport, m.url, m.command, m.args] for m in c.environment.mcp_servers]}
 print(json.dumps(out))
 """
 
@@ -61,7 +62,8 @@ def ours(config: TaskConfig) -> dict[str, Any]:
             "cpus": config.environment.cpus, "memory_mb": config.environment.memory_mb,
             "network_mode": config.environment.network_mode, "workdir": config.environment.workdir,
             "steps": [s.name for s in config.steps], "min_reward": [s.min_reward for s in config.steps],
-            "strategy": strategy, "artifacts": [a if isinstance(a, str) else a.source for a in config.artifacts]}
+            "strategy": strategy, "artifacts": [a if isinstance(a, str) else a.source for a in config.artifacts],
+            "mcp_servers": [[m.name, m.transport, m.url, m.command, m.args] for m in config.environment.mcp_servers]}
 
 
 def test_every_example_task_reads_the_same_in_harbor_and_here() -> None:

@@ -69,9 +69,9 @@ def test_unsupported_settings_are_refused_by_name_not_ignored() -> None:
     assert all(p.message.startswith("not supported:") for p in result.problems)
 
 
-def test_mcp_servers_are_read_and_the_reader_is_told_they_are_not_given_to_the_agent(tmp_path: Path) -> None:
+def test_a_url_mcp_server_is_read_and_the_reader_is_told_it_is_not_given_to_the_agent(tmp_path: Path) -> None:
     task = tmp_path / "with-tools"
-    shutil.copytree(DATASET / "hello-world", task)
+    shutil.copytree(HARBOR / "mcp-tool", task)
     toml = task / "task.toml"
     toml.write_text(toml.read_text() + '\n[[environment.mcp_servers]]\nname = "files"\nurl = "http://tools:8000/mcp"\n'
                     'transport = "streamable-http"\n')
@@ -81,7 +81,10 @@ def test_mcp_servers_are_read_and_the_reader_is_told_they_are_not_given_to_the_a
     assert result.ok and result.document is not None
     (notice,) = [w for w in result.warnings if "mcp_servers" in w.message]
     assert notice.severity == "notice" and notice.step_id == "environment"
-    assert "files: read, not given to the agent" in notice.message
+    assert "] files: read, not given to the agent" in notice.message, "the URL server only; the stdio one is given"
+    (environment,) = [s for s in result.document.steps if s.id == "environment"]
+    assert environment.stdio_mcp_servers == ["stamper"]  # type: ignore[attr-defined]
+    assert not [w for w in validate_file(HARBOR / "mcp-tool").warnings if "mcp_servers" in w.message]
     assert not [w for w in validate_file(DATASET / "hello-world").warnings if "mcp_servers" in w.message]
 
 

@@ -1,0 +1,179 @@
+"""A Harbor task's own stdio MCP servers, run inside its environment and served to the agent on loopback.
+
+A task's ``[[environment.mcp_servers]]`` with ``transport = "stdio"`` names a command of the task's image: in
+Harbor the agent runs inside the container and starts the server there itself. Here the agent runs confined
+on the host, so the runner starts the server where Harbor would, inside the container (``docker exec -i``, as
+the agent's user, in the workdir), holds one MCP session to it over that stdio, and serves the agent a
+streamable-HTTP MCP server on loopback that forwards ``tools/list`` and ``tools/call`` to it unchanged. The
+agent is given that server under the task's name for it, as it is given any env, and reaches it through one
+more door of its confinement. The server's stderr is kept in the run's folder for a failed start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import mcp_types as types
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.server.lowlevel import Server
+from mcp.server.lowlevel.server import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from starlette.applications import Starlette
+
+from prefect_agentenv.runtime.launch.guest_server import GuestServer, start_guest_server
+
+logger = logging.getLogger("prefect_agentenv.harbor")
+
+MCP_PATH = "/mcp"
+START_TIMEOUT = 60.0
+"""How long a task's server has to answer ``initialize`` after its ``docker exec`` starts."""
+
+
+class TaskServerError(RuntimeError):
+    """A task's MCP server did not start or did not answer its handshake: one line, with its stderr's last."""
+
+
+@dataclass(frozen=True)
+class StdioCommand:
+    """Where and how a task's stdio server runs in the environment."""
+
+    container: str
+    command: str
+    args: tuple[str, ...]
+    user: str | None
+    workdir: str
+
+
+def docker_exec_argv(where: StdioCommand) -> list[str]:
+    """``docker exec -i`` of the server's command: stdin kept open for the session, no tty (bytes, not a terminal)."""
+    argv = ["exec", "-i"]
+    if where.user:
+        argv += ["-u", where.user]
+    argv += ["-w", where.workdir, where.container, where.command, *where.args]
+    return argv
+
+
+class TaskServerBridge:
+    """One task server as the agent reaches it: served on loopback first (its URL is a door of the agent's
+    confinement, fixed before the agent starts), connected to the environment once the environment is the
+    one the agent works in (a harness's is started again with its workspace mounted)."""
+
+    def __init__(self, name: str, errlog: Path) -> None:
+        self.name = name
+        self.url = ""
+        self._errlog = errlog
+        self._server: GuestServer | None = None
+        self._session: ClientSession | None = None
+        self._connected = asyncio.Event()
+        self._done = asyncio.Event()
+        self._holder: asyncio.Task[None] | None = None
+
+    async def serve(self) -> str:
+        """Its loopback server started; its URL."""
+        self._server = await start_guest_server(self._app(), "127.0.0.1", graceful_shutdown_seconds=1,
+                                                lifespan=True, name=f"task MCP server {self.name}")
+        self.url = f"{self._server.base_url}{MCP_PATH}"
+        return self.url
+
+    async def connect(self, where: StdioCommand) -> None:
+        """The server's command started in the environment and its session opened (one at a time).
+
+        Raises:
+            TaskServerError: it did not answer ``initialize`` within ``START_TIMEOUT``.
+        """
+        await self._disconnect()
+        self._done = asyncio.Event()
+        ready: asyncio.Future[ClientSession] = asyncio.get_running_loop().create_future()
+        self._holder = asyncio.create_task(_hold_session(where, self._errlog, ready, self._done),
+                                           name=f"task MCP server {self.name}")
+        try:
+            self._session = await asyncio.wait_for(asyncio.shield(ready), START_TIMEOUT)
+        except Exception as exc:
+            await self._disconnect()
+            raise TaskServerError(f"the task's MCP server '{self.name}' ({where.command}) did not start in the "
+                                  f"environment: {_why(exc, self._errlog)}") from exc
+        self._connected.set()
+
+    async def stop(self) -> None:
+        """Its loopback server stopped, then its session closed (the command in the environment gets EOF)."""
+        try:
+            if self._server is not None:
+                await self._server.stop()
+        finally:
+            await self._disconnect()
+
+    async def _disconnect(self) -> None:
+        self._connected.clear()
+        self._session = None
+        holder, self._holder = self._holder, None
+        if holder is None:
+            return
+        self._done.set()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.gather(holder, return_exceptions=True), 10)
+        holder.cancel()
+        await asyncio.gather(holder, return_exceptions=True)
+
+    async def _connected_session(self) -> ClientSession:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._connected.wait(), START_TIMEOUT)
+        if self._session is None:
+            raise MCPError(types.INTERNAL_ERROR, f"the task's MCP server '{self.name}' is not running")
+        return self._session
+
+    def _app(self) -> Starlette:
+        """A streamable-HTTP MCP app whose tools are the task server's, each call passed to it as it came."""
+
+        async def list_tools(_ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+                             ) -> types.ListToolsResult:
+            return await (await self._connected_session()).list_tools(params=params)
+
+        async def call_tool(_ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
+            try:
+                return await (await self._connected_session()).call_tool(params.name, params.arguments)
+            except MCPError as exc:  # the task's server refused the call: the agent reads why, as a tool error
+                return types.CallToolResult(content=[types.TextContent(type="text", text=str(exc))], is_error=True)
+
+        server: Server = Server(self.name, version="1", on_list_tools=list_tools, on_call_tool=call_tool)
+        return server.streamable_http_app(streamable_http_path=MCP_PATH, host="127.0.0.1")
+
+
+async def _hold_session(where: StdioCommand, errlog: Path, ready: asyncio.Future[ClientSession],
+                        done: asyncio.Event) -> None:
+    """Opens the stdio session and keeps it until ``done``: one task enters and leaves the transport's scopes."""
+    docker_env = {key: value for key, value in os.environ.items() if key.startswith("DOCKER_")}
+    params = StdioServerParameters(command="docker", args=docker_exec_argv(where), env=docker_env or None)
+    errlog.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with errlog.open("a", encoding="utf-8") as err:
+            async with stdio_client(params, errlog=err) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                ready.set_result(session)
+                await done.wait()
+    except BaseException as exc:
+        if not ready.done():
+            ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError(str(exc)))
+        elif not isinstance(exc, asyncio.CancelledError):
+            logger.warning("a task's MCP server in %s ended: %s", where.container, exc)
+        raise
+
+
+def _why(exc: BaseException, errlog: Path) -> str:
+    if isinstance(exc, TimeoutError):
+        said = f"no answer to initialize within {START_TIMEOUT:g}s"
+    else:
+        said = str(exc) or type(exc).__name__
+        while isinstance(exc, ExceptionGroup) and exc.exceptions:
+            exc = exc.exceptions[0]
+            said = str(exc) or type(exc).__name__
+    try:
+        tail = errlog.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:]
+    except OSError:
+        tail = []
+    return f"{said}; its stderr ends: {tail[0][-300:]}" if tail else said
