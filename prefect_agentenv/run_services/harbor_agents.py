@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -121,10 +122,10 @@ class ExecDoor:
     async def _exec(self, request: Request) -> Response:
         if not self._allowed(request):
             return _forbidden()
-        call = await _shell_call(request, self.target.workdir)
-        if call is None:
+        parsed = await _exec_body(request, self.target.workdir)
+        if parsed is None:
             return _malformed()
-        running = asyncio.ensure_future(self._run(self.target, call))
+        running = asyncio.ensure_future(self._run(self.target, parsed[0]))
         while not (await asyncio.wait({running}, timeout=_DISCONNECT_POLL))[0]:
             if await request.is_disconnected():  # the harness stopped its command: so does the environment
                 running.cancel()
@@ -137,14 +138,14 @@ class ExecDoor:
     async def _open_session(self, request: Request) -> Response:
         if not self._allowed(request):
             return _forbidden()
-        call = await _shell_call(request, self.target.workdir)
-        size = await _terminal_size(request)
-        if call is None or size is None:
+        parsed = await _exec_body(request, self.target.workdir)
+        if parsed is None:
             return _malformed()
         if self._open is None or len(self.terminals) >= MAX_TERMINALS:
             return Response(f"no more terminals (at most {MAX_TERMINALS} at once)\n", status_code=429)
         session = secrets.token_urlsafe(12)
-        self.terminals[session] = await self._open(self.target, call, *size)
+        call, (rows, cols) = parsed
+        self.terminals[session] = await self._open(self.target, call, rows, cols)
         return JSONResponse({"id": session})
 
     def _terminal(self, request: Request) -> Terminal | Response:
@@ -193,31 +194,25 @@ def _malformed() -> Response:
                     status_code=400)
 
 
-async def _terminal_size(request: Request) -> tuple[int, int] | None:
-    try:
-        body = await request.json()
-    except ValueError:
-        return None
-    if not isinstance(body, dict):
-        return None
-    rows, cols = body.get("rows", 24), body.get("cols", 80)
-    if not all(isinstance(n, int) and 0 < n < 10000 for n in (rows, cols)):
-        return None
-    return rows, cols
+class _ExecBody(BaseModel):
+    """The body of ``POST /exec`` (``rows`` and ``cols`` are read only by ``/exec/session``)."""
+
+    model_config = ConfigDict(strict=True)
+
+    args: list[str]
+    cwd: str = SANDBOX_WORKSPACE
+    rows: int = Field(default=24, gt=0, lt=10000)
+    cols: int = Field(default=80, gt=0, lt=10000)
 
 
-async def _shell_call(request: Request, workdir: str) -> ShellCall | None:
-    """The request's ``bash`` invocation; None when the body is not ``{args: [str], cwd: str}``."""
+async def _exec_body(request: Request, workdir: str) -> tuple[ShellCall, tuple[int, int]] | None:
+    """The request's ``bash`` invocation, its folder mapped into the environment, and its terminal's size;
+    None when the body is not ``{args: [str], cwd: str, rows?: int, cols?: int}``."""
     try:
-        body = await request.json()
-    except ValueError:
+        body = _ExecBody.model_validate_json(await request.body())
+    except ValidationError:
         return None
-    if not isinstance(body, dict):
-        return None
-    args, cwd = body.get("args"), body.get("cwd", SANDBOX_WORKSPACE)
-    if not isinstance(args, list) or not all(isinstance(arg, str) for arg in args) or not isinstance(cwd, str):
-        return None
-    return ShellCall(tuple(args), environment_cwd(cwd, workdir))
+    return ShellCall(tuple(body.args), environment_cwd(body.cwd, workdir)), (body.rows, body.cols)
 
 
 def shell_overlays(folder: Path) -> list[tuple[str, str]]:
