@@ -69,21 +69,22 @@ async def run(step: HarborAgentStep, ctx: RunContext) -> RunContext:
 
     env = await running_environment(ctx, step.sandbox_name, step.task_dir, step)
     agent_id = effective_agent_id(current_run(), step.agent_name, step.a2a_agent_id or "oracle")
-    if agent_id in SHELL_AWARE and env.task.multi_step:
-        raise StepError(f"agent '{agent_id}' runs single-step Harbor tasks only, for now: its environment is "
-                        "started again with its workspace mounted at the workdir, which would drop what an earlier "
-                        "step changed outside the workdir (docs/harbor-tasks.md, \"Agents\")", step=step)
     prompt_id = step.id
     reason = stopped_early(ctx, env.task, step.after_verifier)
     if reason is not None:
         ctx.prompt_responses[prompt_id] = PromptResponse(prompt_id=prompt_id, prompt="", error=reason)
         return ctx
     files = _step_files(env, step.step_name)
-    await _starting_files(step, env, files.workdir)
     started = time.monotonic()
+    if agent_id in SHELL_AWARE:
+        # The harness first: its environment is started again with its workspace mounted at the workdir, so
+        # the step's starting files (and what its setup.sh does anywhere) go into the container it works in.
+        ctx.prompt_responses[prompt_id] = await _harness(step, ctx, env, agent_id, files)
+        logger.info("harbor agent %s on %s: %.1fs", agent_id, env.task.name, time.monotonic() - started)
+        return ctx
+    await _starting_files(step, env, files.workdir)
     if agent_id not in BUILT_IN:
-        joins = _harness if agent_id in SHELL_AWARE else _a2a
-        ctx.prompt_responses[prompt_id] = await joins(step, ctx, env, agent_id, files.instruction)
+        ctx.prompt_responses[prompt_id] = await _a2a(step, ctx, env, agent_id, files.instruction)
         logger.info("harbor agent %s on %s: %.1fs", agent_id, env.task.name, time.monotonic() - started)
         return ctx
     if agent_id == "oracle":
@@ -159,9 +160,25 @@ async def _deploy_a2a(step: HarborAgentStep, ctx: RunContext, env: RunningEnviro
 
 
 async def _harness(step: HarborAgentStep, ctx: RunContext, env: RunningEnvironment, agent_id: str,
-                   instruction: str) -> PromptResponse:
+                   files: HarborStepFiles) -> PromptResponse:
+    """The harness (started at the task's first step, and prompted again at each later one, in the same
+    container), the step's starting files uploaded, the instruction sent; its reply."""
+    from prefect_agentenv.run_services import harbor_agents as joined
+
+    agent = ctx.deployed_agents.get(step.agent_name)
+    if agent is None or agent.a2a_agent_id != agent_id:
+        agent = await _deploy_harness(step, ctx, env, agent_id)
+        env = await running_environment(ctx, step.sandbox_name, step.task_dir, step)
+    await _starting_files(step, env, files.workdir)
+    return await joined.prompt(step, agent, files.instruction, _timeout(env, step))
+
+
+async def _deploy_harness(step: HarborAgentStep, ctx: RunContext, env: RunningEnvironment,
+                          agent_id: str) -> DeployedAgent:
     """A harness started confined, its workspace the environment's workdir and its shell the environment's
-    (run_services/harbor_agents.py); the instruction sent; its reply."""
+    (run_services/harbor_agents.py), with the task's own tool servers; the environment started again with the
+    workspace mounted. Its commands are bounded by the longest step's time limit (one door serves every step);
+    each prompt by its own step's."""
     from prefect_agentenv.run_services import harbor_agents as joined
     from prefect_agentenv.run_services.agent_configuration import ConfigRequest, deliver, record
     from prefect_agentenv.run_services.agents import a2a_client, start_agent
@@ -170,16 +187,16 @@ async def _harness(step: HarborAgentStep, ctx: RunContext, env: RunningEnvironme
     from prefect_agentenv.runtime.launch.base import Door
     from prefect_agentenv.runtime.launch.guest_server import start_guest_server
 
-    run_, timeout = current_run(), _timeout(env, step)
+    run_, limit = current_run(), _longest_timeout(env)
     target = joined.ExecTarget(env.container, env.workdir, _user(env))
 
     async def execute(where: joined.ExecTarget, call: joined.ShellCall) -> joined.ShellResult:
-        done = await exec_bash(where.container, list(call.args), user=where.user, timeout=timeout, workdir=call.cwd)
+        done = await exec_bash(where.container, list(call.args), user=where.user, timeout=limit, workdir=call.cwd)
         return joined.ShellResult(done.exit_code, done.stdout, done.stderr)
 
     async def terminal(where: joined.ExecTarget, call: joined.ShellCall, rows: int, cols: int) -> Terminal:
         return await open_terminal(where.container, list(call.args), user=where.user, workdir=call.cwd,
-                                   timeout=timeout, rows=rows, cols=cols)
+                                   timeout=limit, rows=rows, cols=cols)
 
     door_app = joined.ExecDoor(target, joined.new_token(), execute, terminal)
     server = await start_guest_server(door_app.app, "127.0.0.1", graceful_shutdown_seconds=1, name="Harbor exec door")
@@ -200,7 +217,7 @@ async def _harness(step: HarborAgentStep, ctx: RunContext, env: RunningEnvironme
         await _connect_task_servers(step, env, own, target.container)
         given = ConfigRequest(envs=[_as_env(bridge, env) for bridge in own])
         record(ctx, await deliver(step, agent, a2a_client(run_, agent), given))
-    return await joined.prompt(step, agent, instruction, timeout)
+    return agent
 
 
 async def _task_servers(step: HarborAgentStep, env: RunningEnvironment) -> list[TaskServerBridge]:
