@@ -97,6 +97,9 @@ def test_a_list_of_steps_runs_through_the_agent_task_deployment_on_the_worker(de
     assert "Completed" in run.stdout
 
 
+# The stuck run is stopped by the worker's cancellation observer, which Prefect drives by events; on a loaded machine
+# it was once seen to stay Cancelling past the test's four minutes (docs/development.md, "Tests that may run twice").
+@pytest.mark.flaky(reruns=1, reruns_delay=2)
 def test_the_nightly_benchmark_dispatches_to_the_pool_and_a_timed_out_task_run_is_cancelled(
         deployed: dict[str, str]) -> None:
     run = prefect_cli(deployed, "deployment", "run", "benchmark/nightly", "--param", "dispatch=deployment",

@@ -142,6 +142,10 @@ def holds(server: Server, wanted: list[str], timeout: float = 10) -> bool:
     return False
 
 
+# A real Chromium editing a Variable in the real Prefect UI, against a benchmark running beside it: on a loaded machine
+# the UI's dialog was seen to stay open past its wait; once more, with fresh servers (docs/development.md, "Tests that
+# may run twice").
+@pytest.mark.flaky(reruns=1, reruns_delay=2)
 def test_an_operator_pauses_and_resumes_a_benchmark_by_editing_its_variable_in_the_prefect_ui(
         ui_server: Server, bench: subprocess.Popen[str]) -> None:
     first = wait_until(ui_server, lambda s: s.counts.get("running", 0) >= 1, bench)
