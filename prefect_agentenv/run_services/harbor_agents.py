@@ -33,6 +33,7 @@ from starlette.routing import Route
 from prefect_agentenv.context import DeployedAgent, PromptResponse
 from prefect_agentenv.exceptions import StepError
 from prefect_agentenv.protocols.a2a import PromptTimeoutError
+from prefect_agentenv.run_services.harbor_mcp import TURN_OVER
 from prefect_agentenv.runtime.resources.run import current_run
 from prefect_agentenv.steps.base import StepModel
 
@@ -49,6 +50,7 @@ SANDBOX_WORKSPACE = "/app"
 MAX_TERMINALS = 16
 """Terminals one agent may hold open at once (OpenHands holds one or two)."""
 CLIENT = Path(__file__).with_name("harbor_shell_client.py")
+
 _DISCONNECT_POLL = 0.5
 
 
@@ -95,11 +97,15 @@ class ExecDoor:
     ``POST /exec {args, cwd}`` → ``{exit_code, stdout, stderr}``; ``POST /exec/session {args, cwd, rows,
     cols}`` → ``{id}``, then ``/exec/session/<id>/input`` (bytes typed), ``/output`` (bytes written, streamed
     until the terminal closes), ``/exit`` (``{exit_code}``) and ``/close``. Every request carries the agent's
-    bearer token.
+    bearer token. Outside the agent's turn (``turn`` clear) a command, a terminal or a keystroke is refused
+    (409): what the agent left running on its own side cannot act in the environment while it is graded.
     """
 
-    def __init__(self, target: ExecTarget, token: str, run: Run, open_terminal: OpenTerminal | None = None) -> None:
+    def __init__(self, target: ExecTarget, token: str, run: Run, open_terminal: OpenTerminal | None = None,
+                 turn: asyncio.Event | None = None) -> None:
         self.target, self.token, self._run, self._open = target, token, run, open_terminal
+        self.turn = turn
+        """Set while the agent's turn is on; clear, nothing new runs or is typed (None: always on)."""
         self.terminals: dict[str, Terminal] = {}
         session = "/exec/session/{session}"
         self.app = Starlette(routes=[
@@ -119,9 +125,18 @@ class ExecDoor:
     def _allowed(self, request: Request) -> bool:
         return request.headers.get("authorization") == f"Bearer {self.token}"
 
-    async def _exec(self, request: Request) -> Response:
+    def _refused(self, request: Request) -> Response | None:
+        """Why a request that would run or type something is refused: a wrong token, or the agent's turn over
+        (what a process it left on its own side sends while the verifier runs)."""
         if not self._allowed(request):
             return _forbidden()
+        if self.turn is not None and not self.turn.is_set():
+            return Response(TURN_OVER + "\n", status_code=409)
+        return None
+
+    async def _exec(self, request: Request) -> Response:
+        if (refused := self._refused(request)) is not None:
+            return refused
         parsed = await _exec_body(request, self.target.workdir)
         if parsed is None:
             return _malformed()
@@ -136,8 +151,8 @@ class ExecDoor:
         return JSONResponse({"exit_code": done.exit_code, "stdout": done.stdout, "stderr": done.stderr})
 
     async def _open_session(self, request: Request) -> Response:
-        if not self._allowed(request):
-            return _forbidden()
+        if (refused := self._refused(request)) is not None:
+            return refused
         parsed = await _exec_body(request, self.target.workdir)
         if parsed is None:
             return _malformed()
@@ -155,6 +170,8 @@ class ExecDoor:
         return found if found is not None else Response("no such terminal\n", status_code=404)
 
     async def _input(self, request: Request) -> Response:
+        if (refused := self._refused(request)) is not None:
+            return refused
         terminal = self._terminal(request)
         if isinstance(terminal, Response):
             return terminal

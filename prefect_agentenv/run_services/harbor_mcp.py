@@ -21,6 +21,8 @@ SERVER_NAME = "environment"
 """The name the agent is given the server under (its tools are ``bash`` on any agent that does not
 prefix them)."""
 MCP_PATH = "/mcp"
+TURN_OVER = "the agent's turn is over: nothing more runs in the environment until its next turn"
+"""What a door into the environment answers outside the agent's turn (while its work is graded)."""
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from mcp.server.lowlevel.server import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
 
+from prefect_agentenv.run_services.harbor_mcp import TURN_OVER
 from prefect_agentenv.runtime.launch.guest_server import GuestServer, start_guest_server
 
 logger = logging.getLogger("prefect_agentenv.harbor")
@@ -64,8 +65,10 @@ class TaskServerBridge:
     confinement, fixed before the agent starts), connected to the environment once the environment is the
     one the agent works in (a harness's is started again with its workspace mounted)."""
 
-    def __init__(self, name: str, errlog: Path) -> None:
+    def __init__(self, name: str, errlog: Path, turn: asyncio.Event | None = None) -> None:
         self.name = name
+        self.turn = turn
+        """Set while the agent's turn is on; clear, a tool call is refused (None: always on)."""
         self.url = ""
         self._errlog = errlog
         self._server: GuestServer | None = None
@@ -135,6 +138,8 @@ class TaskServerBridge:
             return await (await self._connected_session()).list_tools(params=params)
 
         async def call_tool(_ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
+            if self.turn is not None and not self.turn.is_set():
+                return types.CallToolResult(content=[types.TextContent(type="text", text=TURN_OVER)], is_error=True)
             try:
                 return await (await self._connected_session()).call_tool(params.name, params.arguments)
             except MCPError as exc:  # the task's server refused the call: the agent reads why, as a tool error

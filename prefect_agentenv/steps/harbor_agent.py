@@ -13,8 +13,10 @@ whose ``bash`` tool runs there (``run_services/harbor_mcp.py``).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -110,7 +112,7 @@ async def _a2a(step: HarborAgentStep, ctx: RunContext, env: RunningEnvironment, 
     agent = ctx.deployed_agents.get(step.agent_name)
     if agent is None or agent.a2a_agent_id != agent_id:
         agent = await _deploy_a2a(step, ctx, env, agent_id)
-    return await joined.prompt(step, agent, instruction, _timeout(env, step))
+    return await _in_turn(step, joined.prompt(step, agent, instruction, _timeout(env, step)))
 
 
 async def _deploy_a2a(step: HarborAgentStep, ctx: RunContext, env: RunningEnvironment,
@@ -123,13 +125,21 @@ async def _deploy_a2a(step: HarborAgentStep, ctx: RunContext, env: RunningEnviro
     """
     from prefect_agentenv.run_services.agent_configuration import ConfigRequest, deliver, record, takes_config
     from prefect_agentenv.run_services.agents import a2a_client, start_agent
-    from prefect_agentenv.run_services.harbor_mcp import MCP_PATH, SERVER_NAME, CommandOutcome, environment_mcp_app
+    from prefect_agentenv.run_services.harbor_mcp import (
+        MCP_PATH,
+        SERVER_NAME,
+        TURN_OVER,
+        CommandOutcome,
+        environment_mcp_app,
+    )
     from prefect_agentenv.runtime.harbor.environment import exec_bash
     from prefect_agentenv.runtime.launch.guest_server import start_guest_server
 
-    run_, user, limit = current_run(), _user(env), _longest_timeout(env)
+    run_, user, limit, turn = current_run(), _user(env), _longest_timeout(env), _turn(step)
 
     async def run_command(command: str) -> CommandOutcome:
+        if not turn.is_set():  # what the agent left running on its side, while its work is graded
+            return CommandOutcome(126, TURN_OVER)
         done = await exec_bash(env.container, ["-c", command], user=user, timeout=limit, workdir=env.workdir)
         return CommandOutcome(done.exit_code, done.output, done.timed_out)
 
@@ -170,7 +180,7 @@ async def _harness(step: HarborAgentStep, ctx: RunContext, env: RunningEnvironme
         agent = await _deploy_harness(step, ctx, env, agent_id)
         env = await running_environment(ctx, step.sandbox_name, step.task_dir, step)
     await _starting_files(step, env, files.workdir)
-    return await joined.prompt(step, agent, files.instruction, _timeout(env, step))
+    return await _in_turn(step, joined.prompt(step, agent, files.instruction, _timeout(env, step)))
 
 
 async def _deploy_harness(step: HarborAgentStep, ctx: RunContext, env: RunningEnvironment,
@@ -198,7 +208,7 @@ async def _deploy_harness(step: HarborAgentStep, ctx: RunContext, env: RunningEn
         return await open_terminal(where.container, list(call.args), user=where.user, workdir=call.cwd,
                                    timeout=limit, rows=rows, cols=cols)
 
-    door_app = joined.ExecDoor(target, joined.new_token(), execute, terminal)
+    door_app = joined.ExecDoor(target, joined.new_token(), execute, terminal, turn=_turn(step))
     server = await start_guest_server(door_app.app, "127.0.0.1", graceful_shutdown_seconds=1, name="Harbor exec door")
     run_.teardown.add("Harbor exec door", server.stop, owner_step=step.id, kind="model")
     run_.teardown.add("Harbor exec door's terminals", door_app.close, owner_step=step.id, kind="model")
@@ -229,7 +239,8 @@ async def _task_servers(step: HarborAgentStep, env: RunningEnvironment) -> list[
     for spec in env.task.config.environment.mcp_servers:
         if spec.transport != "stdio" or not spec.command:
             continue  # a URL server (a compose sidecar's): validate's notice says it is not given
-        bridge = TaskServerBridge(spec.name, run_.step_folder("harbor", step.id) / f"mcp-{spec.name}.stderr")
+        bridge = TaskServerBridge(spec.name, run_.step_folder("harbor", step.id) / f"mcp-{spec.name}.stderr",
+                                  turn=_turn(step))
         await bridge.serve()
         run_.teardown.add(f"task MCP server {spec.name}", bridge.stop, owner_step=step.id, kind="model")
         served.append(bridge)
@@ -274,6 +285,22 @@ async def _restart_with_workspace(step: HarborAgentStep, ctx: RunContext, env: R
     deployed = ctx.deployed_sandboxes[step.sandbox_name]
     ctx.deployed_sandboxes[step.sandbox_name] = deployed.model_copy(update={"instance_id": container})
     return container
+
+
+def _turn(step: HarborAgentStep) -> asyncio.Event:
+    """Set while the agent's turn is on: its doors into the environment run nothing outside it."""
+    return current_run().services.harbor_turns.setdefault(step.agent_name, asyncio.Event())
+
+
+async def _in_turn(step: HarborAgentStep, prompting: Awaitable[PromptResponse]) -> PromptResponse:
+    """The agent's turn: its doors into the environment open for the prompt, closed again when it ends, however
+    it ends (a process the agent leaves on its own side cannot act in the environment while it is graded)."""
+    turn = _turn(step)
+    turn.set()
+    try:
+        return await prompting
+    finally:
+        turn.clear()
 
 
 def _step_files(env: RunningEnvironment, step_name: str | None) -> HarborStepFiles:

@@ -27,6 +27,7 @@ from prefect_agentenv.run_services.harbor_agents import (
     environment_cwd,
     shell_overlays,
 )
+from prefect_agentenv.runtime.harbor.terminal import Terminal
 from prefect_agentenv.runtime.launch.guest_server import GuestServer, start_guest_server
 
 TOKEN = "the-agents-token"
@@ -153,7 +154,7 @@ async def environment() -> AsyncIterator[tuple[ExecDoor, str]]:
     """A real container of the test image, and a real exec door into it on loopback (as a Harbor task's)."""
     from image_mode import TEST_IMAGE, skip_reason
     from prefect_agentenv.runtime.harbor.environment import exec_bash, remove_environment, start_environment
-    from prefect_agentenv.runtime.harbor.terminal import Terminal, open_terminal
+    from prefect_agentenv.runtime.harbor.terminal import open_terminal
 
     reason = await asyncio.to_thread(skip_reason)
     if reason is not None:
@@ -176,6 +177,34 @@ async def environment() -> AsyncIterator[tuple[ExecDoor, str]]:
         await exec_door.close()
         await server.stop()
         await remove_environment(container)
+
+
+async def test_outside_the_agents_turn_the_door_runs_nothing_types_nothing_and_opens_no_terminal() -> None:
+    """What the agent leaves running on its own side (a loop holding its token) sends its commands while the
+    verifier runs: the door refuses each, until the agent's next turn opens it again."""
+    ran: list[ShellCall] = []
+
+    async def record(target: ExecTarget, call: ShellCall) -> ShellResult:
+        ran.append(call)
+        return ShellResult(0, "", "")
+
+    async def no_terminal(target: ExecTarget, call: ShellCall, rows: int, cols: int) -> Terminal:
+        raise AssertionError("no terminal opens outside the agent's turn")
+
+    turn = asyncio.Event()
+    app = ExecDoor(ExecTarget("c", "/srv/work", None), "the-token", record, no_terminal, turn=turn).app
+    headers = {"Authorization": "Bearer the-token"}
+    body = {"args": ["-c", "echo 1 > /logs/verifier/reward.txt"], "cwd": "/app"}
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://door") as http:
+        command = await http.post("/exec", json=body, headers=headers)
+        session = await http.post("/exec/session", json=body, headers=headers)
+        typed = await http.post("/exec/session/any/input", content=b"echo 1 > reward.txt\n", headers=headers)
+        turn.set()
+        in_turn = await http.post("/exec", json=body, headers=headers)
+
+    assert [r.status_code for r in (command, session, typed)] == [409, 409, 409]
+    assert "the agent's turn is over" in command.text
+    assert in_turn.status_code == 200 and len(ran) == 1, "its next turn opens the door again"
 
 
 async def started(shell: Path, url: str, *args: str, tty: int | None = None) -> asyncio.subprocess.Process:

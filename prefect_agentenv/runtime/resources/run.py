@@ -108,6 +108,9 @@ class RunServices:
     """The gateway's records of the run's model calls, kept before it stopped."""
     calls_kept_in: RunServices | None = None
     """Where a gateway this run started keeps its records when it stops (an isolated-scoring run: its parent's)."""
+    harbor_turns: dict[str, asyncio.Event] = field(default_factory=dict)
+    """By agent name, on a Harbor task: set while that agent's turn is on. Its doors into the environment (the
+    exec door, the environment's and the task's MCP servers) run nothing while it is clear."""
     early_agents: dict[str, tuple[str, asyncio.Future[tuple[Instance, Sandbox]]]] = field(default_factory=dict)
     """Agents the run's lookahead launched before their step, by step id: what they were launched
     with, and the launch (an instance and its sandbox)."""
