@@ -44,10 +44,16 @@ class HarborEnvironmentStep(StepModel):
     stdio_mcp_servers: list[str] = Field(default_factory=list)
     """Those of them that run over stdio: started in the environment and given to the agent. The others are
     served at a URL (a compose sidecar's, which this runner does not start): read, not given (a notice says so)."""
+    not_applied: list[str] = Field(default_factory=list)
+    """The task's settings this runner reads and does not apply, each with why (``validate`` prints them)."""
 
     @classmethod
     def reference_forms(cls, data: JsonObject, notices: list[str]) -> JsonObject:
-        """Say, at ``validate`` and in the run's plan, which of the task's MCP servers are not given to the agent."""
+        """Say, at ``validate`` and in the run's plan, which of the task's settings are not applied: MCP servers
+        not given to the agent, and the settings ``not_applied`` names."""
+        said = data.get("not_applied")
+        if isinstance(said, list):
+            notices.extend(f"read, not applied: {entry}" for entry in said)
         names, stdio = data.get("mcp_servers"), data.get("stdio_mcp_servers")
         given = set(map(str, stdio)) if isinstance(stdio, list) else set()
         left = [str(name) for name in names if str(name) not in given] if isinstance(names, list) else []

@@ -36,6 +36,9 @@ def compile_task(task: HarborTask) -> JsonObject:
     environment: JsonObject = {
         "id": ENVIRONMENT, "type": "harbor_environment", "task_dir": root, "sandbox_name": ENVIRONMENT,
         "task_toml_sha256": task.task_toml_sha256, "environment_sha256": sha256_folder(task.environment)}
+    not_applied = _not_applied(task)
+    if not_applied:
+        environment["not_applied"] = not_applied
     servers = task.config.environment.mcp_servers
     if servers:
         environment["mcp_servers"] = [s.name for s in servers]
@@ -63,6 +66,19 @@ def compile_task(task: HarborTask) -> JsonObject:
         previous = verifier_id
     return {"id": task.slug, "description": task.config.task.description or task.name,
             "tags": ["harbor", *task.config.task.keywords], "steps": steps}
+
+
+def _not_applied(task: HarborTask) -> list[JsonValue]:
+    """The task's settings this runner reads and does not apply, each with why (``validate`` prints them)."""
+    config = task.config.environment
+    said: list[JsonValue] = []
+    if config.storage_mb is not None:
+        said.append(f"[environment].storage_mb = {config.storage_mb}: not enforced (a container on the local "
+                    "daemon's overlay2 storage has no disk quota; Harbor's own docker environment does not "
+                    "enforce it either)")
+    if config.skills_dir:
+        said.append(f"[environment].skills_dir = {config.skills_dir!r}: not given to the agent")
+    return said
 
 
 def task_document_data(folder: Path) -> JsonObject:

@@ -88,6 +88,22 @@ def test_a_url_mcp_server_is_read_and_the_reader_is_told_it_is_not_given_to_the_
     assert not [w for w in validate_file(DATASET / "hello-world").warnings if "mcp_servers" in w.message]
 
 
+def test_settings_read_and_not_applied_are_each_named_with_why(tmp_path: Path) -> None:
+    task = tmp_path / "with-storage"
+    shutil.copytree(DATASET / "hello-world", task)
+    toml = task / "task.toml"
+    toml.write_text(toml.read_text().replace("[environment]", '[environment]\nstorage_mb = 10240\nskills_dir = "/skills"'))
+
+    result = validate_file(task)
+
+    assert result.ok, [p.render() for p in result.problems]
+    said = [w.message for w in result.warnings if w.message.startswith("read, not applied:")]
+    assert said == ["read, not applied: [environment].storage_mb = 10240: not enforced (a container on the local "
+                    "daemon's overlay2 storage has no disk quota; Harbor's own docker environment does not enforce "
+                    "it either)", "read, not applied: [environment].skills_dir = '/skills': not given to the agent"]
+    assert not [w for w in validate_file(DATASET / "hello-world").warnings if "not applied" in w.message]
+
+
 def test_a_dataset_folder_is_a_benchmark_of_its_task_folders() -> None:
     data = dataset_benchmark_data(DATASET)
     result = validate_any_file(DATASET)
