@@ -15,8 +15,10 @@ import asyncio
 import contextlib
 import logging
 import os
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import mcp_types as types
 from mcp import ClientSession
@@ -182,3 +184,111 @@ def _why(exc: BaseException, errlog: Path) -> str:
     except OSError:
         tail = []
     return f"{said}; its stderr ends: {tail[0][-300:]}" if tail else said
+
+
+_RELAY = 'exec 3<>"/dev/tcp/$1/$2" || exit 111; cat <&3 & cat >&3; wait'
+"""Inside the container: one TCP connection to ``$1:$2`` in its network, bytes both ways (bash and cat)."""
+_REFUSED = ("HTTP/1.1 409 Conflict\r\ncontent-type: text/plain\r\ncontent-length: {n}\r\nconnection: close\r\n\r\n"
+            "{text}")
+_TURN_POLL = 0.2
+
+
+class TaskServerRelay:
+    """A task's MCP server served at a URL in the environment's network (a compose sidecar's), relayed to loopback.
+
+    The runner's daemon has no bridge to publish the sidecar's port on, so each connection the agent opens to
+    the relay's loopback port is carried by its own ``docker exec -i`` of bash's ``/dev/tcp`` into the
+    environment's network namespace, bytes both ways: the agent's MCP client talks to the server itself,
+    whatever its version. Outside the agent's turn a new connection is answered 409 and open ones are closed.
+    """
+
+    def __init__(self, name: str, url: str, turn: asyncio.Event | None = None) -> None:
+        parts = urlsplit(url)
+        self.name, self.turn = name, turn
+        self._host, self._port = parts.hostname or "localhost", parts.port or (443 if parts.scheme == "https" else 80)
+        self._path = parts.path or "/"
+        self.url = ""
+        self._container: str | None = None
+        self._server: asyncio.Server | None = None
+        self._open: set[asyncio.Task[None]] = set()
+        self._watch: asyncio.Task[None] | None = None
+
+    async def serve(self) -> str:
+        """Its loopback port listening; the URL the agent is given (the server's own path on it)."""
+        self._server = await asyncio.start_server(self._relay, "127.0.0.1", 0)
+        port = self._server.sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}{self._path}"
+        self._watch = asyncio.create_task(self._close_outside_turns(), name=f"task MCP relay {self.name}")
+        return self.url
+
+    def connect(self, container: str) -> None:
+        """Relay into ``container``'s network from now on."""
+        self._container = container
+
+    async def stop(self) -> None:
+        """Its port closed, every open connection and its ``docker exec`` ended."""
+        if self._watch is not None:
+            self._watch.cancel()
+        if self._server is not None:
+            self._server.close()
+        await self._close_all()
+        if self._server is not None:
+            await self._server.wait_closed()
+
+    async def _close_all(self) -> None:
+        for task in list(self._open):
+            task.cancel()
+        await asyncio.gather(*self._open, return_exceptions=True)
+
+    async def _close_outside_turns(self) -> None:
+        while self.turn is not None:
+            await asyncio.sleep(_TURN_POLL)
+            if not self.turn.is_set() and self._open:
+                await self._close_all()
+
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._open.add(task)
+        try:
+            if self._container is None or (self.turn is not None and not self.turn.is_set()):
+                text = TURN_OVER + "\n"
+                writer.write(_REFUSED.format(n=len(text.encode()), text=text).encode())
+                await writer.drain()
+                return
+            await self._carry(self._container, reader, writer)
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        finally:
+            self._open.discard(task)
+            writer.close()
+            with contextlib.suppress(ConnectionError, asyncio.CancelledError):
+                await writer.wait_closed()
+
+    async def _carry(self, container: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        from prefect_agentenv.runtime.harbor.environment import MARKER, kill_marked
+
+        marker = uuid.uuid4().hex
+        process = await asyncio.create_subprocess_exec(
+            "docker", "exec", "-i", "-e", MARKER, container, "bash", "-c", _RELAY, "relay", self._host,
+            str(self._port), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL, env={**os.environ, MARKER: marker})
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            pumps = [asyncio.ensure_future(_pump(reader, process.stdin)),
+                     asyncio.ensure_future(_pump(process.stdout, writer))]
+            await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)  # either side gone, so is the connection
+            for pump in pumps:
+                pump.cancel()
+            await asyncio.gather(*pumps, return_exceptions=True)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            await asyncio.shield(process.wait())
+            await asyncio.shield(kill_marked(container, marker))
+
+
+async def _pump(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+    while data := await source.read(65536):
+        sink.write(data)
+        await sink.drain()

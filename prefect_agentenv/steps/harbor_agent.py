@@ -33,7 +33,7 @@ from prefect_agentenv.steps.registry import StepDefinition
 if TYPE_CHECKING:
     from prefect_agentenv.context import DeployedAgent
     from prefect_agentenv.documents.harbor.folder import HarborStepFiles
-    from prefect_agentenv.run_services.harbor_task_mcp import TaskServerBridge
+    from prefect_agentenv.run_services.harbor_task_mcp import TaskServerBridge, TaskServerRelay
 
 logger = logging.getLogger("prefect_agentenv.harbor")
 
@@ -230,41 +230,51 @@ async def _deploy_harness(step: HarborAgentStep, ctx: RunContext, env: RunningEn
     return agent
 
 
-async def _task_servers(step: HarborAgentStep, env: RunningEnvironment) -> list[TaskServerBridge]:
-    """The task's own stdio ``[[environment.mcp_servers]]``, each served on loopback for the agent (connected to
-    the environment by ``_connect_task_servers``) and stopped with the run."""
-    from prefect_agentenv.run_services.harbor_task_mcp import TaskServerBridge
+async def _task_servers(step: HarborAgentStep, env: RunningEnvironment) -> list[TaskServerBridge | TaskServerRelay]:
+    """The task's own ``[[environment.mcp_servers]]`` the agent can be given (stdio ones, and streamable-HTTP ones
+    at a URL of the environment's network), each served on loopback for it (connected to the environment by
+    ``_connect_task_servers``) and stopped with the run."""
+    from prefect_agentenv.documents.harbor.compile import given_server
+    from prefect_agentenv.run_services.harbor_task_mcp import TaskServerBridge, TaskServerRelay
 
     run_, served = current_run(), []
     for spec in env.task.config.environment.mcp_servers:
-        if spec.transport != "stdio" or not spec.command:
-            continue  # a URL server (a compose sidecar's): validate's notice says it is not given
-        bridge = TaskServerBridge(spec.name, run_.step_folder("harbor", step.id) / f"mcp-{spec.name}.stderr",
-                                  turn=_turn(step))
+        if not given_server(spec):
+            continue  # an SSE server: validate's notice says it is not given
+        bridge: TaskServerBridge | TaskServerRelay
+        if spec.transport == "stdio":
+            bridge = TaskServerBridge(spec.name, run_.step_folder("harbor", step.id) / f"mcp-{spec.name}.stderr",
+                                      turn=_turn(step))
+        else:
+            bridge = TaskServerRelay(spec.name, spec.url or "", turn=_turn(step))
         await bridge.serve()
         run_.teardown.add(f"task MCP server {spec.name}", bridge.stop, owner_step=step.id, kind="model")
         served.append(bridge)
     return served
 
 
-def _as_env(bridge: TaskServerBridge, env: RunningEnvironment) -> DeployedEnv:
+def _as_env(bridge: TaskServerBridge | TaskServerRelay, env: RunningEnvironment) -> DeployedEnv:
     """A task server as the agent is given it: an env, under the task's name for it."""
     return DeployedEnv(env_id=bridge.name, instance_id=f"{env.task.name}:{bridge.name}", mcp_url=bridge.url)
 
 
-async def _connect_task_servers(step: HarborAgentStep, env: RunningEnvironment, servers: list[TaskServerBridge],
-                                container: str) -> None:
-    """Each task server's command started in ``container`` (as ``[agent].user``, in the workdir), its session open.
+async def _connect_task_servers(step: HarborAgentStep, env: RunningEnvironment,
+                                servers: list[TaskServerBridge | TaskServerRelay], container: str) -> None:
+    """Each task server connected to ``container``: a stdio server's command started there (as ``[agent].user``, in
+    the workdir) and its session opened; a URL server's relay pointed into its network.
 
     Raises:
         DeployError: a server did not answer its handshake (the environment's failure, with its stderr's end).
     """
     from prefect_agentenv.exceptions import DeployError
-    from prefect_agentenv.run_services.harbor_task_mcp import StdioCommand, TaskServerError
+    from prefect_agentenv.run_services.harbor_task_mcp import StdioCommand, TaskServerError, TaskServerRelay
 
     specs = {spec.name: spec for spec in env.task.config.environment.mcp_servers}
     for bridge in servers:
         spec = specs[bridge.name]
+        if isinstance(bridge, TaskServerRelay):
+            bridge.connect(container)
+            continue
         try:
             await bridge.connect(StdioCommand(container, spec.command or "", tuple(spec.args), _user(env),
                                                      env.workdir))

@@ -41,9 +41,9 @@ class HarborEnvironmentStep(StepModel):
     snapshot holds it, so a changed Dockerfile is a changed setup)."""
     mcp_servers: list[str] = Field(default_factory=list)
     """Names of the task's ``[[environment.mcp_servers]]``."""
-    stdio_mcp_servers: list[str] = Field(default_factory=list)
-    """Those of them that run over stdio: started in the environment and given to the agent. The others are
-    served at a URL (a compose sidecar's, which this runner does not start): read, not given (a notice says so)."""
+    given_mcp_servers: list[str] = Field(default_factory=list)
+    """Those of them the agent is given: stdio ones (started in the environment) and streamable-HTTP ones (relayed
+    from the environment's network, a compose sidecar's). An SSE server is read, not given (a notice says so)."""
     not_applied: list[str] = Field(default_factory=list)
     """The task's settings this runner reads and does not apply, each with why (``validate`` prints them)."""
 
@@ -54,13 +54,13 @@ class HarborEnvironmentStep(StepModel):
         said = data.get("not_applied")
         if isinstance(said, list):
             notices.extend(f"read, not applied: {entry}" for entry in said)
-        names, stdio = data.get("mcp_servers"), data.get("stdio_mcp_servers")
-        given = set(map(str, stdio)) if isinstance(stdio, list) else set()
+        names, listed = data.get("mcp_servers"), data.get("given_mcp_servers")
+        given = set(map(str, listed)) if isinstance(listed, list) else set()
         left = [str(name) for name in names if str(name) not in given] if isinstance(names, list) else []
         if left:
-            notices.append(f"[[environment.mcp_servers]] {', '.join(left)}: read, not given to the agent: a server "
-                           "at a URL is a compose sidecar's, which this runner does not start (stdio servers are "
-                           "started in the environment and given)")
+            notices.append(f"[[environment.mcp_servers]] {', '.join(left)}: read, not given to the agent: an SSE "
+                           "server's second endpoint is named by the server at run time, and the agent's door reaches "
+                           "one path (stdio and streamable-HTTP servers are given)")
         return data
 
 
@@ -129,18 +129,39 @@ async def run(step: HarborEnvironmentStep, ctx: RunContext) -> RunContext:
 
 async def start_container(step: StepModel, task: HarborTask, image: ImageConfig, workdir: str,
                           workspace: Path | None = None) -> str:
-    """A container of the task's image with its variables, limits and network, removed with the run."""
-    from prefect_agentenv.runtime.harbor.environment import HarborEnvironmentError, network_for, start_environment
+    """A container of the task's image with its variables, limits and network, and its compose sidecars in its
+    network namespace (each image built once, cached by content), removed with the run."""
+    from prefect_agentenv.runtime.harbor.environment import (
+        HarborEnvironmentError,
+        network_for,
+        start_environment,
+        start_sidecar,
+    )
+    from prefect_agentenv.runtime.harbor.images import ImageError, ensure_image, sidecars_of
 
     env_config = task.config.environment
     mode = task.config.agent.network_mode or env_config.network_mode
     try:
+        sidecars = sidecars_of(task.environment)
+        images = [await ensure_image(f"{task.slug}-{s.name}", s.source, build_timeout=env_config.build_timeout_sec)
+                  for s in sidecars]
+    except ImageError as exc:
+        raise DeployError(f"the environment's sidecars: {exc}", step=step) from None
+    try:
         container = await start_environment(image.tag, workdir=workdir, env=_env(task, step),
                                             network=await network_for(mode), run_id=current_run().run_id,
-                                            cpus=env_config.cpus, memory_mb=env_config.memory_mb, workspace=workspace)
+                                            cpus=env_config.cpus, memory_mb=env_config.memory_mb, workspace=workspace,
+                                            hosts=tuple(s.name for s in sidecars))
     except HarborEnvironmentError as exc:
         raise DeployError(f"the environment did not start: {exc}", step=step) from None
     _register_removal(step, container)
+    try:
+        for sidecar, built in zip(sidecars, images, strict=True):
+            await start_sidecar(built.tag, main=container, service=sidecar.name, command=sidecar.command,
+                                entrypoint=sidecar.entrypoint, env=dict(sidecar.environment),
+                                run_id=current_run().run_id)
+    except HarborEnvironmentError as exc:
+        raise DeployError(f"the environment did not start: {exc}", step=step) from None
     return container
 
 

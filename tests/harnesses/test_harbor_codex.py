@@ -42,3 +42,17 @@ async def test_it_calls_the_task_s_own_mcp_tool_which_runs_in_the_environment(
     assert report.context.metadata.verifications["verifier"].score == 1.0, "the tool wrote in the environment"
     assert not report.context.metadata.unsupported_agent_config, "Codex takes MCP servers"
     assert containers_of(run_id) == [] and marked_processes(run_id) == []
+
+
+async def test_it_calls_a_tool_served_by_a_compose_sidecar(harness_home: object, daemon: None) -> None:
+    """sidecar-tool's streamable-HTTP server runs in a compose sidecar; Codex's environment is started again with
+    its workspace, the sidecar with it, and it reaches the server through the run's loopback relay."""
+    await ensure_installed("codex")
+
+    report, run_id = await run_document(ROOT / "examples" / "harbor" / "sidecar-tool",
+                                        overrides={"a2a_agent_id": "codex"})
+
+    assert report.error is None, report.error
+    assert "noted: shipped" in report.context.prompt_responses["agent"].response
+    assert report.context.metadata.verifications["verifier"].score == 1.0, "the sidecar holds the note"
+    assert containers_of(run_id) == [] and marked_processes(run_id) == []

@@ -5,6 +5,7 @@ turn, and a server that does not start named with its stderr. Needs the local do
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -69,3 +70,44 @@ async def test_a_server_that_does_not_start_is_named_with_the_end_of_its_stderr(
 
     assert "the task's MCP server 'stamper' (python3) did not start in the environment" in str(failed.value)
     assert "missing.py" in str(failed.value), "its stderr says why"
+
+
+async def test_a_url_server_in_the_environment_s_network_is_relayed_and_closed_outside_the_turn(
+        container: str) -> None:
+    """A server listening inside the container (its network namespace is the sidecars' too), reached from the
+    host through the relay: bytes both ways while the turn is on; outside it, a new connection is answered 409
+    and an open one is closed."""
+    import httpx
+
+    from prefect_agentenv.run_services.harbor_task_mcp import TaskServerRelay
+    from prefect_agentenv.runtime.harbor.environment import exec_in
+
+    await exec_in(container, "cd /opt/task && (python3 -m http.server 8000 --bind 127.0.0.1 > /dev/null 2>&1 &)",
+                  user=None, timeout=30)
+    turn = asyncio.Event()
+    turn.set()
+    relay = TaskServerRelay("files", "http://localhost:8000/marker.txt", turn=turn)
+    await relay.serve()
+    relay.connect(container)
+    try:
+        async with httpx.AsyncClient(timeout=30) as http:
+            fetched = None
+            for _ in range(50):  # the server in the container comes up
+                with contextlib.suppress(httpx.HTTPError):
+                    fetched = await http.get(relay.url)
+                    if fetched.status_code == 200:
+                        break
+                await asyncio.sleep(0.2)
+            port = int(relay.url.split(":")[2].split("/")[0])
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)  # held open across the turn's end
+            turn.clear()
+            closed = await asyncio.wait_for(reader.read(), 10)
+            writer.close()
+            late = await http.get(relay.url)
+    finally:
+        await relay.stop()
+
+    assert relay.url.endswith("/marker.txt") and relay.url.startswith("http://127.0.0.1:")
+    assert fetched is not None and fetched.text == "only in the image\n"
+    assert closed == b"", "a connection open when the turn ended is closed"
+    assert late.status_code == 409 and TURN_OVER in late.text

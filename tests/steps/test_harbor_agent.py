@@ -102,6 +102,23 @@ async def test_a_task_s_own_stdio_mcp_server_runs_in_the_environment_and_is_give
     assert containers_of(run_id) == []
 
 
+async def test_a_task_s_mcp_server_at_a_sidecar_s_url_is_relayed_to_the_agent(daemon: None) -> None:
+    """sidecar-tool's server runs in a compose sidecar (in the main container's network namespace) at
+    ``http://notes:8000/mcp``; the agent reaches it through a loopback relay into that network, and the tests
+    ask the sidecar, by its service name, what it was told."""
+    report, run_id = await run_task_and_id(DATASET.parent / "sidecar-tool", "llm")
+
+    reply = report.context.prompt_responses["agent"]
+    assert report.error is None, report.error
+    assert "noted: shipped" in reply.response, ("the sidecar's own answer, its environment variable in it", reply)
+    assert scores(report) == {"verifier": 1.0}, "the sidecar holds the note"
+    agent = report.context.deployed_agents["default-agent"]
+    assert agent.confinement is not None and agent.confinement.network == "confined"
+    assert len([d for d in agent.confinement.doors if d.startswith("mcp 127.0.0.1:")]) == 2, agent.confinement.doors
+    assert report.teardown and all(entry.ok for entry in report.teardown), report.teardown
+    assert containers_of(run_id) == [], "the sidecar went with its environment"
+
+
 async def test_a_task_server_that_does_not_start_fails_the_deploy_with_its_stderr(daemon: None, tmp_path: Path) -> None:
     task = tmp_path / "broken-tool"
     shutil.copytree(DATASET.parent / "mcp-tool", task)

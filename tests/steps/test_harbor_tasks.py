@@ -111,6 +111,16 @@ async def test_a_multi_step_task_runs_each_step_and_stops_under_min_reward(daemo
     assert [r.id for r in nop.context.metadata.verifications["verifier-shout"].results] == ["stopped_early"]
 
 
+async def test_compose_sidecars_run_beside_main_and_are_reached_by_their_service_names(daemon: None) -> None:
+    oracle, run_id = await run_task_and_id(DATASET.parent / "sidecar-tool", "oracle")
+    nop = await run_task(DATASET.parent / "sidecar-tool", "nop")
+
+    assert scores(oracle) == {"verifier": 1.0}, oracle.context.metadata.verifications
+    assert "noted: shipped" in oracle.context.prompt_responses["agent"].response, "the sidecar's environment"
+    assert scores(nop) == {"verifier": 0.0}
+    assert containers_of(run_id) == [], "main and its sidecar removed"
+
+
 async def test_a_second_build_of_the_same_content_is_the_cached_image(daemon: None) -> None:
     source = BuildSource(DATASET / "hello-world" / "environment", DATASET / "hello-world" / "environment" / "Dockerfile")
 

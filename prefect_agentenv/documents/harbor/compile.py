@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from prefect_agentenv.documents.harbor.config import McpServer
 from prefect_agentenv.documents.harbor.folder import (
     HarborTask,
     dataset_tasks,
@@ -42,7 +43,7 @@ def compile_task(task: HarborTask) -> JsonObject:
     servers = task.config.environment.mcp_servers
     if servers:
         environment["mcp_servers"] = [s.name for s in servers]
-        environment["stdio_mcp_servers"] = [s.name for s in servers if s.transport == "stdio" and s.command]
+        environment["given_mcp_servers"] = [s.name for s in servers if given_server(s)]
     steps: list[JsonValue] = [environment]
     previous = ENVIRONMENT
     many = task.multi_step
@@ -66,6 +67,15 @@ def compile_task(task: HarborTask) -> JsonObject:
         previous = verifier_id
     return {"id": task.slug, "description": task.config.task.description or task.name,
             "tags": ["harbor", *task.config.task.keywords], "steps": steps}
+
+
+def given_server(server: McpServer) -> bool:
+    """Whether the agent is given the task's MCP server: a stdio one (run in the environment), or one at a
+    streamable-HTTP URL (relayed from the environment's network). An SSE server is not: its second endpoint is
+    named by the server at run time, and the agent's door reaches one path."""
+    if server.transport == "stdio":
+        return bool(server.command)
+    return server.transport == "streamable-http" and bool(server.url)
 
 
 def _not_applied(task: HarborTask) -> list[JsonValue]:

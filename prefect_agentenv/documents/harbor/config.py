@@ -228,5 +228,5 @@ def unsupported(config: TaskConfig) -> list[tuple[str, str]]:
         found += [(f"steps[{i}].{phase}.network_mode", why) for phase in ("agent", "verifier")
                   if getattr(step, phase).network_mode == "allowlist"]
     if config.verifier.collect:
-        found.append(("verifier.collect", "collect hooks run in compose sidecars, which this runner does not start"))
+        found.append(("verifier.collect", "collect hooks run in a compose service of Harbor's own, which this runner does not have"))
     return found

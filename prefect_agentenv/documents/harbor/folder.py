@@ -174,10 +174,25 @@ def _environment_problems(root: Path, config: TaskConfig) -> list[Problem]:
     if not has_build and config.environment.docker_image is None:
         problems.append(Problem("no environment/Dockerfile, environment/docker-compose.yaml or "
                                 "[environment].docker_image: nothing says what the agent runs in", path=str(env)))
+    if (env / "docker-compose.yaml").is_file():
+        problems += _compose_problems(env)
     if config.verifier.environment_mode == "separate" and not (root / "tests" / "Dockerfile").is_file():
         problems.append(Problem("a separate verifier is built from tests/Dockerfile, and there is none",
                                 path=f"{root / TASK_FILE}:verifier.environment_mode"))
     return problems
+
+
+def _compose_problems(env: Path) -> list[Problem]:
+    """The compose file read as the run reads it: a service ``main``, and sidecars it can start (one line each)."""
+    from prefect_agentenv.runtime.harbor.images import ImageError, sidecars_of, source_of
+
+    try:
+        source_of(env, None)
+        sidecars_of(env)
+    except ImageError as exc:
+        return [Problem(str(exc).removeprefix(f"{env / 'docker-compose.yaml'}: "),
+                        path=str(env / "docker-compose.yaml"))]
+    return []
 
 
 def _folder(path: Path) -> Path | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import shlex
 import tempfile
 import uuid
@@ -55,8 +56,9 @@ async def network_for(mode: str) -> str:
 
 async def start_environment(image: str, *, workdir: str, env: dict[str, str], network: str, run_id: str | None,
                             cpus: float | None = None, memory_mb: int | None = None, prefix: str = "harbor",
-                            workspace: Path | None = None) -> str:
-    """A started container of ``image``; its name. ``workspace``: a host folder bind-mounted at the workdir.
+                            workspace: Path | None = None, hosts: tuple[str, ...] = ()) -> str:
+    """A started container of ``image``; its name. ``workspace``: a host folder bind-mounted at the workdir;
+    ``hosts``: names that resolve to its loopback (its sidecars').
 
     Raises:
         HarborEnvironmentError: docker could not start it.
@@ -66,6 +68,8 @@ async def start_environment(image: str, *, workdir: str, env: dict[str, str], ne
             "--label", f"{RUN_LABEL}={run_id or 'none'}", "--entrypoint", "sleep"]
     if workspace is not None:
         args += ["--mount", f"type=bind,source={workspace},target={workdir}"]
+    for host in hosts:
+        args += ["--add-host", f"{host}:127.0.0.1"]
     if cpus is not None:
         args += ["--cpus", f"{cpus:g}"]
     if memory_mb is not None:
@@ -225,6 +229,36 @@ async def read_text(container: str, path: str) -> str | None:
         return target.read_text(encoding="utf-8", errors="replace")
 
 
+MAIN_LABEL = "agentenv.harbor.main"
+"""On a sidecar: the container whose network namespace it shares (removed with it)."""
+
+
+async def start_sidecar(image: str, *, main: str, service: str, command: tuple[str, ...] | None,
+                        entrypoint: tuple[str, ...] | None, env: dict[str, str], run_id: str | None) -> str:
+    """A compose service's container in ``main``'s network namespace (its loopback, its ``/etc/hosts``); its name.
+
+    Raises:
+        HarborEnvironmentError: docker could not start it.
+    """
+    name = f"agentenv-harbor-{re.sub(r'[^a-zA-Z0-9_.-]', '-', service)}-{uuid.uuid4().hex[:12]}"
+    args = ["docker", "run", "-d", "--name", name, "--network", f"container:{main}",
+            "--label", f"{RUN_LABEL}={run_id or 'none'}", "--label", f"{MAIN_LABEL}={main}"]
+    for key in env:
+        args += ["-e", key]
+    rest = list(command or ())
+    if entrypoint:
+        args += ["--entrypoint", entrypoint[0]]
+        rest = [*entrypoint[1:], *rest]
+    code, _, err = await docker_cli([*args, image, *rest], timeout=_CLI_TIMEOUT, env={**os.environ, **env})
+    if code != 0:
+        await docker_cli(["docker", "rm", "--force", name], timeout=_CLI_TIMEOUT)
+        raise HarborEnvironmentError(f"sidecar '{service}': "
+                                     f"{(err.strip().splitlines() or [f'docker run exited {code}'])[-1]}")
+    return name
+
+
 async def remove_environment(container: str) -> None:
-    """The container gone, whatever state it is in."""
-    await docker_cli(["docker", "rm", "--force", container], timeout=_CLI_TIMEOUT)
+    """The container gone, whatever state it is in, and the sidecars in its network namespace with it."""
+    _, listed, _ = await docker_cli(["docker", "ps", "--all", "--quiet", "--filter", f"label={MAIN_LABEL}={container}"],
+                                    timeout=_CLI_TIMEOUT)
+    await docker_cli(["docker", "rm", "--force", *listed.split(), container], timeout=_CLI_TIMEOUT)

@@ -13,8 +13,10 @@ import asyncio
 import hashlib
 import json
 import re
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -74,39 +76,126 @@ def tag_for(name: str, context: Path, dockerfile: Path) -> str:
 
 
 def source_of(environment: Path, docker_image: str | None) -> BuildSource:
-    """The environment's Dockerfile, else its compose file's service ``main``, else ``docker_image``.
+    """The environment's compose file's service ``main`` (whose build is often the folder's Dockerfile), else its
+    Dockerfile, else ``docker_image``.
 
     Raises:
         ImageError: the compose file is unreadable or has no usable service ``main``.
     """
-    if (environment / "Dockerfile").is_file():
-        return BuildSource(context=environment, dockerfile=environment / "Dockerfile")
     compose = environment / "docker-compose.yaml"
     if compose.is_file():
         return _compose_main(compose)
+    if (environment / "Dockerfile").is_file():
+        return BuildSource(context=environment, dockerfile=environment / "Dockerfile")
     if docker_image is None:
         raise ImageError(f"{environment}: no Dockerfile, no docker-compose.yaml and no docker_image")
     return BuildSource(image=docker_image)
 
 
 def _compose_main(compose: Path) -> BuildSource:
+    main = _compose_services(compose).get("main")
+    if main is None:
+        raise ImageError(f"{compose}: no service 'main'")
+    return _service_source(compose, "main", main)
+
+
+@dataclass(frozen=True)
+class Sidecar:
+    """A compose service beside ``main``: started in main's network namespace, so each reaches the others on
+    loopback, by its service name (an ``/etc/hosts`` line on main's container, which they share)."""
+
+    name: str
+    source: BuildSource
+    command: tuple[str, ...] | None = None
+    entrypoint: tuple[str, ...] | None = None
+    environment: tuple[tuple[str, str], ...] = ()
+
+
+SIDECAR_KEYS = {"build", "image", "command", "entrypoint", "environment", "depends_on", "ports", "expose",
+                "container_name", "restart", "healthcheck", "labels"}
+"""The keys a sidecar may have; ``ports`` and ``expose`` need nothing in a shared network namespace, and
+``depends_on``, ``restart``, ``healthcheck``, ``container_name`` and ``labels`` are read and not applied."""
+
+
+def sidecars_of(environment: Path) -> list[Sidecar]:
+    """The compose file's services beside ``main``, in the order their ``depends_on`` allows (none without one).
+
+    Raises:
+        ImageError: the compose file is unreadable, or a service asks for what a shared network namespace
+            cannot give (``volumes``, ``networks``, ``network_mode``, ...), named with the key.
+    """
+    compose = environment / "docker-compose.yaml"
+    if not compose.is_file():
+        return []
+    services = _compose_services(compose)
+    found = []
+    for name in _start_order({k: v for k, v in services.items() if k != "main"}):
+        spec = services[name]
+        unsupported = sorted(set(spec) - SIDECAR_KEYS)
+        if unsupported:
+            raise ImageError(f"{compose}: service '{name}': {', '.join(unsupported)} not supported (a sidecar runs "
+                             "in the main container's network namespace, with no volumes or networks of its own)")
+        found.append(Sidecar(name=name, source=_service_source(compose, name, spec),
+                             command=_words(spec.get("command")), entrypoint=_words(spec.get("entrypoint")),
+                             environment=tuple(_environment(spec.get("environment")).items())))
+    return found
+
+
+def _compose_services(compose: Path) -> dict[str, dict[str, Any]]:
     try:
         data = yaml.safe_load(compose.read_text(encoding="utf-8"))
-        main = data["services"]["main"]
+        services = data["services"]
     except (OSError, yaml.YAMLError, KeyError, TypeError) as exc:
-        raise ImageError(f"{compose}: no readable service 'main' ({exc})") from None
-    others = sorted(set(data["services"]) - {"main"})
-    if others:
-        raise ImageError(f"{compose}: services {', '.join(others)} beside 'main' are not supported "
-                         "(sidecars need compose, which this runner does not use)")
-    build = main.get("build")
+        raise ImageError(f"{compose}: no readable services ({exc})") from None
+    if not isinstance(services, dict) or not all(isinstance(v, dict) for v in services.values()):
+        raise ImageError(f"{compose}: services must be a mapping of service names to settings")
+    return {str(k): v for k, v in services.items()}
+
+
+def _service_source(compose: Path, name: str, spec: dict[str, Any]) -> BuildSource:
+    build = spec.get("build")
     if build is None:
-        if not isinstance(main.get("image"), str):
-            raise ImageError(f"{compose}: service 'main' has neither build nor image")
-        return BuildSource(image=main["image"])
+        if not isinstance(spec.get("image"), str):
+            raise ImageError(f"{compose}: service '{name}' has neither build nor image")
+        return BuildSource(image=spec["image"])
     context = compose.parent / (build if isinstance(build, str) else build.get("context", "."))
     dockerfile = context / ("Dockerfile" if isinstance(build, str) else build.get("dockerfile", "Dockerfile"))
     return BuildSource(context=context, dockerfile=dockerfile)
+
+
+def _start_order(services: dict[str, dict[str, Any]]) -> list[str]:
+    """Service names, each after those it ``depends_on`` (``main`` is started first, always)."""
+    order: list[str] = []
+
+    def visit(name: str, seen: tuple[str, ...]) -> None:
+        if name in order or name not in services:
+            return
+        if name in seen:
+            raise ImageError(f"compose services depend on each other in a cycle: {' -> '.join((*seen, name))}")
+        needs = services[name].get("depends_on") or []
+        for other in sorted(needs if isinstance(needs, (list, dict)) else []):
+            visit(str(other), (*seen, name))
+        order.append(name)
+
+    for name in sorted(services):
+        visit(name, ())
+    return order
+
+
+def _words(value: Any) -> tuple[str, ...] | None:
+    """A compose command or entrypoint: a list as it is, a string split as a shell would."""
+    if value is None:
+        return None
+    return tuple(map(str, value)) if isinstance(value, list) else tuple(shlex.split(str(value)))
+
+
+def _environment(value: Any) -> dict[str, str]:
+    """A compose ``environment``: a mapping, or a list of ``KEY=value``."""
+    if isinstance(value, dict):
+        return {str(k): "" if v is None else str(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return {key: rest for key, _, rest in (str(item).partition("=") for item in value)}
+    return {}
 
 
 async def ensure_image(name: str, source: BuildSource, *, build_timeout: float) -> ImageConfig:

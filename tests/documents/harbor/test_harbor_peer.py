@@ -16,7 +16,7 @@ from prefect_agentenv.documents.harbor.folder import HarborTaskError, load_task_
 ROOT = Path(__file__).resolve().parents[3]
 HARBOR_PYTHON = ROOT / ".venv-harbor" / "bin" / "python"
 EXAMPLES = ROOT / "examples" / "harbor"
-FOLDERS = [*sorted((EXAMPLES / "dataset").iterdir()), EXAMPLES / "mcp-tool"]
+FOLDERS = [*sorted((EXAMPLES / "dataset").iterdir()), EXAMPLES / "mcp-tool", EXAMPLES / "sidecar-tool"]
 # Harbor's own reading of a task.toml, as JSON (the fields both models have).
 READ = """
 import json, sys

@@ -69,21 +69,21 @@ def test_unsupported_settings_are_refused_by_name_not_ignored() -> None:
     assert all(p.message.startswith("not supported:") for p in result.problems)
 
 
-def test_a_url_mcp_server_is_read_and_the_reader_is_told_it_is_not_given_to_the_agent(tmp_path: Path) -> None:
+def test_an_sse_mcp_server_is_read_and_the_reader_is_told_it_is_not_given_to_the_agent(tmp_path: Path) -> None:
     task = tmp_path / "with-tools"
     shutil.copytree(HARBOR / "mcp-tool", task)
     toml = task / "task.toml"
-    toml.write_text(toml.read_text() + '\n[[environment.mcp_servers]]\nname = "files"\nurl = "http://tools:8000/mcp"\n'
-                    'transport = "streamable-http"\n')
+    toml.write_text(toml.read_text() + '\n[[environment.mcp_servers]]\nname = "files"\nurl = "http://tools:8000/sse"\n'
+                    'transport = "sse"\n')
 
     result = validate_file(task)
 
     assert result.ok and result.document is not None
     (notice,) = [w for w in result.warnings if "mcp_servers" in w.message]
     assert notice.severity == "notice" and notice.step_id == "environment"
-    assert "] files: read, not given to the agent" in notice.message, "the URL server only; the stdio one is given"
+    assert "] files: read, not given to the agent: an SSE server" in notice.message, "the stdio one is given"
     (environment,) = [s for s in result.document.steps if s.id == "environment"]
-    assert environment.stdio_mcp_servers == ["stamper"]  # type: ignore[attr-defined]
+    assert environment.given_mcp_servers == ["stamper"]  # type: ignore[attr-defined]
     assert not [w for w in validate_file(HARBOR / "mcp-tool").warnings if "mcp_servers" in w.message]
     assert not [w for w in validate_file(DATASET / "hello-world").warnings if "mcp_servers" in w.message]
 
@@ -102,6 +102,20 @@ def test_settings_read_and_not_applied_are_each_named_with_why(tmp_path: Path) -
                     "daemon's overlay2 storage has no disk quota; Harbor's own docker environment does not enforce "
                     "it either)", "read, not applied: [environment].skills_dir = '/skills': not given to the agent"]
     assert not [w for w in validate_file(DATASET / "hello-world").warnings if "not applied" in w.message]
+
+
+def test_a_compose_sidecar_the_run_cannot_start_is_a_problem_at_validate_naming_the_service(tmp_path: Path) -> None:
+    task = tmp_path / "with-volume"
+    shutil.copytree(HARBOR / "sidecar-tool", task)
+    compose = task / "environment" / "docker-compose.yaml"
+    compose.write_text(compose.read_text() + "    volumes:\n      - notes:/data\n")
+
+    result = validate_file(task)
+
+    (problem,) = result.problems
+    assert problem.path == str(compose)
+    assert problem.message.startswith("service 'notes': volumes not supported")
+    assert validate_file(HARBOR / "sidecar-tool").ok
 
 
 def test_a_dataset_folder_is_a_benchmark_of_its_task_folders() -> None:
