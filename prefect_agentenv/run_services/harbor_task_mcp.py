@@ -1,12 +1,18 @@
-"""A Harbor task's own stdio MCP servers, run inside its environment and served to the agent on loopback.
+"""A Harbor task's own MCP servers, run in its environment and served to the agent on loopback.
 
 A task's ``[[environment.mcp_servers]]`` with ``transport = "stdio"`` names a command of the task's image: in
 Harbor the agent runs inside the container and starts the server there itself. Here the agent runs confined
 on the host, so the runner starts the server where Harbor would, inside the container (``docker exec -i``, as
 the agent's user, in the workdir), holds one MCP session to it over that stdio, and serves the agent a
-streamable-HTTP MCP server on loopback that forwards ``tools/list`` and ``tools/call`` to it unchanged. The
-agent is given that server under the task's name for it, as it is given any env, and reaches it through one
-more door of its confinement. The server's stderr is kept in the run's folder for a failed start.
+streamable-HTTP MCP server on loopback that forwards ``tools/list`` and ``tools/call`` to it unchanged
+(:class:`TaskServerBridge`). The agent is given that server under the task's name for it, as it is given any
+env, and reaches it through one more door of its confinement. The server's stderr is kept in the run's folder
+for a failed start.
+
+A server at a URL of the environment's network (a compose sidecar's) is reached through a relay
+(:class:`TaskServerRelay`): a streamable-HTTP one is given to the agent at the relay's address as it is; an SSE
+one (whose second endpoint the server names at run time) is held by a bridge whose session reads it through
+the relay, so the agent gets streamable HTTP, as for every env.
 """
 
 from __future__ import annotations
@@ -16,12 +22,15 @@ import contextlib
 import logging
 import os
 import uuid
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 import mcp_types as types
 from mcp import ClientSession
+from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.server.lowlevel import Server
 from mcp.server.lowlevel.server import ServerRequestContext
@@ -34,6 +43,8 @@ from prefect_agentenv.runtime.launch.guest_server import GuestServer, start_gues
 logger = logging.getLogger("prefect_agentenv.harbor")
 
 MCP_PATH = "/mcp"
+SESSION_SECONDS = 24 * 3600.0
+"""How long an SSE session may wait for the server's next event: it lives as long as the agent."""
 START_TIMEOUT = 60.0
 """How long a task's server has to answer ``initialize`` after its ``docker exec`` starts."""
 
@@ -67,10 +78,13 @@ class TaskServerBridge:
     confinement, fixed before the agent starts), connected to the environment once the environment is the
     one the agent works in (a harness's is started again with its workspace mounted)."""
 
-    def __init__(self, name: str, errlog: Path, turn: asyncio.Event | None = None) -> None:
+    def __init__(self, name: str, errlog: Path, turn: asyncio.Event | None = None,
+                 relay: TaskServerRelay | None = None) -> None:
         self.name = name
         self.turn = turn
         """Set while the agent's turn is on; clear, a tool call is refused (None: always on)."""
+        self.relay = relay
+        """For an SSE server: the run's own relay its session reads the server through (stopped with the bridge)."""
         self.url = ""
         self._errlog = errlog
         self._server: GuestServer | None = None
@@ -86,8 +100,9 @@ class TaskServerBridge:
         self.url = f"{self._server.base_url}{MCP_PATH}"
         return self.url
 
-    async def connect(self, where: StdioCommand) -> None:
-        """The server's command started in the environment and its session opened (one at a time).
+    async def connect(self, where: StdioCommand | str) -> None:
+        """The server's session opened (one at a time): its command started in the environment (a stdio server), or
+        its SSE endpoint reached at ``where``, a URL of the run's relay into the environment's network.
 
         Raises:
             TaskServerError: it did not answer ``initialize`` within ``START_TIMEOUT``.
@@ -101,17 +116,21 @@ class TaskServerBridge:
             self._session = await asyncio.wait_for(asyncio.shield(ready), START_TIMEOUT)
         except Exception as exc:
             await self._disconnect()
-            raise TaskServerError(f"the task's MCP server '{self.name}' ({where.command}) did not start in the "
+            what = where if isinstance(where, str) else where.command
+            raise TaskServerError(f"the task's MCP server '{self.name}' ({what}) did not start in the "
                                   f"environment: {_why(exc, self._errlog)}") from exc
         self._connected.set()
 
     async def stop(self) -> None:
-        """Its loopback server stopped, then its session closed (the command in the environment gets EOF)."""
+        """Its loopback server stopped, then its session closed (the command in the environment gets EOF), then
+        its relay, if it has one."""
         try:
             if self._server is not None:
                 await self._server.stop()
         finally:
             await self._disconnect()
+            if self.relay is not None:
+                await self.relay.stop()
 
     async def _disconnect(self) -> None:
         self._connected.clear()
@@ -151,15 +170,13 @@ class TaskServerBridge:
         return server.streamable_http_app(streamable_http_path=MCP_PATH, host="127.0.0.1")
 
 
-async def _hold_session(where: StdioCommand, errlog: Path, ready: asyncio.Future[ClientSession],
+async def _hold_session(where: StdioCommand | str, errlog: Path, ready: asyncio.Future[ClientSession],
                         done: asyncio.Event) -> None:
-    """Opens the stdio session and keeps it until ``done``: one task enters and leaves the transport's scopes."""
-    docker_env = {key: value for key, value in os.environ.items() if key.startswith("DOCKER_")}
-    params = StdioServerParameters(command="docker", args=docker_exec_argv(where), env=docker_env or None)
+    """Opens the session and keeps it until ``done``: one task enters and leaves the transport's scopes."""
     errlog.parent.mkdir(parents=True, exist_ok=True)
     try:
         with errlog.open("a", encoding="utf-8") as err:
-            async with stdio_client(params, errlog=err) as (read, write), ClientSession(read, write) as session:
+            async with _transport(where, err) as (read, write), ClientSession(read, write) as session:
                 await session.initialize()
                 ready.set_result(session)
                 await done.wait()
@@ -167,8 +184,18 @@ async def _hold_session(where: StdioCommand, errlog: Path, ready: asyncio.Future
         if not ready.done():
             ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError(str(exc)))
         elif not isinstance(exc, asyncio.CancelledError):
-            logger.warning("a task's MCP server in %s ended: %s", where.container, exc)
+            logger.warning("a task's MCP server (%s) ended: %s", where if isinstance(where, str) else where.command, exc)
         raise
+
+
+def _transport(where: StdioCommand | str, errlog: TextIO) -> AbstractAsyncContextManager[Any]:
+    """The server's stdio through ``docker exec -i``, or its SSE endpoint (read with no idle limit: the session
+    lives as long as the agent)."""
+    if isinstance(where, str):
+        return sse_client(where, sse_read_timeout=SESSION_SECONDS)
+    docker_env = {key: value for key, value in os.environ.items() if key.startswith("DOCKER_")}
+    return stdio_client(StdioServerParameters(command="docker", args=docker_exec_argv(where), env=docker_env or None),
+                        errlog=errlog)
 
 
 def _why(exc: BaseException, errlog: Path) -> str:

@@ -231,20 +231,25 @@ async def _deploy_harness(step: HarborAgentStep, ctx: RunContext, env: RunningEn
 
 
 async def _task_servers(step: HarborAgentStep, env: RunningEnvironment) -> list[TaskServerBridge | TaskServerRelay]:
-    """The task's own ``[[environment.mcp_servers]]`` the agent can be given (stdio ones, and streamable-HTTP ones
-    at a URL of the environment's network), each served on loopback for it (connected to the environment by
-    ``_connect_task_servers``) and stopped with the run."""
+    """The task's own ``[[environment.mcp_servers]]``, each served on loopback for the agent (connected to the
+    environment by ``_connect_task_servers``) and stopped with the run: a stdio one by a bridge to its command, a
+    streamable-HTTP one by a relay into the environment's network, an SSE one by a bridge reading it through a
+    relay."""
     from prefect_agentenv.documents.harbor.compile import given_server
     from prefect_agentenv.run_services.harbor_task_mcp import TaskServerBridge, TaskServerRelay
 
     run_, served = current_run(), []
     for spec in env.task.config.environment.mcp_servers:
         if not given_server(spec):
-            continue  # an SSE server: validate's notice says it is not given
+            continue  # validate's notice says why it is not given
+        errlog = run_.step_folder("harbor", step.id) / f"mcp-{spec.name}.stderr"
         bridge: TaskServerBridge | TaskServerRelay
         if spec.transport == "stdio":
-            bridge = TaskServerBridge(spec.name, run_.step_folder("harbor", step.id) / f"mcp-{spec.name}.stderr",
-                                      turn=_turn(step))
+            bridge = TaskServerBridge(spec.name, errlog, turn=_turn(step))
+        elif spec.transport == "sse":  # read through the run's own relay; the agent gets streamable HTTP
+            relay = TaskServerRelay(spec.name, spec.url or "")
+            await relay.serve()
+            bridge = TaskServerBridge(spec.name, errlog, turn=_turn(step), relay=relay)
         else:
             bridge = TaskServerRelay(spec.name, spec.url or "", turn=_turn(step))
         await bridge.serve()
@@ -275,9 +280,14 @@ async def _connect_task_servers(step: HarborAgentStep, env: RunningEnvironment,
         if isinstance(bridge, TaskServerRelay):
             bridge.connect(container)
             continue
+        where: StdioCommand | str
+        if bridge.relay is not None:
+            bridge.relay.connect(container)
+            where = bridge.relay.url
+        else:
+            where = StdioCommand(container, spec.command or "", tuple(spec.args), _user(env), env.workdir)
         try:
-            await bridge.connect(StdioCommand(container, spec.command or "", tuple(spec.args), _user(env),
-                                                     env.workdir))
+            await bridge.connect(where)
         except TaskServerError as exc:
             raise DeployError(str(exc), step=step) from None
 

@@ -22,7 +22,7 @@ from prefect_agentenv.steps.registry import StepDefinition
 
 if TYPE_CHECKING:
     from prefect_agentenv.documents.harbor.folder import HarborTask
-    from prefect_agentenv.runtime.harbor.images import ImageConfig
+    from prefect_agentenv.runtime.harbor.images import ImageConfig, Sidecar
 
 
 class HarborEnvironmentStep(StepModel):
@@ -42,8 +42,8 @@ class HarborEnvironmentStep(StepModel):
     mcp_servers: list[str] = Field(default_factory=list)
     """Names of the task's ``[[environment.mcp_servers]]``."""
     given_mcp_servers: list[str] = Field(default_factory=list)
-    """Those of them the agent is given: stdio ones (started in the environment) and streamable-HTTP ones (relayed
-    from the environment's network, a compose sidecar's). An SSE server is read, not given (a notice says so)."""
+    """Those of them the agent is given: stdio ones with a command (started in the environment) and those with a
+    URL (reached in the environment's network, a compose sidecar's). Another is read, not given (a notice says)."""
     not_applied: list[str] = Field(default_factory=list)
     """The task's settings this runner reads and does not apply, each with why (``validate`` prints them)."""
 
@@ -58,9 +58,8 @@ class HarborEnvironmentStep(StepModel):
         given = set(map(str, listed)) if isinstance(listed, list) else set()
         left = [str(name) for name in names if str(name) not in given] if isinstance(names, list) else []
         if left:
-            notices.append(f"[[environment.mcp_servers]] {', '.join(left)}: read, not given to the agent: an SSE "
-                           "server's second endpoint is named by the server at run time, and the agent's door reaches "
-                           "one path (stdio and streamable-HTTP servers are given)")
+            notices.append(f"[[environment.mcp_servers]] {', '.join(left)}: read, not given to the agent: a stdio "
+                           "server needs a command, and a server at a URL its url")
         return data
 
 
@@ -156,13 +155,36 @@ async def start_container(step: StepModel, task: HarborTask, image: ImageConfig,
         raise DeployError(f"the environment did not start: {exc}", step=step) from None
     _register_removal(step, container)
     try:
-        for sidecar, built in zip(sidecars, images, strict=True):
-            await start_sidecar(built.tag, main=container, service=sidecar.name, command=sidecar.command,
-                                entrypoint=sidecar.entrypoint, env=dict(sidecar.environment),
-                                run_id=current_run().run_id)
+        started = [await start_sidecar(built.tag, main=container, service=sidecar.name, command=sidecar.command,
+                                       entrypoint=sidecar.entrypoint, env=dict(sidecar.environment),
+                                       run_id=current_run().run_id)
+                   for sidecar, built in zip(sidecars, images, strict=True)]
     except HarborEnvironmentError as exc:
         raise DeployError(f"the environment did not start: {exc}", step=step) from None
+    for sidecar, name in zip(sidecars, started, strict=True):
+        await _sidecar_healthy(step, sidecar, name)
     return container
+
+
+async def _sidecar_healthy(step: StepModel, sidecar: Sidecar, container: str) -> None:
+    """A sidecar's compose healthcheck passed (once a second, within its start period and retries), as compose's
+    ``depends_on: condition: service_healthy`` waits for it; nothing to wait for without one."""
+    import asyncio
+    import time
+
+    from prefect_agentenv.runtime.harbor.environment import exec_argv
+
+    if sidecar.health is None:
+        return
+    deadline, last = time.monotonic() + sidecar.health_seconds, ""
+    while time.monotonic() < deadline:
+        done = await exec_argv(container, list(sidecar.health), user=None, timeout=30)
+        if done.exit_code == 0:
+            return
+        last = done.output.strip()[-300:]
+        await asyncio.sleep(1.0)
+    raise DeployError(f"the environment's sidecar '{sidecar.name}' was not healthy within "
+                      f"{sidecar.health_seconds:g}s: {last}", step=step)
 
 
 def _env(task: HarborTask, step: StepModel) -> dict[str, str]:

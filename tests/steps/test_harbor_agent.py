@@ -119,6 +119,23 @@ async def test_a_task_s_mcp_server_at_a_sidecar_s_url_is_relayed_to_the_agent(da
     assert containers_of(run_id) == [], "the sidecar went with its environment"
 
 
+async def test_a_task_s_sse_server_is_read_through_the_relay_and_given_to_the_agent_as_streamable_http(
+        daemon: None, tmp_path: Path) -> None:
+    """The same sidecar's server over the older SSE transport (its second endpoint named on its stream): the run
+    holds the session through its relay, and the agent gets streamable HTTP, as for every env."""
+    task = tmp_path / "sse-tool"
+    shutil.copytree(DATASET.parent / "sidecar-tool", task)
+    toml = task / "task.toml"
+    toml.write_text(toml.read_text().replace('transport = "streamable-http"', 'transport = "sse"')
+                    .replace("http://notes:8000/mcp", "http://notes:8000/sse"))
+
+    report = await run_task(task, "llm")
+
+    assert report.error is None, report.error
+    assert "noted: shipped" in report.context.prompt_responses["agent"].response
+    assert scores(report) == {"verifier": 1.0}, "the sidecar holds the note"
+
+
 async def test_a_task_server_that_does_not_start_fails_the_deploy_with_its_stderr(daemon: None, tmp_path: Path) -> None:
     task = tmp_path / "broken-tool"
     shutil.copytree(DATASET.parent / "mcp-tool", task)

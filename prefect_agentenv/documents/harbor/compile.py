@@ -70,12 +70,9 @@ def compile_task(task: HarborTask) -> JsonObject:
 
 
 def given_server(server: McpServer) -> bool:
-    """Whether the agent is given the task's MCP server: a stdio one (run in the environment), or one at a
-    streamable-HTTP URL (relayed from the environment's network). An SSE server is not: its second endpoint is
-    named by the server at run time, and the agent's door reaches one path."""
-    if server.transport == "stdio":
-        return bool(server.command)
-    return server.transport == "streamable-http" and bool(server.url)
+    """Whether the agent is given the task's MCP server: a stdio one with a command (run in the environment), or
+    one with a URL (reached in the environment's network)."""
+    return bool(server.command) if server.transport == "stdio" else bool(server.url)
 
 
 def _not_applied(task: HarborTask) -> list[JsonValue]:

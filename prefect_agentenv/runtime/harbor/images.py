@@ -109,12 +109,18 @@ class Sidecar:
     command: tuple[str, ...] | None = None
     entrypoint: tuple[str, ...] | None = None
     environment: tuple[tuple[str, str], ...] = ()
+    health: tuple[str, ...] | None = None
+    """Its compose ``healthcheck``'s test, as the command to run in it (``CMD-SHELL``: through ``/bin/sh -c``);
+    the agent waits until it passes."""
+    health_seconds: float = 60.0
+    """How long it has to pass: its start period and its retries' intervals, at least 60 s."""
 
 
 SIDECAR_KEYS = {"build", "image", "command", "entrypoint", "environment", "depends_on", "ports", "expose",
                 "container_name", "restart", "healthcheck", "labels"}
-"""The keys a sidecar may have; ``ports`` and ``expose`` need nothing in a shared network namespace, and
-``depends_on``, ``restart``, ``healthcheck``, ``container_name`` and ``labels`` are read and not applied."""
+"""The keys a sidecar may have; ``ports`` and ``expose`` need nothing in a shared network namespace,
+``depends_on`` orders the starts, ``healthcheck`` is waited for before the agent starts, and ``restart``,
+``container_name`` and ``labels`` are read and not applied."""
 
 
 def sidecars_of(environment: Path) -> list[Sidecar]:
@@ -135,10 +141,40 @@ def sidecars_of(environment: Path) -> list[Sidecar]:
         if unsupported:
             raise ImageError(f"{compose}: service '{name}': {', '.join(unsupported)} not supported (a sidecar runs "
                              "in the main container's network namespace, with no volumes or networks of its own)")
+        health, seconds = _health(spec.get("healthcheck"))
         found.append(Sidecar(name=name, source=_service_source(compose, name, spec),
                              command=_words(spec.get("command")), entrypoint=_words(spec.get("entrypoint")),
-                             environment=tuple(_environment(spec.get("environment")).items())))
+                             environment=tuple(_environment(spec.get("environment")).items()),
+                             health=health, health_seconds=seconds))
     return found
+
+
+def _health(check: Any) -> tuple[tuple[str, ...] | None, float]:
+    """A compose healthcheck's test as the command to run (``CMD`` words as they are, ``CMD-SHELL`` or a string
+    through ``/bin/sh -c``), and how long it may take to pass; none when there is none or it is disabled."""
+    if not isinstance(check, dict) or check.get("disable") or check.get("test") in (None, ["NONE"]):
+        return None, 0.0
+    test = check["test"]
+    command: tuple[str, ...]
+    if isinstance(test, str):
+        command = ("/bin/sh", "-c", test)
+    elif test and test[0] == "CMD-SHELL":
+        command = ("/bin/sh", "-c", " ".join(map(str, test[1:])))
+    else:
+        command = tuple(map(str, test[1:] if test and test[0] == "CMD" else test))
+    budget = _seconds(check.get("start_period")) + (int(check.get("retries", 3)) + 1) * max(
+        _seconds(check.get("interval")) or 30.0, 1.0)
+    return command, max(60.0, budget)
+
+
+def _seconds(value: Any) -> float:
+    """A compose duration (``30s``, ``1m30s``, ``500ms``, or a number of seconds)."""
+    if value is None:
+        return 0.0
+    if isinstance(value, (int, float)):
+        return float(value)
+    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, "us": 1e-6}
+    return sum(float(n) * units[u] for n, u in re.findall(r"([\d.]+)(ms|us|h|m|s)", str(value)))
 
 
 def _compose_services(compose: Path) -> dict[str, dict[str, Any]]:

@@ -23,7 +23,9 @@ def test_main_is_compose_s_main_and_each_sidecar_has_its_command_entrypoint_and_
     assert source_of(EXAMPLE, None) == BuildSource(context=EXAMPLE / ".", dockerfile=EXAMPLE / "." / "Dockerfile")
     assert sidecars_of(EXAMPLE) == [Sidecar(
         name="notes", source=BuildSource(context=EXAMPLE / ".", dockerfile=EXAMPLE / "." / "notes.Dockerfile"),
-        command=("python3", "/opt/notes/server.py", "8000"), environment=(("NOTES_GREETING", "noted"),))]
+        command=("python3", "/opt/notes/server.py", "8000"), environment=(("NOTES_GREETING", "noted"),),
+        health=("python3", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/notes')"),
+        health_seconds=60.0)]
 
 
 def test_sidecars_start_after_what_they_depend_on_and_string_forms_are_read_as_compose_reads_them(
@@ -31,11 +33,14 @@ def test_sidecars_start_after_what_they_depend_on_and_string_forms_are_read_as_c
     env = compose(tmp_path, {"main": {"build": "."},
                              "api": {"image": "api:1", "depends_on": {"db": {"condition": "service_healthy"}},
                                      "entrypoint": "/bin/serve --fast", "environment": ["MODE=test", "EMPTY"]},
-                             "db": {"image": "db:1", "command": "postgres -c fsync=off", "ports": ["5432:5432"]}})
+                             "db": {"image": "db:1", "command": "postgres -c fsync=off", "ports": ["5432:5432"],
+                                    "healthcheck": {"test": ["CMD-SHELL", "pg_isready"], "interval": "5s",
+                                                    "retries": 5, "start_period": "30s"}}})
 
     db, api = sidecars_of(env)
 
-    assert (db.name, db.command) == ("db", ("postgres", "-c", "fsync=off"))
+    assert (db.name, db.command, db.health) == ("db", ("postgres", "-c", "fsync=off"), ("/bin/sh", "-c", "pg_isready"))
+    assert db.health_seconds == 30 + 6 * 5, "its start period and (retries + 1) intervals"
     assert (api.name, api.entrypoint, api.environment) == ("api", ("/bin/serve", "--fast"),
                                                            (("MODE", "test"), ("EMPTY", "")))
 
