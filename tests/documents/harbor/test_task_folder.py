@@ -69,19 +69,19 @@ def test_unsupported_settings_are_refused_by_name_not_ignored() -> None:
     assert all(p.message.startswith("not supported:") for p in result.problems)
 
 
-def test_an_sse_mcp_server_is_read_and_the_reader_is_told_it_is_not_given_to_the_agent(tmp_path: Path) -> None:
+def test_an_mcp_server_with_nothing_to_reach_is_read_and_the_reader_is_told_it_is_not_given(tmp_path: Path) -> None:
     task = tmp_path / "with-tools"
     shutil.copytree(HARBOR / "mcp-tool", task)
     toml = task / "task.toml"
-    toml.write_text(toml.read_text() + '\n[[environment.mcp_servers]]\nname = "files"\nurl = "http://tools:8000/sse"\n'
-                    'transport = "sse"\n')
+    toml.write_text(toml.read_text() + '\n[[environment.mcp_servers]]\nname = "files"\ntransport = "sse"\n')
 
     result = validate_file(task)
 
     assert result.ok and result.document is not None
     (notice,) = [w for w in result.warnings if "mcp_servers" in w.message]
     assert notice.severity == "notice" and notice.step_id == "environment"
-    assert "] files: read, not given to the agent: an SSE server" in notice.message, "the stdio one is given"
+    assert "] files: read, not given to the agent: a stdio server needs a command, and a server at a URL its url" \
+        in notice.message, "the stdio one is given"
     (environment,) = [s for s in result.document.steps if s.id == "environment"]
     assert environment.given_mcp_servers == ["stamper"]  # type: ignore[attr-defined]
     assert not [w for w in validate_file(HARBOR / "mcp-tool").warnings if "mcp_servers" in w.message]
