@@ -4,7 +4,9 @@ On the local docker daemon (`make docker-up`) and the example task mcp-tool's im
 rounds of what a run does for the task's server (``serve``: its loopback server started; ``connect``: its
 command started by ``docker exec -i`` and the MCP handshake; ``first_list``: an agent's session opened and
 its tools listed, as an agent's first look; ``stop``), and M tool calls through it, each against the same
-call made straight to the command's session (what the loopback hop adds). Medians.
+call made straight to the command's session (what the loopback hop adds). Then what the relay to a server in
+the environment's network (a sidecar's URL) costs: M requests, each on a new connection (its own ``docker exec``
+of bash's ``/dev/tcp``), to a small HTTP server in the container. Medians.
 
     .venv/bin/python benchmarks/harbor_task_mcp.py [--rounds 7] [--calls 20]
 
@@ -71,6 +73,37 @@ async def one_round(container: str, scratch: Path, calls: int) -> dict[str, Any]
     return {**phases, "call_through": statistics.median(through), "call_straight": statistics.median(straight)}
 
 
+async def relay_requests(container: str, count: int) -> list[float]:
+    """Requests through the relay to an HTTP server in the container, each on a new connection."""
+    import httpx
+
+    from prefect_agentenv.run_services.harbor_task_mcp import TaskServerRelay
+    from prefect_agentenv.runtime.harbor.environment import exec_in
+
+    await exec_in(container, "cd /opt/task && (python3 -m http.server 8000 --bind 127.0.0.1 > /dev/null 2>&1 &)",
+                  user=None, timeout=30)
+    relay = TaskServerRelay("files", "http://localhost:8000/marker.txt")
+    await relay.serve()
+    relay.connect(container)
+    times: list[float] = []
+    try:
+        for _ in range(50):  # the server comes up
+            async with httpx.AsyncClient() as http:
+                try:
+                    if (await http.get(relay.url)).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    await asyncio.sleep(0.2)
+        for _ in range(count):
+            async with httpx.AsyncClient() as http:
+                t0 = time.perf_counter()
+                assert (await http.get(relay.url)).status_code == 200
+                times.append(time.perf_counter() - t0)
+    finally:
+        await relay.stop()
+    return times
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=7)
@@ -83,9 +116,11 @@ async def main() -> None:
         with tempfile.TemporaryDirectory(prefix="agentenv-bench-") as folder:
             await one_round(container, Path(folder), 2)  # warm-up
             rows = [await one_round(container, Path(folder), args.calls) for _ in range(args.rounds)]
+        relayed = await relay_requests(container, args.calls)
     finally:
         await remove_environment(container)
     result = {key: median_ms([row[key] for row in rows]) for key in rows[0]}
+    result["relay_request_new_connection"] = median_ms(relayed)
     result["per_trial"] = round(sum(result[k] for k in ("serve", "connect", "stop")), 1)
     result["rounds"], result["calls"] = args.rounds, args.calls
     RESULTS.write_text(json.dumps({"ms": result}, indent=2) + "\n")
