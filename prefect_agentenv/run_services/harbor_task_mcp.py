@@ -46,7 +46,9 @@ MCP_PATH = "/mcp"
 SESSION_SECONDS = 24 * 3600.0
 """How long an SSE session may wait for the server's next event: it lives as long as the agent."""
 START_TIMEOUT = 60.0
-"""How long a task's server has to answer ``initialize`` after its ``docker exec`` starts."""
+"""How long a task's server has to answer ``initialize`` after its ``docker exec`` starts (or, at a URL, after the
+first try)."""
+_RETRY = 0.5
 
 
 class TaskServerError(RuntimeError):
@@ -102,24 +104,35 @@ class TaskServerBridge:
 
     async def connect(self, where: StdioCommand | str) -> None:
         """The server's session opened (one at a time): its command started in the environment (a stdio server), or
-        its SSE endpoint reached at ``where``, a URL of the run's relay into the environment's network.
+        its SSE endpoint reached at ``where``, a URL of the run's relay into the environment's network, tried again
+        every half second while the server is not listening yet (a sidecar with no healthcheck to wait for).
 
         Raises:
             TaskServerError: it did not answer ``initialize`` within ``START_TIMEOUT``.
         """
+        deadline = asyncio.get_running_loop().time() + START_TIMEOUT
+        while True:
+            try:
+                self._session = await self._open(where, deadline)
+            except Exception as exc:
+                await self._disconnect()
+                left = deadline - asyncio.get_running_loop().time()
+                if isinstance(where, str) and not isinstance(exc, TimeoutError) and left > _RETRY:
+                    await asyncio.sleep(_RETRY)
+                    continue
+                what = where if isinstance(where, str) else where.command
+                raise TaskServerError(f"the task's MCP server '{self.name}' ({what}) did not start in the "
+                                      f"environment: {_why(exc, self._errlog)}") from exc
+            self._connected.set()
+            return
+
+    async def _open(self, where: StdioCommand | str, deadline: float) -> ClientSession:
         await self._disconnect()
         self._done = asyncio.Event()
         ready: asyncio.Future[ClientSession] = asyncio.get_running_loop().create_future()
         self._holder = asyncio.create_task(_hold_session(where, self._errlog, ready, self._done),
                                            name=f"task MCP server {self.name}")
-        try:
-            self._session = await asyncio.wait_for(asyncio.shield(ready), START_TIMEOUT)
-        except Exception as exc:
-            await self._disconnect()
-            what = where if isinstance(where, str) else where.command
-            raise TaskServerError(f"the task's MCP server '{self.name}' ({what}) did not start in the "
-                                  f"environment: {_why(exc, self._errlog)}") from exc
-        self._connected.set()
+        return await asyncio.wait_for(asyncio.shield(ready), max(0.0, deadline - asyncio.get_running_loop().time()))
 
     async def stop(self) -> None:
         """Its loopback server stopped, then its session closed (the command in the environment gets EOF), then

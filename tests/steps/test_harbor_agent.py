@@ -122,12 +122,15 @@ async def test_a_task_s_mcp_server_at_a_sidecar_s_url_is_relayed_to_the_agent(da
 async def test_a_task_s_sse_server_is_read_through_the_relay_and_given_to_the_agent_as_streamable_http(
         daemon: None, tmp_path: Path) -> None:
     """The same sidecar's server over the older SSE transport (its second endpoint named on its stream): the run
-    holds the session through its relay, and the agent gets streamable HTTP, as for every env."""
+    holds the session through its relay (tried again while the sidecar, with no healthcheck here, is not listening
+    yet), and the agent gets streamable HTTP, as for every env."""
     task = tmp_path / "sse-tool"
     shutil.copytree(DATASET.parent / "sidecar-tool", task)
     toml = task / "task.toml"
     toml.write_text(toml.read_text().replace('transport = "streamable-http"', 'transport = "sse"')
                     .replace("http://notes:8000/mcp", "http://notes:8000/sse"))
+    compose = task / "environment" / "docker-compose.yaml"  # no healthcheck: the run tries until it listens
+    compose.write_text(compose.read_text().split("    healthcheck:")[0])
 
     report = await run_task(task, "llm")
 
