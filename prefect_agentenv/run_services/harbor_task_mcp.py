@@ -21,7 +21,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import uuid
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,15 +63,6 @@ class StdioCommand:
     args: tuple[str, ...]
     user: str | None
     workdir: str
-
-
-def docker_exec_argv(where: StdioCommand) -> list[str]:
-    """``docker exec -i`` of the server's command: stdin kept open for the session, no tty (bytes, not a terminal)."""
-    argv = ["exec", "-i"]
-    if where.user:
-        argv += ["-u", where.user]
-    argv += ["-w", where.workdir, where.container, where.command, *where.args]
-    return argv
 
 
 class TaskServerBridge:
@@ -206,9 +196,11 @@ def _transport(where: StdioCommand | str, errlog: TextIO) -> AbstractAsyncContex
     lives as long as the agent)."""
     if isinstance(where, str):
         return sse_client(where, sse_read_timeout=SESSION_SECONDS)
+    from prefect_agentenv.runtime.harbor.environment import stdio_argv
+
+    docker, *args = stdio_argv(where.container, [where.command, *where.args], user=where.user, workdir=where.workdir)
     docker_env = {key: value for key, value in os.environ.items() if key.startswith("DOCKER_")}
-    return stdio_client(StdioServerParameters(command="docker", args=docker_exec_argv(where), env=docker_env or None),
-                        errlog=errlog)
+    return stdio_client(StdioServerParameters(command=docker, args=args, env=docker_env or None), errlog=errlog)
 
 
 def _why(exc: BaseException, errlog: Path) -> str:
@@ -226,8 +218,6 @@ def _why(exc: BaseException, errlog: Path) -> str:
     return f"{said}; its stderr ends: {tail[0][-300:]}" if tail else said
 
 
-_RELAY = 'exec 3<>"/dev/tcp/$1/$2" || exit 111; cat <&3 & cat >&3; wait'
-"""Inside the container: one TCP connection to ``$1:$2`` in its network, bytes both ways (bash and cat)."""
 _REFUSED = ("HTTP/1.1 409 Conflict\r\ncontent-type: text/plain\r\ncontent-length: {n}\r\nconnection: close\r\n\r\n"
             "{text}")
 _TURN_POLL = 0.2
@@ -306,26 +296,16 @@ class TaskServerRelay:
                 await writer.wait_closed()
 
     async def _carry(self, container: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        from prefect_agentenv.runtime.harbor.environment import MARKER, kill_marked
+        from prefect_agentenv.runtime.harbor.environment import tcp_in
 
-        marker = uuid.uuid4().hex
-        process = await asyncio.create_subprocess_exec(
-            "docker", "exec", "-i", "-e", MARKER, container, "bash", "-c", _RELAY, "relay", self._host,
-            str(self._port), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL, env={**os.environ, MARKER: marker})
-        assert process.stdin is not None and process.stdout is not None
-        try:
+        async with tcp_in(container, self._host, self._port) as process:
+            assert process.stdin is not None and process.stdout is not None
             pumps = [asyncio.ensure_future(_pump(reader, process.stdin)),
                      asyncio.ensure_future(_pump(process.stdout, writer))]
             await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)  # either side gone, so is the connection
             for pump in pumps:
                 pump.cancel()
             await asyncio.gather(*pumps, return_exceptions=True)
-        finally:
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
-            await asyncio.shield(process.wait())
-            await asyncio.shield(kill_marked(container, marker))
 
 
 async def _pump(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:

@@ -19,6 +19,7 @@ import re
 import shlex
 import tempfile
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -155,6 +156,33 @@ def _docker_exec(user: str | None, workdir: str | None, env_keys: list[str]) -> 
     for key in env_keys:
         args += ["-e", key]
     return args
+
+
+def stdio_argv(container: str, argv: list[str], *, user: str | None, workdir: str) -> list[str]:
+    """``docker exec -i`` of ``argv``: its stdin kept open, no tty (a stdio server's bytes, not a terminal)."""
+    return [*_docker_exec(user, workdir, []), "-i", container, *argv]
+
+
+_TCP = 'exec 3<>"/dev/tcp/$1/$2" || exit 111; cat <&3 & cat >&3; wait'
+"""Inside the container: one TCP connection to ``$1:$2`` in its network, bytes both ways (bash and cat)."""
+
+
+@contextlib.asynccontextmanager
+async def tcp_in(container: str, host: str, port: int) -> AsyncIterator[asyncio.subprocess.Process]:
+    """One TCP connection to ``host:port`` in the container's network namespace, as a ``docker exec -i`` whose
+    stdin and stdout carry its bytes; on leaving, the CLI killed and, in the container, what it started."""
+    marker = uuid.uuid4().hex
+    process = await asyncio.create_subprocess_exec(
+        *_docker_exec(None, None, [MARKER]), "-i", container, "bash", "-c", _TCP, "relay", host, str(port),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+        env={**os.environ, MARKER: marker})
+    try:
+        yield process
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        await asyncio.shield(process.wait())
+        await asyncio.shield(kill_marked(container, marker))
 
 
 async def kill_marked(container: str, marker: str) -> None:
