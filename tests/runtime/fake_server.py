@@ -43,7 +43,8 @@ ESCAPING = ("import subprocess, sys, time; "
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--host", required=True)
-    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--port", type=int, required="PORT" not in os.environ,
+                        default=os.environ.get("PORT"), help="or the PORT variable")
     parser.add_argument("--mode", default="ok")
     parser.add_argument("--pid-file")
     parser.add_argument("--marker", help="file that exists after the first start (port-taken mode)")

@@ -189,6 +189,12 @@ class LaunchSpec(LaunchSource):
             return {**data, "kind": kind}
         return data
 
+    @property
+    def told_port(self) -> bool:
+        """Whether the server is told its port (a ``{port}`` in its command or environment), so another free
+        port can be given when the one picked is taken."""
+        return any("{port}" in part for part in [*(self.command or []), *self.env.values()])
+
     def secret_values(self) -> dict[str, str]:
         """The secret env vars revealed, for handing to a child process only."""
         return {k: v.get_secret_value() for k, v in self.secret_env.items()}

@@ -118,7 +118,7 @@ class DockerLauncher:
         version, network = await self._daemon_of(spec, name)
         instance_id = new_instance_id(name)
         # On the host's network a server told its port by `{port}` gets a free one; any other keeps its own.
-        host_port = free_port() if network == "host" and _takes_port(spec) else None
+        host_port = free_port() if network == "host" and spec.told_port else None
         args = self.run_args(spec, instance_id=instance_id, cwd=cwd, extra_env=extra_env, network=network,
                              host_port=host_port)
         cli_env = {**os.environ, **spec.secret_values()}  # secrets reach `-e NAME` through here
@@ -239,11 +239,6 @@ async def server_version(docker: str = "docker") -> str | None:
     except (OSError, TimeoutError):
         return None
     return (out.strip() or None) if code == 0 else None
-
-
-def _takes_port(spec: LaunchSpec) -> bool:
-    """Whether the server is told its port (a ``{port}`` in its command or environment)."""
-    return any("{port}" in part for part in [*(spec.command or []), *spec.env.values()])
 
 
 def _container_name(instance_id: str) -> str:

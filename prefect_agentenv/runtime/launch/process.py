@@ -52,6 +52,8 @@ logger = logging.getLogger("prefect_agentenv.runtime.launch.process")
 
 _PR_SET_PDEATHSIG = 1
 _ADDRESS_IN_USE = re.compile(r"address already in use|errno 98|eaddrinuse", re.IGNORECASE)
+_PORT_RETRIES = 3
+"""New ports tried after one is found taken (each pick is a port the kernel just found free)."""
 _POLL_SECONDS = 0.02
 
 
@@ -139,8 +141,9 @@ class ProcessLauncher:
         """
         if not spec.command:
             raise DeployError(f"{name!r}: the process launcher needs a command, got {spec.describe()}")
-        # A port taken between free_port() and the server's bind is retried once with a new one.
-        retries = 1 if any("{port}" in part for part in spec.command) else 0
+        # A port taken between free_port() and its bind (the server's, or a confining launcher's bridge) is
+        # retried on a new one: another program, or an outgoing connection, may take a just-freed port.
+        retries = _PORT_RETRIES
         while True:
             try:
                 return await self._start_once(spec, name=name, workdir=workdir, cwd=cwd, extra_env=extra_env)
@@ -227,7 +230,7 @@ class ProcessLauncher:
             stderr = tail(stderr_path)
             text = f"{exc}{_stderr_note(stderr, stderr_path)}"
             error = ResourceLimitError(text, limit=limit) if limit else DeployError(text)
-            if exit_code is not None and _ADDRESS_IN_USE.search(stderr):
+            if exit_code is not None and spec.told_port and _ADDRESS_IN_USE.search(stderr):
                 raise _PortTaken(port, error) from None
             raise error from None
         except BaseException:

@@ -277,8 +277,8 @@ async def net(world: World, http: httpx.AsyncClient) -> AsyncIterator[Net]:
 
 
 def probe_spec(**fields: Any) -> LaunchSpec:
-    return LaunchSpec(command=[sys.executable, str(NET_PROBE), "--host", "{host}", "--port", "{port}"],
-                      ready_path=CARD, kind="confined", install_paths=[str(NET_PROBE.parent)], **fields)
+    fields.setdefault("command", [sys.executable, str(NET_PROBE), "--host", "{host}", "--port", "{port}"])
+    return LaunchSpec(ready_path=CARD, kind="confined", install_paths=[str(NET_PROBE.parent)], **fields)
 
 
 async def from_inside(http: httpx.AsyncClient, agent: Instance, url: str, method: str = "GET", body: str | None = None,
@@ -368,6 +368,28 @@ async def test_after_the_agent_stops_its_bridge_is_gone_port_folder_and_connecti
     with socket.socket() as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers bind: TIME_WAIT is no listener
         probe.bind(("127.0.0.1", port))  # nothing listens on the host port any more
+
+
+async def test_a_port_taken_before_the_bridge_binds_it_is_retried_on_a_new_one_for_a_port_given_by_variable(
+        world: World, http: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Another program (or an outgoing connection) may take a port between its pick and the bridge's bind.
+    import prefect_agentenv.runtime.launch.process as process
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        picks = [taken.getsockname()[1]]
+        real = process.free_port
+        monkeypatch.setattr(process, "free_port", lambda host: picks.pop() if picks else real(host))
+        spec = probe_spec(command=[sys.executable, str(NET_PROBE), "--host", "{host}"], env={"PORT": "{port}"})
+        launcher = ConfinedLauncher(run_id="r1", http_client=http)
+        agent = await launcher.start(spec, name="agent", workdir=world.run_folder, cwd=world.sandbox.root,
+                                     extra_env=world.sandbox.env())
+        try:
+            assert not picks and agent.base_url != f"http://127.0.0.1:{taken.getsockname()[1]}"
+            assert (await http.get(agent.base_url + CARD)).status_code == 200
+        finally:
+            await launcher.stop(agent)
 
 
 async def test_a_block_widens_the_network_and_the_record_says_so(world: World, http: httpx.AsyncClient,

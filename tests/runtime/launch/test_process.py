@@ -173,6 +173,22 @@ async def test_a_port_taken_before_the_server_binds_is_retried_on_a_new_port(wor
     assert (tmp_path / "tried").exists()
 
 
+async def test_a_server_told_its_port_by_a_variable_is_retried_on_a_new_port_too(workdir: Path, tmp_path: Path) -> None:
+    argv = [part for part in fake_command("port-taken", "--marker", str(tmp_path / "tried")) if part not in ("--port", "{port}")]
+    launcher = ProcessLauncher()
+    instance = await launcher.start(LaunchSpec(command=argv, env={"PORT": "{port}"}), name="email", workdir=workdir)
+    await launcher.stop(instance)
+    assert (tmp_path / "tried").exists()
+
+
+async def test_a_server_that_binds_a_port_of_its_own_is_not_retried(workdir: Path, tmp_path: Path) -> None:
+    # Its port is not ours to change: a second try would fail alike, so the first failure is the error.
+    argv = [part for part in fake_command("port-taken", "--marker", str(tmp_path / "tried")) if part != "{port}"]
+    argv.insert(argv.index("--port") + 1, "1")
+    with pytest.raises(DeployError, match="Address already in use"):
+        await ProcessLauncher().start(LaunchSpec(command=argv), name="email", workdir=workdir)
+
+
 async def test_instances_started_together_get_their_own_ports(workdir: Path) -> None:
     launcher = ProcessLauncher()
     spec = LaunchSpec(command=fake_command())
