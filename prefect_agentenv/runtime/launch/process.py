@@ -52,8 +52,7 @@ logger = logging.getLogger("prefect_agentenv.runtime.launch.process")
 
 _PR_SET_PDEATHSIG = 1
 _ADDRESS_IN_USE = re.compile(r"address already in use|errno 98|eaddrinuse", re.IGNORECASE)
-_PORT_RETRIES = 3
-"""New ports tried after one is found taken (each pick is a port the kernel just found free)."""
+_PORT_RETRIES = 3  # new ports tried after one is found taken
 _POLL_SECONDS = 0.02
 
 
@@ -141,8 +140,7 @@ class ProcessLauncher:
         """
         if not spec.command:
             raise DeployError(f"{name!r}: the process launcher needs a command, got {spec.describe()}")
-        # A port taken between free_port() and its bind (the server's, or a confining launcher's bridge) is
-        # retried on a new one: another program, or an outgoing connection, may take a just-freed port.
+        # A port taken before its bind (by another program, an outgoing connection) is picked anew.
         retries = _PORT_RETRIES
         while True:
             try:
@@ -311,8 +309,7 @@ class ProcessLauncher:
 class _PortTaken(Exception):
     def __init__(self, port: int, error: DeployError) -> None:
         super().__init__(str(error))
-        self.port = port
-        self.error = error
+        self.port, self.error = port, error
 
 
 def _child_env(spec: LaunchSpec, *, host: str, port: int, extra_env: dict[str, str] | None,
