@@ -27,6 +27,9 @@ _USAGE_OBJECT = re.compile(rb'"usage"\s*:\s*\{')
 """Once the first token is seen, only events holding a usage object are parsed (chat sends ``"usage": null``
 in every chunk; the cost of parsing each would be paid per token)."""
 _STREAM_ENDS = frozenset({"response.completed", "response.incomplete", "response.failed"})
+_CLOSING_EVENT = re.compile(rb'^data:\s*\[DONE\]|"type"\s*:\s*"(?:response\.(?:completed|incomplete|failed)|message_stop)"')
+"""The event that closes a stream on each wire: chat's ``[DONE]``, the Responses API's terminal event, Anthropic's
+``message_stop`` (no other event holds these types unescaped)."""
 
 
 class CallUsage(BaseModel):
@@ -92,6 +95,9 @@ class StreamMeter:
         self.model: str | None = None
         self.first_token = False
         """Set once an event carrying output (text, a tool call's name or arguments) has passed."""
+        self.closed = False
+        """Set once the stream's closing event has passed: the client has the whole answer, even if the upstream's
+        connection has not ended yet."""
 
     def feed(self, chunk: bytes) -> bool:
         """Read the complete lines of ``chunk``; True when the first token arrived in it."""
@@ -103,8 +109,11 @@ class StreamMeter:
         lines = bytes(self._pending[:end]).split(b"\n")
         del self._pending[:end + 1]
         for line in lines:
-            if line.startswith(b"data:") and (not self.first_token or _USAGE_OBJECT.search(line)):
+            if not line.startswith(b"data:"):
+                continue
+            if not self.first_token or _USAGE_OBJECT.search(line):
                 self._event(line[5:].strip())
+            self.closed = self.closed or _CLOSING_EVENT.search(line) is not None
         return self.first_token and not had_token
 
     def usage(self) -> CallUsage:

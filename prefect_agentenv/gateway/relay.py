@@ -98,7 +98,9 @@ class Relay:
 
             group.start_soon(relay_then_stop)
             await _disconnected(receive)
-            if not self._complete and self._error is None:
+            # A client may hang up once it has read the stream's closing event, before the upstream's end.
+            answered = self._complete or (self._meter is not None and self._meter.closed)
+            if not answered and self._error is None:
                 self._error, self._failure = "the client went away before the answer ended", "client"
             group.cancel_scope.cancel()
 

@@ -40,7 +40,8 @@ class Recorder:
     answer: object = field(default_factory=lambda: USAGE_ANSWER)
     mode: str = "json"
     """``json``: ``answer`` with ``status``; ``gated``: one chunk, then the rest once ``gate`` is set;
-    ``endless``: a chunk every 10 ms until the client goes."""
+    ``endless``: a chunk every 10 ms until the client goes; ``lingering``: the whole stream, then the connection
+    held open until ``gate`` is set."""
     script: list[tuple[int, dict[str, str]]] = field(default_factory=list)
     """Answers given before any other, one per request: an error status with its headers."""
     arrivals: list[float] = field(default_factory=list)
@@ -66,7 +67,7 @@ class Recorder:
                                     status_code=status, headers=headers)
             if self.mode == "json":
                 return JSONResponse(self.answer, status_code=self.status, headers=self.answer_headers)
-            stream = self._gated() if self.mode == "gated" else self._endless()
+            stream = {"gated": self._gated, "lingering": self._lingering}.get(self.mode, self._endless)()
             return StreamingResponse(stream, media_type="text/event-stream")
 
         return Starlette(routes=[Route("/{path:path}", anything, methods=["GET", "POST"])])
@@ -75,6 +76,10 @@ class Recorder:
         yield FIRST_CHUNK
         await self.gate.wait()
         yield LAST_CHUNKS
+
+    async def _lingering(self) -> AsyncIterator[bytes]:
+        yield FIRST_CHUNK + LAST_CHUNKS
+        await self.gate.wait()
 
     async def _endless(self) -> AsyncIterator[bytes]:
         try:

@@ -218,6 +218,30 @@ async def test_a_client_that_leaves_mid_stream_stops_the_upstream_stream(
     assert call.error == "the client went away before the answer ended" and gateway.totals(RUN).failed == 1
 
 
+async def test_a_client_that_leaves_after_the_closing_event_got_its_whole_answer(
+        recorded: tuple[Recorder, ModelGateway]) -> None:
+    # Coding agents hang up once they read the stream's closing event, before the upstream's connection ends.
+    upstream, gateway = recorded
+    upstream.mode = "lingering"
+    headers = {"authorization": f"Bearer {gateway.issue(RUN, 'agent')}"}
+    async with httpx.AsyncClient(timeout=10.0) as http, \
+            http.stream("POST", gateway.openai_base_url + "/chat/completions",
+                        json={**CHAT, "stream": True}, headers=headers) as answer:
+        read = b""
+        async for chunk in answer.aiter_raw():
+            read += chunk
+            if b"[DONE]" in read:
+                break
+
+    for _ in range(100):
+        if gateway.calls(RUN):
+            break
+        await asyncio.sleep(0.02)
+    upstream.gate.set()
+    [call] = gateway.calls(RUN)
+    assert (call.error, call.failure, call.output_tokens) == (None, None, 1) and gateway.totals(RUN).failed == 0
+
+
 async def test_an_upstream_that_does_not_answer_gets_a_502_naming_it() -> None:
     async with serve_asgi(Recorder().app()) as base_url:
         pass  # the port is closed now: nothing listens there

@@ -56,6 +56,25 @@ def test_a_responses_stream_counts_its_completed_event_and_first_delta() -> None
     assert meter.usage() == CallUsage(model="gpt-5", input_tokens=7, output_tokens=3, cached_tokens=0)
 
 
+RESPONSES_END = _events(("response.completed", {"type": "response.completed", "response": {"usage": {}}}))
+CHAT_END = b"data: [DONE]\n\n"
+
+
+@pytest.mark.parametrize(("wire", "stream", "end"), [
+    ("messages", MESSAGES_STREAM[:MESSAGES_STREAM.rindex(b"event: message_stop")], _events(("message_stop", {"type": "message_stop"}))),
+    ("responses", _events(("response.output_text.delta", {"type": "response.output_text.delta",
+                                                          "delta": '{"type": "response.completed"}'})), RESPONSES_END),
+    ("chat", _events((None, {"choices": [{"index": 0, "delta": {"content": "data: [DONE]"}}]})), CHAT_END),
+])
+def test_a_stream_is_closed_by_its_wire_s_closing_event_only(wire: str, stream: bytes, end: bytes) -> None:
+    # Text that spells a closing event (escaped inside a string) does not close it.
+    meter = StreamMeter(wire)  # type: ignore[arg-type]
+    meter.feed(stream)
+    assert not meter.closed
+    meter.feed(end)
+    assert meter.closed
+
+
 def test_whole_answers_on_each_wire_and_answers_without_usage() -> None:
     assert body_usage("chat", b'{"model": "m", "usage": {"prompt_tokens": 1, "completion_tokens": 2}}') == CallUsage(
         model="m", input_tokens=1, output_tokens=2)
