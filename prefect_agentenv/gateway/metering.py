@@ -27,9 +27,9 @@ _USAGE_OBJECT = re.compile(rb'"usage"\s*:\s*\{')
 """Once the first token is seen, only events holding a usage object are parsed (chat sends ``"usage": null``
 in every chunk; the cost of parsing each would be paid per token)."""
 _STREAM_ENDS = frozenset({"response.completed", "response.incomplete", "response.failed"})
-_CLOSING_EVENT = re.compile(rb'^data:\s*\[DONE\]|"type"\s*:\s*"(?:response\.(?:completed|incomplete|failed)|message_stop)"')
-"""The event that closes a stream on each wire: chat's ``[DONE]``, the Responses API's terminal event, Anthropic's
-``message_stop`` (no other event holds these types unescaped)."""
+_CLOSING_TYPE = re.compile(rb'"type"\s*:\s*"(?:response\.(?:completed|incomplete|failed)|message_stop)"')
+"""The event that closes a Responses API or Anthropic stream (no other event holds these types unescaped); a chat
+stream's is ``data: [DONE]``."""
 
 
 class CallUsage(BaseModel):
@@ -113,8 +113,14 @@ class StreamMeter:
                 continue
             if not self.first_token or _USAGE_OBJECT.search(line):
                 self._event(line[5:].strip())
-            self.closed = self.closed or _CLOSING_EVENT.search(line) is not None
+            if not self.closed:
+                self.closed = self._closes(line)
         return self.first_token and not had_token
+
+    def _closes(self, line: bytes) -> bool:
+        if self._wire == "chat":
+            return line[5:].strip() == b"[DONE]"
+        return _CLOSING_TYPE.search(line) is not None
 
     def usage(self) -> CallUsage:
         """What the stream said so far (the last usage seen wins; Anthropic's deltas add to its start)."""
