@@ -27,7 +27,8 @@ _USAGE_OBJECT = re.compile(rb'"usage"\s*:\s*\{')
 """Once the first token is seen, only events holding a usage object are parsed (chat sends ``"usage": null``
 in every chunk; the cost of parsing each would be paid per token)."""
 _STREAM_ENDS = frozenset({"response.completed", "response.incomplete", "response.failed"})
-_CLOSING_TYPE = re.compile(rb'"type"\s*:\s*"(?:response\.(?:completed|incomplete|failed)|message_stop)"')
+_CLOSING_TYPE = re.compile(rb'"type"\s*:\s*"(?:%s)"' % b"|".join(
+    re.escape(kind.encode()) for kind in sorted({*_STREAM_ENDS, "message_stop"})))
 """The event that closes a Responses API or Anthropic stream (no other event holds these types unescaped); a chat
 stream's is ``data: [DONE]``."""
 

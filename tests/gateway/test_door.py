@@ -5,6 +5,7 @@ held back, and a client that leaves stops the upstream stream."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 
@@ -15,6 +16,7 @@ import pytest
 from pydantic import SecretStr
 
 from prefect_agentenv.gateway import GatewayConfig, ModelGateway, RetryPolicy, Upstream, serve_gateway
+from prefect_agentenv.gateway.ledger import CallRecord
 from prefect_agentenv.gateway.server import serve_asgi
 from prefect_agentenv.usage import ModelPrice
 from servers import Server
@@ -173,14 +175,31 @@ async def test_the_upstreams_usage_is_what_is_counted(recorded: tuple[Recorder, 
     assert (call.requested_model, call.model) == ("asked-for", "recorded-model")
 
 
-async def test_a_stream_is_relayed_chunk_by_chunk_not_held_until_it_ends(
-        recorded: tuple[Recorder, ModelGateway]) -> None:
-    upstream, gateway = recorded
-    upstream.mode = "gated"
+@contextlib.asynccontextmanager
+async def chat_stream(gateway: ModelGateway) -> AsyncIterator[httpx.Response]:
+    """A streamed chat completion through the gateway, as the run's agent asks for it."""
     headers = {"authorization": f"Bearer {gateway.issue(RUN, 'agent')}"}
     async with httpx.AsyncClient(timeout=10.0) as http, \
             http.stream("POST", gateway.openai_base_url + "/chat/completions",
                         json={**CHAT, "stream": True}, headers=headers) as answer:
+        yield answer
+
+
+async def recorded_call(gateway: ModelGateway) -> CallRecord:
+    """The run's one call, once the gateway has recorded it (a relay records when it notices the client left)."""
+    for _ in range(100):
+        if gateway.calls(RUN):
+            break
+        await asyncio.sleep(0.02)
+    [call] = gateway.calls(RUN)
+    return call
+
+
+async def test_a_stream_is_relayed_chunk_by_chunk_not_held_until_it_ends(
+        recorded: tuple[Recorder, ModelGateway]) -> None:
+    upstream, gateway = recorded
+    upstream.mode = "gated"
+    async with chat_stream(gateway) as answer:
         chunks = answer.aiter_raw()
         # The upstream sends the rest only once the gate opens: a gateway that buffered would never
         # hand over the first chunk, and this read would time out.
@@ -198,10 +217,7 @@ async def test_a_client_that_leaves_mid_stream_stops_the_upstream_stream(
         recorded: tuple[Recorder, ModelGateway]) -> None:
     upstream, gateway = recorded
     upstream.mode = "endless"
-    headers = {"authorization": f"Bearer {gateway.issue(RUN, 'agent')}"}
-    async with httpx.AsyncClient(timeout=10.0) as http, \
-            http.stream("POST", gateway.openai_base_url + "/chat/completions",
-                        json={**CHAT, "stream": True}, headers=headers) as answer:
+    async with chat_stream(gateway) as answer:
         async for _ in answer.aiter_raw():
             if upstream.chunks_sent >= 3:
                 break
@@ -210,11 +226,7 @@ async def test_a_client_that_leaves_mid_stream_stops_the_upstream_stream(
     sent = upstream.chunks_sent
     await asyncio.sleep(0.1)
     assert upstream.chunks_sent == sent
-    for _ in range(100):
-        if gateway.calls(RUN):
-            break
-        await asyncio.sleep(0.02)
-    [call] = gateway.calls(RUN)
+    call = await recorded_call(gateway)
     assert call.error == "the client went away before the answer ended" and gateway.totals(RUN).failed == 1
 
 
@@ -223,22 +235,15 @@ async def test_a_client_that_leaves_after_the_closing_event_got_its_whole_answer
     # Coding agents hang up once they read the stream's closing event, before the upstream's connection ends.
     upstream, gateway = recorded
     upstream.mode = "lingering"
-    headers = {"authorization": f"Bearer {gateway.issue(RUN, 'agent')}"}
-    async with httpx.AsyncClient(timeout=10.0) as http, \
-            http.stream("POST", gateway.openai_base_url + "/chat/completions",
-                        json={**CHAT, "stream": True}, headers=headers) as answer:
+    async with chat_stream(gateway) as answer:
         read = b""
         async for chunk in answer.aiter_raw():
             read += chunk
             if b"[DONE]" in read:
                 break
 
-    for _ in range(100):
-        if gateway.calls(RUN):
-            break
-        await asyncio.sleep(0.02)
+    call = await recorded_call(gateway)
     upstream.gate.set()
-    [call] = gateway.calls(RUN)
     assert (call.error, call.failure, call.output_tokens) == (None, None, 1) and gateway.totals(RUN).failed == 0
 
 
